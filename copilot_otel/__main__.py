@@ -1,0 +1,3 @@
+from copilot_otel.cli import main
+
+raise SystemExit(main())

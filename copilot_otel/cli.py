@@ -1,0 +1,182 @@
+"""``copilot-otel``: a thin shell over the library.
+
+Parses arguments, builds a :class:`~copilot_otel.config.Config`, calls one library function and turns
+:class:`~copilot_otel.errors.CopilotOtelError` into one line on stderr and an exit code. No logic lives here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+from .config import Config, add_arguments, describe, load_config
+from .errors import CopilotOtelError
+
+logger = logging.getLogger("copilot_otel")
+
+_EXPORT = ["endpoint", "protocol", "output_file", "max_retry_time", "config_file", "log_level", "state_dir",
+           "session_state", "runaway_turns"]
+_RUN = [*_EXPORT, "export_delay", "backfill", "idle_timeout", "rescan_interval", "prometheus_port",
+        "prometheus_host"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="copilot-otel",
+        description="Turn GitHub Copilot CLI session logs into OpenTelemetry traces, metrics and log events.",
+    )
+    parser.add_argument("--version", action="version", version=f"copilot-otel {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("replay", help="export existing session logs (backfill) and exit",
+                       description="Export every prompt of the given sessions; exits 0 only when the collector "
+                                   "accepted all of it.")
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help="session folder, events.jsonl, legacy <id>.jsonl, a session-state root, or a session id "
+                        "(default: the whole session-state root)")
+    add_arguments(p, [n for n in _EXPORT if n != "state_dir"] + ["state_dir", "prometheus_port"])
+    p.add_argument("--no-progress", action="store_true", help="do not show progress")
+
+    p = sub.add_parser("run", help="follow every session as it is written (the daemon)",
+                       description="Backfill the history, then tail every Copilot CLI session live.")
+    add_arguments(p, _RUN)
+
+    p = sub.add_parser("show", help="show a session's prompts as trees in the terminal (no backend needed)",
+                       description="Show a session without any backend; without an argument, list recent sessions.")
+    p.add_argument("session", nargs="?", metavar="SESSION|PATH", help="session id (or prefix) or path")
+    p.add_argument("--json", action="store_true", help="print the span records as JSON lines")
+    p.add_argument("--limit", type=int, default=20, help="sessions to list (default 20)")
+    add_arguments(p, ["session_state", "config_file", "log_level"])
+
+    p = sub.add_parser("doctor", help="check the configuration and the collector, send a test span",
+                       description="Check configuration, reach the collector, send a test span; exit 0 when "
+                                   "everything works.")
+    add_arguments(p, ["endpoint", "protocol", "output_file", "state_dir", "session_state", "config_file",
+                      "log_level"])
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the collector (default 10)")
+
+    p = sub.add_parser("status", help="show what a running daemon is doing",
+                       description="Files tracked, backlog, last export, retries, dropped lines, detections.")
+    add_arguments(p, ["state_dir", "config_file", "log_level"])
+    p.add_argument("--json", action="store_true", help="print the raw status as JSON")
+
+    p = sub.add_parser("config", help="print the effective configuration and where each value comes from")
+    add_arguments(p, None)
+
+    p = sub.add_parser("service", help="install or remove a user service running 'copilot-otel run'")
+    p.add_argument("action", choices=["install", "uninstall", "status"])
+    p.add_argument("--no-enable", action="store_true", help="write the unit file but do not enable it")
+    add_arguments(p, ["config_file", "log_level", "state_dir", "session_state", "endpoint", "protocol"])
+    return parser
+
+
+def _setup_logging(level: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("copilot-otel: %(levelname)s: %(message)s"))
+    root = logging.getLogger("copilot_otel")
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    root.propagate = False
+    # The SDK's exporters log every transient failure with their own wording; we report export trouble
+    # ourselves (rate-limited), so theirs is only shown when debugging.
+    sdk = logging.getLogger("opentelemetry")
+    sdk.handlers[:] = [handler]
+    sdk.setLevel(logging.DEBUG if level.lower() == "debug" else logging.CRITICAL)
+    sdk.propagate = False
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    _setup_logging("info")
+    try:
+        config = load_config(vars(args))
+        _setup_logging(config.log_level)
+        return _dispatch(args, config)
+    except CopilotOtelError as exc:
+        print(f"copilot-otel: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("copilot-otel: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+def _dispatch(args: argparse.Namespace, config: Config) -> int:
+    if args.command == "replay":
+        return _replay(args, config)
+    if args.command == "config":
+        width = max(len(name) for name, _, _ in describe(config))
+        for name, value, source in describe(config):
+            print(f"{name:<{width}}  {value}  ({source})")
+        return 0
+    if args.command == "run":
+        from .daemon import run
+
+        return run(config)
+    if args.command == "show":
+        from .view import show
+
+        return show(config, args.session, as_json=args.json, limit=args.limit)
+    if args.command == "doctor":
+        from .doctor import doctor
+
+        return doctor(config, timeout_s=args.timeout)
+    if args.command == "status":
+        from .status import print_status
+
+        return print_status(config, as_json=args.json)
+    if args.command == "service":
+        from .service import service
+
+        return service(config, args.action, enable=not args.no_enable)
+    raise AssertionError(args.command)
+
+
+def _replay(args: argparse.Namespace, config: Config) -> int:
+    from .replay import Progress, replay
+
+    paths = args.paths or [str(config.session_state)]
+    show_progress = not args.no_progress
+    bar = None
+    on_progress = None
+    if show_progress and sys.stderr.isatty():
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
+
+        bar = Bar(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TextColumn("sessions"),
+                  TextColumn("{task.fields[events]} events, {task.fields[rate]} events/s"), TimeElapsedColumn(),
+                  transient=True)
+        task = bar.add_task("replay", total=None, events=0, rate=0)
+        bar.start()
+
+        def on_progress(p: Progress) -> None:
+            bar.update(task, completed=p.sessions_done, total=p.sessions_total, events=p.events,
+                       rate=int(p.events / p.elapsed_s) if p.elapsed_s else 0)
+    elif show_progress:
+        last = [0.0]
+
+        def on_progress(p: Progress) -> None:
+            # Plain lines when not on a terminal: one every 2 s at most, and one at the end.
+            if p.elapsed_s - last[0] >= 2.0 or p.sessions_done == p.sessions_total:
+                last[0] = p.elapsed_s
+                rate = int(p.events / p.elapsed_s) if p.elapsed_s else 0
+                print(f"copilot-otel: replayed {p.sessions_done}/{p.sessions_total} sessions, {p.events} events "
+                      f"({rate}/s)", file=sys.stderr)
+    try:
+        report = replay(paths, config, on_progress=on_progress)
+    finally:
+        if bar is not None:
+            bar.stop()
+    dead = f", {report.dead_lettered} dead-lettered" if report.dead_lettered else ""
+    bad = f", {report.bad_lines} bad lines skipped" if report.bad_lines else ""
+    print(f"copilot-otel: exported {report.sessions} sessions: {report.spans} spans, {report.logs} log events "
+          f"from {report.events} events in {report.seconds:.1f}s{bad}{dead} → {report.destination}")
+    return 0

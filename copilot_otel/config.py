@@ -1,0 +1,766 @@
+"""Settings: one declarative table, resolved CLI flag > env var > config file > default.
+
+Every setting is declared exactly once in :data:`SETTINGS` (name, flags, env vars, whether the config file may
+set it, parser, default, one line of help). :func:`add_arguments` builds argparse flags from the table,
+:func:`load_config` resolves every setting into a frozen :class:`Config`, and :func:`describe` renders it for
+``copilot-otel config``.
+
+Precedence, highest first (as logfire's ``load_param``):
+
+1. a CLI flag (``cli`` mapping, e.g. ``vars(args)``; ``None`` means "not given"),
+2. the setting's environment variables, in the order listed (an empty value counts as unset),
+3. the TOML config file (``--config``, ``COPILOT_OTEL_CONFIG`` or
+   ``$XDG_CONFIG_HOME/copilot-otel/config.toml``),
+4. the default.
+
+Standard ``OTEL_*`` variables are only *aliased* here, never re-implemented: the OTLP exporters still
+resolve ``OTEL_EXPORTER_OTLP_*`` (endpoint, headers, timeout, compression) themselves, so
+:attr:`Config.endpoint_override` is ``None`` whenever the endpoint came from the environment. Header values
+are never read or stored; the config only records whether ``OTEL_EXPORTER_OTLP_[TRACES_]HEADERS`` is set.
+
+Every bad value fails at load with a :class:`~copilot_otel.errors.ConfigError` that names where the value came
+from and quotes it, e.g. ``Expected OTEL_EXPORTER_OTLP_PROTOCOL to be one of grpc, http/protobuf, http/json,
+got 'udp'``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import math
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta, timezone
+from pathlib import Path
+from types import MappingProxyType, ModuleType
+from typing import Any, Generic, Literal, TypeVar, get_args
+from urllib.parse import urlsplit, urlunsplit
+
+from .errors import ConfigError
+
+
+def _toml_module() -> ModuleType | None:
+    """``tomllib`` (3.11+), else the ``tomli`` backport if installed, else ``None``: no config file support
+    (flags and env vars still work; a config file that exists is a ConfigError)."""
+    for name in ("tomllib", "tomli"):
+        try:
+            return importlib.import_module(name)
+        except ModuleNotFoundError:  # Python 3.10 without tomli
+            continue
+    return None
+
+
+_toml = _toml_module()
+
+__all__ = [
+    "SETTINGS",
+    "Backfill",
+    "Config",
+    "LogLevel",
+    "OtlpProtocol",
+    "Setting",
+    "add_arguments",
+    "describe",
+    "load_config",
+]
+
+OtlpProtocol = Literal["grpc", "http/protobuf", "http/json"]
+LogLevel = Literal["debug", "info", "warning", "error"]
+
+T = TypeVar("T")
+Env = Mapping[str, str]
+#: A parser turns a raw value (a string from a flag or env var, or a native TOML value) into the setting's
+#: type, or raises :class:`_Invalid` saying what it expected. ``env`` is passed for ``~`` expansion.
+Parser = Callable[[object, Env], T]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_TRUE = frozenset({"true", "1", "yes", "on"})
+_FALSE = frozenset({"false", "0", "no", "off"})
+
+
+class _Invalid(ValueError):
+    """Raised by a parser; ``args[0]`` completes "Expected <source> to be ...", e.g. ``"an integer >= 1"``."""
+
+
+@dataclass(frozen=True)
+class Backfill:
+    """What to do with session logs that already exist when the daemon starts.
+
+    Attributes:
+        mode: ``"all"`` exports everything already on disk, ``"none"`` starts at the end of existing files
+            (live only), ``"since"`` exports what happened at or after ``since_ns``.
+        since_ns: Unix nanoseconds for ``mode == "since"``, else ``None``.
+    """
+
+    mode: Literal["all", "none", "since"]
+    since_ns: int | None = None
+
+    def includes(self, time_ns: int) -> bool:
+        """Whether something that happened at ``time_ns`` (Unix nanoseconds) should be backfilled."""
+        if self.mode == "since":
+            assert self.since_ns is not None
+            return time_ns >= self.since_ns
+        return self.mode == "all"
+
+    def __str__(self) -> str:
+        if self.mode != "since" or self.since_ns is None:
+            return self.mode
+        return (_EPOCH + timedelta(microseconds=self.since_ns // 1_000)).isoformat()
+
+
+@dataclass(frozen=True)
+class Setting(Generic[T]):
+    """One row of the settings table.
+
+    Attributes:
+        name: Field name on :class:`Config`, argparse ``dest`` and config file key.
+        help: One line for ``--help`` (env vars and the default are appended automatically).
+        parse: Turns a raw value into ``T`` (raises :class:`_Invalid`).
+        default: The default value, unless ``default_from_env`` computes it.
+        default_from_env: Computes the default from the environment (``HOME``, ``XDG_*``, ``COPILOT_HOME``).
+        default_help: How the default reads in ``--help``; ``str(default)`` when not given.
+        flags: CLI flags (may be empty: env var / config file only).
+        env_vars: Environment variables, highest priority first.
+        env_parse: Parser for env values when their unit differs (``OTEL_*`` intervals are milliseconds).
+        file: Whether the config file may set it.
+        metavar: Shown in ``--help``.
+    """
+
+    name: str
+    help: str
+    parse: Parser[T]
+    default: T | None = None
+    default_from_env: Callable[[Env], T] | None = None
+    default_help: str | None = None
+    flags: tuple[str, ...] = ()
+    env_vars: tuple[str, ...] = ()
+    env_parse: Parser[T] | None = None
+    file: bool = True
+    metavar: str | None = None
+
+    def default_for(self, env: Env) -> T | None:
+        """The default value under ``env``."""
+        return self.default_from_env(env) if self.default_from_env is not None else self.default
+
+    def full_help(self) -> str:
+        """``help`` plus env vars and default, escaped for argparse's ``%`` formatting."""
+        extra = []
+        if self.env_vars:
+            unit = " (milliseconds)" if self.env_parse is not None else ""
+            extra.append(f"env: {', '.join(self.env_vars)}{unit}")
+        shown = self.default_help if self.default_help is not None else _show(self.name, self.default)
+        extra.append(f"default: {shown}")
+        return f"{self.help} [{'; '.join(extra)}]".replace("%", "%%")
+
+
+# --- parsers ------------------------------------------------------------------------------------------------
+
+
+def _home(env: Env) -> Path:
+    home = env.get("HOME", "").strip()
+    return Path(home) if home else Path.home()
+
+
+def _expand(text: str, env: Env) -> Path:
+    """``~`` expansion against ``env``'s ``HOME`` (so tests control it); the OS expands ``~user``."""
+    if text == "~" or text.startswith("~/"):
+        return _home(env) / text[2:]
+    return Path(text).expanduser()
+
+
+def _text(raw: object, expected: str) -> str:
+    if isinstance(raw, os.PathLike):
+        raw = os.fspath(raw)
+    if not isinstance(raw, str) or not raw.strip():
+        raise _Invalid(expected)
+    return raw.strip()
+
+
+def _to_float(raw: object, expected: str) -> float:
+    if isinstance(raw, bool):
+        raise _Invalid(expected)
+    if isinstance(raw, (int, float)):
+        value = float(raw)
+    else:
+        try:
+            value = float(_text(raw, expected))
+        except ValueError:
+            raise _Invalid(expected) from None
+    if not math.isfinite(value):
+        raise _Invalid(expected)
+    return value
+
+
+def _seconds(*, positive: bool = False, millis: bool = False) -> Parser[float]:
+    """A duration; ``millis`` parses milliseconds (the ``OTEL_*`` convention) and returns seconds."""
+    expected = f"a number of {'milliseconds' if millis else 'seconds'} {'> 0' if positive else '>= 0'}"
+
+    def parse(raw: object, env: Env) -> float:
+        value = _to_float(raw, expected)
+        if value < 0 or (positive and value == 0):
+            raise _Invalid(expected)
+        return value / 1_000 if millis else value
+
+    return parse
+
+
+def _integer(minimum: int, maximum: int | None = None) -> Parser[int]:
+    expected = f"an integer >= {minimum}" if maximum is None else f"an integer from {minimum} to {maximum}"
+
+    def parse(raw: object, env: Env) -> int:
+        if isinstance(raw, bool):
+            raise _Invalid(expected)
+        if isinstance(raw, int):
+            value = raw
+        else:
+            try:
+                value = int(_text(raw, expected))
+            except ValueError:
+                raise _Invalid(expected) from None
+        if value < minimum or (maximum is not None and value > maximum):
+            raise _Invalid(expected)
+        return value
+
+    return parse
+
+
+def _boolean(raw: object, env: Env) -> bool:
+    expected = "true or false"
+    if isinstance(raw, bool):
+        return raw
+    text = _text(raw, expected).lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise _Invalid(expected)
+
+
+def _choice(choices: tuple[str, ...]) -> Parser[Any]:
+    expected = f"one of {', '.join(choices)}"
+
+    def parse(raw: object, env: Env) -> str:
+        text = _text(raw, expected).lower()
+        if text not in choices:
+            raise _Invalid(expected)
+        return text
+
+    return parse
+
+
+def _string(raw: object, env: Env) -> str:
+    return _text(raw, "a non-empty string")
+
+
+def _path(raw: object, env: Env) -> Path:
+    return _expand(_text(raw, "a path"), env)
+
+
+def _url(raw: object, env: Env) -> str:
+    expected = "an http:// or https:// URL"
+    text = _text(raw, expected)
+    try:
+        parts = urlsplit(text)
+        _ = parts.port  # raises ValueError for a non-numeric or out-of-range port
+    except ValueError:
+        raise _Invalid(expected) from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise _Invalid(expected)
+    return text
+
+
+def _backfill(raw: object, env: Env) -> Backfill:
+    expected = "all, none, or an ISO date or datetime such as 2026-01-01 or 2026-01-01T09:00:00+01:00"
+    if isinstance(raw, datetime):  # TOML (offset or local) datetime
+        moment = raw
+    elif isinstance(raw, date):  # TOML local date
+        moment = datetime.combine(raw, time())
+    else:
+        text = _text(raw, expected)
+        if text.lower() in ("all", "none"):
+            return Backfill("all" if text.lower() == "all" else "none")
+        if text[-1:] in ("Z", "z"):  # Python 3.10's fromisoformat does not accept "Z"
+            text = text[:-1] + "+00:00"
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            raise _Invalid(expected) from None
+    try:
+        if moment.tzinfo is None:  # no offset given: the user's local time
+            moment = moment.astimezone()
+        since_ns = (moment - _EPOCH) // timedelta(microseconds=1) * 1_000
+    except (OverflowError, OSError, ValueError):
+        raise _Invalid(expected) from None
+    return Backfill("since", since_ns)
+
+
+# --- environment-dependent defaults -------------------------------------------------------------------------
+
+
+def _xdg(env: Env, var: str, fallback: str) -> Path:
+    """``$var`` when it is an absolute path (the XDG spec ignores relative ones), else ``~/<fallback>``."""
+    value = env.get(var, "").strip()
+    return Path(value) if value and os.path.isabs(value) else _home(env) / fallback
+
+
+def _default_session_state(env: Env) -> Path:
+    copilot_home = env.get("COPILOT_HOME", "").strip()
+    base = _expand(copilot_home, env) if copilot_home else _home(env) / ".copilot"
+    return base / "session-state"
+
+
+def _default_state_dir(env: Env) -> Path:
+    return _xdg(env, "XDG_STATE_HOME", ".local/state") / "copilot-otel"
+
+
+def _default_config_file(env: Env) -> Path:
+    return _xdg(env, "XDG_CONFIG_HOME", ".config") / "copilot-otel" / "config.toml"
+
+
+# --- the table ----------------------------------------------------------------------------------------------
+
+_PROTOCOLS: tuple[str, ...] = get_args(OtlpProtocol)
+_LOG_LEVELS: tuple[str, ...] = get_args(LogLevel)
+
+SETTINGS: tuple[Setting[Any], ...] = (
+    Setting(
+        "config_file",
+        "TOML config file (a missing default file is fine; a missing given file is an error)",
+        _path,
+        default_from_env=_default_config_file,
+        default_help="$XDG_CONFIG_HOME/copilot-otel/config.toml or ~/.config/copilot-otel/config.toml",
+        flags=("--config",),
+        env_vars=("COPILOT_OTEL_CONFIG",),
+        file=False,
+        metavar="PATH",
+    ),
+    Setting(
+        "session_state",
+        "Copilot CLI session-state directory to read session logs from",
+        _path,
+        default_from_env=_default_session_state,
+        default_help="$COPILOT_HOME/session-state or ~/.copilot/session-state",
+        flags=("--session-state",),
+        env_vars=("COPILOT_OTEL_SESSION_STATE",),
+        metavar="PATH",
+    ),
+    Setting(
+        "state_dir",
+        "Directory for checkpoints, the lock file and the embedded OTLP file",
+        _path,
+        default_from_env=_default_state_dir,
+        default_help="$XDG_STATE_HOME/copilot-otel or ~/.local/state/copilot-otel",
+        flags=("--state-dir",),
+        env_vars=("COPILOT_OTEL_STATE_DIR",),
+        metavar="PATH",
+    ),
+    Setting(
+        "endpoint",
+        "OTLP collector base URL; without one, telemetry goes to the embedded file exporter",
+        _url,
+        default_help="none (embedded file exporter)",
+        flags=("--endpoint",),
+        # Per-signal first, as the OTel SDK resolves them; the SDK still reads these itself (house rule 11).
+        env_vars=("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"),
+        metavar="URL",
+    ),
+    Setting(
+        "protocol",
+        "OTLP transport",
+        _choice(_PROTOCOLS),
+        default="http/protobuf",
+        flags=("--protocol",),
+        env_vars=("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"),
+        metavar="{" + ",".join(_PROTOCOLS) + "}",
+    ),
+    Setting(
+        "output_file",
+        "Also write OTLP JSON lines to this file (default without an endpoint: <state-dir>/otlp.jsonl)",
+        _path,
+        default_help="none",
+        flags=("--output-file",),
+        env_vars=("COPILOT_OTEL_OUTPUT_FILE",),
+        metavar="PATH",
+    ),
+    Setting(
+        "service_name",
+        "service.name resource attribute",
+        _string,
+        default="copilot-otel",
+        env_vars=("OTEL_SERVICE_NAME",),
+    ),
+    Setting(
+        "max_retry_time",
+        "Give up re-sending a batch after this many seconds of failures",
+        _seconds(),
+        default=60.0,
+        flags=("--max-retry-time",),
+        env_vars=("COPILOT_OTEL_MAX_RETRY_TIME",),
+        metavar="SECONDS",
+    ),
+    Setting(
+        "export_delay",
+        "Seconds between span/log batch exports",
+        _seconds(),
+        default=1.0,
+        flags=("--export-delay",),
+        env_vars=("OTEL_BSP_SCHEDULE_DELAY",),
+        env_parse=_seconds(millis=True),
+        metavar="SECONDS",
+    ),
+    Setting(
+        "metric_interval",
+        "Seconds between metric exports",
+        _seconds(positive=True),
+        default=15.0,
+        env_vars=("OTEL_METRIC_EXPORT_INTERVAL",),
+        env_parse=_seconds(positive=True, millis=True),
+    ),
+    Setting(
+        "backfill",
+        "Sessions already on disk at start: all, none, or an ISO date/datetime to start from (local time "
+        "unless an offset is given)",
+        _backfill,
+        default=Backfill("all"),
+        flags=("--backfill",),
+        env_vars=("COPILOT_OTEL_BACKFILL",),
+        metavar="all|none|DATE",
+    ),
+    Setting(
+        "idle_timeout",
+        "Close a session's open spans after this many seconds without new lines",
+        _seconds(positive=True),
+        default=1800.0,
+        flags=("--idle-timeout",),
+        env_vars=("COPILOT_OTEL_IDLE_TIMEOUT",),
+        metavar="SECONDS",
+    ),
+    Setting(
+        "rescan_interval",
+        "Seconds between full rescans of the session-state directory",
+        _seconds(positive=True),
+        default=5.0,
+        flags=("--rescan-interval",),
+        env_vars=("COPILOT_OTEL_RESCAN_INTERVAL",),
+        metavar="SECONDS",
+    ),
+    Setting(
+        "backlog_cap",
+        "Stop reading new lines while this many spans wait for export",
+        _integer(1),
+        default=20_000,
+        env_vars=("COPILOT_OTEL_BACKLOG_CAP",),
+    ),
+    Setting(
+        "runaway_turns",
+        "Flag a prompt as runaway after this many agent turns",
+        _integer(1),
+        default=25,
+        flags=("--runaway-turns",),
+        env_vars=("COPILOT_OTEL_RUNAWAY_TURNS",),
+        metavar="N",
+    ),
+    Setting(
+        "runaway_identical_calls",
+        "Flag a prompt as runaway after this many identical tool calls in a row",
+        _integer(1),
+        default=5,
+        env_vars=("COPILOT_OTEL_RUNAWAY_IDENTICAL_CALLS",),
+    ),
+    Setting(
+        "runaway_tool_errors",
+        "Flag a prompt as runaway after this many failed tool calls in a row",
+        _integer(1),
+        default=5,
+        env_vars=("COPILOT_OTEL_RUNAWAY_TOOL_ERRORS",),
+    ),
+    Setting(
+        "runaway_tokens_per_minute",
+        "Flag a prompt as runaway above this token burn rate (0 disables)",
+        _integer(0),
+        default=2_000_000,
+        env_vars=("COPILOT_OTEL_RUNAWAY_TOKENS_PER_MINUTE",),
+    ),
+    Setting(
+        "prometheus_port",
+        "Serve Prometheus metrics on this port (0 picks a free port)",
+        _integer(0, 65_535),
+        default_help="none (no Prometheus endpoint)",
+        flags=("--prometheus-port",),
+        env_vars=("COPILOT_OTEL_PROMETHEUS_PORT",),
+        metavar="PORT",
+    ),
+    Setting(
+        "prometheus_host",
+        "Address the Prometheus endpoint binds to",
+        _string,
+        default="127.0.0.1",
+        flags=("--prometheus-host",),
+        env_vars=("COPILOT_OTEL_PROMETHEUS_HOST",),
+        metavar="HOST",
+    ),
+    Setting(
+        "metrics_enabled",
+        "Export metrics",
+        _boolean,
+        default=True,
+        env_vars=("COPILOT_OTEL_METRICS",),
+    ),
+    Setting(
+        "logs_enabled",
+        "Export log events",
+        _boolean,
+        default=True,
+        env_vars=("COPILOT_OTEL_LOGS",),
+    ),
+    Setting(
+        "log_level",
+        "copilot-otel's own log level",
+        _choice(_LOG_LEVELS),
+        default="info",
+        flags=("--log-level",),
+        env_vars=("COPILOT_OTEL_LOG_LEVEL",),
+        metavar="{" + ",".join(_LOG_LEVELS) + "}",
+    ),
+)
+
+_BY_NAME: Mapping[str, Setting[Any]] = {setting.name: setting for setting in SETTINGS}
+_FILE_KEYS: tuple[str, ...] = tuple(setting.name for setting in SETTINGS if setting.file)
+#: Header values may hold credentials: only whether one is set is ever recorded.
+_HEADER_ENV_VARS = ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")
+
+
+@dataclass(frozen=True)
+class Config:
+    """Every setting, typed and resolved; build it with :func:`load_config`.
+
+    ``sources`` maps each setting name to where its value came from: ``"default"``, ``"flag --endpoint"``,
+    ``"env OTEL_EXPORTER_OTLP_ENDPOINT"`` or ``"file /path/config.toml"`` (plus ``"otlp_headers"``).
+    Field order follows :data:`SETTINGS`.
+    """
+
+    config_file: Path
+    session_state: Path
+    state_dir: Path
+    endpoint: str | None
+    protocol: OtlpProtocol
+    output_file: Path | None
+    service_name: str
+    max_retry_time: float
+    export_delay: float
+    metric_interval: float
+    backfill: Backfill
+    idle_timeout: float
+    rescan_interval: float
+    backlog_cap: int
+    runaway_turns: int
+    runaway_identical_calls: int
+    runaway_tool_errors: int
+    runaway_tokens_per_minute: int
+    prometheus_port: int | None
+    prometheus_host: str
+    metrics_enabled: bool
+    logs_enabled: bool
+    log_level: LogLevel
+    sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    #: Whether ``OTEL_EXPORTER_OTLP_[TRACES_]HEADERS`` is set; the value is left to the SDK, never stored.
+    otlp_headers_set: bool = False
+
+    @property
+    def embedded_output(self) -> Path | None:
+        """The OTLP JSON-lines file: ``output_file``, else ``state_dir/otlp.jsonl`` without an endpoint."""
+        if self.output_file is not None:
+            return self.output_file
+        return self.state_dir / "otlp.jsonl" if self.endpoint is None else None
+
+    @property
+    def endpoint_override(self) -> str | None:
+        """The endpoint to pass to the OTLP exporters explicitly.
+
+        ``None`` when the endpoint came from ``OTEL_EXPORTER_OTLP_*`` (or is unset), so the SDK resolves the
+        standard variables itself, per-signal precedence and path handling included. A flag or config file
+        value has ``OTEL_EXPORTER_OTLP_ENDPOINT`` semantics: a base URL (HTTP exporters append
+        ``/v1/traces`` etc.).
+        """
+        if self.endpoint is None or self.sources.get("endpoint", "default").startswith("env "):
+            return None
+        return self.endpoint
+
+
+# --- loading ------------------------------------------------------------------------------------------------
+
+
+def _quote(raw: object) -> str:
+    return repr(os.fspath(raw) if isinstance(raw, os.PathLike) else raw)
+
+
+def _parse(parser: Parser[T], raw: object, label: str, env: Env) -> T:
+    try:
+        return parser(raw, env)
+    except _Invalid as exc:
+        raise ConfigError(f"Expected {label} to be {exc}, got {_quote(raw)}") from None
+
+
+def _resolve(
+    setting: Setting[T],
+    cli: Mapping[str, object],
+    env: Env,
+    file_values: Mapping[str, object],
+    file: Path | None,
+) -> tuple[T | None, str]:
+    """One setting's ``(value, source)``: flag > env var > config file > default."""
+    raw = cli.get(setting.name)
+    if raw is not None:
+        label = setting.flags[0] if setting.flags else setting.name
+        source = f"flag {label}" if setting.flags else f"argument {label}"
+        return _parse(setting.parse, raw, label, env), source
+    for var in setting.env_vars:
+        text = env.get(var)
+        if text is not None and text.strip():
+            return _parse(setting.env_parse or setting.parse, text, var, env), f"env {var}"
+    if setting.name in file_values:
+        label = f"config file key {setting.name} in {file}"
+        return _parse(setting.parse, file_values[setting.name], label, env), f"file {file}"
+    return setting.default_for(env), "default"
+
+
+def _read_file(path: Path, source: str) -> dict[str, Any] | None:
+    """The config file's keys, or ``None`` when the default file does not exist."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        if source == "default":
+            return None
+        raise ConfigError(f"Config file {path} (from {source}) does not exist") from None
+    except OSError as exc:
+        raise ConfigError(f"Cannot read config file {path}: {exc.strerror or exc}") from None
+    if _toml is None:
+        raise ConfigError(
+            f"Cannot read config file {path}: TOML config files need Python 3.11+ or the tomli package; "
+            "use flags or environment variables instead"
+        )
+    try:
+        values: dict[str, Any] = _toml.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"Cannot parse config file {path}: not UTF-8 ({exc.reason})") from None
+    except _toml.TOMLDecodeError as exc:
+        raise ConfigError(f"Cannot parse config file {path}: {exc}") from None
+    for key in values:
+        if key in _BY_NAME and key not in _FILE_KEYS:
+            flags = " or ".join((*_BY_NAME[key].flags, *_BY_NAME[key].env_vars))
+            raise ConfigError(f"Key {key!r} cannot be set in config file {path}; use {flags}")
+        if key not in _FILE_KEYS:
+            raise ConfigError(
+                f"Unknown key {key!r} in config file {path}; allowed keys: {', '.join(_FILE_KEYS)}"
+            )
+    return values
+
+
+def load_config(cli: Mapping[str, object] | None = None, env: Mapping[str, str] | None = None) -> Config:
+    """Resolve every setting (flag > env var > config file > default) into a :class:`Config`.
+
+    Args:
+        cli: Flag values by setting name, e.g. ``vars(args)``; unknown keys are ignored and ``None`` means
+            "not given". Values may be strings (as typed) or already typed (``Path``, ``float``, ...).
+        env: The environment; ``os.environ`` when ``None``. ``HOME``, ``XDG_*`` and ``COPILOT_HOME`` are read
+            from it for the defaults.
+
+    Raises:
+        ConfigError: a value is invalid (the message names its source and quotes it), the config file is
+            unreadable, malformed or has unknown keys, or an explicitly given config file is missing.
+    """
+    cli = {} if cli is None else cli
+    env = os.environ if env is None else env
+    config_setting = _BY_NAME["config_file"]
+    config_file, config_source = _resolve(config_setting, cli, env, {}, None)
+    assert isinstance(config_file, Path)
+    file_values = _read_file(config_file, config_source)
+
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for setting in SETTINGS:
+        values[setting.name], sources[setting.name] = _resolve(
+            setting, cli, env, file_values or {}, config_file
+        )
+    if file_values is None and config_source == "default":
+        sources["config_file"] = "default (not found)"
+
+    header_var = next((var for var in _HEADER_ENV_VARS if env.get(var, "").strip()), None)
+    sources["otlp_headers"] = f"env {header_var}" if header_var else "default"
+    return Config(**values, sources=MappingProxyType(sources), otlp_headers_set=header_var is not None)
+
+
+# --- CLI and display ----------------------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser, names: Iterable[str] | None = None) -> None:
+    """Add the flags of the named settings (all settings that have flags when ``names`` is ``None``).
+
+    Each flag stores the raw string under ``dest=<setting name>`` with ``default=None`` so :func:`load_config`
+    can tell "not given" from a value, and parse errors surface as :class:`ConfigError`, not argparse usage
+    errors. Help text comes from the table.
+
+    Raises:
+        ValueError: a name is not a setting or has no flag (a programming error, not a user error).
+    """
+    selected = [s for s in SETTINGS if s.flags] if names is None else [_flagged(name) for name in names]
+    for setting in selected:
+        parser.add_argument(
+            *setting.flags,
+            dest=setting.name,
+            default=None,
+            metavar=setting.metavar or setting.name.upper(),
+            help=setting.full_help(),
+        )
+
+
+def _flagged(name: str) -> Setting[Any]:
+    setting = _BY_NAME.get(name)
+    if setting is None:
+        raise ValueError(f"Unknown setting {name!r}")
+    if not setting.flags:
+        raise ValueError(f"Setting {name!r} has no command-line flag")
+    return setting
+
+
+def _redact_url(url: str) -> str:
+    """Hide credentials that may be embedded in an endpoint URL (userinfo, query string)."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = "***@" + netloc.rsplit("@", 1)[1]
+    return urlunsplit((parts.scheme, netloc, parts.path, "***" if parts.query else "", parts.fragment))
+
+
+def _show(name: str, value: object) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if name == "endpoint" and isinstance(value, str):
+        return _redact_url(value)
+    return str(value)
+
+
+def describe(config: Config) -> list[tuple[str, str, str]]:
+    """``(name, value shown, source)`` rows for ``copilot-otel config``.
+
+    Rows follow :data:`SETTINGS`, then the derived ``embedded_output`` and ``otlp_headers``. Header values are
+    never shown (only "set" / "not set") and credentials in the endpoint URL are masked.
+    """
+    rows = [
+        (s.name, _show(s.name, getattr(config, s.name)), config.sources.get(s.name, "default"))
+        for s in SETTINGS
+    ]
+    rows.append(("embedded_output", _show("embedded_output", config.embedded_output), "derived"))
+    rows.append(
+        (
+            "otlp_headers",
+            "set" if config.otlp_headers_set else "not set",
+            config.sources.get("otlp_headers", "default"),
+        )
+    )
+    return rows

@@ -1,0 +1,42 @@
+"""The exceptions copilot-otel raises, drawn in one place.
+
+The library raises these; only the CLI turns them into one line of text and an exit code::
+
+    CopilotOtelError            anything the user can act on (never a bug)
+    ├── ConfigError             a setting has a bad value (names the setting and the value)
+    ├── SourceError             a session path is missing, unreadable or unknown
+    ├── StateError              the state directory is unusable or locked by another daemon
+    └── ExportError             the collector did not accept everything (says what was not delivered)
+"""
+
+from __future__ import annotations
+
+
+class CopilotOtelError(Exception):
+    """Base class: a problem the user can fix; its message is shown as is."""
+
+    exit_code = 1
+
+
+class ConfigError(CopilotOtelError):
+    """A setting has a value we cannot use."""
+
+    exit_code = 2
+
+
+class SourceError(CopilotOtelError):
+    """A session log path given by the user cannot be read or found."""
+
+    exit_code = 3
+
+
+class StateError(CopilotOtelError):
+    """The state directory cannot be used (unwritable, corrupt beyond repair, or locked)."""
+
+    exit_code = 4
+
+
+class ExportError(CopilotOtelError):
+    """The collector did not accept all the telemetry within the allowed time."""
+
+    exit_code = 5

@@ -1,0 +1,641 @@
+"""Export stage: span and log records → OTLP requests → a collector (gRPC, HTTP) or the embedded file.
+
+We do not put the durable path through the SDK's ``BatchSpanProcessor``: it drops on overflow, ignores export
+failures and cannot tell a permanent rejection from an outage (see reliability.md). Instead records are encoded
+straight into the OTLP protobuf messages (``opentelemetry-proto``) — skipping the per-span ``ReadableSpan`` and
+``Resource`` hashing the SDK encoder pays for — and sent by a thin transport that returns what happened:
+
+* accepted → the caller may checkpoint;
+* retryable (refused, timeout, 429/502/503/504, UNAVAILABLE…) → :class:`Sender` retries with backoff, honouring
+  ``Retry-After`` and gRPC ``RetryInfo``;
+* permanent (400, INVALID_ARGUMENT, ``partial_success`` rejections) → the batch is bisected down to the poison
+  records, which are dead-lettered, and the rest is delivered.
+"""
+
+from __future__ import annotations
+
+import base64
+import enum
+import gzip
+import logging
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import orjson
+from google.protobuf.json_format import MessageToDict
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
+from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+from opentelemetry.proto.common.v1 import common_pb2
+from opentelemetry.proto.logs.v1 import logs_pb2
+from opentelemetry.proto.resource.v1 import resource_pb2
+from opentelemetry.proto.trace.v1 import trace_pb2
+
+from . import __version__
+from .records import LogRecord, SpanRecord
+
+logger = logging.getLogger(__name__)
+
+SCOPE_NAME = "copilot_otel"
+# Batches stay well under the 4 MiB default gRPC message limit of collectors.
+MAX_BATCH_SPANS = 512
+MAX_BATCH_BYTES = 3 * 1024 * 1024
+_TIMEOUT_S = 10.0
+# Backoff between attempts: exponential from 0.5 s, capped so a recovered collector is noticed quickly.
+_BACKOFF_START_S = 0.5
+_BACKOFF_MAX_S = 30.0
+
+
+class Signal(str, enum.Enum):
+    """The OTLP signals and their HTTP paths."""
+
+    TRACES = "traces"
+    LOGS = "logs"
+    METRICS = "metrics"
+
+    @property
+    def path(self) -> str:
+        return f"/v1/{self.value}"
+
+
+# --------------------------------------------------------------------------------------------- encoding
+def _any_value(value: Any) -> common_pb2.AnyValue:
+    if isinstance(value, bool):
+        return common_pb2.AnyValue(bool_value=value)
+    if isinstance(value, int):
+        if -(2**63) <= value < 2**63:
+            return common_pb2.AnyValue(int_value=value)
+        return common_pb2.AnyValue(string_value=str(value))
+    if isinstance(value, float):
+        return common_pb2.AnyValue(double_value=value)
+    if isinstance(value, (tuple, list)):
+        return common_pb2.AnyValue(array_value=common_pb2.ArrayValue(values=[_any_value(v) for v in value]))
+    return common_pb2.AnyValue(string_value=str(value))
+
+
+_KV_CACHE: dict[tuple[str, Any], common_pb2.KeyValue] = {}
+_KV_CACHE_MAX = 50_000
+
+
+def _key_values(attributes: Mapping[str, Any]) -> list[common_pb2.KeyValue]:
+    """Attributes → KeyValues; repeated (key, value) pairs (model, session id…) are built once and reused."""
+    out = []
+    cache = _KV_CACHE
+    for key, value in attributes.items():
+        if isinstance(value, (str, bool)) and len(value if isinstance(value, str) else "") < 256:
+            kv = cache.get((key, value))
+            if kv is None:
+                kv = common_pb2.KeyValue(key=key, value=_any_value(value))
+                if len(cache) < _KV_CACHE_MAX:
+                    cache[(key, value)] = kv
+            out.append(kv)
+        else:
+            out.append(common_pb2.KeyValue(key=key, value=_any_value(value)))
+    return out
+
+
+def make_resource(attributes: Mapping[str, Any]) -> resource_pb2.Resource:
+    """The one shared OTLP ``Resource`` of everything this process exports."""
+    return resource_pb2.Resource(attributes=_key_values(attributes))
+
+
+def _scope() -> common_pb2.InstrumentationScope:
+    return common_pb2.InstrumentationScope(name=SCOPE_NAME, version=__version__)
+
+
+def encode_span(record: SpanRecord) -> trace_pb2.Span:
+    """One :class:`SpanRecord` as an OTLP ``Span`` message."""
+    span = trace_pb2.Span(
+        trace_id=record.trace_id.to_bytes(16, "big"),
+        span_id=record.span_id.to_bytes(8, "big"),
+        name=record.name,
+        kind=int(record.kind),
+        start_time_unix_nano=record.start_ns,
+        end_time_unix_nano=record.end_ns,
+        attributes=_key_values(record.attributes),
+    )
+    if record.parent_span_id is not None:
+        span.parent_span_id = record.parent_span_id.to_bytes(8, "big")
+    if record.status:
+        span.status.code = int(record.status)
+        if record.status_message:
+            span.status.message = record.status_message
+    for ev in record.events:
+        span.events.append(
+            trace_pb2.Span.Event(time_unix_nano=ev.time_ns, name=ev.name, attributes=_key_values(ev.attributes))
+        )
+    return span
+
+
+def encode_spans(records: Sequence[SpanRecord], resource: resource_pb2.Resource) -> bytes:
+    """Serialized ``ExportTraceServiceRequest`` for a batch of spans."""
+    request = trace_service_pb2.ExportTraceServiceRequest()
+    scope_spans = request.resource_spans.add(resource=resource).scope_spans.add(scope=_scope())
+    scope_spans.spans.extend(encode_span(r) for r in records)
+    return request.SerializeToString()
+
+
+def encode_logs(records: Sequence[LogRecord], resource: resource_pb2.Resource) -> bytes:
+    """Serialized ``ExportLogsServiceRequest`` for a batch of log events."""
+    request = logs_service_pb2.ExportLogsServiceRequest()
+    scope_logs = request.resource_logs.add(resource=resource).scope_logs.add(scope=_scope())
+    for r in records:
+        attrs = dict(r.attributes)
+        attrs["event.name"] = r.event_name
+        log = logs_pb2.LogRecord(
+            time_unix_nano=r.time_ns,
+            observed_time_unix_nano=r.time_ns,
+            severity_number=int(r.severity),
+            severity_text=r.severity.name,
+            body=common_pb2.AnyValue(string_value=r.body),
+            attributes=_key_values(attrs),
+            event_name=r.event_name,
+        )
+        if r.trace_id:
+            log.trace_id = r.trace_id.to_bytes(16, "big")
+        if r.span_id:
+            log.span_id = r.span_id.to_bytes(8, "big")
+        scope_logs.log_records.append(log)
+    return request.SerializeToString()
+
+
+_REQUEST_TYPES = {
+    Signal.TRACES: trace_service_pb2.ExportTraceServiceRequest,
+    Signal.LOGS: logs_service_pb2.ExportLogsServiceRequest,
+    Signal.METRICS: metrics_service_pb2.ExportMetricsServiceRequest,
+}
+_ID_KEYS = {"traceId", "spanId", "parentSpanId"}
+
+
+def _hex_ids(node: Any) -> Any:
+    """OTLP/JSON writes ids as hex, protobuf's JSON mapping as base64: convert in place."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in _ID_KEYS and isinstance(value, str):
+                node[key] = base64.b64decode(value).hex()
+            else:
+                _hex_ids(value)
+    elif isinstance(node, list):
+        for item in node:
+            _hex_ids(item)
+    return node
+
+
+def to_otlp_json(signal: Signal, body: bytes) -> bytes:
+    """A serialized request → one line of OTLP/JSON (the collector's file-exporter format)."""
+    message = _REQUEST_TYPES[signal].FromString(body)
+    as_dict = MessageToDict(message, use_integers_for_enums=True)
+    return orjson.dumps(_hex_ids(as_dict))
+
+
+# --------------------------------------------------------------------------------------------- transports
+@dataclass(frozen=True, slots=True)
+class SendResult:
+    """What one request achieved.
+
+    Attributes:
+        ok: The collector accepted the request.
+        retryable: A failure worth retrying (outage, throttling); False = permanent rejection.
+        retry_after: Seconds the collector asked us to wait, if it said.
+        rejected: Items the collector reported as rejected in a partial success.
+        message: A short human-readable reason.
+    """
+
+    ok: bool
+    retryable: bool = False
+    retry_after: float | None = None
+    rejected: int = 0
+    message: str = ""
+
+
+class Transport(Protocol):
+    """Sends one serialized OTLP request; never raises."""
+
+    description: str
+
+    def send(self, signal: Signal, body: bytes, timeout: float) -> SendResult: ...
+
+    def close(self) -> None: ...
+
+
+def _parse_retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        from email.utils import parsedate_to_datetime
+
+        try:
+            return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+        except (TypeError, ValueError):
+            return None
+
+
+_RETRYABLE_HTTP = {408, 429, 500, 502, 503, 504}
+
+
+class HttpTransport:
+    """OTLP/HTTP protobuf over a pooled ``requests`` session."""
+
+    def __init__(self, endpoints: Mapping[Signal, str], headers: Mapping[str, str], compression: str | None) -> None:
+        import requests
+
+        self._requests = requests
+        self._session = requests.Session()
+        self._endpoints = dict(endpoints)
+        self._headers = {"Content-Type": "application/x-protobuf", "User-Agent": f"copilot-otel/{__version__}",
+                         **headers}
+        self._gzip = compression == "gzip"
+        if self._gzip:
+            self._headers["Content-Encoding"] = "gzip"
+        self.description = f"OTLP/HTTP {self._endpoints[Signal.TRACES]}"
+
+    def send(self, signal: Signal, body: bytes, timeout: float) -> SendResult:
+        data = gzip.compress(body, 6) if self._gzip else body
+        try:
+            resp = self._session.post(self._endpoints[signal], data=data, headers=self._headers, timeout=timeout)
+        except self._requests.ConnectionError:
+            return SendResult(ok=False, retryable=True, message=f"cannot connect to {self._endpoints[signal]}")
+        except self._requests.Timeout:
+            return SendResult(ok=False, retryable=True, message=f"no answer from {self._endpoints[signal]} "
+                                                                 f"within {timeout:.0f}s")
+        except self._requests.RequestException as exc:
+            return SendResult(ok=False, retryable=True, message=f"{type(exc).__name__}: {_short(exc)}")
+        if 200 <= resp.status_code < 300:
+            rejected, message = _partial_success(signal, resp.content)
+            if rejected:
+                return SendResult(ok=False, retryable=False, rejected=rejected, message=message)
+            return SendResult(ok=True)
+        reason = f"HTTP {resp.status_code} {_short(resp.text)}".strip()
+        if resp.status_code in _RETRYABLE_HTTP:
+            return SendResult(ok=False, retryable=True, retry_after=_parse_retry_after(resp.headers.get("Retry-After")),
+                              message=reason)
+        return SendResult(ok=False, retryable=False, message=reason)
+
+    def close(self) -> None:
+        self._session.close()
+
+
+def _short(value: object, limit: int = 200) -> str:
+    text = str(value).replace("\n", " ")
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _partial_success(signal: Signal, content: bytes) -> tuple[int, str]:
+    if not content:
+        return 0, ""
+    response_types = {
+        Signal.TRACES: trace_service_pb2.ExportTraceServiceResponse,
+        Signal.LOGS: logs_service_pb2.ExportLogsServiceResponse,
+        Signal.METRICS: metrics_service_pb2.ExportMetricsServiceResponse,
+    }
+    try:
+        response = response_types[signal].FromString(content)
+    except Exception:  # a collector answering 200 with a non-protobuf body still accepted the data
+        return 0, ""
+    partial = response.partial_success
+    rejected = getattr(partial, {"traces": "rejected_spans", "logs": "rejected_log_records",
+                                 "metrics": "rejected_data_points"}[signal.value], 0)
+    return int(rejected), partial.error_message
+
+
+class GrpcTransport:
+    """OTLP/gRPC with the generated service stubs (no SDK-internal retries: we own retrying)."""
+
+    def __init__(self, endpoint: str, headers: Mapping[str, str], insecure: bool, compression: str | None) -> None:
+        import grpc
+        from opentelemetry.proto.collector.logs.v1 import logs_service_pb2_grpc
+        from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2_grpc
+        from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+
+        self._grpc = grpc
+        target = endpoint.split("://", 1)[-1].rstrip("/")
+        options = [("grpc.max_send_message_length", 64 * 1024 * 1024)]
+        comp = grpc.Compression.Gzip if compression == "gzip" else None
+        if insecure:
+            self._channel = grpc.insecure_channel(target, options=options, compression=comp)
+        else:
+            self._channel = grpc.secure_channel(target, grpc.ssl_channel_credentials(), options=options,
+                                                compression=comp)
+        self._metadata = tuple((k.lower(), v) for k, v in headers.items())
+        self._calls = {
+            Signal.TRACES: (trace_service_pb2_grpc.TraceServiceStub(self._channel).Export,
+                            trace_service_pb2.ExportTraceServiceRequest),
+            Signal.LOGS: (logs_service_pb2_grpc.LogsServiceStub(self._channel).Export,
+                          logs_service_pb2.ExportLogsServiceRequest),
+            Signal.METRICS: (metrics_service_pb2_grpc.MetricsServiceStub(self._channel).Export,
+                             metrics_service_pb2.ExportMetricsServiceRequest),
+        }
+        self.description = f"OTLP/gRPC {endpoint}"
+
+    _RETRYABLE = {"CANCELLED", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED", "ABORTED", "OUT_OF_RANGE", "UNAVAILABLE",
+                  "DATA_LOSS", "UNKNOWN", "INTERNAL"}
+
+    def send(self, signal: Signal, body: bytes, timeout: float) -> SendResult:
+        call, request_type = self._calls[signal]
+        try:
+            response = call(request_type.FromString(body), timeout=timeout, metadata=self._metadata or None)
+        except self._grpc.RpcError as exc:
+            code = exc.code().name if hasattr(exc, "code") and exc.code() else "UNKNOWN"
+            details = exc.details() if hasattr(exc, "details") else str(exc)
+            return SendResult(ok=False, retryable=code in self._RETRYABLE, retry_after=_grpc_retry_delay(exc),
+                              message=f"gRPC {code} {_short(details)}")
+        rejected, message = _partial_success(signal, response.SerializeToString())
+        if rejected:
+            return SendResult(ok=False, retryable=False, rejected=rejected, message=message)
+        return SendResult(ok=True)
+
+    def close(self) -> None:
+        self._channel.close()
+
+
+def _grpc_retry_delay(exc: Any) -> float | None:
+    """The delay of a ``google.rpc.RetryInfo`` in the error's trailing metadata, if any."""
+    try:
+        from google.rpc import error_details_pb2, status_pb2
+    except ImportError:  # googleapis-common-protos is a dependency of the gRPC exporter, but be safe
+        return None
+    try:
+        for key, value in exc.trailing_metadata() or ():
+            if key == "grpc-status-details-bin":
+                status = status_pb2.Status.FromString(value)
+                for detail in status.details:
+                    if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+                        info = error_details_pb2.RetryInfo()
+                        detail.Unpack(info)
+                        return info.retry_delay.seconds + info.retry_delay.nanos / 1e9
+    except Exception:  # malformed details: fall back to our own backoff
+        return None
+    return None
+
+
+class FileTransport:
+    """The embedded default: OTLP/JSON lines appended to a local file (the collector file-exporter format)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.description = f"OTLP/JSON file {path}"
+        self._lock = threading.Lock()
+
+    def send(self, signal: Signal, body: bytes, timeout: float) -> SendResult:
+        line = to_otlp_json(signal, body) + b"\n"
+        try:
+            with self._lock:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with open(self.path, "ab") as fh:
+                    fh.write(line)
+        except OSError as exc:
+            return SendResult(ok=False, retryable=True, message=f"cannot write {self.path}: {exc.strerror}")
+        return SendResult(ok=True)
+
+    def close(self) -> None:
+        pass
+
+
+def parse_headers(value: str | None) -> dict[str, str]:
+    """``OTEL_EXPORTER_OTLP_HEADERS`` (``k=v,k2=v2``, URL-encoded values) → dict."""
+    from urllib.parse import unquote
+
+    headers: dict[str, str] = {}
+    for item in (value or "").split(","):
+        if "=" in item:
+            key, _, val = item.partition("=")
+            if key.strip():
+                headers[unquote(key.strip()).lower()] = unquote(val.strip())
+    return headers
+
+
+def build_transport(
+    endpoint: str | None,
+    protocol: str,
+    output_file: Path | None,
+    env: Mapping[str, str] | None = None,
+) -> Transport:
+    """The transport the standard ``OTEL_EXPORTER_OTLP_*`` settings describe.
+
+    Args:
+        endpoint: Base endpoint (``http://host:4318``), or ``None`` for the embedded file.
+        protocol: ``grpc`` or ``http/protobuf``.
+        output_file: Where the embedded default writes when no endpoint is configured.
+        env: Environment for headers, compression and per-signal endpoints (default ``os.environ``).
+    """
+    env = os.environ if env is None else env
+    if endpoint is None:
+        if output_file is None:
+            raise ValueError("no endpoint and no output file")
+        return FileTransport(output_file)
+    headers = parse_headers(env.get("OTEL_EXPORTER_OTLP_HEADERS"))
+    headers.update(parse_headers(env.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS")))
+    compression = (env.get("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION") or env.get("OTEL_EXPORTER_OTLP_COMPRESSION")
+                   or "").strip().lower() or None
+    if protocol == "grpc":
+        insecure_env = (env.get("OTEL_EXPORTER_OTLP_TRACES_INSECURE") or env.get("OTEL_EXPORTER_OTLP_INSECURE") or "")
+        insecure = endpoint.startswith("http://") or insecure_env.strip().lower() == "true"
+        return GrpcTransport(endpoint, headers, insecure, compression)
+    base = endpoint.rstrip("/")
+    endpoints = {}
+    for signal in Signal:
+        specific = env.get(f"OTEL_EXPORTER_OTLP_{signal.value.upper()}_ENDPOINT")
+        endpoints[signal] = specific or f"{base}{signal.path}"
+    return HttpTransport(endpoints, headers, compression)
+
+
+# --------------------------------------------------------------------------------------------- sender
+class StopFlag(Protocol):
+    """Anything with ``is_set()`` and ``wait(timeout)``, e.g. ``threading.Event``."""
+
+    def is_set(self) -> bool: ...
+
+    def wait(self, timeout: float | None = None) -> bool: ...
+
+
+@dataclass
+class DeliveryStats:
+    """Counters of the sender's work, shared with status reporting and self-metrics."""
+
+    spans_sent: int = 0
+    logs_sent: int = 0
+    dead_lettered: int = 0
+    retries: int = 0
+    failed_batches: int = 0
+    last_success_ns: int = 0
+    last_error: str = ""
+    consecutive_failures: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """Outcome of delivering one batch.
+
+    Attributes:
+        delivered: Every record was either accepted or dead-lettered (the caller may checkpoint past them).
+        dead_lettered: Records permanently rejected and written to the dead-letter file.
+        error: Why delivery gave up (deadline passed or stop requested), when ``delivered`` is False.
+    """
+
+    delivered: bool
+    dead_lettered: int = 0
+    error: str = ""
+
+
+class Sender:
+    """Delivers batches with retries; never raises into the caller's loop.
+
+    Args:
+        transport: Where requests go.
+        resource: The shared OTLP resource.
+        dead_letter: File for permanently rejected records (JSON lines), or ``None`` to only count them.
+        stop: Interrupts waits between retries (the daemon's stop event).
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        resource: resource_pb2.Resource,
+        dead_letter: Path | None = None,
+        stop: StopFlag | None = None,
+        timeout_s: float = _TIMEOUT_S,
+    ) -> None:
+        self.transport = transport
+        self.resource = resource
+        self.dead_letter = dead_letter
+        self.stop = stop or threading.Event()
+        self.timeout_s = timeout_s
+        self.stats = DeliveryStats()
+        self._last_log = 0.0
+
+    def deliver(
+        self,
+        spans: Sequence[SpanRecord],
+        logs: Sequence[LogRecord] = (),
+        max_retry_s: float | None = None,
+    ) -> Delivery:
+        """Send spans then logs, retrying transient failures for up to ``max_retry_s`` (None = forever)."""
+        deadline = None if max_retry_s is None else time.monotonic() + max_retry_s
+        dead = 0
+        for signal, records, encoder in ((Signal.TRACES, spans, encode_spans), (Signal.LOGS, logs, encode_logs)):
+            for batch in _batches(records):
+                outcome = self._deliver_batch(signal, batch, encoder, deadline)
+                if not outcome.delivered:
+                    return Delivery(False, dead + outcome.dead_lettered, outcome.error)
+                dead += outcome.dead_lettered
+        return Delivery(True, dead)
+
+    def _deliver_batch(
+        self,
+        signal: Signal,
+        batch: Sequence[Any],
+        encoder: Callable[[Sequence[Any], resource_pb2.Resource], bytes],
+        deadline: float | None,
+    ) -> Delivery:
+        body = encoder(batch, self.resource)
+        backoff = _BACKOFF_START_S
+        while True:
+            try:
+                result = self.transport.send(signal, body, self.timeout_s)
+            except Exception as exc:  # a transport bug must not kill the daemon: treat as not acked
+                logger.exception("exporter raised; will retry")
+                result = SendResult(ok=False, retryable=True, message=f"{type(exc).__name__}: {exc}")
+            if result.ok:
+                self._record_success(signal, len(batch))
+                return Delivery(True)
+            with self.stats.lock:
+                self.stats.last_error = result.message
+                self.stats.consecutive_failures += 1
+            if not result.retryable:
+                return self._reject(signal, batch, encoder, deadline, result)
+            wait = result.retry_after if result.retry_after is not None else backoff * random.uniform(0.8, 1.2)
+            backoff = min(backoff * 2, _BACKOFF_MAX_S)
+            if deadline is not None and time.monotonic() + wait > deadline:
+                self.stats.failed_batches += 1
+                return Delivery(False, error=f"{self.transport.description}: {result.message}")
+            with self.stats.lock:
+                self.stats.retries += 1
+            self._log_retry(result, wait)
+            if self.stop.wait(wait):
+                return Delivery(False, error=f"stopped while retrying: {result.message}")
+
+    def _reject(
+        self,
+        signal: Signal,
+        batch: Sequence[Any],
+        encoder: Callable[[Sequence[Any], resource_pb2.Resource], bytes],
+        deadline: float | None,
+        result: SendResult,
+    ) -> Delivery:
+        """A permanent rejection: bisect to find the poison records, dead-letter them, deliver the rest."""
+        if len(batch) == 1:
+            self._dead_letter(signal, batch[0], result.message)
+            return Delivery(True, dead_lettered=1)
+        mid = len(batch) // 2
+        dead = 0
+        for half in (batch[:mid], batch[mid:]):
+            outcome = self._deliver_batch(signal, half, encoder, deadline)
+            if not outcome.delivered:
+                return Delivery(False, dead + outcome.dead_lettered, outcome.error)
+            dead += outcome.dead_lettered
+        return Delivery(True, dead_lettered=dead)
+
+    def _dead_letter(self, signal: Signal, record: Any, reason: str) -> None:
+        with self.stats.lock:
+            self.stats.dead_lettered += 1
+        logger.warning("collector permanently rejected a %s record (%s); dead-lettered", signal.value, reason)
+        if self.dead_letter is None:
+            return
+        entry = {"signal": signal.value, "reason": reason, "record": _record_json(record)}
+        try:
+            self.dead_letter.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.dead_letter, "ab") as fh:
+                fh.write(orjson.dumps(entry, default=str) + b"\n")
+        except OSError as exc:
+            logger.error("cannot write dead-letter file %s: %s", self.dead_letter, exc.strerror)
+
+    def _record_success(self, signal: Signal, count: int) -> None:
+        with self.stats.lock:
+            if signal is Signal.TRACES:
+                self.stats.spans_sent += count
+            else:
+                self.stats.logs_sent += count
+            self.stats.last_success_ns = time.time_ns()
+            if self.stats.consecutive_failures:
+                logger.info("collector accepting again after %d failed attempts", self.stats.consecutive_failures)
+            self.stats.consecutive_failures = 0
+
+    def _log_retry(self, result: SendResult, wait: float) -> None:
+        now = time.monotonic()
+        # One line per 30 s at most: an hour-long outage must not flood the user's log.
+        if now - self._last_log >= 30.0:
+            self._last_log = now
+            logger.warning("export failed (%s); retrying in %.1fs (%d retries so far)", result.message, wait,
+                           self.stats.retries)
+
+    def close(self) -> None:
+        self.transport.close()
+
+
+def _record_json(record: Any) -> dict[str, Any]:
+    if isinstance(record, SpanRecord):
+        return {
+            "trace_id": f"{record.trace_id:032x}",
+            "span_id": f"{record.span_id:016x}",
+            "name": record.name,
+            "start_ns": record.start_ns,
+            "end_ns": record.end_ns,
+            "attributes": dict(record.attributes),
+        }
+    if isinstance(record, LogRecord):
+        return {"event_name": record.event_name, "time_ns": record.time_ns, "attributes": dict(record.attributes)}
+    return {"repr": repr(record)}
+
+
+def _batches(records: Sequence[Any]) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(records), MAX_BATCH_SPANS):
+        yield records[start : start + MAX_BATCH_SPANS]

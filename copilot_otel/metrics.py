@@ -1,0 +1,208 @@
+"""Metrics: the fold's :class:`Measurement` values, live gauges and the daemon's health, via the OTel SDK.
+
+Unlike spans, metrics are aggregates: the SDK's ``MeterProvider`` is the right tool (temporality, views,
+``OTEL_METRIC_EXPORT_INTERVAL``, the Prometheus reader). We only make its export results visible, so ``replay``
+can tell the user when metrics were not accepted, and keep the instrument table in :mod:`semconv`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.metrics import CallbackOptions, Observation
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import (
+    MetricExporter,
+    MetricExportResult,
+    MetricReader,
+    MetricsData,
+    PeriodicExportingMetricReader,
+)
+from opentelemetry.sdk.resources import Resource
+
+from . import __version__
+from . import semconv as sc
+from .export import FileTransport, Signal
+from .records import Instrument, Measurement
+
+logger = logging.getLogger(__name__)
+
+
+class _FileMetricExporter(MetricExporter):
+    """The embedded default for metrics: OTLP/JSON lines in the same file as spans and logs."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self._transport = FileTransport(path)
+
+    def export(self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any) -> MetricExportResult:
+        from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
+
+        body = encode_metrics(metrics_data).SerializeToString()
+        result = self._transport.send(Signal.METRICS, body, timeout_millis / 1000)
+        return MetricExportResult.SUCCESS if result.ok else MetricExportResult.FAILURE
+
+    def force_flush(self, timeout_millis: float = 10_000) -> bool:
+        return True
+
+    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+        return None
+
+
+class _TrackingExporter(MetricExporter):
+    """Delegates to the real exporter and remembers whether the last export was accepted."""
+
+    def __init__(self, inner: MetricExporter) -> None:
+        super().__init__(
+            preferred_temporality=inner._preferred_temporality,  # noqa: SLF001 - keep the user's preference
+            preferred_aggregation=inner._preferred_aggregation,  # noqa: SLF001
+        )
+        self.inner = inner
+        self.failures = 0
+        self.successes = 0
+
+    def export(self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any) -> MetricExportResult:
+        try:
+            result = self.inner.export(metrics_data, timeout_millis=timeout_millis)
+        except Exception:  # an exporter bug must not kill the reader thread
+            logger.exception("metric exporter raised")
+            result = MetricExportResult.FAILURE
+        if result is MetricExportResult.SUCCESS:
+            self.successes += 1
+        else:
+            self.failures += 1
+        return result
+
+    def force_flush(self, timeout_millis: float = 10_000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+        self.inner.shutdown(timeout_millis=timeout_millis)
+
+
+def build_metric_exporter(
+    endpoint: str | None, protocol: str, output_file: Path | None, env: Mapping[str, str]
+) -> MetricExporter:
+    """The OTLP metric exporter for the configured endpoint, or the embedded file exporter."""
+    if endpoint is None:
+        assert output_file is not None
+        return _FileMetricExporter(output_file)
+    specific = env.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
+    if protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter as GrpcExporter
+
+        return GrpcExporter(endpoint=specific or endpoint, insecure=(specific or endpoint).startswith("http://"))
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter as HttpExporter
+
+    return HttpExporter(endpoint=specific or endpoint.rstrip("/") + "/v1/metrics")
+
+
+class Metrics:
+    """Owns the ``MeterProvider``, one instrument per :data:`semconv.METRICS` entry, and observable gauges.
+
+    Args:
+        resource: Resource attributes shared with spans and logs.
+        exporter: Where metrics go (``None`` = only the Prometheus endpoint, if any).
+        interval_s: Export interval (``OTEL_METRIC_EXPORT_INTERVAL``).
+        prometheus: ``(host, port)`` to serve a Prometheus scrape endpoint, or ``None``.
+    """
+
+    def __init__(
+        self,
+        resource: Mapping[str, Any],
+        exporter: MetricExporter | None,
+        interval_s: float,
+        prometheus: tuple[str, int] | None = None,
+    ) -> None:
+        readers: list[MetricReader] = []
+        self._tracking: _TrackingExporter | None = None
+        if exporter is not None:
+            self._tracking = _TrackingExporter(exporter)
+            readers.append(PeriodicExportingMetricReader(self._tracking, export_interval_millis=interval_s * 1000))
+        self.prometheus_port: int | None = None
+        if prometheus is not None:
+            readers.append(self._start_prometheus(*prometheus))
+        self.provider = MeterProvider(resource=Resource.create(dict(resource)), metric_readers=readers)
+        meter = self.provider.get_meter("copilot_otel", __version__)
+        self._instruments: dict[str, Any] = {}
+        for spec in sc.METRICS:
+            if spec.instrument is Instrument.COUNTER:
+                self._instruments[spec.name] = meter.create_counter(spec.name, spec.unit, spec.description)
+            else:
+                self._instruments[spec.name] = meter.create_histogram(
+                    spec.name, spec.unit, spec.description,
+                    explicit_bucket_boundaries_advisory=list(spec.buckets) if spec.buckets else None,
+                )
+        self._health_counters = {
+            name: meter.create_counter(name, unit, desc)
+            for name, unit, desc, kind in sc.HEALTH_METRICS
+            if kind is Instrument.COUNTER
+        }
+        self._gauge_values: dict[str, Callable[[], Sequence[tuple[float, Mapping[str, Any]]]]] = {}
+        self._lock = threading.Lock()
+        for name, unit, desc in sc.LIVE_GAUGES:
+            meter.create_observable_gauge(name, [self._observer(name)], unit, desc)
+        for name, unit, desc, kind in sc.HEALTH_METRICS:
+            if kind is None:
+                meter.create_observable_gauge(name, [self._observer(name)], unit, desc)
+
+    def _start_prometheus(self, host: str, port: int) -> MetricReader:
+        from opentelemetry.exporter.prometheus import PrometheusMetricReader
+        from prometheus_client import start_http_server
+
+        server, _thread = start_http_server(port, addr=host)
+        self.prometheus_port = server.server_address[1]
+        self._prom_server = server
+        logger.info("Prometheus metrics on http://%s:%d/metrics", host, self.prometheus_port)
+        return PrometheusMetricReader()
+
+    def _observer(self, name: str) -> Callable[[CallbackOptions], list[Observation]]:
+        def observe(_options: CallbackOptions) -> list[Observation]:
+            source = self._gauge_values.get(name)
+            if source is None:
+                return []
+            try:
+                return [Observation(value, dict(attrs)) for value, attrs in source()]
+            except Exception:  # a gauge callback must never break the export of everything else
+                logger.exception("gauge %s failed", name)
+                return []
+
+        return observe
+
+    def set_gauge(self, name: str, source: Callable[[], Sequence[tuple[float, Mapping[str, Any]]]]) -> None:
+        """Register the function that reads a gauge's current value(s) at collection time."""
+        self._gauge_values[name] = source
+
+    def record(self, measurement: Measurement) -> None:
+        """Record one measurement from the fold."""
+        instrument = self._instruments.get(measurement.name)
+        if instrument is None:
+            return
+        if measurement.instrument is Instrument.COUNTER:
+            instrument.add(measurement.value, dict(measurement.attributes))
+        else:
+            instrument.record(measurement.value, dict(measurement.attributes))
+
+    def count(self, name: str, value: float = 1, attributes: Mapping[str, Any] | None = None) -> None:
+        """Add to one of the daemon's own health counters."""
+        counter = self._health_counters.get(name)
+        if counter is not None and value:
+            counter.add(value, dict(attributes or {}))
+
+    def flush(self, timeout_s: float = 10.0) -> bool:
+        """Export now; True when the collector accepted the metrics (or there is nothing to export to)."""
+        before = self._tracking.failures if self._tracking else 0
+        ok = self.provider.force_flush(int(timeout_s * 1000))
+        if self._tracking is not None and self._tracking.failures > before:
+            return False
+        return ok
+
+    def shutdown(self, timeout_s: float = 10.0) -> None:
+        self.provider.shutdown(int(timeout_s * 1000))
+        server = getattr(self, "_prom_server", None)
+        if server is not None:
+            server.shutdown()

@@ -1,0 +1,106 @@
+"""Parse stage: one complete line of ``events.jsonl`` → :class:`Event` or :class:`BadLine`.
+
+Never raises: a bad line costs that line only. Unknown event types and unknown fields are passed through
+untouched (the fold ignores what it does not know), so logs from CLI versions we have not seen still work.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import orjson
+
+from .records import BadLine, DropReason, Event
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+# One-entry cache: neighbouring events very often share the timestamp's date-and-hour prefix, but parsing the
+# full string is already fast; the cache only saves re-parsing exact duplicates (parallel tool events).
+_last_ts: tuple[str, int] = ("", 0)
+
+
+def parse_timestamp(value: str) -> int:
+    """ISO-8601 (``2026-05-26T16:14:36.213Z`` and offsets) → Unix nanoseconds.
+
+    Raises:
+        ValueError: the value is not an ISO-8601 timestamp.
+    """
+    global _last_ts
+    if value == _last_ts[0]:
+        return _last_ts[1]
+    text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
+    dt = datetime.fromisoformat(text)
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    delta = dt - _EPOCH
+    ns = (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
+    _last_ts = (value, ns)
+    return ns
+
+
+def parse_line(line: bytes, offset: int, end_offset: int, line_number: int) -> Event | BadLine:
+    """Decode one line (without its newline).
+
+    Args:
+        line: The raw bytes of the line.
+        offset: Byte offset of the line in its file.
+        end_offset: Byte offset just past the line's newline.
+        line_number: 1-based line number, for the user-facing log message.
+    """
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            return BadLine(DropReason.INVALID_UTF8, offset, end_offset, line_number, "line is not valid UTF-8")
+        return BadLine(DropReason.INVALID_JSON, offset, end_offset, line_number, str(exc)[:200])
+    if not isinstance(obj, dict):
+        return BadLine(DropReason.NOT_AN_OBJECT, offset, end_offset, line_number, type(obj).__name__)
+    kind = obj.get("type")
+    if not isinstance(kind, str) or not kind:
+        return BadLine(DropReason.MISSING_FIELD, offset, end_offset, line_number, "no 'type'")
+    ts = obj.get("timestamp")
+    try:
+        time_ns = parse_timestamp(ts) if isinstance(ts, str) else 0
+    except ValueError:
+        # The event itself is good: keep it; the fold dates it at the previous event (time_ns 0 = unknown).
+        time_ns = 0
+    event_id = obj.get("id")
+    if not isinstance(event_id, str) or not event_id:
+        # Ids seed span ids; a line without one gets a stable id from its position in the file.
+        event_id = f"offset-{offset}"
+    data = obj.get("data")
+    if not isinstance(data, dict):
+        data = {}
+    agent_id = obj.get("agentId")
+    return Event(
+        type=kind,
+        id=event_id,
+        time_ns=time_ns,
+        data=data,
+        agent_id=agent_id if isinstance(agent_id, str) and agent_id else None,
+        offset=offset,
+        end_offset=end_offset,
+    )
+
+
+def iter_lines(blob: bytes, base_offset: int = 0, first_line_number: int = 1):
+    """Split a buffer of complete lines into ``(line, offset, end_offset, line_number)``.
+
+    A final fragment without ``\\n`` is yielded too (``end_offset`` = end of buffer): ``replay`` reads whole
+    files, whose last line may lack a newline (two real 0.0.354 captures do). The live tailer never passes
+    an unterminated line here.
+    """
+    pos = 0
+    n = len(blob)
+    number = first_line_number
+    while pos < n:
+        nl = blob.find(b"\n", pos)
+        end = n if nl < 0 else nl + 1
+        line = blob[pos : end - 1 if nl >= 0 else end]
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if line.strip():
+            yield line, base_offset + pos, base_offset + end, number
+        pos = end
+        number += 1

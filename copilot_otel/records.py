@@ -1,0 +1,154 @@
+"""Typed records that flow between the pipeline stages.
+
+``parse`` turns a line into an :class:`Event`; ``fold`` turns events into :class:`SpanRecord`,
+:class:`LogRecord` and :class:`Measurement` values; ``export`` turns those into OTLP. Raw dicts stop
+at ``parse`` except for ``Event.data``, which the fold reads through small typed accessors.
+
+Every record is frozen and slotted: records are created by the hundred thousand during a backfill and
+must be cheap, hashable where useful, and impossible to mutate after the fold handed them out.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+AttrValue = Union[str, bool, int, float, tuple[str, ...], tuple[int, ...], tuple[float, ...]]
+Attributes = Mapping[str, AttrValue]
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One decoded line of an ``events.jsonl`` file.
+
+    Attributes:
+        type: The event discriminator, e.g. ``assistant.turn_start``.
+        id: The event's own id (UUID); synthesised from the byte offset when missing.
+        time_ns: The event timestamp in Unix nanoseconds (never the wall clock).
+        data: The type-specific payload as decoded JSON (read it, never mutate it).
+        agent_id: The envelope ``agentId`` (sub-agent instance) or ``None`` for the main agent.
+        offset: Byte offset of the line's first byte in its file.
+        end_offset: Byte offset just past the line's ``\\n``: the checkpoint after this event.
+    """
+
+    type: str
+    id: str
+    time_ns: int
+    data: Mapping[str, Any]
+    agent_id: str | None = None
+    offset: int = 0
+    end_offset: int = 0
+
+
+class DropReason(str, enum.Enum):
+    """Why a line was skipped; each reason is a counter label and a log line."""
+
+    INVALID_JSON = "invalid_json"
+    INVALID_UTF8 = "invalid_utf8"
+    NOT_AN_OBJECT = "not_an_object"
+    MISSING_FIELD = "missing_field"
+    BAD_TIMESTAMP = "bad_timestamp"
+    TOO_LONG = "too_long"
+
+
+@dataclass(frozen=True, slots=True)
+class BadLine:
+    """A line that could not be turned into an :class:`Event`; counted and skipped, never fatal."""
+
+    reason: DropReason
+    offset: int
+    end_offset: int
+    line_number: int
+    detail: str = ""
+
+
+class SpanKind(enum.IntEnum):
+    """The two OTel span kinds we emit (values match the OTLP enum)."""
+
+    INTERNAL = 1
+    CLIENT = 3
+
+
+class StatusCode(enum.IntEnum):
+    """OTel status codes (values match the OTLP enum)."""
+
+    UNSET = 0
+    OK = 1
+    ERROR = 2
+
+
+@dataclass(frozen=True, slots=True)
+class SpanEventRecord:
+    """A span event (OTel "event" attached to a span), e.g. an abort or a steering message."""
+
+    name: str
+    time_ns: int
+    attributes: Attributes = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class SpanRecord:
+    """A finished span, ready for export.
+
+    Ids are integers (128-bit trace, 64-bit span) derived deterministically by :mod:`copilot_otel.ids`.
+    ``source_offset`` is the end offset of the line whose reading completed this span: the daemon uses
+    it to know which checkpoint an acknowledged span allows.
+    """
+
+    trace_id: int
+    span_id: int
+    parent_span_id: int | None
+    name: str
+    kind: SpanKind
+    start_ns: int
+    end_ns: int
+    attributes: Attributes
+    status: StatusCode = StatusCode.UNSET
+    status_message: str | None = None
+    events: tuple[SpanEventRecord, ...] = ()
+    source_offset: int = 0
+
+
+class Severity(enum.IntEnum):
+    """OTel log severity numbers for the levels we use."""
+
+    INFO = 9
+    WARN = 13
+    ERROR = 17
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    """An OTel log event (``event.name`` + attributes), correlated with a trace and span."""
+
+    event_name: str
+    time_ns: int
+    severity: Severity
+    body: str
+    attributes: Attributes
+    trace_id: int | None = None
+    span_id: int | None = None
+    source_offset: int = 0
+
+
+class Instrument(str, enum.Enum):
+    """How a :class:`Measurement` is recorded."""
+
+    COUNTER = "counter"
+    HISTOGRAM = "histogram"
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    """One metric data point produced by the fold (the exporter owns the instruments)."""
+
+    name: str
+    value: float
+    attributes: Attributes
+    instrument: Instrument = Instrument.COUNTER
+    source_offset: int = 0
+
+
+Emission = Union[SpanRecord, LogRecord, Measurement]

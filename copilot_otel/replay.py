@@ -1,0 +1,207 @@
+"""``replay``: export existing session logs (backfill), the batch path through parse → fold → export.
+
+Each file is read once, folded in order and closed at its end; spans and log events are delivered in
+batches and each batch is confirmed by the collector before the next one is sent. The function returns a
+:class:`ReplayReport`; it raises :class:`ExportError` naming what was not delivered, never reports success
+for data the collector did not accept.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .config import Config
+from .errors import ExportError, SourceError
+from .fold import FoldSettings, SessionFold
+from .parse import iter_lines, parse_line
+from .records import BadLine, Emission, LogRecord, Measurement, SpanRecord
+from .sessions import SessionFile, read_workspace, resolve
+from .telemetry import Telemetry, fold_settings
+
+logger = logging.getLogger(__name__)
+
+# Spans are sent in batches of this many (records accumulate across small sessions).
+BATCH_RECORDS = 2048
+# Bad lines are logged one by one up to this many per run, then only counted.
+_BAD_LINES_LOGGED = 20
+
+
+@dataclass
+class FoldedSession:
+    """Everything one session log folds into (used by ``show`` and tests)."""
+
+    session: SessionFile
+    emissions: list[Emission]
+    bad_lines: list[BadLine]
+    events: int
+    fold: SessionFold
+
+
+def new_fold(session: SessionFile, settings: FoldSettings) -> SessionFold:
+    """A fold for one session, with the title from its ``workspace.yaml`` when there is one."""
+    fold = SessionFold(session.session_id, settings)
+    title = read_workspace(session.folder).get("summary")
+    if title:
+        fold.ctx.title = title
+    return fold
+
+
+def fold_events(
+    session: SessionFile, fold: SessionFold, close_reason: str = "file_ended"
+) -> Iterator[tuple[list[Emission], BadLine | None]]:
+    """Read one session log and fold it; yields ``(emissions, bad_line)`` per line, then the closing emissions.
+
+    Raises:
+        SourceError: the file cannot be read.
+    """
+    try:
+        blob = session.path.read_bytes()
+    except OSError as exc:
+        raise SourceError(f"cannot read {session.path}: {exc.strerror}") from exc
+    for line, offset, end, number in iter_lines(blob):
+        event = parse_line(line, offset, end, number)
+        if isinstance(event, BadLine):
+            yield [], event
+            continue
+        yield fold.feed(event), None
+    # The file ends here: whatever is still open is closed as incomplete (a live daemon would wait instead).
+    yield fold.close(close_reason), None
+
+
+def fold_session(session: SessionFile, settings: FoldSettings) -> FoldedSession:
+    """Fold a whole session log in memory."""
+    emissions: list[Emission] = []
+    bad: list[BadLine] = []
+    events = 0
+    fold = new_fold(session, settings)
+    for out, bad_line in fold_events(session, fold):
+        if bad_line is not None:
+            bad.append(bad_line)
+        else:
+            events += 1
+        emissions.extend(out)
+    events -= 1  # the closing step is not an event
+    return FoldedSession(session, emissions, bad, max(events, 0), fold)
+
+
+@dataclass
+class ReplayReport:
+    """What a replay did; printed by the CLI and asserted by tests."""
+
+    sessions: int = 0
+    events: int = 0
+    spans: int = 0
+    logs: int = 0
+    measurements: int = 0
+    bad_lines: int = 0
+    dead_lettered: int = 0
+    seconds: float = 0.0
+    destination: str = ""
+    bad_line_examples: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """Reported after each session: for progress bars and plain progress lines."""
+
+    sessions_done: int
+    sessions_total: int
+    events: int
+    spans: int
+    elapsed_s: float
+
+
+def replay(
+    targets: Iterable[str | Path],
+    config: Config,
+    on_progress: Callable[[Progress], None] | None = None,
+    telemetry: Telemetry | None = None,
+) -> ReplayReport:
+    """Export every prompt of every session under ``targets``.
+
+    Args:
+        targets: Session folders, ``events.jsonl`` files, legacy flat files, session-state roots or ids.
+        config: Export destination, privacy and runaway settings.
+        on_progress: Called after each session.
+        telemetry: Pre-built exporters (tests, ``doctor``); built from ``config`` when ``None``.
+
+    Raises:
+        SourceError: a target cannot be found or read.
+        ExportError: the collector did not accept everything within ``config.max_retry_time``.
+    """
+    started = time.monotonic()
+    sessions = resolve(targets, config.session_state)
+    if not sessions:
+        raise SourceError("nothing to replay: no session logs found")
+    settings = fold_settings(config)
+    own_telemetry = telemetry is None
+    tel = telemetry or Telemetry.from_config(config)
+    report = ReplayReport(destination=tel.description)
+    spans: list[SpanRecord] = []
+    logs: list[LogRecord] = []
+
+    def flush() -> None:
+        if not spans and not logs:
+            return
+        outcome = tel.sender.deliver(spans, logs, max_retry_s=config.max_retry_time)
+        if not outcome.delivered:
+            raise ExportError(
+                f"the collector did not accept the data ({outcome.error}); "
+                f"{report.spans - len(spans)} spans were delivered, {len(spans)} spans and {len(logs)} log "
+                f"events of this batch and every session after it were not — run replay again when it is up"
+            )
+        report.dead_lettered += outcome.dead_lettered
+        spans.clear()
+        logs.clear()
+
+    try:
+        for index, session in enumerate(sessions):
+            report.sessions += 1
+            for out, bad in fold_events(session, new_fold(session, settings)):
+                if bad is not None:
+                    report.bad_lines += 1
+                    _log_bad_line(report, session.path, bad)
+                    if tel.metrics is not None:
+                        tel.metrics.count("copilot_otel.lines.dropped", 1, {"copilot_otel.drop.reason": bad.reason.value})
+                    continue
+                report.events += 1
+                for record in out:
+                    if isinstance(record, SpanRecord):
+                        spans.append(record)
+                        report.spans += 1
+                    elif isinstance(record, LogRecord):
+                        if config.logs_enabled:
+                            logs.append(record)
+                            report.logs += 1
+                    elif isinstance(record, Measurement):
+                        report.measurements += 1
+                        if tel.metrics is not None:
+                            tel.metrics.record(record)
+                if len(spans) + len(logs) >= BATCH_RECORDS:
+                    flush()
+            report.events -= 1  # the closing step of each file is not an event
+            if tel.metrics is not None:
+                tel.metrics.count("copilot_otel.lines.read", report.events)
+            if on_progress is not None:
+                on_progress(Progress(index + 1, len(sessions), report.events, report.spans,
+                                     time.monotonic() - started))
+        flush()
+        if tel.metrics is not None and not tel.metrics.flush(timeout_s=max(config.max_retry_time, 5.0)):
+            raise ExportError(f"the collector did not accept the metrics ({tel.description}); spans and log "
+                              f"events were delivered")
+    finally:
+        if own_telemetry:
+            tel.close()
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _log_bad_line(report: ReplayReport, path: Path, bad: BadLine) -> None:
+    text = f"{path}:{bad.line_number}: skipped a bad line ({bad.reason.value}: {bad.detail})"
+    if len(report.bad_line_examples) < _BAD_LINES_LOGGED:
+        report.bad_line_examples.append(text)
+        logger.warning("%s", text)

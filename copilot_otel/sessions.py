@@ -1,0 +1,157 @@
+"""Session logs on disk: finding them from what the user typed, naming them, reading their metadata.
+
+Layouts (see copilot-events.md §1): ``<root>/<sessionId>/events.jsonl`` (current) and the legacy flat file
+``<root>/<sessionId>.jsonl``. A user may point at a session folder, an ``events.jsonl``, a flat file, a whole
+``session-state`` root, or give a session id (or a unique prefix of one) to look up under the root.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import SourceError
+
+EVENTS_FILE = "events.jsonl"
+_YAML_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):\s*(.*?)\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class SessionFile:
+    """One session log.
+
+    Attributes:
+        session_id: From the folder or file name (the log's ``session.start`` may refine it).
+        path: The JSONL file.
+        folder: The session folder (current layout) or ``None`` for a legacy flat file.
+    """
+
+    session_id: str
+    path: Path
+    folder: Path | None
+
+    @classmethod
+    def from_path(cls, path: Path) -> SessionFile:
+        """The session a log file belongs to, named by its folder (current) or file stem (legacy)."""
+        if path.name == EVENTS_FILE:
+            return cls(path.parent.name, path, path.parent)
+        return cls(path.stem, path, None)
+
+
+def scan_root(root: Path) -> list[SessionFile]:
+    """Every session log directly under a ``session-state`` root, sorted by path (cheap: no file content)."""
+    found: list[SessionFile] = []
+    try:
+        entries = list(os.scandir(root))
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise SourceError(f"cannot read session folder {root}: {exc.strerror}") from exc
+    for entry in entries:
+        try:
+            if entry.is_dir():
+                events = Path(entry.path, EVENTS_FILE)
+                if events.is_file():
+                    found.append(SessionFile(entry.name, events, Path(entry.path)))
+            elif entry.name.endswith(".jsonl") and entry.is_file():
+                found.append(SessionFile(entry.name[: -len(".jsonl")], Path(entry.path), None))
+        except OSError:
+            continue
+    return sorted(found, key=lambda s: str(s.path))
+
+
+def resolve(targets: Iterable[str | Path], root: Path | None = None) -> list[SessionFile]:
+    """Turn what the user typed into session logs.
+
+    Args:
+        targets: Paths (folder, events.jsonl, flat file, session-state root) or session ids / id prefixes.
+        root: The session-state root used to look up ids.
+
+    Raises:
+        SourceError: A target is neither a readable path nor a known session id.
+    """
+    out: list[SessionFile] = []
+    seen: set[Path] = set()
+    for target in targets:
+        for session in _resolve_one(Path(target), str(target), root):
+            if session.path not in seen:
+                seen.add(session.path)
+                out.append(session)
+    return out
+
+
+def _resolve_one(path: Path, text: str, root: Path | None) -> list[SessionFile]:
+    if path.is_file():
+        if not os.access(path, os.R_OK):
+            raise SourceError(f"cannot read {path}: permission denied")
+        return [SessionFile.from_path(path)]
+    if path.is_dir():
+        if not os.access(path, os.R_OK | os.X_OK):
+            raise SourceError(f"cannot read {path}: permission denied")
+        events = path / EVENTS_FILE
+        if events.is_file():
+            return [SessionFile(path.name, events, path)]
+        sessions = scan_root(path)
+        if not sessions:
+            raise SourceError(f"no Copilot CLI session logs in {path} (expected <id>/events.jsonl or <id>.jsonl)")
+        return sessions
+    if root is not None and "/" not in text and text:
+        matches = [s for s in scan_root(root) if s.session_id.startswith(text)]
+        if len(matches) == 1:
+            return matches
+        if len(matches) > 1:
+            names = ", ".join(s.session_id for s in matches[:5])
+            raise SourceError(f"session id prefix {text!r} is ambiguous: {names}{'…' if len(matches) > 5 else ''}")
+        raise SourceError(f"no such file, folder or session id: {text!r} (looked in {root})")
+    raise SourceError(f"no such file or folder: {text}")
+
+
+def read_workspace(folder: Path | None) -> dict[str, str]:
+    """The flat ``key: value`` pairs of a session's ``workspace.yaml`` (title = ``summary``); {} if absent."""
+    if folder is None:
+        return {}
+    try:
+        text = (folder / "workspace.yaml").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return {}
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        match = _YAML_LINE.match(line)
+        if match:
+            value = match.group(2)
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            out[match.group(1)] = value
+    return out
+
+
+def owner_pids(folder: Path | None) -> list[int]:
+    """Process ids named by ``inuse.<pid>.lock`` files: the CLI processes holding the session."""
+    if folder is None:
+        return []
+    pids = []
+    try:
+        for entry in os.scandir(folder):
+            name = entry.name
+            if name.startswith("inuse.") and name.endswith(".lock"):
+                try:
+                    pids.append(int(name[len("inuse.") : -len(".lock")]))
+                except ValueError:
+                    continue
+    except OSError:
+        return []
+    return pids
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process exists (a stale ``inuse`` lock after SIGINT names a dead one)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,125 @@
+"""Where telemetry goes: builds the span/log :class:`~copilot_otel.export.Sender` and the :class:`Metrics`
+from a :class:`~copilot_otel.config.Config`, sharing one resource. Used by ``replay``, ``run`` and ``doctor``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry.sdk.resources import Resource
+
+from . import __version__
+from .config import Config
+from .content import ContentPolicy
+from .errors import ConfigError
+from .export import Sender, build_transport, make_resource
+from .fold import FoldSettings, RunawayThresholds
+from .metrics import Metrics, build_metric_exporter
+
+_TRACES_ENV = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+
+
+def resource_attributes(config: Config) -> dict[str, Any]:
+    """service.name/version, host.name, plus ``OTEL_RESOURCE_ATTRIBUTES`` (merged by the SDK)."""
+    host = socket.gethostname()
+    # A stable instance id (the SDK would pick a random one per process): replays of the same history from
+    # the same machine and state dir then produce identical resources, not a new instance each run.
+    instance = str(uuid.uuid5(uuid.NAMESPACE_URL, f"copilot-otel://{host}{config.state_dir}"))
+    base = {"service.name": config.service_name, "service.version": __version__, "host.name": host,
+            "service.instance.id": instance}
+    attrs = dict(Resource.create(base).attributes)
+    attrs["service.name"] = config.service_name
+    return attrs
+
+
+def fold_settings(config: Config, env: Mapping[str, str] | None = None) -> FoldSettings:
+    """The fold's settings: privacy policy from the environment, runaway thresholds from the config."""
+    return FoldSettings(
+        content=ContentPolicy.from_env(os.environ if env is None else env),
+        runaway=RunawayThresholds(
+            turns=config.runaway_turns,
+            identical_tool_calls=config.runaway_identical_calls,
+            tool_errors=config.runaway_tool_errors,
+            tokens_per_minute=config.runaway_tokens_per_minute,
+        ),
+    )
+
+
+def _base_endpoint(config: Config, env: Mapping[str, str]) -> tuple[str | None, dict[str, str]]:
+    """The base OTLP endpoint and the environment the transports should see.
+
+    A ``--endpoint`` flag beats every ``OTEL_*`` endpoint variable, so per-signal variables are hidden then.
+    When only ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is set, the other signals go to the same collector.
+    """
+    env = dict(env)
+    if config.endpoint is None:
+        return None, env
+    source = config.sources.get("endpoint", "")
+    if not source.startswith("env "):
+        for signal in ("TRACES", "LOGS", "METRICS"):
+            env.pop(f"OTEL_EXPORTER_OTLP_{signal}_ENDPOINT", None)
+        return config.endpoint, env
+    if source == f"env {_TRACES_ENV}":
+        general = env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
+        if general:
+            return general, env
+        base = config.endpoint.rstrip("/")
+        if config.protocol != "grpc" and base.endswith("/v1/traces"):
+            base = base[: -len("/v1/traces")]
+        return base, env
+    return config.endpoint, env
+
+
+@dataclass
+class Telemetry:
+    """The exporting side of a run: span/log sender, metrics, and a description for the user."""
+
+    sender: Sender
+    metrics: Metrics | None
+    description: str
+
+    @classmethod
+    def from_config(
+        cls,
+        config: Config,
+        stop: threading.Event | None = None,
+        env: Mapping[str, str] | None = None,
+        with_metrics: bool = True,
+    ) -> Telemetry:
+        env = os.environ if env is None else env
+        if config.protocol == "http/json":
+            raise ConfigError(
+                "Expected OTEL_EXPORTER_OTLP_PROTOCOL to be grpc or http/protobuf: copilot-otel does not send "
+                "OTLP/JSON over HTTP (use http/protobuf; every collector accepts it), got 'http/json'"
+            )
+        endpoint, transport_env = _base_endpoint(config, env)
+        resource = resource_attributes(config)
+        transport = build_transport(endpoint, config.protocol, config.embedded_output, transport_env)
+        sender = Sender(transport, make_resource(resource), config.state_dir / "dead-letter.jsonl", stop)
+        metrics = None
+        if with_metrics and (config.metrics_enabled or config.prometheus_port is not None):
+            exporter = (
+                build_metric_exporter(endpoint, config.protocol, config.embedded_output, transport_env)
+                if config.metrics_enabled
+                else None
+            )
+            prometheus = (config.prometheus_host, config.prometheus_port) if config.prometheus_port is not None else None
+            try:
+                metrics = Metrics(resource, exporter, config.metric_interval, prometheus)
+            except OSError as exc:
+                raise ConfigError(
+                    f"Expected --prometheus-port to be a free port on {config.prometheus_host}, "
+                    f"got {config.prometheus_port!r} ({exc.strerror})"
+                ) from exc
+        return cls(sender, metrics, transport.description)
+
+    def close(self) -> None:
+        if self.metrics is not None:
+            self.metrics.shutdown()
+        self.sender.close()

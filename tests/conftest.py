@@ -1,0 +1,55 @@
+"""Shared test setup: a clean environment, real fixtures, a real OTLP receiver over a socket.
+
+Nothing of ours is mocked. The environment is scrubbed at import so a developer's OTEL_*/COPILOT_OTEL_* settings
+(or a real ~/.copilot) can never leak into a test (as logfire clears LOGFIRE_*).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+for _name in list(os.environ):
+    if _name.startswith(("OTEL_", "COPILOT_OTEL_")):
+        del os.environ[_name]
+
+from tests.otlp_receiver import OtlpReceiver  # noqa: E402
+
+SHARED = ROOT.parent / "shared"
+FIXTURES = SHARED / "fixtures"
+CLI_GENERATED = FIXTURES / "cli-generated"
+
+
+def all_fixture_logs() -> list[Path]:
+    """Every real (and third-party synthetic) events log we ship tests against."""
+    logs = sorted(CLI_GENERATED.glob("*/events.jsonl"))
+    logs += sorted((FIXTURES / "public").glob("*.jsonl"))
+    logs += sorted((FIXTURES / "public" / "synthetic-by-others").glob("*.jsonl"))
+    return logs
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test gets its own HOME (state dir, session-state, config file all live under it)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("COPILOT_HOME", raising=False)
+    return home
+
+
+@pytest.fixture
+def receiver() -> Iterator[OtlpReceiver]:
+    """A real OTLP receiver (gRPC and HTTP) on 127.0.0.1."""
+    with OtlpReceiver() as r:
+        yield r
