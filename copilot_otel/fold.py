@@ -241,6 +241,7 @@ class _Prompt:
     token_window_sum: int = 0
     last_ns: int = 0
     used_keys: dict[str, int] = field(default_factory=dict)
+    context_at_open: dict[str, Any] = field(default_factory=dict)
 
     def add_event(self, event: SpanEventRecord) -> None:
         if len(self.events) < MAX_SPAN_EVENTS:
@@ -330,6 +331,16 @@ class SessionFold:
         if not self._prompts:
             return None
         return min(p.start_offset for p in self._prompts.values())
+
+    def resume_point(self) -> tuple[int, dict[str, Any]] | None:
+        """Where a restarted fold must begin to rebuild the open prompts, and the context it needs there.
+
+        ``None`` when no prompt is open (resuming at the current offset with :meth:`context_snapshot` is enough).
+        """
+        if not self._prompts:
+            return None
+        oldest = min(self._prompts.values(), key=lambda p: p.start_offset)
+        return oldest.start_offset, dict(oldest.context_at_open)
 
     @property
     def has_open_prompt(self) -> bool:
@@ -438,6 +449,7 @@ class SessionFold:
 
     # ------------------------------------------------------------------ prompts
     def _open_prompt(self, event: Event, human: bool) -> _Prompt:
+        context_at_open = self.ctx.to_dict()
         # The ordinal keeps keys unique even in logs that reuse event ids; it is part of the checkpointed
         # context, so a resumed fold derives the same key.
         key = f"{self.ctx.prompts_started}:{event.id}"
@@ -459,6 +471,7 @@ class SessionFold:
             interaction_id=_s(event.data.get("interactionId")),
             human=human,
             last_ns=event.time_ns,
+            context_at_open=context_at_open,
         )
         self._prompts[key] = prompt
         self._current = prompt

@@ -1,0 +1,580 @@
+"""``copilot-otel run``: follow every session log as it is written; deliver everything, exactly once in effect.
+
+Composition (one place where the stages meet)::
+
+    Discovery ──wake──▶ main loop ──read──▶ FileTailer ─▶ parse ─▶ SessionFold ─▶ Outbox ─▶ Sender
+      (inotify + rescan)   │                                                        │
+                           ◀──────────── delivered markers ◀────────────────────────┘
+                           └──▶ StateStore (checkpoint only what the collector accepted)
+
+Threads: the main loop (owns files, tailers and folds), the outbox worker (exports), watchdog's observer, the
+SDK's metric reader. They share only the outbox queue, the acknowledgement deque and immutable snapshots.
+
+Resume model: a file's checkpoint holds the acknowledged offset and the offset where its oldest open prompt
+began, plus the fold's session context there. After a restart the fold re-reads from that prompt start and
+suppresses everything caused by lines at or before the acknowledged offset; ids and times come from the
+events, so what is re-emitted is byte-identical to what a crash may have cut off.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .config import Config
+from .discover import Discovery
+from .errors import SourceError
+from .fold import FoldSettings, SessionFold
+from .outbox import Marker, Outbox
+from .parse import parse_line
+from .records import BadLine, LogRecord, Measurement, SpanRecord
+from .sessions import SessionFile, owner_pids, pid_alive, read_workspace
+from .state import Checkpoint, StateStore
+from .tail import FileTailer, TooLong
+from .telemetry import Telemetry, fold_settings
+
+logger = logging.getLogger(__name__)
+
+# Bytes read from one file per pass: small enough that one busy file cannot starve the others.
+LIVE_READ_BYTES = 256 * 1024
+BACKFILL_READ_BYTES = 1024 * 1024
+# Backfill work per loop pass before live files get another look (fairness).
+BACKFILL_SLICE_S = 0.05
+# Open file descriptors kept for idle files at most; the least recently used are closed beyond this.
+MAX_OPEN_TAILERS = 256
+# A file with no new line for this long has its descriptor closed (it is reopened on the next change).
+IDLE_CLOSE_S = 60.0
+# How often prompts still open are checked for a vanished owner process.
+OWNER_CHECK_S = 2.0
+# A CLI that just started may not have written its inuse lock yet: wait this long after the last line.
+OWNER_GRACE_S = 5.0
+CHECKPOINT_FLUSH_S = 1.0
+STATUS_WRITE_S = 2.0
+SHUTDOWN_FLUSH_S = 10.0
+_LOG_EVERY_S = 30.0
+
+
+class _RateLimitedLog:
+    """At most one log line per key per interval; the rest are counted and summarised in the next line."""
+
+    def __init__(self, interval_s: float = _LOG_EVERY_S) -> None:
+        self.interval_s = interval_s
+        self._last: dict[str, float] = {}
+        self._suppressed: dict[str, int] = {}
+
+    def warning(self, key: str, msg: str, *args: Any) -> None:
+        now = time.monotonic()
+        if now - self._last.get(key, -1e9) >= self.interval_s:
+            suppressed = self._suppressed.pop(key, 0)
+            self._last[key] = now
+            suffix = f" (+{suppressed} similar since)" if suppressed else ""
+            logger.warning(msg + "%s", *args, suffix)
+        else:
+            self._suppressed[key] = self._suppressed.get(key, 0) + 1
+
+
+@dataclass
+class _File:
+    """One followed session log and everything the daemon knows about it."""
+
+    session: SessionFile
+    tailer: FileTailer
+    fold: SessionFold | None = None
+    context: dict[str, Any] | None = None  # checkpointed context, until the fold is built
+    suppress_until: int = 0  # lines ending at or before this were delivered before a restart
+    live: bool = False  # caught up with the end at least once: new lines go to the live lane
+    pending: bool = True  # there may be unread data
+    seq: int = 0
+    next_ack_seq: int = 1
+    delivered: dict[int, Marker] = field(default_factory=dict)
+    last_data: float = 0.0  # monotonic time of the last line read
+    last_used: float = 0.0
+    line_number: int = 0
+    closed_reason: str | None = None
+
+    @property
+    def key(self) -> str:
+        return str(self.session.path)
+
+
+@dataclass
+class DaemonStats:
+    """Counters reported in status.json and as self-metrics."""
+
+    started_at: float = field(default_factory=time.time)
+    lines_read: int = 0
+    lines_dropped: dict[str, int] = field(default_factory=dict)
+    detections: dict[str, int] = field(default_factory=dict)
+    prompts_closed: dict[str, int] = field(default_factory=dict)
+
+
+class Daemon:
+    """The live daemon. ``run()`` blocks until ``stop`` is set (SIGTERM/SIGINT in the CLI).
+
+    Args:
+        config: Settings (session-state root, state dir, export, thresholds, delays).
+        telemetry: Exporters; built from ``config`` when ``None``.
+        stop: Set it to stop the daemon.
+    """
+
+    def __init__(self, config: Config, telemetry: Telemetry | None = None, stop: threading.Event | None = None) -> None:
+        self.config = config
+        self.stop = stop or threading.Event()
+        self.state = StateStore(config.state_dir)
+        try:
+            self.settings: FoldSettings = fold_settings(config)
+            self._sender_stop = threading.Event()
+            self.telemetry = telemetry or Telemetry.from_config(config, stop=self._sender_stop)
+        except BaseException:
+            self.state.close()
+            raise
+        self.outbox = Outbox(self.telemetry.sender, self._on_delivered, delay_s=config.export_delay,
+                             live_cap=config.backlog_cap, backfill_cap=config.backlog_cap)
+        self.stats = DaemonStats()
+        self._files: dict[str, _File] = {}
+        self._acks: deque[list[Marker]] = deque()
+        self._wake = threading.Event()
+        self._dirty: set[str] = set()
+        self._dirty_lock = threading.Lock()
+        self._discovery = Discovery(config.session_state, self._on_change)
+        self._log = _RateLimitedLog()
+        self._live_snapshot: list[tuple[int, int, int, int, int, int]] = []
+        self._started_mono = time.monotonic()
+        self._install_metrics()
+
+    # ------------------------------------------------------------------ wiring
+    def _on_change(self, path: Path) -> None:
+        with self._dirty_lock:
+            self._dirty.add(str(path))
+        self._wake.set()
+
+    def _on_delivered(self, markers: list[Marker]) -> None:
+        self._acks.append(markers)
+        self._wake.set()
+
+    def _install_metrics(self) -> None:
+        metrics = self.telemetry.metrics
+        if metrics is None:
+            return
+
+        def live(index: int, scale: float = 1.0) -> Any:
+            def read() -> list[tuple[float, dict[str, Any]]]:
+                snapshot = self._live_snapshot
+                if index < 0:
+                    return [(float(len(snapshot)), {})]
+                return [(max((row[index] for row in snapshot), default=0) * scale, {})]
+
+            return read
+
+        metrics.set_gauge("copilot_otel.live.prompts", live(-1))
+        metrics.set_gauge("copilot_otel.live.max_turns", live(0))
+        metrics.set_gauge("copilot_otel.live.max_tool_calls", live(1))
+        metrics.set_gauge("copilot_otel.live.max_duration", live(2, 1e-9))
+        metrics.set_gauge("copilot_otel.live.max_identical_tool_calls", live(3))
+        metrics.set_gauge("copilot_otel.live.max_tool_error_streak", live(4))
+        metrics.set_gauge("copilot_otel.export.backlog", lambda: [(float(self.outbox.backlog), {})])
+        metrics.set_gauge("copilot_otel.files.tracked", lambda: [(float(len(self._files)), {})])
+        metrics.set_gauge(
+            "copilot_otel.export.last_success",
+            lambda: [(self.telemetry.sender.stats.last_success_ns / 1e9, {})]
+            if self.telemetry.sender.stats.last_success_ns
+            else [],
+        )
+
+    # ------------------------------------------------------------------ main loop
+    def run(self) -> None:
+        """Backfill, follow, and on stop flush within a deadline and save state."""
+        logger.info("copilot-otel %s following %s → %s (state in %s)", __version__, self.config.session_state,
+                    self.telemetry.description, self.config.state_dir)
+        self.outbox.start()
+        self._restore()
+        self._discovery.start()
+        self._rescan()
+        last_rescan = last_flush = last_status = last_owner_check = time.monotonic()
+        try:
+            while not self.stop.is_set():
+                busy = self._pass()
+                now = time.monotonic()
+                if now - last_rescan >= self.config.rescan_interval:
+                    last_rescan = now
+                    self._rescan()
+                    self._sweep()
+                if now - last_owner_check >= OWNER_CHECK_S:
+                    last_owner_check = now
+                    self._close_abandoned()
+                    self._close_idle_fds(now)
+                if now - last_flush >= CHECKPOINT_FLUSH_S:
+                    last_flush = now
+                    self._apply_acks()
+                    self.state.flush()
+                if now - last_status >= STATUS_WRITE_S:
+                    last_status = now
+                    self._write_status()
+                if not busy:
+                    self._wake.wait(timeout=min(1.0, self.config.rescan_interval))
+                    self._wake.clear()
+        finally:
+            self._shutdown()
+
+    def _pass(self) -> bool:
+        """One pass over files with work: live ones first, then a time slice of backfill. True if more is left."""
+        self._apply_acks()
+        with self._dirty_lock:
+            dirty, self._dirty = self._dirty, set()
+        for key in dirty:
+            tracked = self._files.get(key)
+            if tracked is None:
+                self._track(Path(key))
+            else:
+                tracked.pending = True
+        work = [f for f in self._files.values() if f.pending]
+        live = [f for f in work if f.live]
+        backfill = [f for f in work if not f.live]
+        for f in live:
+            if self.stop.is_set():
+                return False
+            if self.outbox.has_room(True):
+                self._read(f, LIVE_READ_BYTES)
+        deadline = time.monotonic() + BACKFILL_SLICE_S
+        for f in sorted(backfill, key=lambda f: f.last_used):
+            if self.stop.is_set() or time.monotonic() > deadline or not self.outbox.has_room(False):
+                break
+            self._read(f, BACKFILL_READ_BYTES)
+        self._update_live_snapshot()
+        return any(f.pending for f in self._files.values()) and (
+            self.outbox.has_room(True) or self.outbox.has_room(False)
+        )
+
+    # ------------------------------------------------------------------ files
+    def _rescan(self) -> None:
+        try:
+            paths = self._discovery.scan()
+        except SourceError as exc:
+            self._log.warning("scan", "%s", exc)
+            return
+        for path in paths:
+            if str(path) not in self._files:
+                self._track(path)
+
+    def _sweep(self) -> None:
+        """Periodic truth check: any idle file whose stat changed has work (inotify can miss events)."""
+        for f in self._files.values():
+            if not f.pending and f.tailer.stat_changed():
+                f.pending = True
+
+    def _track(self, path: Path) -> _File | None:
+        if not (path.name == "events.jsonl" or path.suffix == ".jsonl") or not path.exists():
+            return None
+        session = SessionFile.from_path(path)
+        key = str(path)
+        checkpoint = self.state.get(key)
+        if checkpoint is not None:
+            tailer = FileTailer(path, offset=checkpoint.safe_offset, identity=checkpoint.identity)
+            tracked = _File(session, tailer, context=checkpoint.context, suppress_until=checkpoint.acked_offset)
+            tracked.live = True
+        else:
+            tailer = FileTailer(path)
+            tracked = _File(session, tailer)
+            self._apply_backfill_policy(tracked)
+        tracked.last_used = time.monotonic()
+        self._files[key] = tracked
+        return tracked
+
+    def _apply_backfill_policy(self, f: _File) -> None:
+        """New file: export its history (``all``), or only what is written from now on (``none`` / older than
+        ``since``) — still folding the existing lines silently so an open prompt keeps its context."""
+        backfill = self.config.backfill
+        if backfill.mode == "all":
+            return
+        try:
+            st = f.session.path.stat()
+        except OSError:
+            return
+        if backfill.mode == "since" and backfill.since_ns is not None and st.st_mtime_ns >= backfill.since_ns:
+            return
+        if time.time() - st.st_mtime > self.config.idle_timeout:
+            # Idle history: skip it without reading it.
+            f.tailer = FileTailer(f.session.path, offset=_last_line_boundary(f.session.path, st.st_size))
+            f.live = True
+        else:
+            f.suppress_until = st.st_size
+
+    def _ensure_fold(self, f: _File) -> SessionFold:
+        if f.fold is None:
+            f.fold = SessionFold(f.session.session_id, self.settings, context=f.context)
+            title = read_workspace(f.session.folder).get("summary")
+            if title:
+                f.fold.ctx.title = title
+            f.context = None
+        return f.fold
+
+    def _read(self, f: _File, max_bytes: int) -> None:
+        f.last_used = time.monotonic()
+        try:
+            batch = f.tailer.read_lines(max_bytes)
+        except (OSError, SourceError) as exc:
+            self._log.warning(f"read:{f.key}", "cannot read %s: %s", f.key, exc)
+            f.pending = False
+            return
+        out: list[SpanRecord | LogRecord] = []
+        if batch.reset is not None:
+            # New content under this path: whatever the old content left open is closed, the fold restarts.
+            if f.fold is not None:
+                self._collect(f, f.fold.close(f"file_{batch.reset.value}"), out, force=True)
+            logger.info("%s was %s; reading it from the start", f.key, batch.reset.value)
+            f.fold = None
+            f.context = None
+            f.suppress_until = 0
+            f.line_number = 0
+        fold = self._ensure_fold(f) if batch.lines or batch.end else None
+        for item in batch.lines:
+            f.line_number += 1
+            self.stats.lines_read += 1
+            if isinstance(item, TooLong):
+                self._drop(f, "too_long", item.start, f"{item.length} bytes")
+                continue
+            event = parse_line(item.data, item.start, item.end, f.line_number)
+            if isinstance(event, BadLine):
+                self._drop(f, event.reason.value, item.start, event.detail)
+                continue
+            assert fold is not None
+            self._collect(f, fold.feed(event), out)
+        if batch.lines:
+            f.last_data = time.monotonic()
+        if self.telemetry.metrics is not None and batch.lines:
+            self.telemetry.metrics.count("copilot_otel.lines.read", len(batch.lines))
+        if batch.end is not None:
+            if batch.final_partial is not None:
+                self._drop(f, "unterminated", batch.final_partial.start, "the file ended inside a line")
+            if fold is not None:
+                self._collect(f, fold.close(f"file_{batch.end.value}"), out, force=True)
+                f.fold = None
+        if batch.lines or out or batch.reset is not None or batch.end is not None:
+            self._enqueue(f, out, batch.offset, batch.identity,
+                          forget=batch.end is not None and batch.end.value == "deleted")
+        f.pending = not batch.at_eof
+        if batch.at_eof and not f.live:
+            f.live = True
+        if batch.end is not None and batch.end.value == "deleted":
+            f.closed_reason = "deleted"
+
+    def _collect(self, f: _File, emissions: Iterable[Any], out: list[SpanRecord | LogRecord], force: bool = False) -> None:
+        metrics = self.telemetry.metrics
+        for record in emissions:
+            if not force and record.source_offset <= f.suppress_until:
+                continue  # delivered before a restart; the fold only needed the line to rebuild its state
+            if isinstance(record, Measurement):
+                if metrics is not None:
+                    metrics.record(record)
+                if record.name == "copilot_otel.runaway.detections":
+                    reason = str(record.attributes.get("copilot_otel.runaway.reason"))
+                    self.stats.detections[reason] = self.stats.detections.get(reason, 0) + 1
+                elif record.name == "copilot_otel.prompt.count":
+                    outcome = str(record.attributes.get("copilot_otel.prompt.outcome"))
+                    self.stats.prompts_closed[outcome] = self.stats.prompts_closed.get(outcome, 0) + 1
+            elif isinstance(record, LogRecord):
+                if self.config.logs_enabled:
+                    out.append(record)
+                if record.event_name == "copilot_otel.runaway.detected":
+                    logger.warning("runaway agent in %s: %s", f.session.session_id,
+                                   record.attributes.get("copilot_otel.runaway.reason"))
+            else:
+                out.append(record)
+
+    def _enqueue(self, f: _File, records: list[SpanRecord | LogRecord], offset: int, identity: Any,
+                 forget: bool = False) -> None:
+        fold = f.fold
+        resume = fold.resume_point() if fold is not None else None
+        if resume is None:
+            safe, context = offset, (fold.context_snapshot() if fold is not None else f.context)
+        else:
+            safe, context = resume
+        f.seq += 1
+        # Lines re-read after a restart were delivered before: the acknowledged offset never goes back.
+        marker = Marker(f.key, f.seq, max(offset, f.suppress_until), min(safe, offset), context, identity, forget)
+        self.outbox.put(records, marker, live=f.live)
+
+    def _drop(self, f: _File, reason: str, offset: int, detail: str) -> None:
+        self.stats.lines_dropped[reason] = self.stats.lines_dropped.get(reason, 0) + 1
+        if self.telemetry.metrics is not None:
+            self.telemetry.metrics.count("copilot_otel.lines.dropped", 1, {"copilot_otel.drop.reason": reason})
+        self._log.warning(f"drop:{reason}", "skipped a bad line in %s at byte %d (%s: %s)", f.key, offset, reason,
+                          detail[:200])
+
+    # ------------------------------------------------------------------ acknowledgements → checkpoints
+    def _apply_acks(self) -> None:
+        while self._acks:
+            for marker in self._acks.popleft():
+                f = self._files.get(marker.key)
+                if f is None:
+                    continue
+                f.delivered[marker.seq] = marker
+                while f.next_ack_seq in f.delivered:
+                    m = f.delivered.pop(f.next_ack_seq)
+                    f.next_ack_seq += 1
+                    if m.forget:
+                        self.state.forget(m.key)
+                        if f.closed_reason == "deleted" and not f.delivered:
+                            self._files.pop(m.key, None)
+                    elif m.identity is not None:
+                        self.state.put(m.key, Checkpoint(m.identity, m.safe_offset, m.offset, m.context,
+                                                         time.time_ns()))
+
+    # ------------------------------------------------------------------ prompts that never end
+    def _close_abandoned(self) -> None:
+        """Close prompts whose CLI is gone (``inuse.<pid>.lock`` names a dead process) or that idled too long."""
+        now = time.monotonic()
+        wall = time.time()
+        for f in list(self._files.values()):
+            if f.pending:
+                continue
+            open_prompt = f.fold.has_open_prompt if f.fold is not None else f.tailer.offset < f.suppress_until
+            if not open_prompt:
+                continue
+            if f.fold is None:
+                # A checkpointed open prompt not re-read yet: read it first, decide on the next check.
+                f.pending = True
+                continue
+            try:
+                mtime = f.session.path.stat().st_mtime
+            except OSError:
+                continue
+            idle_s = wall - mtime
+            reason = None
+            if idle_s >= self.config.idle_timeout:
+                reason = "idle_timeout"
+            elif f.session.folder is not None and idle_s >= OWNER_GRACE_S and now - f.last_data >= OWNER_GRACE_S:
+                pids = owner_pids(f.session.folder)
+                if not any(pid_alive(pid) for pid in pids):
+                    reason = "owner_exited"
+            if reason is None:
+                continue
+            out: list[SpanRecord | LogRecord] = []
+            self._collect(f, f.fold.close(reason), out, force=True)
+            logger.info("closed an unfinished prompt in %s (%s)", f.session.session_id, reason)
+            self._enqueue(f, out, f.tailer.offset, f.tailer.identity)
+
+    def _close_idle_fds(self, now: float) -> None:
+        open_files = [f for f in self._files.values() if f.tailer.is_open and not f.pending]
+        for f in open_files:
+            if now - f.last_used >= IDLE_CLOSE_S:
+                f.tailer.close()
+        open_files = [f for f in open_files if f.tailer.is_open]
+        if len(open_files) > MAX_OPEN_TAILERS:
+            for f in sorted(open_files, key=lambda f: f.last_used)[: len(open_files) - MAX_OPEN_TAILERS]:
+                f.tailer.close()
+
+    # ------------------------------------------------------------------ restore, status, shutdown
+    def _restore(self) -> None:
+        checkpoints = self.state.all()
+        for key in checkpoints:
+            path = Path(key)
+            if path.exists():
+                self._track(path)
+            else:
+                self.state.forget(key)  # deleted while we were stopped: not an error
+        if checkpoints:
+            logger.info("resumed %d checkpointed session logs", len(checkpoints))
+
+    def _update_live_snapshot(self) -> None:
+        now = time.time_ns()
+        rows = []
+        for f in self._files.values():
+            if f.fold is None:
+                continue
+            for s in f.fold.live_stats():
+                rows.append((s.turns, s.tool_calls, max(0, now - s.started_ns), s.identical_streak, s.error_streak,
+                             s.trace_id))
+        self._live_snapshot = rows
+
+    def status(self) -> dict[str, Any]:
+        sender = self.telemetry.sender.stats
+        return {
+            "pid": os.getpid(),
+            "version": __version__,
+            "started_at": self.stats.started_at,
+            "updated_at": time.time(),
+            "session_state": str(self.config.session_state),
+            "files_tracked": len(self._files),
+            "sessions_open_prompts": len(self._live_snapshot),
+            "backlog_spans": self.outbox.backlog,
+            "spans_exported": sender.spans_sent,
+            "logs_exported": sender.logs_sent,
+            "dead_lettered": sender.dead_lettered,
+            "retries": sender.retries,
+            "last_export_ok_at": sender.last_success_ns / 1e9 if sender.last_success_ns else None,
+            "last_error": sender.last_error if sender.consecutive_failures else "",
+            "lines_read": self.stats.lines_read,
+            "lines_dropped": dict(self.stats.lines_dropped),
+            "detections": dict(self.stats.detections),
+            "prompts_closed": dict(self.stats.prompts_closed),
+            "destination": self.telemetry.description,
+            "discovery": self._discovery.mode,
+            "state_flush_failures": self.state.flush_failures,
+        }
+
+    def _write_status(self) -> None:
+        self.state.write_status(self.status())
+
+    def _shutdown(self) -> None:
+        logger.info("stopping: delivering what is queued (up to %.0fs)", SHUTDOWN_FLUSH_S)
+        self._discovery.stop()
+        delivered = self.outbox.close(SHUTDOWN_FLUSH_S)
+        self._apply_acks()
+        if not self.state.flush():
+            logger.error("could not save the state in %s: %s", self.config.state_dir, self.state.last_flush_error)
+        self._write_status()
+        if not delivered:
+            logger.warning("%d records were not delivered; they will be read again at the next start",
+                           self.outbox.backlog)
+        for f in self._files.values():
+            f.tailer.close()
+        self.telemetry.close()
+        self.state.close()
+
+
+def _last_line_boundary(path: Path, size: int) -> int:
+    """The offset just after the last ``\\n`` at or before ``size`` (0 if none): where "from now on" starts."""
+    if size == 0:
+        return 0
+    with open(path, "rb") as fh:
+        pos = size
+        while pos > 0:
+            step = min(65536, pos)
+            fh.seek(pos - step)
+            chunk = fh.read(step)
+            nl = chunk.rfind(b"\n")
+            if nl >= 0:
+                return pos - step + nl + 1
+            pos -= step
+    return 0
+
+
+def run(config: Config) -> int:
+    """The ``run`` command: start the daemon, stop cleanly on SIGTERM/SIGINT, exit 0."""
+    stop = threading.Event()
+    daemon = Daemon(config, stop=stop)
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt  # a second signal: stop waiting for the flush
+        logger.info("received %s", signal.Signals(signum).name)
+        stop.set()
+        daemon._wake.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        daemon.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0

@@ -1,0 +1,386 @@
+"""Find Copilot CLI session logs: inotify (watchdog) as a hint, a full rescan as the truth.
+
+Session logs live in ``<root>/<sessionId>/events.jsonl`` and, for old CLI versions, in flat
+``<root>/<sessionId>.jsonl`` files; ``root`` is normally ``~/.copilot/session-state``.
+
+:meth:`Discovery.scan` lists them with ``os.scandir`` and one ``stat`` per session directory (no file
+content is read): it is the source of truth and the daemon calls it periodically (reliability rule 8).
+:meth:`Discovery.start` adds low latency: a watchdog observer on ``root`` (recursive) calls
+``on_change(path)`` for every created, modified, moved or deleted session log. The watcher is only a
+hint, because inotify loses events silently:
+
+* a new session directory is scanned as soon as its creation is seen, so a file written before the
+  watch on the directory exists is still reported (checklist #11);
+* a kernel queue overflow (watchdog rebuilds its watches and logs "Inotify queue overflowed") is
+  counted in :attr:`Discovery.overflows` and followed by a full scan reporting every file (#12);
+* if the observer cannot start at all (inotify instance/watch limit, NFS, ...) discovery logs one
+  warning and polls: a rescan plus one ``stat`` per file every ``poll_interval_s`` (#13, #40);
+* watchdog skips sub-directories it cannot watch (``max_user_watches``) without telling anyone; files
+  there are still found by the directory-creation scan and the daemon's periodic ``scan()``.
+
+``root`` may not exist yet (Copilot never ran): discovery checks for it every ``poll_interval_s`` and
+starts watching when it appears; the same happens if ``root`` is deleted and re-created. Whenever a watch
+(or polling) starts, ``on_change`` is called once for every session log already present, so nothing
+created before the watch existed is missed.
+
+``on_change`` runs on watchdog's or discovery's own thread and must be cheap and thread-safe (the daemon
+adds the path to a set and sets an ``Event``). The same path may be reported many times (one per
+append): consumers read to EOF and never count events. Exceptions from ``on_change`` are logged and
+swallowed so they cannot kill the observer.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal
+
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver
+
+__all__ = ["EVENTS_FILE", "LEGACY_SUFFIX", "Discovery", "DiscoveryMode", "ObserverFactory"]
+
+logger = logging.getLogger(__name__)
+
+EVENTS_FILE = "events.jsonl"
+LEGACY_SUFFIX = ".jsonl"
+# How often to look for a missing root, check the watched root is still the same directory, and (in
+# polling mode) rescan. One stat per second is negligible; polling 10k files costs ~10-20 ms per round.
+DEFAULT_POLL_INTERVAL_S = 1.0
+# Events that can mean "a session log appeared, grew or went away". Opened/closed events are left
+# out on purpose: our own reads would otherwise wake the daemon.
+_EVENT_FILTER: list[type[FileSystemEvent]] = [
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileDeletedEvent,
+    DirCreatedEvent,
+    DirMovedEvent,
+    DirDeletedEvent,
+]
+# watchdog >= 7 logs this (logger below) when the kernel's inotify queue overflowed and events were lost.
+_WATCHDOG_OVERFLOW_LOGGER = "watchdog.observers.inotify_c"
+_WATCHDOG_OVERFLOW_TEXT = "Inotify queue overflowed"
+
+# A failing on_change is logged at most this often.
+_CALLBACK_ERROR_LOG_INTERVAL_S = 60.0
+
+DiscoveryMode = Literal["stopped", "waiting", "inotify", "polling"]
+ObserverFactory = Callable[[], BaseObserver]
+_StatKey = tuple[int, int, int]  # (inode, size, mtime_ns)
+
+
+class Discovery:
+    """Discover session logs under ``root`` and report changes to ``on_change``.
+
+    Args:
+        root: The ``session-state`` directory (need not exist yet).
+        on_change: Called with the path of a session log that appeared, changed, moved or vanished.
+        poll_interval_s: Period of the root check and, in polling mode, of the rescan.
+        force_polling: Never use inotify (e.g. a known network filesystem).
+        observer_factory: Builds the watchdog observer (default: the platform's native ``Observer``).
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        on_change: Callable[[Path], None],
+        *,
+        poll_interval_s: float = DEFAULT_POLL_INTERVAL_S,
+        force_polling: bool = False,
+        observer_factory: ObserverFactory = Observer,
+    ) -> None:
+        if poll_interval_s <= 0:
+            raise ValueError(f"Expected poll_interval_s to be > 0, got {poll_interval_s!r}")
+        self._root = Path(root)
+        self._root_str = os.fspath(self._root)
+        self._on_change = on_change
+        self._poll_interval_s = poll_interval_s
+        self._force_polling = force_polling
+        self._observer_factory = observer_factory
+        self._observer: BaseObserver | None = None
+        self._watched_root: tuple[int, int] | None = None  # (dev, ino) of the root being watched
+        self._polled: dict[str, _StatKey] = {}
+        self._mode: DiscoveryMode = "stopped"
+        self._stop = threading.Event()
+        self._wake = threading.Event()  # root deleted / overflow: act before the next poll tick
+        self._overflowed = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._state_lock = threading.Lock()
+        self._overflow_filter = _OverflowFilter(self)
+        self.overflows = 0
+        """inotify queue overflows seen (each triggers a full scan)."""
+        self.observer_failures = 0
+        """Times the observer could not be started (then discovery polls)."""
+        self.callback_errors = 0
+        """Exceptions raised by ``on_change`` (logged at most once a minute, then swallowed)."""
+        self._last_callback_error_log = float("-inf")
+
+    @property
+    def root(self) -> Path:
+        """The watched ``session-state`` directory."""
+        return self._root
+
+    @property
+    def mode(self) -> DiscoveryMode:
+        """``"inotify"`` (watching), ``"polling"`` (fallback), ``"waiting"`` (no root) or ``"stopped"``."""
+        return self._mode
+
+    def scan(self) -> list[Path]:
+        """Every session log under ``root`` now, sorted: ``<id>/events.jsonl`` and legacy ``<id>.jsonl``.
+
+        One ``scandir`` of ``root`` plus one ``stat`` per session directory; no file is opened. A missing
+        ``root`` gives an empty list.
+        """
+        return [Path(p) for p in sorted(self._scan_stat())]
+
+    def start(self) -> None:
+        """Start watching (synchronously when ``root`` exists, so nothing written after this returns is
+        missed) and the supervisor thread that handles a late root, fallback polling and overflows."""
+        if self._thread is not None:
+            raise RuntimeError("Discovery.start() called twice")
+        self._stop.clear()
+        logging.getLogger(_WATCHDOG_OVERFLOW_LOGGER).addFilter(self._overflow_filter)
+        self._mode = "waiting"
+        self._tick()
+        self._thread = threading.Thread(target=self._run, name="copilot-otel-discovery", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """Stop the observer and the supervisor thread (idempotent); waits at most ``timeout_s``."""
+        self._stop.set()
+        self._wake.set()
+        thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout_s)
+        self._stop_observer(timeout_s)
+        logging.getLogger(_WATCHDOG_OVERFLOW_LOGGER).removeFilter(self._overflow_filter)
+        self._mode = "stopped"
+
+    def __enter__(self) -> Discovery:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # -- scanning --------------------------------------------------------------------------------
+
+    def _scan_stat(self) -> dict[str, _StatKey]:
+        """Path -> (inode, size, mtime_ns) of every session log under root."""
+        found: dict[str, _StatKey] = {}
+        try:
+            it = os.scandir(self._root_str)
+        except (FileNotFoundError, NotADirectoryError):
+            return found
+        except OSError as exc:
+            logger.warning("cannot scan %s: %s", self._root_str, exc)
+            return found
+        with it:
+            for entry in it:
+                try:
+                    if entry.is_dir():
+                        path = os.path.join(entry.path, EVENTS_FILE)
+                        st = os.stat(path)
+                    elif entry.name.endswith(LEGACY_SUFFIX):
+                        path = entry.path
+                        st = entry.stat()
+                    else:
+                        continue
+                except OSError:
+                    continue  # no events.jsonl (yet), or vanished meanwhile
+                if stat.S_ISREG(st.st_mode):
+                    found[path] = (st.st_ino, st.st_size, st.st_mtime_ns)
+        return found
+
+    def _is_session_log(self, path: str) -> bool:
+        parent, name = os.path.split(path)
+        if parent == self._root_str:
+            return name.endswith(LEGACY_SUFFIX)
+        return name == EVENTS_FILE and os.path.dirname(parent) == self._root_str
+
+    def _notify(self, path: str) -> None:
+        try:
+            self._on_change(Path(path))
+        except Exception:
+            self.callback_errors += 1
+            now = time.monotonic()
+            if now - self._last_callback_error_log >= _CALLBACK_ERROR_LOG_INTERVAL_S:
+                self._last_callback_error_log = now
+                logger.exception(
+                    "discovery on_change callback failed for %s (%d failures so far)",
+                    path,
+                    self.callback_errors,
+                )
+
+    def _notify_all(self) -> None:
+        for path in sorted(self._scan_stat()):
+            self._notify(path)
+
+    def _scan_session_dir(self, directory: str) -> None:
+        """A session directory appeared: report its log now (the watch may have come too late)."""
+        path = os.path.join(directory, EVENTS_FILE)
+        try:
+            st = os.stat(path)
+        except OSError:
+            return
+        if stat.S_ISREG(st.st_mode):
+            self._notify(path)
+
+    # -- watchdog callbacks (watchdog's thread) ---------------------------------------------------
+
+    def _on_event(self, event: FileSystemEvent) -> None:
+        src = os.fsdecode(event.src_path)
+        dest = os.fsdecode(event.dest_path) if event.dest_path else ""
+        if event.is_directory:
+            if src == self._root_str and isinstance(event, (DirDeletedEvent, DirMovedEvent)):
+                self._wake.set()  # the root itself went away: the supervisor re-establishes the watch
+                return
+            if os.path.dirname(src) == self._root_str and isinstance(event, (DirDeletedEvent, DirMovedEvent)):
+                self._notify(os.path.join(src, EVENTS_FILE))  # its log went away with it
+            if isinstance(event, DirCreatedEvent) and os.path.dirname(src) == self._root_str:
+                self._scan_session_dir(src)
+            if dest and os.path.dirname(dest) == self._root_str:
+                self._scan_session_dir(dest)
+            return
+        if self._is_session_log(src):
+            self._notify(src)
+        if dest and self._is_session_log(dest):
+            self._notify(dest)
+
+    def _on_overflow(self) -> None:
+        self.overflows += 1
+        self._overflowed.set()
+        self._wake.set()
+
+    # -- supervisor ------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self._poll_interval_s)
+            self._wake.clear()
+            if self._stop.is_set():
+                break
+            try:
+                self._tick()
+            except Exception:
+                logger.exception("discovery supervisor failed; retrying in %.1f s", self._poll_interval_s)
+
+    def _tick(self) -> None:
+        """One supervisor step: follow the root's existence, keep a watch or poll, handle overflows."""
+        with self._state_lock:
+            try:
+                st = os.stat(self._root_str)
+                root_id: tuple[int, int] | None = (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+            except OSError:
+                root_id = None
+            if root_id is None:
+                if self._mode == "inotify":
+                    logger.info("%s disappeared; waiting for it to be re-created", self._root_str)
+                    self._stop_observer(5.0)
+                if self._mode != "polling":
+                    self._mode = "waiting"
+                    return
+            if self._mode == "polling":
+                self._poll_once()
+                return
+            if self._mode == "inotify" and root_id == self._watched_root and self._observer_alive():
+                if self._overflowed.is_set():
+                    self._overflowed.clear()
+                    logger.warning("inotify queue overflowed below %s: rescanning everything", self._root_str)
+                    self._notify_all()
+                return
+            # Need a (new) watch: first start, root (re-)created, or the observer died.
+            self._stop_observer(5.0)
+            if self._force_polling or not self._start_observer():
+                self._mode = "polling"
+                self._poll_once()
+                return
+            self._watched_root = root_id
+            self._mode = "inotify"
+            self._overflowed.clear()
+            self._notify_all()
+
+    def _start_observer(self) -> bool:
+        handler = _Handler(self)
+        try:
+            observer = self._observer_factory()
+            observer.daemon = True
+            observer.schedule(handler, self._root_str, recursive=True, event_filter=_EVENT_FILTER)
+            observer.start()
+        except Exception as exc:  # OSError (ENOSPC watch limit, EMFILE instances), or a broken platform
+            self.observer_failures += 1
+            logger.warning(
+                "cannot watch %s for changes (%s); falling back to polling every %.1f s",
+                self._root_str,
+                exc,
+                self._poll_interval_s,
+            )
+            return False
+        self._observer = observer
+        return True
+
+    def _observer_alive(self) -> bool:
+        return self._observer is not None and self._observer.is_alive()
+
+    def _stop_observer(self, timeout_s: float) -> None:
+        observer, self._observer = self._observer, None
+        self._watched_root = None
+        if observer is None:
+            return
+        try:
+            observer.stop()
+            if observer.is_alive() and observer is not threading.current_thread():
+                observer.join(timeout_s)
+        except Exception:
+            logger.exception("stopping the watchdog observer failed")
+
+    def _poll_once(self) -> None:
+        current = self._scan_stat()
+        previous, self._polled = self._polled, current
+        for path, key in current.items():
+            if previous.get(path) != key:
+                self._notify(path)
+        for path in previous.keys() - current.keys():
+            self._notify(path)
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, discovery: Discovery) -> None:
+        super().__init__()
+        self._discovery = discovery
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        try:
+            self._discovery._on_event(event)  # the handler is part of Discovery
+        except Exception:
+            logger.exception("discovery failed to handle %r", event)
+
+
+class _OverflowFilter(logging.Filter):
+    """Spot watchdog's overflow warning (watchdog has no overflow callback for handlers)."""
+
+    def __init__(self, discovery: Discovery) -> None:
+        super().__init__()
+        self._discovery = discovery
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg == _WATCHDOG_OVERFLOW_TEXT or str(record.msg).startswith(_WATCHDOG_OVERFLOW_TEXT):
+            self._discovery._on_overflow()
+        return True

@@ -1,0 +1,357 @@
+"""Fault injection for ``copilot-otel run``: real files, a real daemon process, a real OTLP receiver.
+
+After each fault, the spans received must be exactly the spans ``copilot-otel replay`` produces from the final
+logs (duplicates allowed only as byte-identical replays), and no good line may be lost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from copilot_otel.cli import main
+from tests.conftest import CLI_GENERATED
+from tests.otlp_receiver import OtlpReceiver
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class DaemonProcess:
+    """``python -m copilot_otel run`` as a child process, with short intervals so tests run fast."""
+
+    def __init__(self, session_state: Path, state_dir: Path, endpoint: str, log: Path, *extra: str,
+                 env: dict[str, str] | None = None) -> None:
+        self.args = [sys.executable, "-m", "copilot_otel", "run", "--session-state", str(session_state),
+                     "--state-dir", str(state_dir), "--endpoint", endpoint, "--rescan-interval", "0.5",
+                     "--export-delay", "0.2", *extra]
+        self.env = {**os.environ, "COPILOT_OTEL_METRICS": "false", **(env or {})}
+        self.log = log
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, ready: bool = True) -> DaemonProcess:
+        self._offset = self.log.stat().st_size if self.log.exists() else 0
+        self._fh = open(self.log, "ab")  # noqa: SIM115 - closed in wait()
+        self.proc = subprocess.Popen(self.args, env=self.env, stdout=self._fh, stderr=subprocess.STDOUT, cwd=ROOT)
+        if ready:
+            self.wait_ready()
+        return self
+
+    def wait_ready(self, timeout: float = 20.0) -> None:
+        """Until the daemon logged that it follows the folder (its signal handlers are installed by then)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = self.log.read_bytes()[self._offset :].decode(errors="replace")
+            if " following " in text or (self.proc is not None and self.proc.poll() is not None):
+                return
+            time.sleep(0.05)
+        raise TimeoutError(f"daemon not ready: {self.output()[-2000:]}")
+
+    def terminate(self, timeout: float = 20.0) -> int:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        return self.wait(timeout)
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.kill()
+        self.wait(10)
+
+    def wait(self, timeout: float) -> int:
+        assert self.proc is not None
+        rc = self.proc.wait(timeout)
+        self._fh.close()
+        return rc
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+@pytest.fixture
+def env(tmp_path: Path, receiver: OtlpReceiver) -> Iterator[dict[str, Any]]:
+    root = tmp_path / "session-state"
+    root.mkdir()
+    ctx: dict[str, Any] = {"root": root, "state": tmp_path / "state", "tmp": tmp_path, "receiver": receiver,
+                           "daemons": []}
+
+    def daemon(*extra: str, ready: bool = True, **kw: Any) -> DaemonProcess:
+        d = DaemonProcess(root, ctx["state"], receiver.http_endpoint, tmp_path / "daemon.log", *extra, **kw)
+        d.start(ready)
+        ctx["daemons"].append(d)
+        return d
+
+    ctx["daemon"] = daemon
+    yield ctx
+    for d in ctx["daemons"]:
+        if d.proc is not None and d.proc.poll() is None:
+            d.proc.kill()
+            d.proc.wait(10)
+
+
+def _lines(name: str) -> list[bytes]:
+    return (CLI_GENERATED / name / "events.jsonl").read_bytes().splitlines(keepends=True)
+
+
+def _strip(span: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in span.items() if k not in ("resource",)}
+
+
+def expected_spans(paths: list[Path], tmp: Path) -> dict[str, dict[str, Any]]:
+    """What ``copilot-otel replay`` exports for these logs (into its own receiver)."""
+    with OtlpReceiver() as other:
+        assert main(["replay", *map(str, paths), "--endpoint", other.http_endpoint, "--no-progress",
+                     "--state-dir", str(tmp / "replay-state")]) == 0
+        return {s["span_id"]: _strip(s) for s in other.spans()}
+
+
+def assert_delivered_like_replay(receiver: OtlpReceiver, paths: list[Path], tmp: Path, timeout: float = 20) -> None:
+    want = expected_spans(paths, tmp)
+    receiver.wait_for(lambda r: {s["span_id"] for s in r.spans()} >= set(want), timeout)
+    got: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for span in receiver.spans():
+        got[span["span_id"]].append(_strip(span))
+    assert set(got) == set(want), "exactly the spans replay produces"
+    for span_id, copies in got.items():
+        for copy in copies:
+            assert copy == want[span_id], f"span {copies[0]['name']} was exported with different content"
+
+
+def _write(path: Path, data: bytes, mode: str = "ab") -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, mode) as fh:
+        fh.write(data)
+        fh.flush()
+
+
+def test_follows_new_sessions_and_stops_cleanly(env: dict[str, Any]) -> None:
+    d = env["daemon"]()
+    for name in ("subagent", "failing-tool"):
+        shutil.copytree(CLI_GENERATED / name, env["root"] / name)
+    paths = [env["root"] / n / "events.jsonl" for n in ("subagent", "failing-tool")]
+    assert_delivered_like_replay(env["receiver"], paths, env["tmp"])
+    assert d.terminate() == 0
+    status = json.loads((env["state"] / "status.json").read_text())
+    assert status["files_tracked"] == 2 and status["backlog_spans"] == 0
+    assert "Traceback" not in d.output()
+
+
+def test_partial_line_then_completion(env: dict[str, Any]) -> None:
+    lines = _lines("multi-tool")
+    log = env["root"] / "multi-tool" / "events.jsonl"
+    _write(log, b"".join(lines[:12]) + lines[12][:40])
+    d = env["daemon"]()
+    env["receiver"].wait_for(lambda r: len(r.spans()) >= 3, 15)
+    time.sleep(0.5)
+    _write(log, lines[12][40:] + b"".join(lines[13:]))
+    assert_delivered_like_replay(env["receiver"], [log], env["tmp"])
+    assert d.terminate() == 0
+
+
+def test_partial_line_then_sigkill_reads_the_line_once_whole(env: dict[str, Any]) -> None:
+    lines = _lines("multi-tool")
+    log = env["root"] / "multi-tool" / "events.jsonl"
+    _write(log, b"".join(lines[:16]) + lines[16][:25])
+    d = env["daemon"]()
+    env["receiver"].wait_for(lambda r: len(r.spans()) >= 4, 15)
+    time.sleep(1.5)  # let a checkpoint land on the line boundary before the partial line
+    d.kill()
+    _write(log, lines[16][25:] + b"".join(lines[17:]))
+    d2 = env["daemon"]()
+    assert_delivered_like_replay(env["receiver"], [log], env["tmp"])
+    assert d2.terminate() == 0
+    assert "bad line" not in d2.output()
+
+
+def test_sigkill_between_export_and_checkpoint_replays_identical_spans(env: dict[str, Any]) -> None:
+    shutil.copytree(CLI_GENERATED / "capi-subagent", env["root"] / "s1")
+    d = env["daemon"]()
+    env["receiver"].wait_for(lambda r: len(r.spans()) >= 1, 15)
+    d.kill()  # almost surely before the 1 s checkpoint flush
+    d2 = env["daemon"]()
+    log = env["root"] / "s1" / "events.jsonl"
+    assert_delivered_like_replay(env["receiver"], [log], env["tmp"])
+    assert d2.terminate() == 0
+
+
+def test_truncation_while_running_and_while_stopped(env: dict[str, Any]) -> None:
+    log = env["root"] / "plain" / "events.jsonl"
+    shutil.copytree(CLI_GENERATED / "plain-question", log.parent)
+    d = env["daemon"]()
+    env["receiver"].wait_for(lambda r: len(r.spans()) >= 3, 15)
+    # truncate while running, then write a different session into the same file
+    _write(log, b"".join(_lines("failing-tool")), mode="wb")
+    assert_delivered_like_replay(env["receiver"], [CLI_GENERATED / "plain-question" / "events.jsonl", log], env["tmp"])
+    assert d.terminate() == 0
+    # truncated and regrown past the old offset while stopped: caught by the fingerprint
+    env["receiver"].clear()
+    _write(log, b"".join(_lines("multi-tool")) + b"".join(_lines("plain-question")), mode="wb")
+    d2 = env["daemon"]()
+    assert_delivered_like_replay(env["receiver"], [log], env["tmp"])
+    assert d2.terminate() == 0
+
+
+def test_file_replaced_under_the_same_name(env: dict[str, Any]) -> None:
+    log = env["root"] / "s" / "events.jsonl"
+    _write(log, b"".join(_lines("multi-tool")))
+    d = env["daemon"]()
+    env["receiver"].wait_for(lambda r: len(r.spans()) >= 14, 15)
+    tmp = log.with_name("events.jsonl.new")
+    tmp.write_bytes(b"".join(_lines("subagent")))
+    os.replace(tmp, log)
+    assert_delivered_like_replay(env["receiver"],
+                                 [CLI_GENERATED / "multi-tool" / "events.jsonl", CLI_GENERATED / "subagent" / "events.jsonl"],
+                                 env["tmp"])
+    assert d.terminate() == 0
+
+
+def test_deleted_while_open_is_drained_then_forgotten(env: dict[str, Any]) -> None:
+    lines = _lines("subagent")
+    log = env["root"] / "gone" / "events.jsonl"
+    _write(log, b"".join(lines[:8]))
+    d = env["daemon"]()
+    env["receiver"].wait_for(lambda r: len(r.logs()) >= 1, 15)
+    _write(log, b"".join(lines[8:]))
+    log.unlink()
+    env["receiver"].wait_for(lambda r: len(r.spans()) >= 12, 15)
+    assert d.terminate() == 0
+    state = json.loads((env["state"] / "state.json").read_text())
+    assert str(log) not in state["checkpoints"]
+
+
+def test_session_folder_created_and_written_within_a_millisecond(env: dict[str, Any]) -> None:
+    d = env["daemon"]()
+    time.sleep(1.0)
+    folder = env["root"] / "fast"
+    folder.mkdir()
+    (folder / "events.jsonl").write_bytes(b"".join(_lines("plain-question")))
+    assert_delivered_like_replay(env["receiver"], [folder / "events.jsonl"], env["tmp"], timeout=5)
+    assert d.terminate() == 0
+
+
+def test_two_thousand_session_folders(env: dict[str, Any]) -> None:
+    template = b"".join(_lines("plain-question"))
+    old_id = b"0a000001-0000-4000-8000-000000000001"
+    for i in range(2000):
+        sid = f"0b{i:06d}-0000-4000-8000-000000000000".encode()
+        _write(env["root"] / sid.decode() / "events.jsonl", template.replace(old_id, sid))
+    d = env["daemon"]()
+    env["receiver"].wait_for(lambda r: len({s["trace_id"] for s in r.spans() if s["parent_span_id"] is None}) >= 2000,
+                             120)
+    assert d.terminate() == 0
+    roots = {s["trace_id"] for s in env["receiver"].spans() if s["parent_span_id"] is None}
+    assert len(roots) == 2000
+
+
+@pytest.mark.parametrize("fault", ["refused", "unavailable", "retry_after"])
+def test_collector_trouble_delivers_everything_after_recovery(env: dict[str, Any], fault: str) -> None:
+    receiver: OtlpReceiver = env["receiver"]
+    if fault == "refused":
+        receiver.stop()
+    elif fault == "unavailable":
+        receiver.fail_next(4, "unavailable")
+    else:
+        receiver.fail_next(2, "retry_after", retry_after_s=1.5)
+    shutil.copytree(CLI_GENERATED / "failing-tool", env["root"] / "f")
+    d = env["daemon"]()
+    if fault == "refused":
+        time.sleep(3)
+        receiver.start()  # back up on the same ports
+    log = env["root"] / "f" / "events.jsonl"
+    assert_delivered_like_replay(receiver, [log], env["tmp"], timeout=40)
+    assert d.terminate() == 0
+    if fault == "retry_after":
+        outcomes = [r.outcome for r in receiver.request_log()]
+        assert outcomes.count("retry_after") == 2
+
+
+def test_permanent_rejection_is_dead_lettered_and_the_rest_delivered(env: dict[str, Any]) -> None:
+    receiver: OtlpReceiver = env["receiver"]
+    receiver.reject_when(lambda s: s["name"] == "execute_tool grep")
+    shutil.copytree(CLI_GENERATED / "multi-tool", env["root"] / "m")
+    d = env["daemon"]()
+    want = expected_spans([env["root"] / "m" / "events.jsonl"], env["tmp"])
+    receiver.wait_for(lambda r: len(r.spans()) >= len(want) - 1, 20)
+    time.sleep(1)
+    assert d.terminate() == 0
+    names = [s["name"] for s in receiver.spans()]
+    assert "execute_tool grep" not in names and "execute_tool create" in names
+    dead = [json.loads(line) for line in (env["state"] / "dead-letter.jsonl").read_text().splitlines()]
+    assert [x["record"]["name"] for x in dead] == ["execute_tool grep"]
+
+
+def test_bad_input_in_the_middle_of_a_session(env: dict[str, Any]) -> None:
+    lines = _lines("multi-tool")
+    log = env["root"] / "bad" / "events.jsonl"
+    d = env["daemon"]()
+    time.sleep(0.5)
+    _write(log, b"".join(lines[:10]))
+    _write(log, b"\xff\xfe\xfa invalid utf-8 \xc3\x28\n")
+    _write(log, b"this is not json at all\n")
+    _write(log, b'{"type": "x", "data": "' + b"A" * (20 * 1024 * 1024) + b'"\n')  # a 20 MB (broken) line
+    _write(log, b"".join(lines[10:]))
+    assert_delivered_like_replay(env["receiver"], [CLI_GENERATED / "multi-tool" / "events.jsonl"], env["tmp"])
+    assert d.terminate() == 0
+    status = json.loads((env["state"] / "status.json").read_text())
+    assert sum(status["lines_dropped"].values()) == 3
+    assert "invalid_utf8" in status["lines_dropped"] and "invalid_json" in status["lines_dropped"]
+
+
+def test_torn_state_file_falls_back_without_loss(env: dict[str, Any]) -> None:
+    shutil.copytree(CLI_GENERATED / "resumed", env["root"] / "r")
+    d = env["daemon"]()
+    log = env["root"] / "r" / "events.jsonl"
+    assert_delivered_like_replay(env["receiver"], [log], env["tmp"])
+    assert d.terminate() == 0
+    for name in ("state.json", "state.json.prev"):
+        path = env["state"] / name
+        path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])  # torn
+    env["receiver"].clear()
+    d2 = env["daemon"]()
+    assert_delivered_like_replay(env["receiver"], [log], env["tmp"])  # read again from 0, identical
+    assert d2.terminate() == 0
+    assert "corrupt" in d2.output().lower()
+
+
+def test_unwritable_state_dir_is_a_clear_error(env: dict[str, Any]) -> None:
+    env["state"].write_text("not a directory")
+    d = env["daemon"](ready=False)
+    rc = d.wait(30)
+    assert rc != 0
+    out = d.output().strip().splitlines()
+    assert "Traceback" not in d.output()
+    assert out[-1].startswith("copilot-otel: error:") and "state" in out[-1]
+
+
+def test_second_daemon_on_the_same_state_dir_refuses(env: dict[str, Any]) -> None:
+    d = env["daemon"]()
+    time.sleep(2)
+    d2 = DaemonProcess(env["root"], env["state"], env["receiver"].http_endpoint, env["tmp"] / "d2.log").start(False)
+    env["daemons"].append(d2)
+    assert d2.wait(30) != 0
+    assert "already using" in d2.output()
+    assert d.terminate() == 0
+
+
+def test_sigterm_with_a_backlog_flushes_and_saves_state(env: dict[str, Any]) -> None:
+    receiver: OtlpReceiver = env["receiver"]
+    receiver.fail_next(3, "unavailable")
+    for name in ("multi-tool", "capi-multi-tool"):
+        shutil.copytree(CLI_GENERATED / name, env["root"] / name)
+    d = env["daemon"]()
+    time.sleep(1.0)
+    assert d.terminate() == 0
+    paths = [env["root"] / n / "events.jsonl" for n in ("multi-tool", "capi-multi-tool")]
+    # whatever was not delivered before the deadline is delivered by the next start, nothing twice differently
+    d2 = env["daemon"]()
+    assert_delivered_like_replay(receiver, paths, env["tmp"])
+    assert d2.terminate() == 0
