@@ -376,7 +376,7 @@ SETTINGS: tuple[Setting[Any], ...] = (
     ),
     Setting(
         "output_file",
-        "Also write OTLP JSON lines to this file (default without an endpoint: <state-dir>/otlp.jsonl)",
+        "Where the embedded exporter writes OTLP JSON lines when no endpoint is set (default: <state-dir>/otlp.jsonl)",
         _path,
         default_help="none",
         flags=("--output-file",),
@@ -392,7 +392,7 @@ SETTINGS: tuple[Setting[Any], ...] = (
     ),
     Setting(
         "max_retry_time",
-        "Give up re-sending a batch after this many seconds of failures",
+        "replay: give up re-sending after this many seconds of failures (run retries for as long as it takes)",
         _seconds(),
         default=60.0,
         flags=("--max-retry-time",),

@@ -9,72 +9,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import subprocess
-import sys
 import time
-from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from copilot_otel.cli import main
 from tests.conftest import CLI_GENERATED
+from tests.daemon_process import DaemonProcess, assert_delivered_like_replay, expected_spans
 from tests.otlp_receiver import OtlpReceiver
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-class DaemonProcess:
-    """``python -m copilot_otel run`` as a child process, with short intervals so tests run fast."""
-
-    def __init__(self, session_state: Path, state_dir: Path, endpoint: str, log: Path, *extra: str,
-                 env: dict[str, str] | None = None) -> None:
-        self.args = [sys.executable, "-m", "copilot_otel", "run", "--session-state", str(session_state),
-                     "--state-dir", str(state_dir), "--endpoint", endpoint, "--rescan-interval", "0.5",
-                     "--export-delay", "0.2", *extra]
-        self.env = {**os.environ, "COPILOT_OTEL_METRICS": "false", **(env or {})}
-        self.log = log
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self, ready: bool = True) -> DaemonProcess:
-        self._offset = self.log.stat().st_size if self.log.exists() else 0
-        self._fh = open(self.log, "ab")  # noqa: SIM115 - closed in wait()
-        self.proc = subprocess.Popen(self.args, env=self.env, stdout=self._fh, stderr=subprocess.STDOUT, cwd=ROOT)
-        if ready:
-            self.wait_ready()
-        return self
-
-    def wait_ready(self, timeout: float = 20.0) -> None:
-        """Until the daemon logged that it follows the folder (its signal handlers are installed by then)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            text = self.log.read_bytes()[self._offset :].decode(errors="replace")
-            if " following " in text or (self.proc is not None and self.proc.poll() is not None):
-                return
-            time.sleep(0.05)
-        raise TimeoutError(f"daemon not ready: {self.output()[-2000:]}")
-
-    def terminate(self, timeout: float = 20.0) -> int:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGTERM)
-        return self.wait(timeout)
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        self.proc.kill()
-        self.wait(10)
-
-    def wait(self, timeout: float) -> int:
-        assert self.proc is not None
-        rc = self.proc.wait(timeout)
-        self._fh.close()
-        return rc
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
 
 
 @pytest.fixture
@@ -100,30 +44,6 @@ def env(tmp_path: Path, receiver: OtlpReceiver) -> Iterator[dict[str, Any]]:
 
 def _lines(name: str) -> list[bytes]:
     return (CLI_GENERATED / name / "events.jsonl").read_bytes().splitlines(keepends=True)
-
-
-def _strip(span: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in span.items() if k not in ("resource",)}
-
-
-def expected_spans(paths: list[Path], tmp: Path) -> dict[str, dict[str, Any]]:
-    """What ``copilot-otel replay`` exports for these logs (into its own receiver)."""
-    with OtlpReceiver() as other:
-        assert main(["replay", *map(str, paths), "--endpoint", other.http_endpoint, "--no-progress",
-                     "--state-dir", str(tmp / "replay-state")]) == 0
-        return {s["span_id"]: _strip(s) for s in other.spans()}
-
-
-def assert_delivered_like_replay(receiver: OtlpReceiver, paths: list[Path], tmp: Path, timeout: float = 20) -> None:
-    want = expected_spans(paths, tmp)
-    receiver.wait_for(lambda r: {s["span_id"] for s in r.spans()} >= set(want), timeout)
-    got: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for span in receiver.spans():
-        got[span["span_id"]].append(_strip(span))
-    assert set(got) == set(want), "exactly the spans replay produces"
-    for span_id, copies in got.items():
-        for copy in copies:
-            assert copy == want[span_id], f"span {copies[0]['name']} was exported with different content"
 
 
 def _write(path: Path, data: bytes, mode: str = "ab") -> None:
