@@ -204,7 +204,9 @@ class Daemon:
             while not self.stop.is_set():
                 busy = self._pass()
                 now = time.monotonic()
-                if now - last_rescan >= self.config.rescan_interval:
+                # With inotify working the full rescan is only a safety net; when polling it is the mechanism.
+                rescan_every = self.config.rescan_interval * (6 if self._discovery.mode == "inotify" else 1)
+                if now - last_rescan >= rescan_every:
                     last_rescan = now
                     self._rescan()
                     self._sweep()
@@ -362,8 +364,9 @@ class Daemon:
             self._enqueue(f, out, batch.offset, batch.identity,
                           forget=batch.end is not None and batch.end.value == "deleted")
         f.pending = not batch.at_eof
-        if batch.at_eof and not f.live:
+        if batch.at_eof:
             f.live = True
+            self._release_if_idle(f)
         if batch.end is not None and batch.end.value == "deleted":
             f.closed_reason = "deleted"
 
@@ -463,10 +466,28 @@ class Daemon:
             logger.info("closed an unfinished prompt in %s (%s)", f.session.session_id, reason)
             self._enqueue(f, out, f.tailer.offset, f.tailer.identity)
 
+    def _release_if_idle(self, f: _File) -> None:
+        """A history file read to its end: close its descriptor and keep only its small context, not the fold.
+
+        A backfill of thousands of sessions then holds neither thousands of fds nor thousands of folds; the fold
+        is rebuilt from the context when the file grows again.
+        """
+        try:
+            idle_s = time.time() - f.session.path.stat().st_mtime
+        except OSError:
+            return
+        if idle_s < IDLE_CLOSE_S:
+            return
+        f.tailer.close()
+        if f.fold is not None and not f.fold.has_open_prompt:
+            f.context = f.fold.context_snapshot()
+            f.fold = None
+
     def _close_idle_fds(self, now: float) -> None:
         open_files = [f for f in self._files.values() if f.tailer.is_open and not f.pending]
         for f in open_files:
             if now - f.last_used >= IDLE_CLOSE_S:
+                self._release_if_idle(f)
                 f.tailer.close()
         open_files = [f for f in open_files if f.tailer.is_open]
         if len(open_files) > MAX_OPEN_TAILERS:

@@ -39,7 +39,7 @@ def all_fixture_logs() -> list[Path]:
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Each test gets its own HOME (state dir, session-state, config file all live under it)."""
-    home = tmp_path / "home"
+    home = tmp_path / "user-home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("XDG_STATE_HOME", raising=False)
