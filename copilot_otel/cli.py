@@ -49,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("session", nargs="?", metavar="SESSION|PATH", help="session id (or prefix) or path")
     p.add_argument("--json", action="store_true", help="print the span records as JSON lines")
     p.add_argument("--limit", type=int, default=20, help="sessions to list (default 20)")
-    add_arguments(p, ["session_state", "config_file", "log_level"])
+    add_arguments(p, ["session_state", "config_file", "log_level", "runaway_turns"])
 
     p = sub.add_parser("doctor", help="check the configuration and the collector, send a test span",
                        description="Check configuration, reach the collector, send a test span; exit 0 when "

@@ -1,0 +1,444 @@
+"""``copilot-otel doctor``: check the configuration, reach the collector, send a test span, say what to fix.
+
+Each check prints one line: a mark (``✓``/``✗``/``!`` on a terminal, ``ok``/``FAIL``/``warn`` otherwise), what
+was checked, what was found and, when something is wrong, what to do about it. Header values are never shown,
+only whether they are set. The exit code is 0 when no check failed (warnings do not fail), else 1.
+
+The test span goes through the exporter ``run`` and ``replay`` use (:class:`~copilot_otel.telemetry.Telemetry`
+built from the same config), so "doctor passes" means "the daemon's spans will arrive".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import logging
+import os
+import socket
+import ssl
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from rich.console import Console
+from rich.text import Text
+
+from .config import Config, describe
+from .errors import CopilotOtelError, SourceError
+from .records import SpanKind, SpanRecord
+from .sessions import scan_root
+from .telemetry import Telemetry
+
+__all__ = ["Check", "Mark", "doctor", "run_checks"]
+
+TEST_SPAN_NAME = "copilot-otel doctor"
+_SUGGESTED_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318"
+# Bytes read from the collector port when sniffing which protocol it speaks after a failed export.
+_SNIFF_BYTES = 64
+
+
+class Mark(str, enum.Enum):
+    """The verdict of one check."""
+
+    OK = "ok"
+    WARN = "warn"
+    FAIL = "fail"
+
+
+_GLYPHS = {Mark.OK: ("✓", "green"), Mark.WARN: ("!", "yellow"), Mark.FAIL: ("✗", "bold red")}
+_PLAIN = {Mark.OK: "ok  ", Mark.WARN: "warn", Mark.FAIL: "FAIL"}
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One line of the report: ``what`` was checked, what was ``found``, and the ``fix`` when not OK."""
+
+    mark: Mark
+    what: str
+    found: str
+    fix: str = ""
+
+
+def doctor(config: Config, timeout_s: float = 10.0) -> int:
+    """Run every check, print one line each, and return 0 when none failed (1 otherwise)."""
+    console = Console(highlight=False, soft_wrap=True)
+    glyphs = console.is_terminal
+    failed = 0
+    for check in run_checks(config, timeout_s):
+        failed += check.mark is Mark.FAIL
+        console.print(_line(check, glyphs))
+    if failed:
+        console.print(f"{failed} check{'s' if failed > 1 else ''} failed.", style="bold red")
+        return 1
+    console.print("All checks passed.", style="green")
+    return 0
+
+
+def _line(check: Check, glyphs: bool) -> Text:
+    text = Text()
+    if glyphs:
+        glyph, style = _GLYPHS[check.mark]
+        text.append(glyph, style=style)
+    else:
+        text.append(_PLAIN[check.mark])
+    text.append(f" {check.what}: ", style="bold")
+    text.append(check.found)
+    if check.fix:
+        text.append(f" — {check.fix}", style="yellow" if check.mark is Mark.WARN else "red")
+    return text
+
+
+def run_checks(config: Config, timeout_s: float = 10.0) -> Iterator[Check]:
+    """The checks, in order; each is yielded as soon as it is done so slow ones show progress."""
+    shown = {name: (value, source) for name, value, source in describe(config)}
+    yield _config_file(config)
+    yield _state_dir(config.state_dir)
+    yield _session_logs(config.session_state)
+    if config.endpoint is None:
+        yield Check(
+            Mark.OK,
+            "endpoint",
+            "none set: telemetry goes to the embedded OTLP/JSON file (the OpenTelemetry Collector "
+            "file-exporter format), nothing is sent over the network",
+            "",
+        )
+        yield _writable_file(
+            "embedded file",
+            config.embedded_output or config.state_dir / "otlp.jsonl",
+            f"to send to a collector instead, set {_SUGGESTED_ENDPOINT}",
+        )
+        return
+    endpoint, endpoint_source = shown["endpoint"]
+    yield Check(Mark.OK, "endpoint", f"{endpoint} ({endpoint_source})")
+    protocol = _protocol(config)
+    yield protocol
+    header_source = config.sources.get("otlp_headers", "default")
+    yield Check(
+        Mark.OK,
+        "headers",
+        f"set by {header_source.removeprefix('env ')} (values not shown)"
+        if config.otlp_headers_set
+        else "not set (fine unless the collector needs an API key or token)",
+    )
+    if config.output_file is not None:
+        yield _writable_file("output file", config.output_file, "")
+    if protocol.mark is Mark.FAIL:
+        yield Check(Mark.FAIL, "test span", "not sent", "fix the protocol first")
+        return
+    reach = _reach(config.endpoint, config.protocol, timeout_s)
+    yield reach
+    if reach.mark is Mark.FAIL:
+        yield Check(Mark.FAIL, "test span", "not sent", "the collector cannot be reached")
+        return
+    yield _test_span(config, timeout_s)
+
+
+# ----------------------------------------------------------------------------------------------- local checks
+def _config_file(config: Config) -> Check:
+    source = config.sources.get("config_file", "default")
+    if source.startswith("default") and not config.config_file.exists():
+        return Check(
+            Mark.OK,
+            "config file",
+            f"{config.config_file} not found (optional: flags, environment variables and defaults are used)",
+        )
+    return Check(Mark.OK, "config file", f"{config.config_file} ({source})")
+
+
+def _state_dir(path: Path) -> Check:
+    try:
+        _probe_directory(path)
+    except OSError as exc:
+        return Check(
+            Mark.FAIL,
+            "state dir",
+            f"{path} is not writable ({exc.strerror or exc})",
+            "set --state-dir or COPILOT_OTEL_STATE_DIR to a directory you can write",
+        )
+    return Check(Mark.OK, "state dir", f"{path} is writable")
+
+
+def _probe_directory(path: Path) -> None:
+    """Create ``path`` if needed and prove a file can be written in it (removed again)."""
+    path.mkdir(parents=True, exist_ok=True)
+    probe = path / f".doctor-{os.getpid()}.tmp"
+    try:
+        with open(probe, "wb") as fh:
+            fh.write(b"ok")
+    finally:
+        with contextlib.suppress(OSError):
+            probe.unlink()
+
+
+def _session_logs(root: Path) -> Check:
+    if not root.exists():
+        return Check(
+            Mark.WARN,
+            "session logs",
+            f"{root} does not exist yet",
+            "fine if the Copilot CLI has not run as this user yet (the daemon waits for it); "
+            "otherwise set --session-state or COPILOT_OTEL_SESSION_STATE",
+        )
+    try:
+        sessions = scan_root(root)
+        if not root.is_dir():
+            raise SourceError(f"cannot read session folder {root}: not a directory")
+    except SourceError as exc:
+        return Check(
+            Mark.FAIL,
+            "session logs",
+            str(exc),
+            "set --session-state or COPILOT_OTEL_SESSION_STATE to the Copilot CLI's session-state folder",
+        )
+    return Check(
+        Mark.OK, "session logs", f"{len(sessions)} session{'s' if len(sessions) != 1 else ''} in {root}"
+    )
+
+
+def _writable_file(what: str, path: Path, note: str) -> Check:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "ab"):
+            pass  # opening for append proves we can write without touching what is there
+        size = path.stat().st_size
+    except OSError as exc:
+        return Check(
+            Mark.FAIL,
+            what,
+            f"{path} is not writable ({exc.strerror or exc})",
+            "set --output-file / --state-dir to a writable place",
+        )
+    found = f"{path} is writable ({size:,} bytes so far)"
+    return Check(Mark.OK, what, f"{found}; {note}" if note else found)
+
+
+def _protocol(config: Config) -> Check:
+    source = config.sources.get("protocol", "default")
+    port = urlsplit(config.endpoint or "").port
+    if config.protocol == "http/json":
+        return Check(
+            Mark.FAIL,
+            "protocol",
+            f"http/json ({source})",
+            "copilot-otel sends OTLP over gRPC or HTTP/protobuf: set OTEL_EXPORTER_OTLP_PROTOCOL="
+            "http/protobuf (every collector accepts it)",
+        )
+    if config.protocol == "grpc" and port == 4318:
+        return Check(
+            Mark.WARN,
+            "protocol",
+            f"grpc ({source}) to port 4318",
+            "4318 is the usual OTLP/HTTP port: use --protocol http/protobuf, or port 4317 for gRPC",
+        )
+    if config.protocol != "grpc" and port == 4317:
+        return Check(
+            Mark.WARN,
+            "protocol",
+            f"{config.protocol} ({source}) to port 4317",
+            "4317 is the usual OTLP/gRPC port: use --protocol grpc, or port 4318 for HTTP",
+        )
+    return Check(Mark.OK, "protocol", f"{config.protocol} ({source})")
+
+
+# ------------------------------------------------------------------------------------------------ network
+def _host_port(endpoint: str) -> tuple[str, int]:
+    parts = urlsplit(endpoint)
+    default = 443 if parts.scheme.lower() == "https" else 80
+    return parts.hostname or "localhost", parts.port or default
+
+
+def _reach(endpoint: str, protocol: str, timeout_s: float) -> Check:
+    host, port = _host_port(endpoint)
+    where = f"{host}:{port}"
+    try:
+        with socket.create_connection((host, port), timeout=min(timeout_s, 5.0)):
+            pass
+    except socket.gaierror as exc:
+        return Check(
+            Mark.FAIL,
+            "collector",
+            f"cannot resolve {host} ({exc.strerror or exc})",
+            "check the host name in the endpoint",
+        )
+    except ConnectionRefusedError:
+        port_hint = "4317" if protocol == "grpc" else "4318"
+        scheme_port = f"http://localhost:{port_hint}"
+        return Check(
+            Mark.FAIL,
+            "collector",
+            f"connection refused at {where}",
+            f"is the collector running? try OTEL_EXPORTER_OTLP_ENDPOINT={scheme_port}"
+            + (f" with OTEL_EXPORTER_OTLP_PROTOCOL={protocol}" if protocol == "grpc" else ""),
+        )
+    except TimeoutError:
+        return Check(
+            Mark.FAIL,
+            "collector",
+            f"no answer from {where} within {min(timeout_s, 5.0):g}s",
+            "is the host right and the port open (firewall, VPN, proxy)?",
+        )
+    except OSError as exc:
+        return Check(
+            Mark.FAIL,
+            "collector",
+            f"cannot connect to {where} ({exc.strerror or exc})",
+            "is the collector running and the endpoint right?",
+        )
+    return Check(Mark.OK, "collector", f"{where} accepts connections")
+
+
+@contextlib.contextmanager
+def _quiet_export_logs() -> Iterator[None]:
+    """The sender logs retries and dead letters for the daemon's log; doctor reports them itself."""
+    log = logging.getLogger("copilot_otel.export")
+    level = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
+
+
+def _test_span(config: Config, timeout_s: float) -> Check:
+    try:
+        telemetry = Telemetry.from_config(config, with_metrics=False)
+    except CopilotOtelError as exc:
+        return Check(Mark.FAIL, "test span", "not sent", str(exc))
+    sender = telemetry.sender
+    sender.dead_letter = None  # a rejected probe is reported here, not kept
+    sender.timeout_s = min(sender.timeout_s, max(timeout_s, 0.5))
+    now = time.time_ns()
+    span = SpanRecord(
+        trace_id=int.from_bytes(os.urandom(16), "big") or 1,
+        span_id=int.from_bytes(os.urandom(8), "big") or 1,
+        parent_span_id=None,
+        name=TEST_SPAN_NAME,
+        kind=SpanKind.INTERNAL,
+        start_ns=now,
+        end_ns=now + 1_000_000,
+        attributes={"copilot_otel.doctor": True},
+    )
+    started = time.monotonic()
+    try:
+        with _quiet_export_logs():
+            outcome = sender.deliver([span], max_retry_s=timeout_s)
+    finally:
+        telemetry.close()
+    took = time.monotonic() - started
+    if outcome.delivered and not outcome.dead_lettered:
+        return Check(Mark.OK, "test span", f"accepted by {telemetry.description} in {took:.2f}s")
+    error = sender.stats.last_error or outcome.error
+    if outcome.delivered:  # delivered = dead-lettered: a permanent rejection
+        return Check(
+            Mark.FAIL, "test span", f"rejected by the collector: {error}", _rejection_hint(config, error)
+        )
+    return Check(
+        Mark.FAIL,
+        "test span",
+        f"not accepted within {timeout_s:g}s: {error}",
+        _failure_hint(config, error, timeout_s),
+    )
+
+
+def _rejection_hint(config: Config, error: str) -> str:
+    if "HTTP 404" in error or "UNIMPLEMENTED" in error:
+        if config.protocol == "grpc":
+            return "this port has no OTLP trace service: is it the collector's gRPC port (usually 4317)?"
+        return (
+            "wrong path or port: give the base URL (http://host:4318, without /v1/traces) of the "
+            "collector's OTLP/HTTP port; a gRPC port (4317) needs --protocol grpc"
+        )
+    if (
+        "HTTP 401" in error
+        or "HTTP 403" in error
+        or "UNAUTHENTICATED" in error
+        or "PERMISSION_DENIED" in error
+    ):
+        state = "are set but were refused" if config.otlp_headers_set else "are not set"
+        return (
+            f"the collector wants credentials: OTEL_EXPORTER_OTLP_HEADERS {state} "
+            "(e.g. 'authorization=Bearer …')"
+        )
+    if "HTTP 415" in error:
+        return "the endpoint does not take OTLP/protobuf: is it an OTLP receiver?"
+    if "HTTP 400" in error and "plain HTTP" in error.lower():
+        return "the port speaks HTTPS: use an https:// endpoint"
+    return (
+        "the collector refused the data as invalid: check that the endpoint is an OTLP traces receiver and "
+        "look at the collector's log"
+    )
+
+
+def _failure_hint(config: Config, error: str, timeout_s: float) -> str:
+    endpoint = config.endpoint or ""
+    speaks = _sniff(endpoint, min(timeout_s, 3.0))
+    https = endpoint.lower().startswith("https://")
+    if config.protocol == "grpc":
+        if speaks == "http/1.1" or "Failed parsing HTTP/2" in error:
+            return (
+                "that port speaks plain HTTP, not gRPC: "
+                "use --protocol http/protobuf (port 4318) or the gRPC port"
+            )
+        if https and ("WRONG_VERSION" in error or "handshake" in error.lower()):
+            return "the collector speaks plain (non-TLS) gRPC there: use an http:// endpoint"
+    else:
+        if speaks == "http/2":
+            return (
+                "that port speaks gRPC (HTTP/2 only): "
+                "use --protocol grpc, or the OTLP/HTTP port (usually 4318)"
+            )
+        if speaks == "tls" and not https:
+            return "that port expects TLS: use an https:// endpoint"
+        if https and speaks == "http/1.1":
+            return "that port speaks plain HTTP: use an http:// endpoint"
+    if "HTTP 503" in error or "UNAVAILABLE" in error or "HTTP 429" in error or "RESOURCE_EXHAUSTED" in error:
+        return (
+            "the collector is up but not accepting data (overloaded or its pipeline is failing): "
+            "check its log"
+        )
+    if "no answer" in error or "DEADLINE_EXCEEDED" in error:
+        return f"the collector did not answer in time: raise --timeout (now {timeout_s:g}s) or check its load"
+    if "cannot connect" in error:
+        return f"is the collector running and the endpoint right? try {_SUGGESTED_ENDPOINT}"
+    return "check the endpoint, protocol and the collector's log"
+
+
+def _sniff(endpoint: str, timeout_s: float) -> str | None:
+    """Which protocol a port speaks: ``http/1.1``, ``http/2`` (gRPC), ``tls``, or ``None`` if it cannot tell.
+
+    Sends a plain HTTP/1.1 request and looks at the first bytes of the answer: ``HTTP/1.`` is an HTTP server,
+    an HTTP/2 frame (a SETTINGS or GOAWAY header) is a gRPC server, a TLS record is an HTTPS/TLS server.
+    """
+    if not endpoint:
+        return None
+    host, port = _host_port(endpoint)
+    if endpoint.lower().startswith("https://"):
+        try:
+            with socket.create_connection((host, port), timeout=timeout_s) as raw:
+                context = ssl.create_default_context()
+                context.check_hostname = False
+                context.verify_mode = ssl.CERT_NONE
+                with context.wrap_socket(raw, server_hostname=host) as tls:
+                    tls.sendall(
+                        b"GET / HTTP/1.1\r\nHost: " + host.encode() + b"\r\nConnection: close\r\n\r\n"
+                    )
+                    return "https"
+        except ssl.SSLError:
+            pass  # not TLS: see what it speaks in the clear below
+        except OSError:
+            return None
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as sock:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: " + host.encode() + b"\r\nConnection: close\r\n\r\n")
+            head = sock.recv(_SNIFF_BYTES)
+    except OSError:
+        return None
+    if head.startswith(b"HTTP/1."):
+        return "http/1.1"
+    if head[:1] in (b"\x15", b"\x16") and head[1:2] == b"\x03":
+        return "tls"
+    if len(head) >= 9 and head[3] in (0x04, 0x07):  # HTTP/2 frame header: SETTINGS or GOAWAY
+        return "http/2"
+    return None

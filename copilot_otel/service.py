@@ -1,0 +1,524 @@
+"""``copilot-otel service install|uninstall|status``: run ``copilot-otel run`` as a per-user service.
+
+* Linux: a systemd user unit ``~/.config/systemd/user/copilot-otel.service`` (``Restart=on-failure``). The
+  user's current settings are written as ``Environment=`` lines; OTLP header variables may hold API keys, so
+  they go to ``~/.config/copilot-otel/service.env`` (mode 0600), named by ``EnvironmentFile=``.
+* macOS: a launchd agent ``~/Library/LaunchAgents/io.github.copilot-otel.plist`` (``RunAtLoad``, ``KeepAlive``
+  unless it exits cleanly, output logged to the state dir); the plist is mode 0600 when it carries headers.
+
+"Current settings" are every ``OTEL_*`` and ``COPILOT_OTEL_*`` variable set now, plus the flags given to
+``service install`` and any path that would resolve differently in the service's bare environment (e.g. a
+state dir derived from ``XDG_STATE_HOME``). Re-run ``install`` after changing them.
+
+Enabling uses ``systemctl --user`` / ``launchctl``. Where those are missing or fail (no user bus in a
+container, an SSH session without a login manager) the file is still written and the exact commands to run
+are printed; ``--no-enable`` only writes. ``COPILOT_OTEL_SERVICE_PLATFORM=linux|darwin``,
+``COPILOT_OTEL_SYSTEMCTL`` and ``COPILOT_OTEL_LAUNCHCTL`` override the platform and the tools (for tests and
+unusual installs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import plistlib
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from .config import SETTINGS, Config
+from .errors import ConfigError, StateError
+
+__all__ = [
+    "LAUNCHD_LABEL",
+    "SYSTEMD_UNIT",
+    "ServiceEnvironment",
+    "executable",
+    "service",
+    "service_environment",
+]
+
+Platform = Literal["linux", "darwin"]
+SYSTEMD_UNIT = "copilot-otel.service"
+LAUNCHD_LABEL = "io.github.copilot-otel"
+PLATFORM_ENV = "COPILOT_OTEL_SERVICE_PLATFORM"
+SYSTEMCTL_ENV = "COPILOT_OTEL_SYSTEMCTL"
+LAUNCHCTL_ENV = "COPILOT_OTEL_LAUNCHCTL"
+# Variables that steer this command, not the daemon: never copied into the service.
+_NOT_COPIED = frozenset({PLATFORM_ENV, SYSTEMCTL_ENV, LAUNCHCTL_ENV})
+# systemctl/launchctl normally answer at once; a hung user bus must not hang the install.
+_TOOL_TIMEOUT_S = 30.0
+
+
+def service(config: Config, action: str, enable: bool = True) -> int:
+    """Install, uninstall or describe the user service; returns the exit code.
+
+    ``install`` and ``uninstall`` return 0 once the files are written / removed, also when the service manager
+    could not be reached (the commands to run are printed then). ``status`` returns 0 when installed, else 1.
+
+    Raises:
+        ConfigError: The platform is not supported (or ``COPILOT_OTEL_SERVICE_PLATFORM`` is invalid).
+        StateError: A file cannot be written or removed, or the state dir the service needs is not writable.
+    """
+    platform = _platform()
+    manager: _Manager = _Systemd(config) if platform == "linux" else _Launchd(config)
+    if action == "install":
+        return manager.install(enable)
+    if action == "uninstall":
+        return manager.uninstall()
+    if action == "status":
+        return manager.status()
+    raise ConfigError(f"Expected the service action to be one of install, uninstall, status, got {action!r}")
+
+
+def _platform() -> Platform:
+    override = os.environ.get(PLATFORM_ENV, "").strip()
+    if override:
+        if override not in ("linux", "darwin"):
+            raise ConfigError(f"Expected {PLATFORM_ENV} to be one of linux, darwin, got {override!r}")
+        return "linux" if override == "linux" else "darwin"
+    if sys.platform.startswith("linux"):
+        return "linux"
+    if sys.platform == "darwin":
+        return "darwin"
+    raise ConfigError(
+        f"copilot-otel service supports Linux (systemd) and macOS (launchd), not {sys.platform!r}; run "
+        "'copilot-otel run' under your own service manager instead"
+    )
+
+
+# ------------------------------------------------------------------------------------------------ what to run
+def executable() -> list[str]:
+    """The command that starts copilot-otel, as absolute paths: the running console script if that is what
+    we are, else ``copilot-otel`` on ``PATH``, else the one next to this interpreter, else ``python -m``."""
+    argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if argv0 is not None and argv0.name == "copilot-otel" and argv0.is_file():
+        return [str(argv0.resolve())]
+    found = shutil.which("copilot-otel")
+    if found:
+        return [str(Path(found).resolve())]
+    sibling = Path(sys.executable).parent / "copilot-otel"
+    if sibling.is_file() and os.access(sibling, os.X_OK):
+        return [str(sibling)]
+    return [str(Path(sys.executable).absolute()), "-m", "copilot_otel"]
+
+
+@dataclass
+class ServiceEnvironment:
+    """The environment the service gets: ``public`` goes into the unit, ``secret`` into a 0600 file."""
+
+    public: dict[str, str] = field(default_factory=dict)
+    secret: dict[str, str] = field(default_factory=dict)
+
+
+def _setting_default(name: str, env: Mapping[str, str]) -> object:
+    setting = next(s for s in SETTINGS if s.name == name)
+    return setting.default_for(env)
+
+
+def service_environment(config: Config, env: Mapping[str, str] | None = None) -> ServiceEnvironment:
+    """The variables that make the service behave like ``copilot-otel run`` would in this shell now."""
+    env = os.environ if env is None else env
+    values: dict[str, str] = {
+        name: value
+        for name, value in env.items()
+        if name.startswith(("OTEL_", "COPILOT_OTEL_")) and name not in _NOT_COPIED and value.strip()
+    }
+    sources = config.sources
+    if sources.get("endpoint", "").startswith("flag") and config.endpoint:
+        # A flag beats every endpoint variable (per-signal ones included), as it did for this command.
+        for signal in ("TRACES", "LOGS", "METRICS"):
+            values.pop(f"OTEL_EXPORTER_OTLP_{signal}_ENDPOINT", None)
+        values["OTEL_EXPORTER_OTLP_ENDPOINT"] = config.endpoint
+    if sources.get("protocol", "").startswith("flag"):
+        for signal in ("TRACES", "LOGS", "METRICS"):
+            values.pop(f"OTEL_EXPORTER_OTLP_{signal}_PROTOCOL", None)
+        values["OTEL_EXPORTER_OTLP_PROTOCOL"] = config.protocol
+    if sources.get("log_level", "").startswith("flag"):
+        values["COPILOT_OTEL_LOG_LEVEL"] = config.log_level
+    # Paths: written out whenever the service's bare environment (HOME only: no XDG_*, no COPILOT_HOME) would
+    # resolve them differently, and always absolute. Values from the config file are left to the config file.
+    bare = {"HOME": env.get("HOME", str(Path.home()))}
+    for name, var in (
+        ("config_file", "COPILOT_OTEL_CONFIG"),
+        ("state_dir", "COPILOT_OTEL_STATE_DIR"),
+        ("session_state", "COPILOT_OTEL_SESSION_STATE"),
+    ):
+        value = Path(os.path.abspath(getattr(config, name)))
+        if sources.get(name, "default").startswith("file "):
+            continue
+        if value != _setting_default(name, bare):
+            values[var] = str(value)
+        else:
+            values.pop(var, None)
+    result = ServiceEnvironment()
+    for name in sorted(values):
+        (result.secret if "HEADERS" in name else result.public)[name] = values[name]
+    return result
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+def _home() -> Path:
+    home = os.environ.get("HOME", "").strip()
+    return Path(home) if home else Path.home()
+
+
+def _config_home() -> Path:
+    value = os.environ.get("XDG_CONFIG_HOME", "").strip()
+    return Path(value) if value and os.path.isabs(value) else _home() / ".config"
+
+
+def _write_atomic(path: Path, data: bytes, mode: int) -> None:
+    """Write ``path`` via a temporary file and rename, with exactly ``mode`` (umask does not widen it)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        try:
+            os.fchmod(fd, mode)
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise StateError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def _remove(path: Path) -> bool:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise StateError(f"cannot remove {path}: {exc.strerror or exc}") from exc
+    return True
+
+
+def _check_state_dir(state_dir: Path) -> None:
+    """The daemon keeps checkpoints there: refuse to install a service that could only crash-loop."""
+    probe = state_dir / f".service-{os.getpid()}.tmp"
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"ok")
+        probe.unlink()
+    except OSError as exc:
+        raise StateError(
+            f"the state dir {state_dir} is not writable ({exc.strerror or exc}); the service would not "
+            "start: set --state-dir or COPILOT_OTEL_STATE_DIR to a writable directory"
+        ) from exc
+
+
+@dataclass(frozen=True, slots=True)
+class _Ran:
+    """What running one service-manager command gave: ``ok``, its output, or why it could not run."""
+
+    ok: bool
+    output: str
+
+
+def _run(cmd: Sequence[str]) -> _Ran:
+    try:
+        proc = subprocess.run(list(cmd), capture_output=True, text=True, timeout=_TOOL_TIMEOUT_S, check=False)
+    except FileNotFoundError:
+        return _Ran(False, f"{cmd[0]} not found")
+    except PermissionError:
+        return _Ran(False, f"{cmd[0]} is not executable")
+    except subprocess.TimeoutExpired:
+        return _Ran(False, f"{shlex.join(cmd)} did not answer within {_TOOL_TIMEOUT_S:g}s")
+    except OSError as exc:
+        return _Ran(False, f"cannot run {cmd[0]}: {exc.strerror or exc}")
+    text = (
+        (proc.stdout.strip() or proc.stderr.strip())
+        if proc.returncode == 0
+        else (proc.stderr.strip() or proc.stdout.strip() or f"exit status {proc.returncode}")
+    )
+    return _Ran(proc.returncode == 0, text)
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
+
+
+def _tool(env_var: str, name: str) -> str:
+    """The service-manager binary: the override, else the one on PATH, else its bare name (fails to run)."""
+    return os.environ.get(env_var, "").strip() or shutil.which(name) or name
+
+
+def _describe_env(environment: ServiceEnvironment) -> list[str]:
+    lines = []
+    if environment.public:
+        lines.append("  settings: " + ", ".join(environment.public))
+    if environment.secret:
+        lines.append("  secrets (values not shown): " + ", ".join(environment.secret))
+    return lines
+
+
+class _Manager:
+    def install(self, enable: bool) -> int:
+        raise NotImplementedError
+
+    def uninstall(self) -> int:
+        raise NotImplementedError
+
+    def status(self) -> int:
+        raise NotImplementedError
+
+
+def _print_commands(intro: str, commands: Sequence[str]) -> None:
+    print(intro)
+    for command in commands:
+        print(f"  {command}")
+
+
+# ------------------------------------------------------------------------------------------------ systemd
+def _systemd_escape(value: str) -> str:
+    """A value for a unit file: ``%`` specifiers doubled; quoted with C escapes when it needs quoting."""
+    value = value.replace("%", "%%")
+    if value and not any(c in value for c in " \t\"'\\;$\n"):
+        return value
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("$", "$$")
+    return f'"{escaped}"'
+
+
+def _environment_line(name: str, value: str) -> str:
+    escaped = (
+        f"{name}={value}".replace("%", "%%").replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    )
+    return f'Environment="{escaped}"'
+
+
+def _env_file_line(name: str, value: str) -> str:
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace("`", "\\`")
+    return f'{name}="{escaped}"'
+
+
+class _Systemd(_Manager):
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.unit_dir = _config_home() / "systemd" / "user"
+        self.unit = self.unit_dir / SYSTEMD_UNIT
+        self.wants_link = self.unit_dir / "default.target.wants" / SYSTEMD_UNIT
+        self.env_file = _config_home() / "copilot-otel" / "service.env"
+        self.systemctl = _tool(SYSTEMCTL_ENV, "systemctl")
+
+    def render(self, environment: ServiceEnvironment) -> str:
+        command = " ".join(_systemd_escape(part) for part in [*executable(), "run"])
+        lines = [
+            "# copilot-otel: follows GitHub Copilot CLI session logs and exports them as OpenTelemetry.",
+            "# Written by 'copilot-otel service install' (run it again after changing settings);",
+            "# remove with 'copilot-otel service uninstall'.",
+            "[Unit]",
+            "Description=copilot-otel: GitHub Copilot CLI sessions to OpenTelemetry",
+            "",
+            "[Service]",
+            "Type=simple",
+            f"ExecStart={command}",
+            "Restart=on-failure",
+            "RestartSec=5s",
+            "# SIGTERM makes the daemon flush and checkpoint; give it time before SIGKILL.",
+            "TimeoutStopSec=30s",
+        ]
+        lines += [_environment_line(name, value) for name, value in environment.public.items()]
+        if environment.secret:
+            lines.append("# OTLP headers may hold API keys: kept in a file only you can read.")
+            lines.append(f"EnvironmentFile=-{_systemd_escape(str(self.env_file))}")
+        lines += ["", "[Install]", "WantedBy=default.target", ""]
+        return "\n".join(lines)
+
+    def _commands(self, *args: str) -> list[str]:
+        return [self.systemctl, "--user", *args]
+
+    def install(self, enable: bool) -> int:
+        _check_state_dir(self.config.state_dir)
+        environment = service_environment(self.config)
+        if environment.secret:
+            body = "".join(_env_file_line(k, v) + "\n" for k, v in environment.secret.items())
+            _write_atomic(
+                self.env_file, ("# copilot-otel service secrets (OTLP headers)\n" + body).encode(), 0o600
+            )
+        else:
+            _remove(self.env_file)
+        _write_atomic(self.unit, self.render(environment).encode(), 0o644)
+        print(f"Wrote {self.unit}")
+        if environment.secret:
+            print(f"Wrote {self.env_file} (mode 0600)")
+        for line in _describe_env(environment):
+            print(line)
+        steps = [("daemon-reload",), ("enable", SYSTEMD_UNIT), ("restart", SYSTEMD_UNIT)]
+        shown = [shlex.join(["systemctl", "--user", *step]) for step in steps]
+        if not enable:
+            _print_commands("Not enabled (--no-enable). To enable and start it:", shown)
+            return 0
+        for step in steps:
+            ran = _run(self._commands(*step))
+            if not ran.ok:
+                reason = _first_line(ran.output)
+                _print_commands(
+                    f"Could not enable it with systemctl --user ({reason}). The unit is written; "
+                    "enable and start it from your login session with:",
+                    shown,
+                )
+                return 0
+        print(
+            f"Enabled and started {SYSTEMD_UNIT}; follow its log with: journalctl --user -u {SYSTEMD_UNIT} -f"
+        )
+        user = os.environ.get("USER") or os.environ.get("LOGNAME") or "$USER"
+        print(f"To keep it running while you are logged out: loginctl enable-linger {user}")
+        return 0
+
+    def uninstall(self) -> int:
+        present = [p for p in (self.unit, self.env_file) if p.exists()] + (
+            [self.wants_link] if self.wants_link.is_symlink() else []
+        )
+        if not present:
+            print(f"Not installed: {self.unit} does not exist.")
+            return 0
+        stopped = _run(self._commands("disable", "--now", SYSTEMD_UNIT))
+        for path in present:
+            _remove(path)
+            print(f"Removed {path}")
+        if stopped.ok:
+            _run(self._commands("daemon-reload"))
+            print(f"Stopped and disabled {SYSTEMD_UNIT}")
+            return 0
+        _print_commands(
+            f"Could not stop it with systemctl --user ({_first_line(stopped.output)}). If it is "
+            "running, stop it with:",
+            [
+                shlex.join(["systemctl", "--user", "stop", SYSTEMD_UNIT]),
+                shlex.join(["systemctl", "--user", "daemon-reload"]),
+            ],
+        )
+        return 0
+
+    def status(self) -> int:
+        if not self.unit.exists():
+            print(f"Not installed ({self.unit} does not exist); install with: copilot-otel service install")
+            return 1
+        print(f"Installed: {self.unit}")
+        for line in self.unit.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("ExecStart="):
+                print(f"  {line}")
+        if self.env_file.exists():
+            print(f"  secrets in {self.env_file} (mode {self.env_file.stat().st_mode & 0o777:04o})")
+        active = _run(self._commands("is-active", SYSTEMD_UNIT))
+        enabled = _run(self._commands("is-enabled", SYSTEMD_UNIT))
+        if _unreachable(active):
+            print(f"  systemctl --user is unavailable ({_first_line(active.output)}); cannot tell if it runs")
+            return 0
+        print(f"  systemctl --user is-active: {_first_line(active.output) or 'unknown'}")
+        print(f"  systemctl --user is-enabled: {_first_line(enabled.output) or 'unknown'}")
+        return 0
+
+
+def _unreachable(ran: _Ran) -> bool:
+    """Whether the service manager itself could not be asked (as opposed to answering "inactive")."""
+    text = ran.output.lower()
+    return not ran.ok and (
+        "not found" in text
+        or "not executable" in text
+        or "failed to connect" in text
+        or "cannot run" in text
+        or "did not answer" in text
+        or "no medium" in text
+    )
+
+
+# ------------------------------------------------------------------------------------------------ launchd
+class _Launchd(_Manager):
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.plist = _home() / "Library" / "LaunchAgents" / f"{LAUNCHD_LABEL}.plist"
+        self.launchctl = _tool(LAUNCHCTL_ENV, "launchctl")
+        self.domain = f"gui/{os.getuid()}"
+
+    def render(self, environment: ServiceEnvironment) -> dict[str, object]:
+        state_dir = Path(os.path.abspath(self.config.state_dir))
+        return {
+            "Label": LAUNCHD_LABEL,
+            "ProgramArguments": [*executable(), "run"],
+            "EnvironmentVariables": {**environment.public, **environment.secret},
+            "RunAtLoad": True,
+            # Restart after a crash, not after a clean exit (launchctl bootout, SIGTERM): Restart=on-failure.
+            "KeepAlive": {"SuccessfulExit": False},
+            "ThrottleInterval": 5,
+            "ProcessType": "Background",
+            "StandardOutPath": str(state_dir / "service.out.log"),
+            "StandardErrorPath": str(state_dir / "service.err.log"),
+        }
+
+    def install(self, enable: bool) -> int:
+        _check_state_dir(self.config.state_dir)
+        environment = service_environment(self.config)
+        document = self.render(environment)
+        # Headers may be API keys and launchd has no separate environment file: keep the plist private then.
+        _write_atomic(self.plist, plistlib.dumps(document), 0o600 if environment.secret else 0o644)
+        print(f"Wrote {self.plist}" + (" (mode 0600: it holds OTLP headers)" if environment.secret else ""))
+        for line in _describe_env(environment):
+            print(line)
+        print(f"  logs: {document['StandardErrorPath']}")
+        target = f"{self.domain}/{LAUNCHD_LABEL}"
+        shown = [
+            f"launchctl bootout {target} 2>/dev/null",
+            shlex.join(["launchctl", "bootstrap", self.domain, str(self.plist)]),
+        ]
+        if not enable:
+            _print_commands("Not loaded (--no-enable). To load and start it:", shown)
+            return 0
+        _run([self.launchctl, "bootout", target])  # not loaded yet is fine: this only replaces an old version
+        ran = _run([self.launchctl, "bootstrap", self.domain, str(self.plist)])
+        if not ran.ok:
+            _print_commands(
+                f"Could not load it with launchctl ({_first_line(ran.output)}). The agent is written; "
+                "load and start it with:",
+                shown,
+            )
+            return 0
+        print(f"Loaded and started {LAUNCHD_LABEL}")
+        return 0
+
+    def uninstall(self) -> int:
+        if not self.plist.exists():
+            print(f"Not installed: {self.plist} does not exist.")
+            return 0
+        target = f"{self.domain}/{LAUNCHD_LABEL}"
+        ran = _run([self.launchctl, "bootout", target])
+        _remove(self.plist)
+        print(f"Removed {self.plist}")
+        if ran.ok:
+            print(f"Stopped {LAUNCHD_LABEL}")
+        else:
+            _print_commands(
+                f"Could not stop it with launchctl ({_first_line(ran.output)}). If it is running, "
+                "stop it with:",
+                [f"launchctl bootout {target}"],
+            )
+        return 0
+
+    def status(self) -> int:
+        if not self.plist.exists():
+            print(f"Not installed ({self.plist} does not exist); install with: copilot-otel service install")
+            return 1
+        print(f"Installed: {self.plist}")
+        try:
+            document = plistlib.loads(self.plist.read_bytes())
+            print(f"  ProgramArguments: {shlex.join(document.get('ProgramArguments', []))}")
+        except (OSError, plistlib.InvalidFileException, ValueError) as exc:
+            print(f"  cannot read it: {exc}")
+        ran = _run([self.launchctl, "print", f"{self.domain}/{LAUNCHD_LABEL}"])
+        if not ran.ok:
+            print(f"  launchctl: {_first_line(ran.output) or 'not loaded'}")
+            return 0
+        for line in ran.output.splitlines():
+            stripped = line.strip()
+            if stripped.startswith(("state =", "pid =", "last exit code =")):
+                print(f"  {stripped}")
+        return 0

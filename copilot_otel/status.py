@@ -1,0 +1,188 @@
+"""``copilot-otel status``: what the running daemon is doing, from the ``status.json`` in its state dir.
+
+The daemon rewrites ``<state_dir>/status.json`` every few seconds with these keys: ``pid``, ``started_at``,
+``updated_at``, ``last_export_ok_at`` (Unix seconds; the last may be null), ``files_tracked``,
+``sessions_open_prompts``, ``backlog_spans``, ``spans_exported``, ``logs_exported``, ``dead_lettered``,
+``retries``, ``lines_read``, ``lines_dropped`` and ``detections`` (reason → count), ``last_error`` and
+``destination``. The file is read here directly (it is informational, not a checkpoint), and a daemon counts
+as running only while the process it names is alive.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from .config import Config
+from .errors import StateError
+from .sessions import pid_alive
+
+__all__ = ["STATUS_FILE", "print_status", "read_status"]
+
+STATUS_FILE = "status.json"
+# A running daemon rewrites its status every few seconds; older than this and it is probably stuck.
+_STALE_AFTER_S = 120.0
+
+
+def read_status(state_dir: Path) -> dict[str, Any] | None:
+    """The daemon's last status, or ``None`` when it never wrote one.
+
+    Raises:
+        StateError: The file exists but cannot be read or is not a JSON object.
+    """
+    path = state_dir / STATUS_FILE
+    try:
+        data = path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise StateError(f"cannot read the daemon status {path}: {exc.strerror or exc}") from exc
+    try:
+        status = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise StateError(
+            f"the daemon status {path} is not valid JSON ({exc}); it is rewritten by a running "
+            "daemon, so a stale broken file can be deleted"
+        ) from exc
+    if not isinstance(status, dict):
+        raise StateError(f"the daemon status {path} is not a JSON object")
+    return status
+
+
+def print_status(config: Config, as_json: bool = False) -> int:
+    """Print the daemon's status; 0 when a daemon is running, 1 when none is (showing its last status if any).
+
+    Raises:
+        StateError: ``status.json`` exists but is unreadable.
+    """
+    path = config.state_dir / STATUS_FILE
+    status = read_status(config.state_dir)
+    pid = status.get("pid") if status is not None else None
+    running = isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 and pid_alive(pid)
+    if as_json:
+        if status is not None:
+            sys.stdout.write(
+                orjson.dumps(status, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n"
+            )
+        if not running:
+            print(_not_running(path, status, pid), file=sys.stderr)
+        return 0 if running else 1
+    console = Console(highlight=False)
+    now = time.time()
+    if not running:
+        console.print(_not_running(path, status, pid), style="yellow", soft_wrap=True)
+        if status is not None:
+            console.print("Last status it wrote:", style="dim")
+            console.print(_table(status, now))
+        return 1
+    assert status is not None
+    heading = Text("copilot-otel daemon running", style="bold green")
+    heading.append(f" (pid {pid}", style="")
+    started = _number(status.get("started_at"))
+    if started:
+        heading.append(f", up {_span(now - started)}")
+    heading.append(")")
+    console.print(heading)
+    updated = _number(status.get("updated_at"))
+    if updated and now - updated > _STALE_AFTER_S:
+        console.print(
+            f"its status was last written {_span(now - updated)} ago: the daemon may be stuck (see its log)",
+            style="yellow",
+        )
+    console.print(_table(status, now))
+    return 0
+
+
+def _not_running(path: Path, status: Mapping[str, Any] | None, pid: object) -> str:
+    if status is None:
+        return (
+            f"No copilot-otel daemon is running (no status in {path}). Start one with 'copilot-otel run' "
+            "or 'copilot-otel service install'."
+        )
+    return (
+        f"No copilot-otel daemon is running (process {pid} named in {path} is gone). Start one with "
+        "'copilot-otel run' or 'copilot-otel service install'."
+    )
+
+
+def _table(status: Mapping[str, Any], now: float) -> Table:
+    table = Table(box=None, show_header=False, pad_edge=False)
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    table.add_row("destination", str(status.get("destination") or "?"))
+    table.add_row("files tracked", _count(status.get("files_tracked")))
+    table.add_row("open prompts", _count(status.get("sessions_open_prompts")))
+    backlog = _number(status.get("backlog_spans")) or 0
+    table.add_row("backlog", Text(f"{int(backlog):,} spans waiting", style="yellow" if backlog else ""))
+    last_ok = _number(status.get("last_export_ok_at"))
+    if last_ok:
+        table.add_row("last export", f"{_span(now - last_ok)} ago ({_when(last_ok)})")
+    else:
+        table.add_row("last export", Text("never", style="yellow"))
+    table.add_row(
+        "exported",
+        f"{_count(status.get('spans_exported'))} spans, {_count(status.get('logs_exported'))} log events",
+    )
+    retries = _number(status.get("retries")) or 0
+    table.add_row("retries", Text(f"{int(retries):,}", style="yellow" if retries else ""))
+    dead = _number(status.get("dead_lettered")) or 0
+    table.add_row("dead-lettered", Text(f"{int(dead):,}", style="red" if dead else ""))
+    error = status.get("last_error")
+    if error:
+        table.add_row("last error", Text(str(error), style="red"))
+    table.add_row("lines read", _count(status.get("lines_read")))
+    table.add_row("lines dropped", _by_reason(status.get("lines_dropped"), "yellow"))
+    table.add_row("detections", _by_reason(status.get("detections"), "bold red"))
+    updated = _number(status.get("updated_at"))
+    if updated:
+        table.add_row("updated", f"{_span(now - updated)} ago ({_when(updated)})")
+    return table
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _count(value: object) -> str:
+    number = _number(value)
+    return "?" if number is None else f"{int(number):,}"
+
+
+def _by_reason(value: object, style: str) -> Text:
+    if not isinstance(value, Mapping) or not value:
+        return Text("0")
+    counts = {str(k): int(_number(v) or 0) for k, v in value.items()}
+    total = sum(counts.values())
+    detail = ", ".join(f"{reason} {count:,}" for reason, count in sorted(counts.items()) if count)
+    return Text(f"{total:,}" + (f" ({detail})" if detail else ""), style=style if total else "")
+
+
+def _span(seconds: float) -> str:
+    seconds = max(seconds, 0.0)
+    if seconds < 60:
+        return f"{seconds:.0f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours}h{minutes:02d}m"
+    return f"{hours // 24}d{hours % 24:02d}h"
+
+
+def _when(unix_s: float) -> str:
+    try:
+        return datetime.fromtimestamp(unix_s).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+    except (OverflowError, OSError, ValueError):
+        return "?"
