@@ -268,13 +268,20 @@ class SessionContext:
     saw_usage_records: bool = False
     prompts_started: int = 0
     last_event_ns: int = 0
+    # session.shutdown totals are cumulative over a session's runs (resume appends); what was already counted
+    reported_totals: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+        """A JSON-ready copy (checkpoints keep it while the fold moves on)."""
+        return {
+            name: dict(value) if isinstance(value, dict) else value
+            for name in self.__dataclass_fields__
+            for value in (getattr(self, name),)
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SessionContext:
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        known = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items() if k in cls.__dataclass_fields__}
         return cls(**known)
 
 
@@ -675,16 +682,12 @@ class SessionFold:
             _put(totals, f"copilot_otel.session.models.{model}.requests", _i(req.get("count")))
             if not self.ctx.saw_usage_records:
                 # Logs without per-call usage records (CLI < 1.0.102): account cost from the session totals.
-                cost = _f(req.get("cost"))
-                if cost:
-                    self._measure("copilot_otel.premium_requests", cost, {sc.REQUEST_MODEL: model})
-                nano = _f(m.get("totalNanoAiu"))
-                if nano:
-                    self._measure("copilot_otel.nano_aiu", nano, {sc.REQUEST_MODEL: model})
-        if added:
-            self._measure("github.copilot.code.lines_added", added)
-        if removed:
-            self._measure("copilot_otel.code.lines_removed", removed)
+                self._measure_total("copilot_otel.premium_requests", f"premium:{model}", _f(req.get("cost")),
+                                    {sc.REQUEST_MODEL: model})
+                self._measure_total("copilot_otel.nano_aiu", f"nano_aiu:{model}", _f(m.get("totalNanoAiu")),
+                                    {sc.REQUEST_MODEL: model})
+        self._measure_total("github.copilot.code.lines_added", "lines_added", added)
+        self._measure_total("copilot_otel.code.lines_removed", "lines_removed", removed)
         self._measure("copilot_otel.session.count", 1, {sc.SESSION_EVENT: "shutdown"})
         if prompt is not None:
             prompt.add_event(SpanEventRecord("github.copilot.session.shutdown", event.time_ns, dict(totals)))
@@ -699,6 +702,15 @@ class SessionFold:
                 "session_shutdown" if incomplete else None,
                 incomplete=incomplete,
             )
+
+    def _measure_total(self, name: str, key: str, total: float | None, attrs: Mapping[str, Any] | None = None) -> None:
+        """Count the growth of a cumulative session total since the last ``session.shutdown`` reported it."""
+        if total is None:
+            return
+        delta = total - self.ctx.reported_totals.get(key, 0.0)
+        if delta > 0:
+            self._measure(name, delta, attrs)
+            self.ctx.reported_totals[key] = total
 
     @staticmethod
     def _has_open_work(prompt: _Prompt) -> bool:
@@ -1398,7 +1410,9 @@ class SessionFold:
                                   ("gen_ai.client.inference.usage.cache_write.input_tokens", chat.usage.cache_write)):
                 if value:
                     self._measure(metric, value, mod)
-        if chat.usage.cost:
+        if chat.usage.cost and chat.initiator in (None, "user"):
+            # Premium requests are billed per prompt the user sends (times the model's multiplier), not per
+            # follow-up call of the agent loop; the span keeps every call's cost as the CLI's own export does.
             self._measure("copilot_otel.premium_requests", chat.usage.cost, {sc.REQUEST_MODEL: model})
         if chat.usage.nano_aiu:
             self._measure("copilot_otel.nano_aiu", chat.usage.nano_aiu, {sc.REQUEST_MODEL: model})

@@ -206,3 +206,4 @@ class Metrics:
         server = getattr(self, "_prom_server", None)
         if server is not None:
             server.shutdown()
+            server.server_close()  # release the port, not just stop serving

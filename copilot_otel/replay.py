@@ -161,6 +161,7 @@ def replay(
     try:
         for index, session in enumerate(sessions):
             report.sessions += 1
+            events_before = report.events
             for out, bad in fold_events(session, new_fold(session, settings)):
                 if bad is not None:
                     report.bad_lines += 1
@@ -185,7 +186,7 @@ def replay(
                     flush()
             report.events -= 1  # the closing step of each file is not an event
             if tel.metrics is not None:
-                tel.metrics.count("copilot_otel.lines.read", report.events)
+                tel.metrics.count("copilot_otel.lines.read", report.events - events_before)
             if on_progress is not None:
                 on_progress(Progress(index + 1, len(sessions), report.events, report.spans,
                                      time.monotonic() - started))
