@@ -252,6 +252,8 @@ class Daemon:
                 break
             self._read(f, BACKFILL_READ_BYTES)
         self._update_live_snapshot()
+        if self.telemetry.metrics is not None:
+            self.telemetry.metrics.drain()
         return any(f.pending for f in self._files.values()) and (
             self.outbox.has_room(True) or self.outbox.has_room(False)
         )
@@ -345,6 +347,8 @@ class Daemon:
                 self._drop(f, "too_long", item.start, f"{item.length} bytes")
                 continue
             event = parse_line(item.data, item.start, item.end, f.line_number)
+            if event is None:
+                continue
             if isinstance(event, BadLine):
                 self._drop(f, event.reason.value, item.start, event.detail)
                 continue

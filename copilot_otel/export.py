@@ -2,7 +2,7 @@
 
 We do not put the durable path through the SDK's ``BatchSpanProcessor``: it drops on overflow, ignores export
 failures and cannot tell a permanent rejection from an outage (see reliability.md). Instead records are encoded
-straight into the OTLP protobuf messages (``opentelemetry-proto``) — skipping the per-span ``ReadableSpan`` and
+straight into OTLP protobuf bytes (:mod:`~copilot_otel.wire`) — skipping the per-span ``ReadableSpan`` and
 ``Resource`` hashing the SDK encoder pays for — and sent by a thin transport that returns what happened:
 
 * accepted → the caller may checkpoint;
@@ -32,12 +32,8 @@ from google.protobuf.json_format import MessageToDict
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-from opentelemetry.proto.common.v1 import common_pb2
-from opentelemetry.proto.logs.v1 import logs_pb2
-from opentelemetry.proto.resource.v1 import resource_pb2
-from opentelemetry.proto.trace.v1 import trace_pb2
 
-from . import __version__
+from . import __version__, wire
 from .records import LogRecord, SpanRecord
 
 logger = logging.getLogger(__name__)
@@ -65,104 +61,22 @@ class Signal(str, enum.Enum):
 
 
 # --------------------------------------------------------------------------------------------- encoding
-def _any_value(value: Any) -> common_pb2.AnyValue:
-    if isinstance(value, bool):
-        return common_pb2.AnyValue(bool_value=value)
-    if isinstance(value, int):
-        if -(2**63) <= value < 2**63:
-            return common_pb2.AnyValue(int_value=value)
-        return common_pb2.AnyValue(string_value=str(value))
-    if isinstance(value, float):
-        return common_pb2.AnyValue(double_value=value)
-    if isinstance(value, (tuple, list)):
-        return common_pb2.AnyValue(array_value=common_pb2.ArrayValue(values=[_any_value(v) for v in value]))
-    return common_pb2.AnyValue(string_value=str(value))
+SCOPE = wire.scope(SCOPE_NAME, __version__)
 
 
-_KV_CACHE: dict[tuple[str, Any], common_pb2.KeyValue] = {}
-_KV_CACHE_MAX = 50_000
+def make_resource(attributes: Mapping[str, Any]) -> bytes:
+    """The one shared OTLP ``Resource`` of everything this process exports, encoded once."""
+    return wire.resource(attributes)
 
 
-def _key_values(attributes: Mapping[str, Any]) -> list[common_pb2.KeyValue]:
-    """Attributes → KeyValues; repeated (key, value) pairs (model, session id…) are built once and reused."""
-    out = []
-    cache = _KV_CACHE
-    for key, value in attributes.items():
-        if isinstance(value, (str, bool)) and len(value if isinstance(value, str) else "") < 256:
-            kv = cache.get((key, value))
-            if kv is None:
-                kv = common_pb2.KeyValue(key=key, value=_any_value(value))
-                if len(cache) < _KV_CACHE_MAX:
-                    cache[(key, value)] = kv
-            out.append(kv)
-        else:
-            out.append(common_pb2.KeyValue(key=key, value=_any_value(value)))
-    return out
-
-
-def make_resource(attributes: Mapping[str, Any]) -> resource_pb2.Resource:
-    """The one shared OTLP ``Resource`` of everything this process exports."""
-    return resource_pb2.Resource(attributes=_key_values(attributes))
-
-
-def _scope() -> common_pb2.InstrumentationScope:
-    return common_pb2.InstrumentationScope(name=SCOPE_NAME, version=__version__)
-
-
-def encode_span(record: SpanRecord) -> trace_pb2.Span:
-    """One :class:`SpanRecord` as an OTLP ``Span`` message."""
-    span = trace_pb2.Span(
-        trace_id=record.trace_id.to_bytes(16, "big"),
-        span_id=record.span_id.to_bytes(8, "big"),
-        name=record.name,
-        kind=int(record.kind),
-        start_time_unix_nano=record.start_ns,
-        end_time_unix_nano=record.end_ns,
-        attributes=_key_values(record.attributes),
-    )
-    if record.parent_span_id is not None:
-        span.parent_span_id = record.parent_span_id.to_bytes(8, "big")
-    if record.status:
-        span.status.code = int(record.status)
-        if record.status_message:
-            span.status.message = record.status_message
-    for ev in record.events:
-        span.events.append(
-            trace_pb2.Span.Event(time_unix_nano=ev.time_ns, name=ev.name, attributes=_key_values(ev.attributes))
-        )
-    return span
-
-
-def encode_spans(records: Sequence[SpanRecord], resource: resource_pb2.Resource) -> bytes:
+def encode_spans(records: Sequence[SpanRecord], resource: bytes) -> bytes:
     """Serialized ``ExportTraceServiceRequest`` for a batch of spans."""
-    request = trace_service_pb2.ExportTraceServiceRequest()
-    scope_spans = request.resource_spans.add(resource=resource).scope_spans.add(scope=_scope())
-    scope_spans.spans.extend(encode_span(r) for r in records)
-    return request.SerializeToString()
+    return wire.export_trace_request(records, resource, SCOPE)
 
 
-def encode_logs(records: Sequence[LogRecord], resource: resource_pb2.Resource) -> bytes:
+def encode_logs(records: Sequence[LogRecord], resource: bytes) -> bytes:
     """Serialized ``ExportLogsServiceRequest`` for a batch of log events."""
-    request = logs_service_pb2.ExportLogsServiceRequest()
-    scope_logs = request.resource_logs.add(resource=resource).scope_logs.add(scope=_scope())
-    for r in records:
-        attrs = dict(r.attributes)
-        attrs["event.name"] = r.event_name
-        log = logs_pb2.LogRecord(
-            time_unix_nano=r.time_ns,
-            observed_time_unix_nano=r.time_ns,
-            severity_number=int(r.severity),
-            severity_text=r.severity.name,
-            body=common_pb2.AnyValue(string_value=r.body),
-            attributes=_key_values(attrs),
-            event_name=r.event_name,
-        )
-        if r.trace_id:
-            log.trace_id = r.trace_id.to_bytes(16, "big")
-        if r.span_id:
-            log.span_id = r.span_id.to_bytes(8, "big")
-        scope_logs.log_records.append(log)
-    return request.SerializeToString()
+    return wire.export_logs_request(records, resource, SCOPE)
 
 
 _REQUEST_TYPES = {
@@ -499,7 +413,7 @@ class Sender:
     def __init__(
         self,
         transport: Transport,
-        resource: resource_pb2.Resource,
+        resource: bytes,
         dead_letter: Path | None = None,
         stop: StopFlag | None = None,
         timeout_s: float = _TIMEOUT_S,
@@ -533,7 +447,7 @@ class Sender:
         self,
         signal: Signal,
         batch: Sequence[Any],
-        encoder: Callable[[Sequence[Any], resource_pb2.Resource], bytes],
+        encoder: Callable[[Sequence[Any], bytes], bytes],
         deadline: float | None,
     ) -> Delivery:
         body = encoder(batch, self.resource)
@@ -567,7 +481,7 @@ class Sender:
         self,
         signal: Signal,
         batch: Sequence[Any],
-        encoder: Callable[[Sequence[Any], resource_pb2.Resource], bytes],
+        encoder: Callable[[Sequence[Any], bytes], bytes],
         deadline: float | None,
         result: SendResult,
     ) -> Delivery:

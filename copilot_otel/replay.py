@@ -8,7 +8,10 @@ for data the collector did not accept.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import queue
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -64,6 +67,9 @@ def fold_events(
         raise SourceError(f"cannot read {session.path}: {exc.strerror}") from exc
     for line, offset, end, number in iter_lines(blob):
         event = parse_line(line, offset, end, number)
+        if event is None:  # an event the fold never reads (system prompt): not decoded
+            yield [], None
+            continue
         if isinstance(event, BadLine):
             yield [], event
             continue
@@ -143,20 +149,13 @@ def replay(
     report = ReplayReport(destination=tel.description)
     spans: list[SpanRecord] = []
     logs: list[LogRecord] = []
+    delivery = _Delivery(tel, config.max_retry_time)
 
     def flush() -> None:
-        if not spans and not logs:
-            return
-        outcome = tel.sender.deliver(spans, logs, max_retry_s=config.max_retry_time)
-        if not outcome.delivered:
-            raise ExportError(
-                f"the collector did not accept the data ({outcome.error}); "
-                f"{report.spans - len(spans)} spans were delivered, {len(spans)} spans and {len(logs)} log "
-                f"events of this batch and every session after it were not — run replay again when it is up"
-            )
-        report.dead_lettered += outcome.dead_lettered
-        spans.clear()
-        logs.clear()
+        nonlocal spans, logs
+        if spans or logs:
+            delivery.put(spans, logs)
+            spans, logs = [], []
 
     try:
         for index, session in enumerate(sessions):
@@ -191,14 +190,72 @@ def replay(
                 on_progress(Progress(index + 1, len(sessions), report.events, report.spans,
                                      time.monotonic() - started))
         flush()
+        report.dead_lettered = delivery.finish()
         if tel.metrics is not None and not tel.metrics.flush(timeout_s=max(config.max_retry_time, 5.0)):
             raise ExportError(f"the collector did not accept the metrics ({tel.description}); spans and log "
                               f"events were delivered")
     finally:
+        delivery.stop()
         if own_telemetry:
             tel.close()
     report.seconds = time.monotonic() - started
     return report
+
+
+class _Delivery:
+    """Sends batches on a worker thread while the next ones are folded (one batch in flight, one waiting).
+
+    The first batch the collector does not accept stops everything: :meth:`put` and :meth:`finish` raise
+    :class:`ExportError` saying what was and was not delivered.
+    """
+
+    def __init__(self, telemetry: Telemetry, max_retry_s: float) -> None:
+        self._telemetry = telemetry
+        self._max_retry_s = max_retry_s
+        self._queue: queue.Queue[tuple[list[SpanRecord], list[LogRecord]] | None] = queue.Queue(maxsize=1)
+        self._error: str | None = None
+        self._delivered_spans = 0
+        self._dead = 0
+        self._thread = threading.Thread(target=self._run, name="copilot-otel-replay-send", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (item := self._queue.get()) is not None:
+            if self._error is not None:
+                continue  # drain: nothing after a failed batch is sent
+            spans, logs = item
+            outcome = self._telemetry.sender.deliver(spans, logs, max_retry_s=self._max_retry_s)
+            if outcome.delivered:
+                self._delivered_spans += len(spans)
+                self._dead += outcome.dead_lettered
+            else:
+                self._error = (
+                    f"the collector did not accept the data ({outcome.error}); {self._delivered_spans} spans were "
+                    f"delivered, the rest were not — run replay again when it is up"
+                )
+
+    def _check(self) -> None:
+        if self._error is not None:
+            raise ExportError(self._error)
+
+    def put(self, spans: list[SpanRecord], logs: list[LogRecord]) -> None:
+        self._check()
+        self._queue.put((spans, logs))
+
+    def finish(self) -> int:
+        """Wait for everything queued; returns the number of dead-lettered records."""
+        self._queue.put(None)
+        self._thread.join()
+        self._check()
+        return self._dead
+
+    def stop(self) -> None:
+        if self._thread.is_alive():
+            self._error = self._error or "replay stopped"
+            self._telemetry.sender.stop.set()  # type: ignore[attr-defined]
+            with contextlib.suppress(queue.Full):
+                self._queue.put_nowait(None)
+            self._thread.join(5.0)
 
 
 def _log_bad_line(report: ReplayReport, path: Path, bad: BadLine) -> None:

@@ -41,7 +41,8 @@ def _events(lines: Iterable[str]) -> Iterator[tuple[dict[str, Any], Event]]:
         event = parse_line(data.rstrip(b"\n"), offset, offset + len(data), number)
         assert not isinstance(event, BadLine), event
         offset += len(data)
-        yield json.loads(text), event
+        if event is not None:  # None: a line the fold never reads (the system prompt)
+            yield json.loads(text), event
 
 
 def _fold(

@@ -563,6 +563,7 @@ def test_prometheus_endpoint_serves_the_catalog_names(prometheus_metrics: Metric
         else:
             m.count(name, 2)
     assert m.prometheus_port is not None
+    m.drain()  # counter increments are summed locally until drained (the daemon drains every loop pass)
     series = _series(_scrape(m.prometheus_port))
     expected: set[str] = set()
     for metric, (unit, instrument) in _semconv_table().items():
@@ -588,6 +589,7 @@ def test_prometheus_turn_histogram_buckets_and_counters(prometheus_metrics: Metr
         m.record(Measurement("copilot_otel.prompt.count", 1, {sc.PROMPT_OUTCOME: outcome}))
     m.record(Measurement("copilot_otel.runaway.detections", 1, {sc.RUNAWAY_REASON: "turns"}))
     assert m.prometheus_port is not None
+    m.drain()  # counter increments are summed locally until drained (the daemon drains every loop pass)
     series = _series(_scrape(m.prometheus_port))
 
     def value(name: str, **labels: str) -> float:

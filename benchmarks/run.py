@@ -1,0 +1,941 @@
+# ruff: noqa: RUF001, RUF002, RUF003 - typographic symbols (times, minus, micro) on purpose
+"""One command for the performance figures: ours vs the limits and the naive baseline, side by side.
+
+    python benchmarks/run.py [--events N] [--quick] [--strict] [--keep DIR] [--no-daemon]
+
+Everything runs in one invocation on the same generated history (``benchmarks/history.py``), so the *ratios*
+are comparable even on a noisy machine; absolute numbers are printed for information only.
+
+Backfill figures (what exists today):
+
+* parse-only: ``orjson.loads`` over every line of the same files (read whole file, split, decode) — the
+  ceiling for any Python implementation of this pipeline; ``json.loads`` shown for reference;
+* ours: ``copilot-otel replay`` of the history into a subprocess OTLP receiver (count-only) over OTLP/HTTP,
+  with metrics on (the default, ``OTEL_METRIC_EXPORT_INTERVAL=600000`` so only the final flush exports) and
+  with ``COPILOT_OTEL_METRICS=false``; the receiver's span count must equal the spans replay reports;
+* naive: ``benchmarks/naive.py`` (stdlib json + SDK tracer + BatchSpanProcessor + stock OTLPSpanExporter) into
+  the same kind of receiver;
+* peak RSS of the replay process for a history of N and of 2N events (``os.wait4`` rusage per child).
+
+Rates of subprocesses are *marginal*: ``events / (wall − wall of the same command on a 1-session history)``,
+so interpreter start-up and imports (shown separately) do not distort small runs.
+
+Daemon figures (``copilot-otel run``; print "n/a (daemon not available)" until it exists): live latency
+p50/p99, idle CPU/RSS with 5,000 idle sessions, restart time with 5,000 checkpoints, burst 50 × 200 ev/s.
+
+Exit status: 0 when every measurement ran and every delivery check held (spans received == spans reported,
+no naive drops); 1 otherwise. Targets that are missed are printed as FAIL but only change the exit status
+with ``--strict`` (timing on a shared 2-core machine is too noisy to gate CI on).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import re
+import select
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+import history  # noqa: E402  (benchmarks/history.py, next to this file)
+
+RECEIVER = ROOT / "tests" / "otlp_receiver.py"
+NAIVE = HERE / "naive.py"
+
+# Targets (issue "Performance"; reliability.md §3 budget).
+TARGET_VS_PARSE = 0.50  # ours ≥ 50 % of the parse-only rate
+TARGET_VS_NAIVE = 3.0  # ours ≥ 3× the naive implementation
+TARGET_EVENTS_PER_CORE_S = 5_000  # ≥ 5k events/s per core end-to-end during backfill
+TARGET_RSS_GROWTH = 1.25  # peak RSS at 2N ≤ 1.25 × peak RSS at N ("must not grow with history size")
+TARGET_IDLE_CPU = 0.02  # ≤ 2 % of a core idle with 5,000 tracked files
+TARGET_BURST_LAG_S = 5.0  # the collector has everything ≤ 5 s after a burst ends
+
+_REPLAY_LINE = re.compile(
+    r"exported (\d+) sessions: (\d+) spans, (\d+) log events from (\d+) events in ([\d.]+)s"
+)
+_READY = re.compile(r"READY grpc=(\d+) http=(\d+)")
+_START_TIMEOUT_S = 30.0
+_RUN_TIMEOUT_S = 3_600.0
+# A daemon that is still running after this long is considered started.
+_DAEMON_GRACE_S = 3.0
+
+
+# --------------------------------------------------------------------------------------------- processes
+@dataclass
+class Measured:
+    """A finished subprocess and what it cost (rusage of that one child, via ``os.wait4``)."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    wall_s: float
+    cpu_s: float
+    maxrss_mib: float
+
+    def check(self, what: str) -> Measured:
+        if self.returncode != 0:
+            tail = "\n".join(self.stderr.strip().splitlines()[-15:])
+            raise BenchError(f"{what} exited {self.returncode}:\n{tail}")
+        return self
+
+
+class BenchError(Exception):
+    """A measurement could not be taken (a subprocess failed, a receiver did not start)."""
+
+
+def clean_env(home: Path, **extra: str) -> dict[str, str]:
+    """The environment of every subprocess: no inherited OTEL_*/COPILOT_*, a throw-away HOME."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_", "XDG_"))}
+    env["HOME"] = str(home)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.update(extra)
+    return env
+
+
+def run_measured(
+    cmd: Sequence[str], env: dict[str, str], workdir: Path, timeout_s: float = _RUN_TIMEOUT_S
+) -> Measured:
+    """Run ``cmd`` to completion; wall time, CPU time and peak RSS of that child only."""
+    out_path = Path(tempfile.mkstemp(prefix="out-", dir=workdir)[1])
+    err_path = Path(tempfile.mkstemp(prefix="err-", dir=workdir)[1])
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        started = time.monotonic()
+        proc = subprocess.Popen(list(cmd), stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env)
+        deadline = started + timeout_s
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                proc.kill()
+                pid, status, usage = os.wait4(proc.pid, 0)
+                break
+            time.sleep(0.005)
+        wall = time.monotonic() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped by wait4: tell Popen
+    result = Measured(
+        proc.returncode,
+        out_path.read_text(errors="replace"),
+        err_path.read_text(errors="replace"),
+        wall,
+        usage.ru_utime + usage.ru_stime,
+        usage.ru_maxrss / 1024,
+    )
+    out_path.unlink()
+    err_path.unlink()
+    return result
+
+
+class Receiver:
+    """``tests/otlp_receiver.py --count-only`` in its own process."""
+
+    def __init__(self, workdir: Path, env: dict[str, str], name: str, interval_s: float = 0.05) -> None:
+        self.out = workdir / f"received-{name}.json"
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                str(RECEIVER),
+                "--grpc-port",
+                "0",
+                "--http-port",
+                "0",
+                "--out",
+                str(self.out),
+                "--count-only",
+                "--interval-s",
+                str(interval_s),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], _START_TIMEOUT_S)
+        line = self.proc.stdout.readline() if ready else ""
+        match = _READY.search(line)
+        if not match:
+            self.proc.kill()
+            raise BenchError(f"the OTLP receiver did not start (got {line!r})")
+        self.http_port = int(match.group(2))
+        self.endpoint = f"http://127.0.0.1:{self.http_port}"
+
+    def counts(self) -> dict[str, int]:
+        try:
+            counts: dict[str, int] = orjson.loads(self.out.read_bytes())
+            return counts
+        except (OSError, ValueError):
+            return {"spans": 0, "logs": 0, "metrics": 0, "requests": 0}
+
+    def wait_for_spans(self, expected: int, timeout_s: float = 10.0) -> dict[str, int]:
+        """Wait until ``expected`` spans arrived or ``timeout_s`` passed; returns the last counts."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            counts = self.counts()
+            if counts.get("spans", 0) >= expected or time.monotonic() > deadline:
+                return counts
+            time.sleep(0.02)
+
+    def stop(self) -> dict[str, int]:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.counts()
+
+    def __enter__(self) -> Receiver:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# --------------------------------------------------------------------------------------------- table
+@dataclass
+class Row:
+    """One line of the result table."""
+
+    figure: str
+    ours: str
+    baseline: str = ""
+    ratio: str = ""
+    target: str = ""
+    ok: bool | None = None  # None = informational
+    gate: bool = False  # a delivery/correctness check: failing it fails the run
+
+    @property
+    def verdict(self) -> str:
+        return "" if self.ok is None else ("PASS" if self.ok else "FAIL")
+
+
+@dataclass
+class Bench:
+    """Shared state of one benchmark run."""
+
+    work: Path
+    home: Path
+    cli: list[str]
+    quick: bool
+    rows: list[Row] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def env(self, **extra: str) -> dict[str, str]:
+        return clean_env(self.home, **extra)
+
+    def add(self, row: Row) -> None:
+        self.rows.append(row)
+        print(
+            f"  {row.figure}: {row.ours}" + (f"  (vs {row.baseline}, {row.ratio})" if row.baseline else ""),
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def fmt_rate(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def print_table(rows: Sequence[Row], out: Any = sys.stdout) -> None:
+    header = ("figure", "ours", "baseline or limit", "ratio", "target", "result")
+    cells = [header] + [(r.figure, r.ours, r.baseline, r.ratio, r.target, r.verdict) for r in rows]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(header))]
+    for n, cell in enumerate(cells):
+        print("| " + " | ".join(c.ljust(w) for c, w in zip(cell, widths, strict=True)) + " |", file=out)
+        if n == 0:
+            print("|" + "|".join("-" * (w + 2) for w in widths) + "|", file=out)
+
+
+# --------------------------------------------------------------------------------------------- backfill
+def history_files(roots: Sequence[Path]) -> list[Path]:
+    return sorted(p for root in roots for p in root.glob("*/events.jsonl"))
+
+
+def parse_only(files: Sequence[Path]) -> tuple[int, float, float]:
+    """Lines, orjson seconds, stdlib json seconds over ``files`` (read + split + decode)."""
+    lines = 0
+    started = time.perf_counter()
+    for path in files:
+        for line in path.read_bytes().splitlines():
+            if line:
+                orjson.loads(line)
+                lines += 1
+    orjson_s = time.perf_counter() - started
+    started = time.perf_counter()
+    for path in files:
+        with open(path, encoding="utf-8") as fh:
+            for text in fh:
+                if text.strip():
+                    json.loads(text)
+    return lines, orjson_s, time.perf_counter() - started
+
+
+@dataclass
+class ReplayRun:
+    measured: Measured
+    sessions: int
+    spans: int
+    logs: int
+    events: int
+    reported_s: float
+    received: dict[str, int]
+
+
+def replay(bench: Bench, roots: Sequence[Path], name: str, **env: str) -> ReplayRun:
+    """``copilot-otel replay ROOTS`` into a fresh receiver; checks the receiver got every span."""
+    with Receiver(bench.work, bench.env(), name) as receiver:
+        cmd = [
+            *bench.cli,
+            "replay",
+            *map(str, roots),
+            "--endpoint",
+            receiver.endpoint,
+            "--protocol",
+            "http/protobuf",
+            "--no-progress",
+        ]
+        measured = run_measured(cmd, bench.env(OTEL_METRIC_EXPORT_INTERVAL="600000", **env), bench.work)
+        measured.check(f"copilot-otel replay ({name})")
+        match = _REPLAY_LINE.search(measured.stdout)
+        if not match:
+            raise BenchError(f"cannot read replay's summary line: {measured.stdout!r}")
+        sessions, spans, logs, events = (int(match.group(i)) for i in range(1, 5))
+        received = receiver.wait_for_spans(spans)
+        received = receiver.stop()
+    return ReplayRun(measured, sessions, spans, logs, events, float(match.group(5)), received)
+
+
+def naive(bench: Bench, roots: Sequence[Path], name: str) -> tuple[Measured, dict[str, Any], dict[str, int]]:
+    """``benchmarks/naive.py ROOT`` into a fresh receiver (one root only: naive takes one)."""
+    (root,) = roots
+    with Receiver(bench.work, bench.env(), name) as receiver:
+        measured = run_measured(
+            [sys.executable, str(NAIVE), str(root), "--endpoint", receiver.endpoint], bench.env(), bench.work
+        )
+        measured.check(f"naive baseline ({name})")
+        result = json.loads(measured.stdout.strip().splitlines()[-1])
+        receiver.wait_for_spans(result["spans"])
+        received = receiver.stop()
+    return measured, result, received
+
+
+def backfill(bench: Bench, events: int, prompts_per_session: int) -> None:
+    """Figures (a)–(d): parse-only, ours (metrics on/off), naive, RSS at N and 2N."""
+    work = bench.work
+    hist_a, hist_b, tiny = work / "history-a", work / "history-b", work / "history-1"
+    t0 = time.monotonic()
+    stats_a = history.generate(hist_a, events, prompts_per_session=prompts_per_session, seed=1)
+    stats_b = history.generate(hist_b, events, prompts_per_session=prompts_per_session, seed=2)
+    history.generate(tiny, 1, seed=3, only="multi-tool")
+    print(
+        f"  generated 2 × {stats_a.events:,} events ({stats_a.sessions:,} sessions each, "
+        f"{(stats_a.bytes + stats_b.bytes) / 1e6:,.0f} MB) in {time.monotonic() - t0:.1f}s",
+        file=sys.stderr,
+        flush=True,
+    )
+
+    # (a) parse-only ceiling, on the same files
+    lines, orjson_s, json_s = parse_only(history_files([hist_a]))
+    parse_rate = lines / orjson_s
+    bench.add(
+        Row(
+            "parse-only orjson (lines/s)",
+            fmt_rate(parse_rate),
+            f"json: {fmt_rate(lines / json_s)}",
+            f"{json_s / orjson_s:.1f}× json",
+        )
+    )
+
+    # start-up cost: the same commands on a 1-session history, subtracted from the big runs
+    null_ours = replay(bench, [tiny], "null-ours")
+    null_naive, _, _ = naive(bench, [tiny], "null-naive")
+
+    # (b) ours, metrics on (default) and off
+    ours = replay(bench, [hist_a], "ours")
+    ours_nom = replay(bench, [hist_a], "ours-no-metrics", COPILOT_OTEL_METRICS="false")
+    ours_spans = replay(
+        bench, [hist_a], "ours-spans-only", COPILOT_OTEL_METRICS="false", COPILOT_OTEL_LOGS="false"
+    )
+    # (c) naive
+    naive_m, naive_result, naive_received = naive(bench, [hist_a], "naive")
+    # (d) RSS at 2N
+    ours_2n = replay(bench, [hist_a, hist_b], "ours-2n")
+
+    def marginal(m: Measured, null: Measured) -> float:
+        return max(m.wall_s - null.wall_s, 1e-6)
+
+    ours_s = marginal(ours.measured, null_ours.measured)
+    ours_rate = ours.events / ours_s
+    nom_rate = ours_nom.events / marginal(ours_nom.measured, null_ours.measured)
+    spans_rate = ours_spans.events / marginal(ours_spans.measured, null_ours.measured)
+    naive_rate = naive_result["events"] / marginal(naive_m, null_naive)
+    ours_cpu_rate = ours.events / max(ours.measured.cpu_s - null_ours.measured.cpu_s, 1e-6)
+
+    bench.add(
+        Row(
+            "start-up, 1-session replay (s)",
+            f"{null_ours.measured.wall_s:.2f}",
+            f"naive: {null_naive.wall_s:.2f}",
+            "",
+            "subtracted below",
+        )
+    )
+    bench.add(
+        Row(
+            "replay events/s vs parse-only",
+            fmt_rate(ours_rate),
+            fmt_rate(parse_rate),
+            f"{ours_rate / parse_rate:.2f}",
+            f"≥ {TARGET_VS_PARSE:.2f}",
+            ours_rate / parse_rate >= TARGET_VS_PARSE,
+        )
+    )
+    bench.add(
+        Row(
+            "replay spans/s",
+            fmt_rate(ours.spans / ours_s),
+            f"naive: {fmt_rate(naive_result['spans'] / marginal(naive_m, null_naive))}",
+            "",
+            "",
+        )
+    )
+    bench.add(
+        Row(
+            "replay vs naive (events/s)",
+            fmt_rate(ours_rate),
+            fmt_rate(naive_rate),
+            f"{ours_rate / naive_rate:.2f}×",
+            f"≥ {TARGET_VS_NAIVE:.0f}×",
+            ours_rate / naive_rate >= TARGET_VS_NAIVE,
+        )
+    )
+    bench.add(
+        Row(
+            "replay spans only (no logs/metrics) vs naive",
+            fmt_rate(spans_rate),
+            fmt_rate(naive_rate),
+            f"{spans_rate / naive_rate:.2f}×",
+            f"≥ {TARGET_VS_NAIVE:.0f}×",
+            spans_rate / naive_rate >= TARGET_VS_NAIVE,
+        )
+    )
+    bench.add(
+        Row(
+            "replay events per CPU-second",
+            fmt_rate(ours_cpu_rate),
+            fmt_rate(TARGET_EVENTS_PER_CORE_S),
+            f"{ours_cpu_rate / TARGET_EVENTS_PER_CORE_S:.2f}",
+            f"≥ {TARGET_EVENTS_PER_CORE_S:,}/core-s",
+            ours_cpu_rate >= TARGET_EVENTS_PER_CORE_S,
+        )
+    )
+    bench.add(
+        Row(
+            "metrics cost: events/s metrics off vs on",
+            fmt_rate(nom_rate),
+            fmt_rate(ours_rate),
+            f"{nom_rate / ours_rate:.2f}×",
+            "info",
+        )
+    )
+
+    def delivered(run: ReplayRun, label: str) -> None:
+        got = run.received.get("spans", 0)
+        bench.add(
+            Row(
+                f"spans delivered, {label}",
+                f"{got:,} received",
+                f"{run.spans:,} reported",
+                "equal" if got == run.spans else f"{got - run.spans:+,}",
+                "equal",
+                got == run.spans,
+                gate=True,
+            )
+        )
+
+    delivered(ours, "replay N")
+    delivered(ours_nom, "replay N, no metrics")
+    delivered(ours_spans, "replay N, spans only")
+    delivered(ours_2n, "replay 2N")
+    got = naive_received.get("spans", 0)
+    ok = naive_result["dropped"] == 0 and got == naive_result["spans"]
+    bench.add(
+        Row(
+            "spans delivered, naive",
+            f"{got:,} received",
+            f"{naive_result['spans']:,} created",
+            f"{naive_result['dropped']} dropped",
+            "0 dropped",
+            ok,
+            gate=True,
+        )
+    )
+
+    rss_ratio = ours_2n.measured.maxrss_mib / ours.measured.maxrss_mib
+    bench.add(
+        Row(
+            "replay peak RSS, N → 2N events (MiB)",
+            f"{ours.measured.maxrss_mib:.0f} → {ours_2n.measured.maxrss_mib:.0f}",
+            f"{ours.events:,} → {ours_2n.events:,} events (1 session: {null_ours.measured.maxrss_mib:.0f})",
+            f"{rss_ratio:.2f}",
+            f"≤ {TARGET_RSS_GROWTH:.2f}",
+            rss_ratio <= TARGET_RSS_GROWTH,
+        )
+    )
+    bench.add(
+        Row(
+            "naive peak RSS, N events (MiB)",
+            f"{naive_m.maxrss_mib:.0f}",
+            f"1 session: {null_naive.maxrss_mib:.0f}",
+            "",
+            "info",
+        )
+    )
+
+    bench.notes.append(
+        f"history: {ours.events:,} events in {ours.sessions:,} sessions ({stats_a.bytes / 1e6:,.0f} MB), "
+        f"{ours.spans:,} spans + {ours.logs:,} log events; naive made {naive_result['spans']:,} spans"
+    )
+    bench.notes.append(
+        f"wall (incl. start-up): ours {ours.measured.wall_s:.1f}s (replay's own clock "
+        f"{ours.reported_s:.1f}s), no metrics {ours_nom.measured.wall_s:.1f}s, spans only "
+        f"{ours_spans.measured.wall_s:.1f}s, naive {naive_m.wall_s:.1f}s; CPU: ours "
+        f"{ours.measured.cpu_s:.1f}s, spans only {ours_spans.measured.cpu_s:.1f}s, naive {naive_m.cpu_s:.1f}s"
+    )
+
+
+# --------------------------------------------------------------------------------------------- daemon
+# The live daemon (`copilot-otel run`) does not exist yet. These functions already drive it through its CLI
+# (`copilot-otel run --session-state DIR --state-dir DIR --endpoint URL --protocol http/protobuf`) and report
+# "n/a (daemon not available)" when it does not start.
+
+NOT_AVAILABLE = "n/a (daemon not available)"
+
+
+class DaemonUnavailable(Exception):
+    """``copilot-otel run`` exited during start-up."""
+
+
+@contextlib.contextmanager
+def daemon(
+    bench: Bench, session_state: Path, state_dir: Path, endpoint: str, *extra: str
+) -> Iterator[subprocess.Popen[bytes]]:
+    """Run ``copilot-otel run`` until the block ends (SIGTERM, then kill after 30 s)."""
+    err_path = bench.work / f"daemon-{time.monotonic_ns()}.err"
+    with open(err_path, "wb") as err:
+        proc = subprocess.Popen(
+            [
+                *bench.cli,
+                "run",
+                "--session-state",
+                str(session_state),
+                "--state-dir",
+                str(state_dir),
+                "--endpoint",
+                endpoint,
+                "--protocol",
+                "http/protobuf",
+                *extra,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            env=bench.env(OTEL_METRIC_EXPORT_INTERVAL="600000"),
+        )
+    deadline = time.monotonic() + _DAEMON_GRACE_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = err_path.read_text(errors="replace").strip().splitlines()[-1:] or [""]
+            raise DaemonUnavailable(f"exited {proc.returncode}: {tail[0][:160]}")
+        time.sleep(0.05)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def proc_cpu_s(pid: int) -> float:
+    """utime + stime of a running process (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_rss_mib(pid: int, key: str = "VmRSS") -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def expected_spans(files: Sequence[Path]) -> int:
+    """Spans the fold makes from these logs (in-process, the same fold the daemon runs)."""
+    from copilot_otel.fold import FoldSettings
+    from copilot_otel.records import SpanRecord
+    from copilot_otel.replay import fold_session
+    from copilot_otel.sessions import SessionFile
+
+    return sum(
+        sum(
+            isinstance(e, SpanRecord)
+            for e in fold_session(SessionFile.from_path(f), FoldSettings()).emissions
+        )
+        for f in files
+    )
+
+
+def wait_settled(receiver: Receiver, quiet_s: float, timeout_s: float) -> dict[str, int]:
+    """Wait until the receiver's span count has not moved for ``quiet_s``."""
+    deadline = time.monotonic() + timeout_s
+    last, since = -1, time.monotonic()
+    while time.monotonic() < deadline:
+        spans = receiver.counts().get("spans", 0)
+        if spans != last:
+            last, since = spans, time.monotonic()
+        elif time.monotonic() - since >= quiet_s:
+            break
+        time.sleep(0.05)
+    return receiver.counts()
+
+
+def bench_live_latency(bench: Bench) -> list[Row]:
+    """Latency from appending a prompt to a tracked session file to its last span at the collector."""
+    samples = 5 if bench.quick else 40
+    work = bench.work / "live"
+    live, staging, state = work / "session-state", work / "staging", work / "state"
+    history.generate(staging, 0, sessions=samples, seed=11, only="multi-tool")
+    staged = history_files([staging])
+    live.mkdir(parents=True)
+    # Each live session starts with its session.start line only; the rest is appended as the sample.
+    bodies = []
+    for path in staged:
+        first, rest = path.read_bytes().split(b"\n", 1)
+        (live / path.parent.name).mkdir()
+        (live / path.parent.name / "events.jsonl").write_bytes(first + b"\n")
+        bodies.append((live / path.parent.name / "events.jsonl", rest, expected_spans([path])))
+    latencies = []
+    with (
+        Receiver(bench.work, bench.env(), "live", interval_s=0.01) as receiver,
+        daemon(bench, live, state, receiver.endpoint),
+    ):
+        time.sleep(2.0)  # let it discover the files
+        for target, rest, spans in bodies:
+            before = receiver.counts().get("spans", 0)
+            t0 = time.time_ns()
+            with open(target, "ab") as fh:
+                fh.write(rest)
+            counts = receiver.wait_for_spans(before + spans, timeout_s=30.0)
+            if counts.get("spans", 0) < before + spans:
+                raise BenchError(
+                    f"live: {target.parent.name}: {counts.get('spans', 0) - before} of {spans} "
+                    f"spans within 30 s"
+                )
+            latencies.append((counts["last_received_ns"] - t0) / 1e6)
+    latencies.sort()
+    p50 = statistics.median(latencies)
+    p99 = latencies[min(len(latencies) - 1, round(0.99 * (len(latencies) - 1)))]
+    return [
+        Row(
+            f"live latency p50 / p99 (ms, {samples} prompts)",
+            f"{p50:.0f} / {p99:.0f}",
+            "default export delay/linger",
+            "",
+            "info",
+        )
+    ]
+
+
+def _idle_history(bench: Bench, sessions: int) -> tuple[Path, list[Path]]:
+    root = bench.work / "idle" / "session-state"
+    history.generate(root, 0, sessions=sessions, seed=21, only="plain-question")
+    return root, history_files([root])
+
+
+def bench_idle_and_restart(bench: Bench) -> list[Row]:
+    """Idle CPU/RSS with 5,000 tracked sessions, then restart time with their 5,000 checkpoints."""
+    sessions = 500 if bench.quick else 5_000
+    window_s = 5.0 if bench.quick else 60.0
+    root, files = _idle_history(bench, sessions)
+    state = bench.work / "idle" / "state"
+    total = expected_spans(files)
+    rows: list[Row] = []
+    with Receiver(bench.work, bench.env(), "idle") as receiver:
+        with daemon(bench, root, state, receiver.endpoint) as proc:
+            counts = receiver.wait_for_spans(total, timeout_s=600.0)
+            if counts.get("spans", 0) < total:
+                raise BenchError(f"idle: backfill delivered {counts.get('spans', 0)} of {total} spans")
+            wait_settled(receiver, 2.0, 30.0)
+            cpu0, t0 = proc_cpu_s(proc.pid), time.monotonic()
+            time.sleep(window_s)
+            cpu = (proc_cpu_s(proc.pid) - cpu0) / (time.monotonic() - t0)
+            rss = proc_rss_mib(proc.pid)
+            rows.append(
+                Row(
+                    f"idle CPU, {sessions:,} sessions ({window_s:.0f} s window)",
+                    f"{cpu:.2%} of a core",
+                    f"{TARGET_IDLE_CPU:.0%}",
+                    f"{cpu / TARGET_IDLE_CPU:.2f}",
+                    f"≤ {TARGET_IDLE_CPU:.0%}",
+                    cpu <= TARGET_IDLE_CPU,
+                )
+            )
+            rows.append(Row(f"idle RSS, {sessions:,} sessions (MiB)", f"{rss:.0f}", "", "", "info"))
+            stop_t0 = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(60)
+            rows.append(Row("shutdown on SIGTERM (s)", f"{time.monotonic() - stop_t0:.2f}", "", "", "info"))
+        before = receiver.counts().get("spans", 0)
+        # Restart: time from spawn until a prompt appended right after spawn reaches the collector.
+        probe_dir = bench.work / "idle" / "probe"
+        history.generate(probe_dir, 0, sessions=1, seed=22, only="plain-question")
+        (probe,) = history_files([probe_dir])
+        probe_lines = probe.read_bytes().split(b"\n", 1)[1]  # without its session.start
+        probe_spans = expected_spans([probe])
+        # The probe is appended while the daemon is down: it must resume from its checkpoints and send
+        # exactly the probe's spans (nothing old again).
+        with open(files[-1], "ab") as fh:
+            fh.write(probe_lines)
+        spawn_ns = time.time_ns()
+        with daemon(bench, root, state, receiver.endpoint):
+            counts = receiver.wait_for_spans(before + probe_spans, timeout_s=120.0)
+            ready_s = ((counts.get("last_received_ns") or spawn_ns) - spawn_ns) / 1e9
+            settled = wait_settled(receiver, 2.0, 30.0)
+        extra = settled.get("spans", 0) - before - probe_spans
+        arrived = counts.get("spans", 0) >= before + probe_spans
+        rows.append(
+            Row(
+                f"restart with {sessions:,} checkpoints → new lines exported (s)",
+                f"{ready_s:.2f}" if arrived else "probe never arrived",
+                "",
+                "",
+                "info",
+                None if arrived else False,
+                gate=not arrived,
+            )
+        )
+        rows.append(Row("spans re-exported after restart", f"{extra:,}", "0", "", "0", extra == 0, gate=True))
+    return rows
+
+
+def bench_burst(bench: Bench) -> list[Row]:
+    """50 sessions written at 200 events/s each at the same time; catch-up lag, CPU and peak RSS."""
+    writers, rate, seconds = (10, 200, 2.0) if bench.quick else (50, 200, 10.0)
+    per_session = int(rate * seconds)
+    staging = bench.work / "burst" / "staging"
+    live, state = bench.work / "burst" / "session-state", bench.work / "burst" / "state"
+    history.generate(
+        staging,
+        0,
+        sessions=writers,
+        seed=31,
+        only="multi-tool",
+        prompts_per_session=max(1, per_session // 29),
+    )
+    staged = history_files([staging])
+    total = expected_spans(staged)
+    live.mkdir(parents=True)
+    lines = [p.read_bytes().splitlines(keepends=True) for p in staged]
+    handles = []
+    for path in staged:
+        (live / path.parent.name).mkdir()
+        handles.append(open(live / path.parent.name / "events.jsonl", "ab"))  # noqa: SIM115
+    rows: list[Row] = []
+    tick_s = 0.05
+    per_tick = max(1, round(rate * tick_s))
+    try:
+        with (
+            Receiver(bench.work, bench.env(), "burst") as receiver,
+            daemon(bench, live, state, receiver.endpoint) as proc,
+        ):
+            cpu0 = proc_cpu_s(proc.pid)
+            started = time.monotonic()
+            written = 0
+            pos = 0
+            while any(pos < len(ls) for ls in lines):
+                for fh, ls in zip(handles, lines, strict=True):
+                    chunk = ls[pos : pos + per_tick]
+                    if chunk:
+                        fh.write(b"".join(chunk))
+                        fh.flush()
+                        written += len(chunk)
+                pos += per_tick
+                next_tick = started + (pos // per_tick) * tick_s
+                time.sleep(max(0.0, next_tick - time.monotonic()))
+            ended = time.monotonic()
+            counts = receiver.wait_for_spans(total, timeout_s=120.0)
+            lag = time.monotonic() - ended
+            cpu = (proc_cpu_s(proc.pid) - cpu0) / (time.monotonic() - started)
+            hwm = proc_rss_mib(proc.pid, "VmHWM")
+        got = counts.get("spans", 0)
+        rows.append(
+            Row(
+                f"burst {writers}×{rate} ev/s for {seconds:.0f} s: catch-up lag (s)",
+                f"{lag:.2f}",
+                f"{written / (ended - started):,.0f} ev/s written",
+                "",
+                f"≤ {TARGET_BURST_LAG_S:.0f} s",
+                lag <= TARGET_BURST_LAG_S and got >= total,
+            )
+        )
+        rows.append(
+            Row(
+                "burst: spans delivered",
+                f"{got:,} received",
+                f"{total:,} expected",
+                "",
+                "equal",
+                got == total,
+                gate=True,
+            )
+        )
+        rows.append(
+            Row("burst: daemon CPU / peak RSS", f"{cpu:.0%} of a core / {hwm:.0f} MiB", "", "", "info")
+        )
+    finally:
+        for fh in handles:
+            fh.close()
+    return rows
+
+
+DAEMON_BENCHES: list[tuple[str, Callable[[Bench], list[Row]]]] = [
+    ("live latency p50 / p99", bench_live_latency),
+    ("idle CPU/RSS, restart with checkpoints", bench_idle_and_restart),
+    ("burst 50×200 ev/s", bench_burst),
+]
+
+
+def daemon_figures(bench: Bench) -> None:
+    """Run every daemon benchmark; one failing does not stop the others (it becomes a failed row)."""
+    for label, fn in DAEMON_BENCHES:
+        try:
+            rows = fn(bench)
+        except DaemonUnavailable as exc:
+            bench.add(Row(label, NOT_AVAILABLE))
+            bench.notes.append(f"{label}: `copilot-otel run` {exc}")
+            continue
+        except Exception as exc:  # a broken daemon must show up as a failed row, not end the run
+            bench.add(Row(label, "error (see notes)", ok=False, gate=True))
+            bench.notes.append(f"{label}: {type(exc).__name__}: {exc}")
+            continue
+        for row in rows:
+            bench.add(row)
+
+
+# --------------------------------------------------------------------------------------------- main
+def machine_facts() -> str:
+    try:
+        model = next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            platform.processor(),
+        )
+    except OSError:
+        model = platform.processor()
+    try:
+        import opentelemetry.sdk.version as sdkv
+
+        sdk = sdkv.__version__
+    except ImportError:
+        sdk = "?"
+    return (
+        f"{os.cpu_count()} CPUs ({model}), Python {platform.python_version()}, orjson {orjson.__version__}, "
+        f"opentelemetry-sdk {sdk}, {platform.system()} {platform.release()}"
+    )
+
+
+def cli_command() -> list[str]:
+    script = Path(sys.executable).parent / "copilot-otel"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "copilot_otel"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="run.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--events", type=int, default=None, help="history size N (default 200000; 5000 with --quick)"
+    )
+    parser.add_argument("--quick", action="store_true", help="tiny sizes for a CI smoke run (< 60 s)")
+    parser.add_argument("--prompts-per-session", type=int, default=1, help="history shape (see history.py)")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a performance target is missed")
+    parser.add_argument("--no-daemon", action="store_true", help="skip the live-daemon figures")
+    parser.add_argument("--keep", type=Path, default=None, help="work in this folder and keep it")
+    args = parser.parse_args(argv)
+    events = args.events or (5_000 if args.quick else 200_000)
+
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix="bench-", dir=args.keep))
+    else:
+        work = Path(tempfile.mkdtemp(prefix="copilot-otel-bench-"))
+    home = work / "home"
+    home.mkdir()
+    bench = Bench(work, home, cli_command(), args.quick)
+    started = time.monotonic()
+    print(
+        f"copilot-otel benchmarks: N = {events:,} events{' (quick)' if args.quick else ''}; work dir {work}",
+        file=sys.stderr,
+        flush=True,
+    )
+    failed = False
+    try:
+        backfill(bench, events, args.prompts_per_session)
+        if not args.no_daemon:
+            daemon_figures(bench)
+    except BenchError as exc:
+        print(f"run.py: error: {exc}", file=sys.stderr)
+        failed = True
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    print()
+    print(f"Machine: {machine_facts()}")
+    print(
+        f"Command: python benchmarks/run.py {' '.join(argv if argv is not None else sys.argv[1:])}".rstrip()
+    )
+    print()
+    print_table(bench.rows)
+    print()
+    for note in bench.notes:
+        print(f"- {note}")
+    if args.quick:
+        print(
+            "- quick mode: runs of ~0.5 s, so the ratios are noise-dominated; a smoke test, not a measurement"
+        )
+    print(f"- total benchmark time {time.monotonic() - started:.0f}s")
+    if failed or any(r.gate and r.ok is False for r in bench.rows):
+        return 1
+    if args.strict and any(r.ok is False for r in bench.rows):
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""OTLP protobuf wire encoding of span and log records, written directly as bytes.
+
+Why not build ``opentelemetry-proto`` messages? In a backfill the encoder is the hot path: every attribute would
+become a ``KeyValue``/``AnyValue`` message, copied into its ``Span`` and copied again into the request (≈ 33 µs a
+span here). Attributes repeat heavily (session id, model, operation names, small counts), so each
+``(key, value)`` pair is encoded once to bytes and reused, and a span becomes a handful of ``bytes`` joins
+(≈ 8 µs). The output decodes to messages equal to what the protobuf classes produce (tests/test_wire.py checks
+it on every fixture); the field numbers are those of ``opentelemetry/proto/{trace,logs,common}/v1/*.proto``.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .records import LogRecord, SpanRecord
+
+_PACK_Q = struct.Struct("<Q").pack
+_PACK_D = struct.Struct("<d").pack
+
+# Encoded (key, type, value) → KeyValue bytes. Bounded: cleared when full, so it keeps adapting to the
+# current sessions instead of freezing on the first ones.
+_KV_CACHE: dict[tuple[str, type, Any], bytes] = {}
+_KV_CACHE_MAX = 50_000
+# Values that are unique per span or call: caching them would only evict useful entries.
+_NEVER_CACHED = frozenset({
+    "gen_ai.response.id", "gen_ai.tool.call.id", "tool_call.id", "github.copilot.interaction_id",
+    "gen_ai.agent.id", "copilot_otel.agent.task_call_id", "copilot_otel.tool.arguments_hash",
+    "github.copilot.user.message.interaction_id",
+})
+_MAX_CACHED_STR = 256
+
+
+def _varint(value: int) -> bytes:
+    if value < 0:
+        value += 1 << 64  # int64 two's complement, as protobuf writes negative varints
+    if value < 0x80:
+        return bytes((value,))
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _ld(tag: int, payload: bytes) -> bytes:
+    """A length-delimited field; ``tag`` = field number << 3 | 2 (all our fields are < 16: one byte)."""
+    return bytes((tag,)) + _varint(len(payload)) + payload
+
+
+def _any_value(value: Any) -> bytes:
+    """``AnyValue``: string 1, bool 2, int 3, double 4, array 5."""
+    if isinstance(value, bool):
+        return b"\x10\x01" if value else b"\x10\x00"
+    if isinstance(value, int):
+        if -(2**63) <= value < 2**63:
+            return b"\x18" + _varint(value)
+        return _ld(0x0A, str(value).encode())
+    if isinstance(value, float):
+        return b"\x21" + _PACK_D(value)
+    if isinstance(value, (tuple, list)):
+        return _ld(0x2A, b"".join(_ld(0x0A, _any_value(v)) for v in value))
+    return _ld(0x0A, str(value).encode("utf-8", "surrogatepass"))
+
+
+def attributes(attrs: Mapping[str, Any], tag: int) -> bytes:
+    """Each attribute as a repeated ``KeyValue`` field ``tag`` (key 1, value 2)."""
+    out = []
+    cache = _KV_CACHE
+    for key, value in attrs.items():
+        # Floats (durations, TTFT) and sequences almost never repeat: encoding them is cheaper than caching.
+        cacheable = key not in _NEVER_CACHED and not isinstance(value, (float, list, tuple)) and (
+            not isinstance(value, str) or len(value) < _MAX_CACHED_STR
+        )
+        if cacheable:
+            ckey = (key, value.__class__, value)
+            kv = cache.get(ckey)
+            if kv is None:
+                kv = _ld(tag, _ld(0x0A, key.encode()) + _ld(0x12, _any_value(value)))
+                if len(cache) >= _KV_CACHE_MAX:
+                    cache.clear()
+                cache[ckey] = kv
+            elif kv[0] != tag:
+                kv = bytes((tag,)) + kv[1:]
+        else:
+            kv = _ld(tag, _ld(0x0A, key.encode()) + _ld(0x12, _any_value(value)))
+        out.append(kv)
+    return b"".join(out)
+
+
+def resource(attrs: Mapping[str, Any]) -> bytes:
+    """A ``Resource`` message (attributes 1)."""
+    return attributes(attrs, 0x0A)
+
+
+def scope(name: str, version: str) -> bytes:
+    """An ``InstrumentationScope`` message (name 1, version 2)."""
+    return _ld(0x0A, name.encode()) + _ld(0x12, version.encode())
+
+
+def span(r: SpanRecord) -> bytes:
+    """A ``Span``: trace_id 1, span_id 2, parent 4, name 5, kind 6, start 7, end 8, attributes 9, events 11,
+    status 15."""
+    parts = [b"\x0a\x10", r.trace_id.to_bytes(16, "big"), b"\x12\x08", r.span_id.to_bytes(8, "big")]
+    if r.parent_span_id is not None:
+        parts += (b"\x22\x08", r.parent_span_id.to_bytes(8, "big"))
+    parts.append(_ld(0x2A, r.name.encode()))
+    if r.kind:
+        parts += (b"\x30", _varint(int(r.kind)))
+    if r.start_ns:
+        parts += (b"\x39", _PACK_Q(r.start_ns))
+    if r.end_ns:
+        parts += (b"\x41", _PACK_Q(r.end_ns))
+    parts.append(attributes(r.attributes, 0x4A))
+    for ev in r.events:
+        # Span.Event: time 1 (fixed64), name 2, attributes 3
+        body = (b"\x09" + _PACK_Q(ev.time_ns) if ev.time_ns else b"") + _ld(0x12, ev.name.encode()) + attributes(
+            ev.attributes, 0x1A
+        )
+        parts.append(_ld(0x5A, body))
+    if r.status:
+        # Status: message 2, code 3
+        status = (_ld(0x12, r.status_message.encode()) if r.status_message else b"") + b"\x18" + _varint(int(r.status))
+        parts.append(b"\x7a" + _varint(len(status)) + status)
+    return b"".join(parts)
+
+
+def export_trace_request(records: Sequence[SpanRecord], resource_bytes: bytes, scope_bytes: bytes) -> bytes:
+    """``ExportTraceServiceRequest`` { ResourceSpans 1 { resource 1, ScopeSpans 2 { scope 1, spans 2 } } }."""
+    spans = b"".join(_ld(0x12, span(r)) for r in records)
+    scope_spans = _ld(0x0A, scope_bytes) + spans
+    return _ld(0x0A, _ld(0x0A, resource_bytes) + _ld(0x12, scope_spans))
+
+
+def log_record(r: LogRecord) -> bytes:
+    """A ``LogRecord``: time 1, severity_number 2, severity_text 3, body 5, attributes 6, trace_id 9, span_id 10,
+    observed_time 11, event_name 12."""
+    attrs = dict(r.attributes)
+    attrs["event.name"] = r.event_name
+    parts = [
+        b"\x09", _PACK_Q(r.time_ns),
+        b"\x10", _varint(int(r.severity)),
+        _ld(0x1A, r.severity.name.encode()),
+        _ld(0x2A, _ld(0x0A, r.body.encode("utf-8", "surrogatepass"))),
+        attributes(attrs, 0x32),
+    ]
+    if r.trace_id:
+        parts += (b"\x4a\x10", r.trace_id.to_bytes(16, "big"))
+    if r.span_id:
+        parts += (b"\x52\x08", r.span_id.to_bytes(8, "big"))
+    parts += (b"\x59", _PACK_Q(r.time_ns), _ld(0x62, r.event_name.encode()))
+    return b"".join(parts)
+
+
+def export_logs_request(records: Sequence[LogRecord], resource_bytes: bytes, scope_bytes: bytes) -> bytes:
+    """``ExportLogsServiceRequest`` { ResourceLogs 1 { resource 1, ScopeLogs 2 { scope 1, log_records 2 } } }."""
+    logs = b"".join(_ld(0x12, log_record(r)) for r in records)
+    scope_logs = _ld(0x0A, scope_bytes) + logs
+    return _ld(0x0A, _ld(0x0A, resource_bytes) + _ld(0x12, scope_logs))
