@@ -100,6 +100,8 @@ class _File:
     last_used: float = 0.0
     line_number: int = 0
     closed_reason: str | None = None
+    tail_bytes: bool = False  # bytes after the last newline at the last read (a line not yet terminated)
+    fed_unterminated: int | None = None  # start offset of an unterminated last line already folded
 
     @property
     def key(self) -> str:
@@ -137,6 +139,7 @@ class Daemon:
         except BaseException:
             self.state.close()
             raise
+        self.telemetry.sender.drop_unsupported = True
         self.outbox = Outbox(self.telemetry.sender, self._on_delivered, delay_s=config.export_delay,
                              live_cap=config.backlog_cap, backfill_cap=config.backlog_cap)
         self.stats = DaemonStats()
@@ -253,6 +256,7 @@ class Daemon:
             self._read(f, BACKFILL_READ_BYTES)
         self._update_live_snapshot()
         if self.telemetry.metrics is not None:
+            self.telemetry.record_delivery_stats()
             self.telemetry.metrics.drain()
         return any(f.pending for f in self._files.values()) and (
             self.outbox.has_room(True) or self.outbox.has_room(False)
@@ -339,10 +343,14 @@ class Daemon:
             f.context = None
             f.suppress_until = 0
             f.line_number = 0
+            f.fed_unterminated = None
         fold = self._ensure_fold(f) if batch.lines or batch.end else None
         for item in batch.lines:
             f.line_number += 1
             self.stats.lines_read += 1
+            if f.fed_unterminated is not None and item.start == f.fed_unterminated:
+                f.fed_unterminated = None  # its newline arrived: it was folded already, when it was the last line
+                continue
             if isinstance(item, TooLong):
                 self._drop(f, "too_long", item.start, f"{item.length} bytes")
                 continue
@@ -370,7 +378,7 @@ class Daemon:
         f.pending = not batch.at_eof
         if batch.at_eof:
             f.live = True
-            self._release_if_idle(f)
+            self._release_if_idle(f, batch.offset)
         if batch.end is not None and batch.end.value == "deleted":
             f.closed_reason = "deleted"
 
@@ -437,6 +445,25 @@ class Daemon:
                                                          time.time_ns()))
 
     # ------------------------------------------------------------------ prompts that never end
+    def _fold_unterminated(self, f: _File) -> None:
+        """A last line that never got its newline (the CLI was killed, or an old log): once the file has been
+        quiet for a while, fold it if it is complete JSON — as ``replay`` does. The offset stays before it (a
+        checkpoint never splits a line), so after a restart it is folded again, identically; if its newline
+        arrives later it is not folded twice."""
+        if f.session.folder is not None and any(pid_alive(pid) for pid in owner_pids(f.session.folder)):
+            return  # its CLI still runs: the newline may yet come
+        item = f.tailer.read_unterminated()
+        f.tail_bytes = False
+        if item is None or isinstance(item, TooLong):
+            return
+        event = parse_line(item.data, item.start, item.end, f.line_number + 1)
+        if event is None or isinstance(event, BadLine):
+            return
+        out: list[SpanRecord | LogRecord] = []
+        self._collect(f, self._ensure_fold(f).feed(event), out)
+        f.fed_unterminated = item.start
+        self._enqueue(f, out, f.tailer.offset, f.tailer.identity)
+
     def _close_abandoned(self) -> None:
         """Close prompts whose CLI is gone (``inuse.<pid>.lock`` names a dead process) or that idled too long."""
         now = time.monotonic()
@@ -444,6 +471,8 @@ class Daemon:
         for f in list(self._files.values()):
             if f.pending:
                 continue
+            if f.tail_bytes and f.fed_unterminated is None and now - f.last_data >= OWNER_GRACE_S:
+                self._fold_unterminated(f)
             open_prompt = f.fold.has_open_prompt if f.fold is not None else f.tailer.offset < f.suppress_until
             if not open_prompt:
                 continue
@@ -470,17 +499,20 @@ class Daemon:
             logger.info("closed an unfinished prompt in %s (%s)", f.session.session_id, reason)
             self._enqueue(f, out, f.tailer.offset, f.tailer.identity)
 
-    def _release_if_idle(self, f: _File) -> None:
+    def _release_if_idle(self, f: _File, offset: int | None = None) -> None:
         """A history file read to its end: close its descriptor and keep only its small context, not the fold.
 
         A backfill of thousands of sessions then holds neither thousands of fds nor thousands of folds; the fold
         is rebuilt from the context when the file grows again.
         """
         try:
-            idle_s = time.time() - f.session.path.stat().st_mtime
+            st = f.session.path.stat()
         except OSError:
             return
-        if idle_s < IDLE_CLOSE_S:
+        if offset is not None:
+            f.tail_bytes = st.st_size > offset
+        idle_s = time.time() - st.st_mtime
+        if idle_s < IDLE_CLOSE_S or f.tail_bytes:
             return
         f.tailer.close()
         if f.fold is not None and not f.fold.has_open_prompt:

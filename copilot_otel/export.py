@@ -119,6 +119,8 @@ class SendResult:
         retry_after: Seconds the collector asked us to wait, if it said.
         rejected: Items the collector reported as rejected in a partial success.
         message: A short human-readable reason.
+        unsupported: The endpoint does not take this signal at all (e.g. 405 for logs): nothing to retry or
+            dead-letter record by record.
     """
 
     ok: bool
@@ -126,6 +128,7 @@ class SendResult:
     retry_after: float | None = None
     rejected: int = 0
     message: str = ""
+    unsupported: bool = False
 
 
 class Transport(Protocol):
@@ -153,6 +156,8 @@ def _parse_retry_after(value: str | None) -> float | None:
 
 
 _RETRYABLE_HTTP = {408, 429, 500, 502, 503, 504}
+# Answers meaning "no such signal here" (Phoenix answers 405 to logs and metrics): not the records' fault.
+_UNSUPPORTED_HTTP = {404, 405, 415, 501}
 
 
 class HttpTransport:
@@ -188,6 +193,10 @@ class HttpTransport:
                 return SendResult(ok=False, retryable=False, rejected=rejected, message=message)
             return SendResult(ok=True)
         reason = f"HTTP {resp.status_code} {_short(resp.text)}".strip()
+        if resp.status_code in _UNSUPPORTED_HTTP and signal is not Signal.TRACES:
+            return SendResult(ok=False, unsupported=True, message=(
+                f"{reason} from {self._endpoints[signal]}: this endpoint does not accept {signal.value} "
+                f"(a traces-only backend?); set COPILOT_OTEL_{signal.value.upper()}=false"))
         if resp.status_code in _RETRYABLE_HTTP:
             return SendResult(ok=False, retryable=True, retry_after=_parse_retry_after(resp.headers.get("Retry-After")),
                               message=reason)
@@ -425,6 +434,9 @@ class Sender:
         self.timeout_s = timeout_s
         self.stats = DeliveryStats()
         self._last_log = 0.0
+        #: Drop a signal the endpoint does not accept at all instead of failing (the daemon sets it).
+        self.drop_unsupported = False
+        self._unsupported_logged: set[Signal] = set()
 
     def deliver(
         self,
@@ -464,6 +476,15 @@ class Sender:
             with self.stats.lock:
                 self.stats.last_error = result.message
                 self.stats.consecutive_failures += 1
+            if result.unsupported:
+                if self.drop_unsupported:
+                    # The daemon keeps going: traces still flow, this signal is dropped (said once, loudly).
+                    if signal not in self._unsupported_logged:
+                        self._unsupported_logged.add(signal)
+                        logger.error("%s; dropping %s from now on", result.message, signal.value)
+                    return Delivery(True)
+                self.stats.failed_batches += 1
+                return Delivery(False, error=result.message)
             if not result.retryable:
                 return self._reject(signal, batch, encoder, deadline, result)
             wait = result.retry_after if result.retry_after is not None else backoff * random.uniform(0.8, 1.2)

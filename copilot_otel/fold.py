@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import orjson
+
 from . import ids
 from . import semconv as sc
 from .content import ContentKind, ContentPolicy, argument_hash, capture_json, capture_text
@@ -332,13 +334,6 @@ class SessionFold:
         """Session context to store in a checkpoint (see the resume model in docs/design.md)."""
         return self.ctx.to_dict()
 
-    @property
-    def open_prompt_offset(self) -> int | None:
-        """Byte offset where the oldest prompt still open began; ``None`` when nothing is open."""
-        if not self._prompts:
-            return None
-        return min(p.start_offset for p in self._prompts.values())
-
     def resume_point(self) -> tuple[int, dict[str, Any]] | None:
         """Where a restarted fold must begin to rebuild the open prompts, and the context it needs there.
 
@@ -610,7 +605,7 @@ class SessionFold:
         self._measure("copilot_otel.session.count", 1, {sc.SESSION_EVENT: "started"})
         attrs: dict[str, Any] = {}
         _put(attrs, "copilot_otel.cli.version", self.ctx.copilot_version)
-        _put(attrs, REQUEST_MODEL_KEY, self.ctx.model)
+        _put(attrs, sc.REQUEST_MODEL, self.ctx.model)
         self._log("copilot_otel.session.started", event.time_ns, "session started", attrs, None)
 
     def _on_session_resume(self, event: Event) -> None:
@@ -1543,12 +1538,7 @@ class SessionFold:
             })
 
 
-REQUEST_MODEL_KEY = sc.REQUEST_MODEL
-
-
 def _json_dumps(value: Any) -> str:
-    import orjson
-
     return orjson.dumps(value).decode()
 
 

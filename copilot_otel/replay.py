@@ -191,9 +191,11 @@ def replay(
                                      time.monotonic() - started))
         flush()
         report.dead_lettered = delivery.finish()
+        tel.record_delivery_stats()
         if tel.metrics is not None and not tel.metrics.flush(timeout_s=max(config.max_retry_time, 5.0)):
             raise ExportError(f"the collector did not accept the metrics ({tel.description}); spans and log "
-                              f"events were delivered")
+                              f"events were delivered (a traces-only backend such as Phoenix: set "
+                              f"COPILOT_OTEL_METRICS=false)")
     finally:
         delivery.stop()
         if own_telemetry:

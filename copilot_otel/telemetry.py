@@ -62,8 +62,8 @@ def _base_endpoint(config: Config, env: Mapping[str, str]) -> tuple[str | None, 
         return None, env
     source = config.sources.get("endpoint", "")
     if not source.startswith("env "):
-        for signal in ("TRACES", "LOGS", "METRICS"):
-            env.pop(f"OTEL_EXPORTER_OTLP_{signal}_ENDPOINT", None)
+        # The flag names where traces go; metrics or logs sent elsewhere on purpose stay where they are.
+        env.pop(_TRACES_ENV, None)
         return config.endpoint, env
     if source == f"env {_TRACES_ENV}":
         general = env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
@@ -83,6 +83,7 @@ class Telemetry:
     sender: Sender
     metrics: Metrics | None
     description: str
+    _reported: tuple[int, int, int] = (0, 0, 0)
 
     @classmethod
     def from_config(
@@ -118,6 +119,20 @@ class Telemetry:
                     f"got {config.prometheus_port!r} ({exc.strerror})"
                 ) from exc
         return cls(sender, metrics, transport.description)
+
+    def record_delivery_stats(self) -> None:
+        """Count the sender's progress since the last call into the health metrics (exported / dead-lettered
+        spans, retries)."""
+        if self.metrics is None:
+            return
+        stats = self.sender.stats
+        now = (stats.spans_sent, stats.dead_lettered, stats.retries)
+        before = self._reported
+        self.metrics.count("copilot_otel.export.spans", now[0] - before[0], {"copilot_otel.export.outcome": "exported"})
+        self.metrics.count("copilot_otel.export.spans", now[1] - before[1],
+                           {"copilot_otel.export.outcome": "dead_lettered"})
+        self.metrics.count("copilot_otel.export.retries", now[2] - before[2])
+        self._reported = now
 
     def close(self) -> None:
         if self.metrics is not None:
