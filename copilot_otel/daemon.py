@@ -18,6 +18,7 @@ events, so what is re-emitted is byte-identical to what a crash may have cut off
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -292,6 +293,9 @@ class Daemon:
         else:
             tailer = FileTailer(path)
             tracked = _File(session, tailer)
+            # A session written to right now is live from its first line: it must not queue behind history.
+            with contextlib.suppress(OSError):
+                tracked.live = time.time() - path.stat().st_mtime < IDLE_CLOSE_S
             self._apply_backfill_policy(tracked)
         tracked.last_used = time.monotonic()
         self._files[key] = tracked
@@ -310,9 +314,16 @@ class Daemon:
         if backfill.mode == "since" and backfill.since_ns is not None and st.st_mtime_ns >= backfill.since_ns:
             return
         if time.time() - st.st_mtime > self.config.idle_timeout:
-            # Idle history: skip it without reading it.
+            # Idle history: skip it without reading it, but keep the session's identity from its first line
+            # (session.start) so later prompts get the same ids replay would give them.
             f.tailer = FileTailer(f.session.path, offset=_last_line_boundary(f.session.path, st.st_size))
             f.live = True
+            first = _first_line(f.session.path)
+            event = parse_line(first, 0, len(first) + 1, 1) if first else None
+            if event is not None and not isinstance(event, BadLine) and event.type == "session.start":
+                seed = SessionFold(f.session.session_id, self.settings)
+                seed.feed(event)
+                f.context = seed.context_snapshot()
         else:
             f.suppress_until = st.st_size
 
@@ -597,6 +608,17 @@ class Daemon:
             f.tailer.close()
         self.telemetry.close()
         self.state.close()
+
+
+def _first_line(path: Path, limit: int = 1 << 20) -> bytes:
+    """The file's first complete line (without its newline), or b"" if there is none within ``limit``."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(limit)
+    except OSError:
+        return b""
+    end = head.find(b"\n")
+    return head[:end] if end >= 0 else b""
 
 
 def _last_line_boundary(path: Path, size: int) -> int:

@@ -270,6 +270,8 @@ class SessionContext:
     saw_usage_records: bool = False
     prompts_started: int = 0
     last_event_ns: int = 0
+    last_prompt_event_id: str | None = None
+    prompt_id_repeats: int = 0
     # session.shutdown totals are cumulative over a session's runs (resume appends); what was already counted
     reported_totals: dict[str, float] = field(default_factory=dict)
 
@@ -452,9 +454,16 @@ class SessionFold:
     # ------------------------------------------------------------------ prompts
     def _open_prompt(self, event: Event, human: bool) -> _Prompt:
         context_at_open = self.ctx.to_dict()
-        # The ordinal keeps keys unique even in logs that reuse event ids; it is part of the checkpointed
-        # context, so a resumed fold derives the same key.
-        key = f"{self.ctx.prompts_started}:{event.id}"
+        # The prompt's trace id comes from its first event's id alone, so it is the same whether the log is
+        # read from its start or from the middle (--backfill none, a restart). Logs that reuse event ids (trimmed
+        # third-party fixtures) get a repeat counter, kept in the checkpointed context.
+        if event.id == self.ctx.last_prompt_event_id:
+            self.ctx.prompt_id_repeats += 1
+            key = f"{event.id}#{self.ctx.prompt_id_repeats}"
+        else:
+            self.ctx.last_prompt_event_id = event.id
+            self.ctx.prompt_id_repeats = 0
+            key = event.id
         trace = ids.trace_id(self.ctx.session_id, key)
         root = _Agent(
             span_id=self._sid("root", key),

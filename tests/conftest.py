@@ -18,14 +18,18 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 for _name in list(os.environ):
-    if _name.startswith(("OTEL_", "COPILOT_OTEL_")):
+    if _name.startswith(("OTEL_", "COPILOT_OTEL_")) and _name != "COPILOT_OTEL_SHARED_DIR":
         del os.environ[_name]
 
 from tests.otlp_receiver import OtlpReceiver  # noqa: E402
 
-SHARED = ROOT.parent / "shared"
+# The shared fixtures live beside the repository (../shared), in CI as in development.
+SHARED = Path(os.environ.get("COPILOT_OTEL_SHARED_DIR", ROOT.parent / "shared"))
 FIXTURES = SHARED / "fixtures"
 CLI_GENERATED = FIXTURES / "cli-generated"
+if not CLI_GENERATED.is_dir():
+    # Loud, not an empty parametrisation that would silently test nothing.
+    raise pytest.UsageError(f"fixtures not found at {CLI_GENERATED} (set COPILOT_OTEL_SHARED_DIR)")
 
 
 def all_fixture_logs() -> list[Path]:

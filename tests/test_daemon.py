@@ -298,3 +298,67 @@ def test_last_line_without_newline_in_an_idle_legacy_log(env: dict[str, Any]) ->
             theirs["attributes"] = {k: v for k, v in theirs["attributes"].items() if k != "copilot_otel.incomplete.reason"}
         ours.pop("resource", None)
         assert ours == theirs, span["name"]
+
+
+def test_backfill_none_exports_only_what_is_written_from_now_on(env: dict[str, Any]) -> None:
+    lines = _lines("resumed")
+    split = next(i for i, line in enumerate(lines) if b'"type":"session.resume"' in line)
+    log = env["root"] / "resumed" / "events.jsonl"
+    _write(log, b"".join(lines[:split]))
+    old = time.time() - 7200
+    os.utime(log, (old, old))  # history from two hours ago
+    d = env["daemon"]("--backfill", "none")
+    time.sleep(2.0)
+    assert env["receiver"].spans() == [], "history is not exported with --backfill none"
+    _write(log, b"".join(lines[split:]))
+    want = expected_spans([log], env["tmp"])
+    resume_ns = min(s["start_ns"] for s in want.values() if s["parent_span_id"] is None and s["start_ns"] > 0
+                    and any(t["trace_id"] == s["trace_id"] for t in want.values()))
+    roots = sorted((s for s in want.values() if s["parent_span_id"] is None), key=lambda s: s["start_ns"])
+    assert len(roots) == 2 and roots[0]["start_ns"] == resume_ns
+    second = {roots[1]["trace_id"]}
+    receiver: OtlpReceiver = env["receiver"]
+    receiver.wait_for(lambda r: any(s["parent_span_id"] is None for s in r.spans()), 15)
+    time.sleep(0.5)
+    assert d.terminate() == 0
+    got = {s["span_id"]: {k: v for k, v in s.items() if k != "resource"} for s in receiver.spans()}
+    traces = {s["trace_id"] for s in got.values()}
+    assert len(traces) == 1 and traces <= second, "only the prompt written after the start"
+    assert got == {k: v for k, v in want.items() if v["trace_id"] in traces}
+
+
+def test_live_session_is_not_delayed_by_a_large_backfill(env: dict[str, Any]) -> None:
+    template = b"".join(_lines("multi-tool"))
+    old_id = b"0a000002-0000-4000-8000-000000000002"
+    total = 3000
+    for i in range(total):
+        sid = f"0d{i:06d}-0000-4000-8000-000000000000".encode()
+        _write(env["root"] / sid.decode() / "events.jsonl", template.replace(old_id, sid))
+    old = time.time() - 7200
+    for folder in env["root"].iterdir():
+        os.utime(folder / "events.jsonl", (old, old))  # months of history, as far as the daemon can tell
+    live_id = "0a000001-0000-4000-8000-000000000001"
+    seen: dict[str, int] = {"backfill_roots": 0, "spans": 0}
+
+    def on_accept(signal: str, items: list[dict[str, Any]] | None, count: int, received_ns: int) -> None:
+        for span in items or () if signal == "traces" else ():
+            seen["spans"] += 1
+            if span["parent_span_id"] is None:
+                if span["attributes"]["gen_ai.conversation.id"] == live_id:
+                    seen.setdefault("live_root_after", seen["backfill_roots"])
+                    seen.setdefault("live_ns", received_ns)
+                else:
+                    seen["backfill_roots"] += 1
+
+    with OtlpReceiver(on_accept=on_accept) as receiver:
+        d = DaemonProcess(env["root"], env["state"], receiver.http_endpoint, env["tmp"] / "fair.log").start()
+        receiver.wait_for(lambda r: seen["spans"] >= 300, 60)  # the backfill is under way
+        _write(env["root"] / live_id / "events.jsonl", b"".join(_lines("plain-question")))
+        written_ns = time.time_ns()
+        receiver.wait_for(lambda r: "live_ns" in seen, 30)
+        receiver.wait_for(lambda r: seen["backfill_roots"] >= total, 120)
+        assert d.terminate() == 0
+    latency = (seen["live_ns"] - written_ns) / 1e9
+    print(f"live session exported {latency:.2f}s after it was written; {seen['live_root_after']}/{total} "
+          "backfilled prompts had been delivered by then")
+    assert seen["live_root_after"] < total, "the live session did not wait for the end of the backfill"
