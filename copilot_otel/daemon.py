@@ -56,10 +56,12 @@ MAX_OPEN_TAILERS = 256
 IDLE_CLOSE_S = 60.0
 # How often prompts still open are checked for a vanished owner process.
 OWNER_CHECK_S = 2.0
+# How often idle descriptors are closed (and the cap on open ones enforced).
+FD_CHECK_S = 10.0
 # A CLI that just started may not have written its inuse lock yet: wait this long after the last line.
 OWNER_GRACE_S = 5.0
 CHECKPOINT_FLUSH_S = 1.0
-STATUS_WRITE_S = 2.0
+STATUS_WRITE_S = 5.0
 SHUTDOWN_FLUSH_S = 10.0
 _LOG_EVERY_S = 30.0
 
@@ -93,7 +95,7 @@ class _File:
     context: dict[str, Any] | None = None  # checkpointed context, until the fold is built
     suppress_until: int = 0  # lines ending at or before this were delivered before a restart
     live: bool = False  # caught up with the end at least once: new lines go to the live lane
-    pending: bool = True  # there may be unread data
+    pending: bool = True  # there may be unread data (mirrored in Daemon._pending, which the loop iterates)
     seq: int = 0
     next_ack_seq: int = 1
     delivered: dict[int, Marker] = field(default_factory=dict)
@@ -145,6 +147,8 @@ class Daemon:
                              live_cap=config.backlog_cap, backfill_cap=config.backlog_cap)
         self.stats = DaemonStats()
         self._files: dict[str, _File] = {}
+        self._pending: set[str] = set()  # keys of files that may have unread lines
+        self._attention: set[str] = set()  # keys of files with an open prompt or an unterminated last line
         self._acks: deque[list[Marker]] = deque()
         self._wake = threading.Event()
         self._dirty: set[str] = set()
@@ -203,7 +207,7 @@ class Daemon:
         self._restore()
         self._discovery.start()
         self._rescan()
-        last_rescan = last_flush = last_status = last_owner_check = time.monotonic()
+        last_rescan = last_flush = last_status = last_owner_check = last_fd_check = time.monotonic()
         try:
             while not self.stop.is_set():
                 busy = self._pass()
@@ -217,6 +221,8 @@ class Daemon:
                 if now - last_owner_check >= OWNER_CHECK_S:
                     last_owner_check = now
                     self._close_abandoned()
+                if now - last_fd_check >= FD_CHECK_S:
+                    last_fd_check = now
                     self._close_idle_fds(now)
                 if now - last_flush >= CHECKPOINT_FLUSH_S:
                     last_flush = now
@@ -226,7 +232,8 @@ class Daemon:
                     last_status = now
                     self._write_status()
                 if not busy:
-                    self._wake.wait(timeout=min(1.0, self.config.rescan_interval))
+                    # Files announce themselves (inotify wakes us); the timeout only paces the periodic checks.
+                    self._wake.wait(timeout=min(OWNER_CHECK_S, self.config.rescan_interval))
                     self._wake.clear()
         finally:
             self._shutdown()
@@ -241,8 +248,8 @@ class Daemon:
             if tracked is None:
                 self._track(Path(key))
             else:
-                tracked.pending = True
-        work = [f for f in self._files.values() if f.pending]
+                self._set_pending(tracked, True)
+        work = [self._files[key] for key in list(self._pending) if key in self._files]
         live = [f for f in work if f.live]
         backfill = [f for f in work if not f.live]
         for f in live:
@@ -259,11 +266,27 @@ class Daemon:
         if self.telemetry.metrics is not None:
             self.telemetry.record_delivery_stats()
             self.telemetry.metrics.drain()
-        return any(f.pending for f in self._files.values()) and (
+        return bool(self._pending) and (
             self.outbox.has_room(True) or self.outbox.has_room(False)
         )
 
     # ------------------------------------------------------------------ files
+    def _set_pending(self, f: _File, pending: bool) -> None:
+        """Mark whether a file may have unread lines; the loop only ever looks at the pending ones, so an idle
+        file costs nothing but the periodic stat sweep."""
+        f.pending = pending
+        if pending:
+            self._pending.add(f.key)
+        else:
+            self._pending.discard(f.key)
+
+    def _set_attention(self, f: _File) -> None:
+        """Files that need the owner/idle checks: an open prompt, or a last line without its newline."""
+        if f.tail_bytes or (f.fold is not None and f.fold.has_open_prompt) or f.tailer.offset < f.suppress_until:
+            self._attention.add(f.key)
+        else:
+            self._attention.discard(f.key)
+
     def _rescan(self) -> None:
         try:
             paths = self._discovery.scan()
@@ -278,7 +301,7 @@ class Daemon:
         """Periodic truth check: any idle file whose stat changed has work (inotify can miss events)."""
         for f in self._files.values():
             if not f.pending and f.tailer.stat_changed():
-                f.pending = True
+                self._set_pending(f, True)
 
     def _track(self, path: Path) -> _File | None:
         if not (path.name == "events.jsonl" or path.suffix == ".jsonl") or not path.exists():
@@ -299,6 +322,7 @@ class Daemon:
             self._apply_backfill_policy(tracked)
         tracked.last_used = time.monotonic()
         self._files[key] = tracked
+        self._set_pending(tracked, True)
         return tracked
 
     def _apply_backfill_policy(self, f: _File) -> None:
@@ -342,7 +366,7 @@ class Daemon:
             batch = f.tailer.read_lines(max_bytes)
         except (OSError, SourceError) as exc:
             self._log.warning(f"read:{f.key}", "cannot read %s: %s", f.key, exc)
-            f.pending = False
+            self._set_pending(f, False)
             return
         out: list[SpanRecord | LogRecord] = []
         if batch.reset is not None:
@@ -383,10 +407,15 @@ class Daemon:
             if fold is not None:
                 self._collect(f, fold.close(f"file_{batch.end.value}"), out, force=True)
                 f.fold = None
+        context = None
         if batch.lines or out or batch.reset is not None or batch.end is not None:
-            self._enqueue(f, out, batch.offset, batch.identity,
-                          forget=batch.end is not None and batch.end.value == "deleted")
-        f.pending = not batch.at_eof
+            context = self._enqueue(f, out, batch.offset, batch.identity,
+                                    forget=batch.end is not None and batch.end.value == "deleted")
+        if batch.at_eof and f.fold is not None and not f.fold.has_open_prompt and context is not None:
+            # Between prompts a session needs only its small context (shared with the checkpoint), not a fold.
+            f.context, f.fold = context, None
+        self._set_pending(f, not batch.at_eof)
+        self._set_attention(f)
         if batch.at_eof:
             f.live = True
             self._release_if_idle(f, batch.offset)
@@ -417,7 +446,8 @@ class Daemon:
                 out.append(record)
 
     def _enqueue(self, f: _File, records: list[SpanRecord | LogRecord], offset: int, identity: Any,
-                 forget: bool = False) -> None:
+                 forget: bool = False) -> dict[str, Any] | None:
+        """Queue records and the marker that checkpoints them; returns the context the marker carries."""
         fold = f.fold
         resume = fold.resume_point() if fold is not None else None
         if resume is None:
@@ -428,6 +458,7 @@ class Daemon:
         # Lines re-read after a restart were delivered before: the acknowledged offset never goes back.
         marker = Marker(f.key, f.seq, max(offset, f.suppress_until), min(safe, offset), context, identity, forget)
         self.outbox.put(records, marker, live=f.live)
+        return context
 
     def _drop(self, f: _File, reason: str, offset: int, detail: str) -> None:
         self.stats.lines_dropped[reason] = self.stats.lines_dropped.get(reason, 0) + 1
@@ -451,6 +482,8 @@ class Daemon:
                         self.state.forget(m.key)
                         if f.closed_reason == "deleted" and not f.delivered:
                             self._files.pop(m.key, None)
+                            self._pending.discard(m.key)
+                            self._attention.discard(m.key)
                     elif m.identity is not None:
                         self.state.put(m.key, Checkpoint(m.identity, m.safe_offset, m.offset, m.context,
                                                          time.time_ns()))
@@ -474,22 +507,28 @@ class Daemon:
         self._collect(f, self._ensure_fold(f).feed(event), out)
         f.fed_unterminated = item.start
         self._enqueue(f, out, f.tailer.offset, f.tailer.identity)
+        self._set_attention(f)
 
     def _close_abandoned(self) -> None:
         """Close prompts whose CLI is gone (``inuse.<pid>.lock`` names a dead process) or that idled too long."""
         now = time.monotonic()
         wall = time.time()
-        for f in list(self._files.values()):
+        for key in list(self._attention):
+            f = self._files.get(key)
+            if f is None:
+                self._attention.discard(key)
+                continue
             if f.pending:
                 continue
             if f.tail_bytes and f.fed_unterminated is None and now - f.last_data >= OWNER_GRACE_S:
                 self._fold_unterminated(f)
             open_prompt = f.fold.has_open_prompt if f.fold is not None else f.tailer.offset < f.suppress_until
             if not open_prompt:
+                self._set_attention(f)
                 continue
             if f.fold is None:
                 # A checkpointed open prompt not re-read yet: read it first, decide on the next check.
-                f.pending = True
+                self._set_pending(f, True)
                 continue
             try:
                 mtime = f.session.path.stat().st_mtime
@@ -509,6 +548,7 @@ class Daemon:
             self._collect(f, f.fold.close(reason), out, force=True)
             logger.info("closed an unfinished prompt in %s (%s)", f.session.session_id, reason)
             self._enqueue(f, out, f.tailer.offset, f.tailer.identity)
+            self._set_attention(f)
 
     def _release_if_idle(self, f: _File, offset: int | None = None) -> None:
         """A history file read to its end: close its descriptor and keep only its small context, not the fold.
@@ -556,8 +596,9 @@ class Daemon:
     def _update_live_snapshot(self) -> None:
         now = time.time_ns()
         rows = []
-        for f in self._files.values():
-            if f.fold is None:
+        for key in self._attention:
+            f = self._files.get(key)
+            if f is None or f.fold is None:
                 continue
             for s in f.fold.live_stats():
                 rows.append((s.turns, s.tool_calls, max(0, now - s.started_ns), s.identical_streak, s.error_streak,
