@@ -37,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="*", metavar="PATH",
                    help="session folder, events.jsonl, legacy <id>.jsonl, a session-state root, or a session id "
                         "(default: the whole session-state root)")
-    add_arguments(p, [n for n in _EXPORT if n != "state_dir"] + ["state_dir", "prometheus_port"])
+    add_arguments(p, [*_EXPORT, "workers"])
     p.add_argument("--no-progress", action="store_true", help="do not show progress")
 
     p = sub.add_parser("run", help="follow every session as it is written (the daemon)",

@@ -453,6 +453,15 @@ SETTINGS: tuple[Setting[Any], ...] = (
         env_vars=("COPILOT_OTEL_BACKLOG_CAP",),
     ),
     Setting(
+        "workers",
+        "replay: worker processes for large histories (0 = one per CPU, 1 = in-process)",
+        _integer(0, 64),
+        default=0,
+        flags=("--workers",),
+        env_vars=("COPILOT_OTEL_REPLAY_WORKERS",),
+        metavar="N",
+    ),
+    Setting(
         "runaway_turns",
         "Flag a prompt as runaway after this many agent turns",
         _integer(1),
@@ -554,6 +563,7 @@ class Config:
     idle_timeout: float
     rescan_interval: float
     backlog_cap: int
+    workers: int
     runaway_turns: int
     runaway_identical_calls: int
     runaway_tool_errors: int

@@ -462,7 +462,20 @@ class Sender:
         encoder: Callable[[Sequence[Any], bytes], bytes],
         deadline: float | None,
     ) -> Delivery:
-        body = encoder(batch, self.resource)
+        result = self._send(signal, encoder(batch, self.resource), len(batch), deadline)
+        if isinstance(result, Delivery):
+            return result
+        return self._reject(signal, batch, encoder, deadline, result)
+
+    def deliver_body(self, signal: Signal, body: bytes, max_retry_s: float | None = None) -> Delivery:
+        """Send one pre-encoded request (replay's metrics) with the same retries; a permanent rejection fails it."""
+        deadline = None if max_retry_s is None else time.monotonic() + max_retry_s
+        result = self._send(signal, body, 0, deadline)
+        return result if isinstance(result, Delivery) else Delivery(False, error=result.message)
+
+    def _send(self, signal: Signal, body: bytes, count: int, deadline: float | None) -> Delivery | SendResult:
+        """Send until accepted, a deadline or a stop; returns the final :class:`SendResult` on a permanent
+        rejection (for the caller to bisect), else a :class:`Delivery`."""
         backoff = _BACKOFF_START_S
         while True:
             try:
@@ -471,7 +484,7 @@ class Sender:
                 logger.exception("exporter raised; will retry")
                 result = SendResult(ok=False, retryable=True, message=f"{type(exc).__name__}: {exc}")
             if result.ok:
-                self._record_success(signal, len(batch))
+                self._record_success(signal, count)
                 return Delivery(True)
             with self.stats.lock:
                 self.stats.last_error = result.message
@@ -486,7 +499,7 @@ class Sender:
                 self.stats.failed_batches += 1
                 return Delivery(False, error=result.message)
             if not result.retryable:
-                return self._reject(signal, batch, encoder, deadline, result)
+                return result
             wait = result.retry_after if result.retry_after is not None else backoff * random.uniform(0.8, 1.2)
             backoff = min(backoff * 2, _BACKOFF_MAX_S)
             if deadline is not None and time.monotonic() + wait > deadline:
@@ -537,7 +550,7 @@ class Sender:
         with self.stats.lock:
             if signal is Signal.TRACES:
                 self.stats.spans_sent += count
-            else:
+            elif signal is Signal.LOGS:
                 self.stats.logs_sent += count
             self.stats.last_success_ns = time.time_ns()
             if self.stats.consecutive_failures:

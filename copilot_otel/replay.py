@@ -9,21 +9,26 @@ for data the collector did not accept.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
+import os
 import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .config import Config
 from .errors import ExportError, SourceError
+from .export import Signal
 from .fold import FoldSettings, SessionFold
+from .metrics import Aggregator
 from .parse import iter_lines, parse_line
 from .records import BadLine, Emission, LogRecord, Measurement, SpanRecord
 from .sessions import SessionFile, read_workspace, resolve
-from .telemetry import Telemetry, fold_settings
+from .telemetry import Telemetry, fold_settings, resource_attributes
 
 logger = logging.getLogger(__name__)
 
@@ -143,13 +148,48 @@ def replay(
     sessions = resolve(targets, config.session_state)
     if not sessions:
         raise SourceError("nothing to replay: no session logs found")
-    settings = fold_settings(config)
+    start_ns = time.time_ns()
     own_telemetry = telemetry is None
-    tel = telemetry or Telemetry.from_config(config)
+    tel = telemetry or Telemetry.from_config(config, with_metrics=False)
     report = ReplayReport(destination=tel.description)
+    metrics = Aggregator()
+    workers = _worker_count(config, sessions)
+    try:
+        if workers > 1:
+            _replay_in_workers(sessions, config, workers, report, metrics, on_progress, started)
+        else:
+            _replay_here(sessions, config, tel, report, metrics, on_progress, started)
+        if config.metrics_enabled and metrics:
+            body = metrics.encode(resource_attributes(config), start_ns, time.time_ns())
+            outcome = tel.sender.deliver_body(Signal.METRICS, body, config.max_retry_time)
+            if not outcome.delivered:
+                raise ExportError(
+                    f"the collector did not accept the metrics ({outcome.error}); spans and log events were "
+                    f"delivered (a traces-only backend such as Phoenix: set COPILOT_OTEL_METRICS=false)"
+                )
+    finally:
+        if own_telemetry:
+            tel.close()
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _replay_here(
+    sessions: list[SessionFile],
+    config: Config,
+    tel: Telemetry,
+    report: ReplayReport,
+    metrics: Aggregator,
+    on_progress: Callable[[Progress], None] | None,
+    started: float,
+    total: int | None = None,
+) -> None:
+    """Replay sessions in this process: fold, batch, deliver on a sending thread, aggregate metrics."""
+    settings = fold_settings(config)
     spans: list[SpanRecord] = []
     logs: list[LogRecord] = []
     delivery = _Delivery(tel, config.max_retry_time)
+    sent_before = tel.sender.stats.spans_sent
 
     def flush() -> None:
         nonlocal spans, logs
@@ -165,8 +205,7 @@ def replay(
                 if bad is not None:
                     report.bad_lines += 1
                     _log_bad_line(report, session.path, bad)
-                    if tel.metrics is not None:
-                        tel.metrics.count("copilot_otel.lines.dropped", 1, {"copilot_otel.drop.reason": bad.reason.value})
+                    metrics.count("copilot_otel.lines.dropped", 1, {"copilot_otel.drop.reason": bad.reason.value})
                     continue
                 report.events += 1
                 for record in out:
@@ -179,29 +218,127 @@ def replay(
                             report.logs += 1
                     elif isinstance(record, Measurement):
                         report.measurements += 1
-                        if tel.metrics is not None:
-                            tel.metrics.record(record)
+                        metrics.record(record)
                 if len(spans) + len(logs) >= BATCH_RECORDS:
                     flush()
             report.events -= 1  # the closing step of each file is not an event
-            if tel.metrics is not None:
-                tel.metrics.count("copilot_otel.lines.read", report.events - events_before)
+            metrics.count("copilot_otel.lines.read", report.events - events_before)
             if on_progress is not None:
-                on_progress(Progress(index + 1, len(sessions), report.events, report.spans,
+                on_progress(Progress(index + 1, total or len(sessions), report.events, report.spans,
                                      time.monotonic() - started))
         flush()
-        report.dead_lettered = delivery.finish()
-        tel.record_delivery_stats()
-        if tel.metrics is not None and not tel.metrics.flush(timeout_s=max(config.max_retry_time, 5.0)):
-            raise ExportError(f"the collector did not accept the metrics ({tel.description}); spans and log "
-                              f"events were delivered (a traces-only backend such as Phoenix: set "
-                              f"COPILOT_OTEL_METRICS=false)")
+        report.dead_lettered += delivery.finish()
     finally:
         delivery.stop()
-        if own_telemetry:
-            tel.close()
-    report.seconds = time.monotonic() - started
-    return report
+    exported = tel.sender.stats.spans_sent - sent_before
+    metrics.count("copilot_otel.export.spans", exported, {"copilot_otel.export.outcome": "exported"})
+    metrics.count("copilot_otel.export.spans", report.dead_lettered, {"copilot_otel.export.outcome": "dead_lettered"})
+
+
+# A history smaller than this is replayed in-process: starting worker processes costs more than it saves.
+PARALLEL_MIN_BYTES = 32 * 1024 * 1024
+# Sessions are handed to workers in chunks of about this many bytes (balance vs. per-chunk overhead).
+CHUNK_BYTES = 8 * 1024 * 1024
+_MAX_AUTO_WORKERS = 4
+
+
+def _worker_count(config: Config, sessions: list[SessionFile]) -> int:
+    if config.workers == 1:
+        return 1
+    if config.workers > 1:
+        return config.workers
+    total = 0
+    for session in sessions:
+        with contextlib.suppress(OSError):
+            total += session.path.stat().st_size
+        if total >= PARALLEL_MIN_BYTES:
+            return min(os.cpu_count() or 1, _MAX_AUTO_WORKERS)
+    return 1
+
+
+def _chunks(sessions: list[SessionFile]) -> list[list[SessionFile]]:
+    chunks: list[list[SessionFile]] = [[]]
+    size = 0
+    for session in sessions:
+        with contextlib.suppress(OSError):
+            size += session.path.stat().st_size
+        chunks[-1].append(session)
+        if size >= CHUNK_BYTES:
+            chunks.append([])
+            size = 0
+    return [c for c in chunks if c]
+
+
+_worker_state: dict[str, Any] = {}
+
+
+def _init_worker(config: Config, log_level: str) -> None:
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("copilot-otel: %(levelname)s: %(message)s"))
+    package_logger = logging.getLogger("copilot_otel")
+    package_logger.handlers[:] = [handler]
+    package_logger.setLevel(log_level.upper())
+    package_logger.propagate = False
+    _worker_state["config"] = config
+    _worker_state["telemetry"] = Telemetry.from_config(config, with_metrics=False)
+
+
+def _replay_chunk(sessions: list[SessionFile]) -> tuple[ReplayReport, Aggregator]:
+    """Worker side: fold, encode and send a chunk of sessions; metrics come back aggregated."""
+    report, metrics = ReplayReport(), Aggregator()
+    _replay_here(sessions, _worker_state["config"], _worker_state["telemetry"], report, metrics, None, 0.0)
+    return report, metrics
+
+
+def _replay_in_workers(
+    sessions: list[SessionFile],
+    config: Config,
+    workers: int,
+    report: ReplayReport,
+    metrics: Aggregator,
+    on_progress: Callable[[Progress], None] | None,
+    started: float,
+) -> None:
+    """Sessions are independent and the fold is pure: worker processes each read, fold, encode and send their
+    share (their own connection, retries and dead-letter file), and hand back counts and aggregated metrics."""
+    import multiprocessing
+    from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+
+    # Config holds a read-only mapping proxy, which does not pickle.
+    portable = dataclasses.replace(config, sources=dict(config.sources))
+    # fork starts workers without re-importing anything; the parent holds no threads at this point (metrics are
+    # aggregated, not given to the SDK) and its HTTP session is not used by the children. gRPC channels must not
+    # cross a fork, so gRPC replays spawn fresh interpreters instead.
+    method = "spawn" if config.protocol == "grpc" or "fork" not in multiprocessing.get_all_start_methods() else "fork"
+    context = multiprocessing.get_context(method)
+    done = 0
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
+                             initargs=(portable, config.log_level)) as pool:
+        futures = {pool.submit(_replay_chunk, chunk): len(chunk) for chunk in _chunks(sessions)}
+        pending = set(futures)
+        try:
+            while pending:
+                finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                for future in finished:
+                    part, part_metrics = future.result()  # re-raises the worker's ExportError
+                    report.sessions += part.sessions
+                    report.events += part.events
+                    report.spans += part.spans
+                    report.logs += part.logs
+                    report.measurements += part.measurements
+                    report.bad_lines += part.bad_lines
+                    report.dead_lettered += part.dead_lettered
+                    report.bad_line_examples.extend(part.bad_line_examples[: max(0, _BAD_LINES_LOGGED - len(
+                        report.bad_line_examples))])
+                    metrics.merge(part_metrics)
+                    done += futures[future]
+                    if on_progress is not None:
+                        on_progress(Progress(done, len(sessions), report.events, report.spans,
+                                             time.monotonic() - started))
+        except BaseException:
+            for future in pending:
+                future.cancel()
+            raise
 
 
 class _Delivery:

@@ -353,3 +353,24 @@ def test_unknown_session_id_is_a_one_line_error(capsys: pytest.CaptureFixture[st
     err = capsys.readouterr().err.strip()
     assert err.startswith("copilot-otel: error: no such file, folder or session id: 'no-such-session'")
     assert len(err.splitlines()) == 1
+
+
+def test_worker_processes_export_exactly_what_one_process_does(receiver: OtlpReceiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("copilot_otel.replay.CHUNK_BYTES", 50_000)  # several chunks even for the fixtures
+    assert _replay(receiver, CLI_GENERATED, extra=("--workers", "1")) == 0
+    one = sorted(receiver.spans(), key=lambda s: s["span_id"])
+    one_metrics = {(m["name"], tuple(sorted(m["attributes"].items()))): m.get("value", m.get("count"))
+                   for m in receiver.metrics()}
+    receiver.clear()
+    # the parent's chunking decides the split (workers only fold what they are given)
+    assert _replay(receiver, CLI_GENERATED, extra=("--workers", "2")) == 0
+    two = sorted(receiver.spans(), key=lambda s: s["span_id"])
+    two_metrics = {(m["name"], tuple(sorted(m["attributes"].items()))): m.get("value", m.get("count"))
+                   for m in receiver.metrics()}
+    assert [_without_resource(s) for s in one] == [_without_resource(s) for s in two]
+    assert one_metrics == two_metrics
+    assert len({r.transport for r in receiver.request_log("traces")}) == 1
+
+
+def _without_resource(span: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in span.items() if k != "resource"}
