@@ -17,10 +17,26 @@ from .errors import CopilotOtelError
 
 logger = logging.getLogger("copilot_otel")
 
-_EXPORT = ["endpoint", "protocol", "output_file", "max_retry_time", "config_file", "log_level", "state_dir",
-           "session_state", "runaway_turns"]
-_RUN = [*_EXPORT, "export_delay", "backfill", "idle_timeout", "rescan_interval", "prometheus_port",
-        "prometheus_host"]
+_EXPORT = [
+    "endpoint",
+    "protocol",
+    "output_file",
+    "max_retry_time",
+    "config_file",
+    "log_level",
+    "state_dir",
+    "session_state",
+    "runaway_turns",
+]
+_RUN = [
+    *_EXPORT,
+    "export_delay",
+    "backfill",
+    "idle_timeout",
+    "rescan_interval",
+    "prometheus_port",
+    "prometheus_host",
+]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -31,35 +47,57 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"copilot-otel {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("replay", help="export existing session logs (backfill) and exit",
-                       description="Export every prompt of the given sessions; exits 0 only when the collector "
-                                   "accepted all of it.")
-    p.add_argument("paths", nargs="*", metavar="PATH",
-                   help="session folder, events.jsonl, legacy <id>.jsonl, a session-state root, or a session id "
-                        "(default: the whole session-state root)")
+    p = sub.add_parser(
+        "replay",
+        help="export existing session logs (backfill) and exit",
+        description="Export every prompt of the given sessions; exits 0 only when the collector "
+        "accepted all of it.",
+    )
+    p.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="session folder, events.jsonl, legacy <id>.jsonl, a session-state root, or a session id "
+        "(default: the whole session-state root)",
+    )
     add_arguments(p, [*_EXPORT, "workers"])
     p.add_argument("--no-progress", action="store_true", help="do not show progress")
 
-    p = sub.add_parser("run", help="follow every session as it is written (the daemon)",
-                       description="Backfill the history, then tail every Copilot CLI session live.")
+    p = sub.add_parser(
+        "run",
+        help="follow every session as it is written (the daemon)",
+        description="Backfill the history, then tail every Copilot CLI session live.",
+    )
     add_arguments(p, _RUN)
 
-    p = sub.add_parser("show", help="show a session's prompts as trees in the terminal (no backend needed)",
-                       description="Show a session without any backend; without an argument, list recent sessions.")
+    p = sub.add_parser(
+        "show",
+        help="show a session's prompts as trees in the terminal (no backend needed)",
+        description="Show a session without any backend; without an argument, list recent sessions.",
+    )
     p.add_argument("session", nargs="?", metavar="SESSION|PATH", help="session id (or prefix) or path")
     p.add_argument("--json", action="store_true", help="print the span records as JSON lines")
     p.add_argument("--limit", type=int, default=20, help="sessions to list (default 20)")
     add_arguments(p, ["session_state", "config_file", "log_level", "runaway_turns"])
 
-    p = sub.add_parser("doctor", help="check the configuration and the collector, send a test span",
-                       description="Check configuration, reach the collector, send a test span; exit 0 when "
-                                   "everything works.")
-    add_arguments(p, ["endpoint", "protocol", "output_file", "state_dir", "session_state", "config_file",
-                      "log_level"])
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the collector (default 10)")
+    p = sub.add_parser(
+        "doctor",
+        help="check the configuration and the collector, send a test span",
+        description="Check configuration, reach the collector, send a test span; exit 0 when "
+        "everything works.",
+    )
+    add_arguments(
+        p, ["endpoint", "protocol", "output_file", "state_dir", "session_state", "config_file", "log_level"]
+    )
+    p.add_argument(
+        "--timeout", type=float, default=10.0, help="seconds to wait for the collector (default 10)"
+    )
 
-    p = sub.add_parser("status", help="show what a running daemon is doing",
-                       description="Files tracked, backlog, last export, retries, dropped lines, detections.")
+    p = sub.add_parser(
+        "status",
+        help="show what a running daemon is doing",
+        description="Files tracked, backlog, last export, retries, dropped lines, detections.",
+    )
     add_arguments(p, ["state_dir", "config_file", "log_level"])
     p.add_argument("--json", action="store_true", help="print the raw status as JSON")
 
@@ -149,17 +187,36 @@ def _replay(args: argparse.Namespace, config: Config) -> int:
     bar = None
     on_progress = None
     if show_progress and sys.stderr.isatty():
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TextColumn, TimeElapsedColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+        from rich.progress import (
+            Progress as Bar,
+        )
 
-        bar = Bar(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(), TextColumn("sessions"),
-                  TextColumn("{task.fields[events]} events, {task.fields[rate]} events/s"), TimeElapsedColumn(),
-                  transient=True)
+        bar = Bar(
+            TextColumn("replaying"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("sessions"),
+            TextColumn("{task.fields[events]} events, {task.fields[rate]} events/s"),
+            TimeElapsedColumn(),
+            transient=True,
+        )
         task = bar.add_task("replay", total=None, events=0, rate=0)
         bar.start()
 
         def on_progress(p: Progress) -> None:
-            bar.update(task, completed=p.sessions_done, total=p.sessions_total, events=p.events,
-                       rate=int(p.events / p.elapsed_s) if p.elapsed_s else 0)
+            bar.update(
+                task,
+                completed=p.sessions_done,
+                total=p.sessions_total,
+                events=p.events,
+                rate=int(p.events / p.elapsed_s) if p.elapsed_s else 0,
+            )
     elif show_progress:
         last = [0.0]
 
@@ -168,8 +225,12 @@ def _replay(args: argparse.Namespace, config: Config) -> int:
             if p.elapsed_s - last[0] >= 2.0 or p.sessions_done == p.sessions_total:
                 last[0] = p.elapsed_s
                 rate = int(p.events / p.elapsed_s) if p.elapsed_s else 0
-                print(f"copilot-otel: replayed {p.sessions_done}/{p.sessions_total} sessions, {p.events} events "
-                      f"({rate}/s)", file=sys.stderr)
+                print(
+                    f"copilot-otel: replayed {p.sessions_done}/{p.sessions_total} sessions, {p.events} events "
+                    f"({rate}/s)",
+                    file=sys.stderr,
+                )
+
     try:
         report = replay(paths, config, on_progress=on_progress)
     finally:
@@ -177,6 +238,8 @@ def _replay(args: argparse.Namespace, config: Config) -> int:
             bar.stop()
     dead = f", {report.dead_lettered} dead-lettered" if report.dead_lettered else ""
     bad = f", {report.bad_lines} bad lines skipped" if report.bad_lines else ""
-    print(f"copilot-otel: exported {report.sessions} sessions: {report.spans} spans, {report.logs} log events "
-          f"from {report.events} events in {report.seconds:.1f}s{bad}{dead} → {report.destination}")
+    print(
+        f"copilot-otel: exported {report.sessions} sessions: {report.spans} spans, {report.logs} log events "
+        f"from {report.events} events in {report.seconds:.1f}s{bad}{dead} → {report.destination}"
+    )
     return 0

@@ -80,7 +80,7 @@ class _RateLimitedLog:
             suppressed = self._suppressed.pop(key, 0)
             self._last[key] = now
             suffix = f" (+{suppressed} similar since)" if suppressed else ""
-            logger.warning(msg + "%s", *args, suffix)
+            logger.warning("%s%s", msg % args, suffix)
         else:
             self._suppressed[key] = self._suppressed.get(key, 0) + 1
 
@@ -131,7 +131,9 @@ class Daemon:
         stop: Set it to stop the daemon.
     """
 
-    def __init__(self, config: Config, telemetry: Telemetry | None = None, stop: threading.Event | None = None) -> None:
+    def __init__(
+        self, config: Config, telemetry: Telemetry | None = None, stop: threading.Event | None = None
+    ) -> None:
         self.config = config
         self.stop = stop or threading.Event()
         self.state = StateStore(config.state_dir)
@@ -143,8 +145,13 @@ class Daemon:
             self.state.close()
             raise
         self.telemetry.sender.drop_unsupported = True
-        self.outbox = Outbox(self.telemetry.sender, self._on_delivered, delay_s=config.export_delay,
-                             live_cap=config.backlog_cap, backfill_cap=config.backlog_cap)
+        self.outbox = Outbox(
+            self.telemetry.sender,
+            self._on_delivered,
+            delay_s=config.export_delay,
+            live_cap=config.backlog_cap,
+            backfill_cap=config.backlog_cap,
+        )
         self.stats = DaemonStats()
         self._files: dict[str, _File] = {}
         self._pending: set[str] = set()  # keys of files that may have unread lines
@@ -193,16 +200,23 @@ class Daemon:
         metrics.set_gauge("copilot_otel.files.tracked", lambda: [(float(len(self._files)), {})])
         metrics.set_gauge(
             "copilot_otel.export.last_success",
-            lambda: [(self.telemetry.sender.stats.last_success_ns / 1e9, {})]
-            if self.telemetry.sender.stats.last_success_ns
-            else [],
+            lambda: (
+                [(self.telemetry.sender.stats.last_success_ns / 1e9, {})]
+                if self.telemetry.sender.stats.last_success_ns
+                else []
+            ),
         )
 
     # ------------------------------------------------------------------ main loop
     def run(self) -> None:
         """Backfill, follow, and on stop flush within a deadline and save state."""
-        logger.info("copilot-otel %s following %s → %s (state in %s)", __version__, self.config.session_state,
-                    self.telemetry.description, self.config.state_dir)
+        logger.info(
+            "copilot-otel %s following %s → %s (state in %s)",
+            __version__,
+            self.config.session_state,
+            self.telemetry.description,
+            self.config.state_dir,
+        )
         self.outbox.start()
         self._restore()
         self._discovery.start()
@@ -266,9 +280,7 @@ class Daemon:
         if self.telemetry.metrics is not None:
             self.telemetry.record_delivery_stats()
             self.telemetry.metrics.drain()
-        return bool(self._pending) and (
-            self.outbox.has_room(True) or self.outbox.has_room(False)
-        )
+        return bool(self._pending) and (self.outbox.has_room(True) or self.outbox.has_room(False))
 
     # ------------------------------------------------------------------ files
     def _set_pending(self, f: _File, pending: bool) -> None:
@@ -282,7 +294,11 @@ class Daemon:
 
     def _set_attention(self, f: _File) -> None:
         """Files that need the owner/idle checks: an open prompt, or a last line without its newline."""
-        if f.tail_bytes or (f.fold is not None and f.fold.has_open_prompt) or f.tailer.offset < f.suppress_until:
+        if (
+            f.tail_bytes
+            or (f.fold is not None and f.fold.has_open_prompt)
+            or f.tailer.offset < f.suppress_until
+        ):
             self._attention.add(f.key)
         else:
             self._attention.discard(f.key)
@@ -311,7 +327,9 @@ class Daemon:
         checkpoint = self.state.get(key)
         if checkpoint is not None:
             tailer = FileTailer(path, offset=checkpoint.safe_offset, identity=checkpoint.identity)
-            tracked = _File(session, tailer, context=checkpoint.context, suppress_until=checkpoint.acked_offset)
+            tracked = _File(
+                session, tailer, context=checkpoint.context, suppress_until=checkpoint.acked_offset
+            )
             tracked.live = True
         else:
             tailer = FileTailer(path)
@@ -384,7 +402,9 @@ class Daemon:
             f.line_number += 1
             self.stats.lines_read += 1
             if f.fed_unterminated is not None and item.start == f.fed_unterminated:
-                f.fed_unterminated = None  # its newline arrived: it was folded already, when it was the last line
+                f.fed_unterminated = (
+                    None  # its newline arrived: it was folded already, when it was the last line
+                )
                 continue
             if isinstance(item, TooLong):
                 self._drop(f, "too_long", item.start, f"{item.length} bytes")
@@ -409,8 +429,13 @@ class Daemon:
                 f.fold = None
         context = None
         if batch.lines or out or batch.reset is not None or batch.end is not None:
-            context = self._enqueue(f, out, batch.offset, batch.identity,
-                                    forget=batch.end is not None and batch.end.value == "deleted")
+            context = self._enqueue(
+                f,
+                out,
+                batch.offset,
+                batch.identity,
+                forget=batch.end is not None and batch.end.value == "deleted",
+            )
         if batch.at_eof and f.fold is not None and not f.fold.has_open_prompt and context is not None:
             # Between prompts a session needs only its small context (shared with the checkpoint), not a fold.
             f.context, f.fold = context, None
@@ -422,7 +447,9 @@ class Daemon:
         if batch.end is not None and batch.end.value == "deleted":
             f.closed_reason = "deleted"
 
-    def _collect(self, f: _File, emissions: Iterable[Any], out: list[SpanRecord | LogRecord], force: bool = False) -> None:
+    def _collect(
+        self, f: _File, emissions: Iterable[Any], out: list[SpanRecord | LogRecord], force: bool = False
+    ) -> None:
         metrics = self.telemetry.metrics
         for record in emissions:
             if not force and record.source_offset <= f.suppress_until:
@@ -440,13 +467,22 @@ class Daemon:
                 if self.config.logs_enabled:
                     out.append(record)
                 if record.event_name == "copilot_otel.runaway.detected":
-                    logger.warning("runaway agent in %s: %s", f.session.session_id,
-                                   record.attributes.get("copilot_otel.runaway.reason"))
+                    logger.warning(
+                        "runaway agent in %s: %s",
+                        f.session.session_id,
+                        record.attributes.get("copilot_otel.runaway.reason"),
+                    )
             else:
                 out.append(record)
 
-    def _enqueue(self, f: _File, records: list[SpanRecord | LogRecord], offset: int, identity: Any,
-                 forget: bool = False) -> dict[str, Any] | None:
+    def _enqueue(
+        self,
+        f: _File,
+        records: list[SpanRecord | LogRecord],
+        offset: int,
+        identity: Any,
+        forget: bool = False,
+    ) -> dict[str, Any] | None:
         """Queue records and the marker that checkpoints them; returns the context the marker carries."""
         fold = f.fold
         resume = fold.resume_point() if fold is not None else None
@@ -456,16 +492,26 @@ class Daemon:
             safe, context = resume
         f.seq += 1
         # Lines re-read after a restart were delivered before: the acknowledged offset never goes back.
-        marker = Marker(f.key, f.seq, max(offset, f.suppress_until), min(safe, offset), context, identity, forget)
+        marker = Marker(
+            f.key, f.seq, max(offset, f.suppress_until), min(safe, offset), context, identity, forget
+        )
         self.outbox.put(records, marker, live=f.live)
         return context
 
     def _drop(self, f: _File, reason: str, offset: int, detail: str) -> None:
         self.stats.lines_dropped[reason] = self.stats.lines_dropped.get(reason, 0) + 1
         if self.telemetry.metrics is not None:
-            self.telemetry.metrics.count("copilot_otel.lines.dropped", 1, {"copilot_otel.drop.reason": reason})
-        self._log.warning(f"drop:{reason}", "skipped a bad line in %s at byte %d (%s: %s)", f.key, offset, reason,
-                          detail[:200])
+            self.telemetry.metrics.count(
+                "copilot_otel.lines.dropped", 1, {"copilot_otel.drop.reason": reason}
+            )
+        self._log.warning(
+            f"drop:{reason}",
+            "skipped a bad line in %s at byte %d (%s: %s)",
+            f.key,
+            offset,
+            reason,
+            detail[:200],
+        )
 
     # ------------------------------------------------------------------ acknowledgements → checkpoints
     def _apply_acks(self) -> None:
@@ -485,8 +531,9 @@ class Daemon:
                             self._pending.discard(m.key)
                             self._attention.discard(m.key)
                     elif m.identity is not None:
-                        self.state.put(m.key, Checkpoint(m.identity, m.safe_offset, m.offset, m.context,
-                                                         time.time_ns()))
+                        self.state.put(
+                            m.key, Checkpoint(m.identity, m.safe_offset, m.offset, m.context, time.time_ns())
+                        )
 
     # ------------------------------------------------------------------ prompts that never end
     def _fold_unterminated(self, f: _File) -> None:
@@ -538,7 +585,11 @@ class Daemon:
             reason = None
             if idle_s >= self.config.idle_timeout:
                 reason = "idle_timeout"
-            elif f.session.folder is not None and idle_s >= OWNER_GRACE_S and now - f.last_data >= OWNER_GRACE_S:
+            elif (
+                f.session.folder is not None
+                and idle_s >= OWNER_GRACE_S
+                and now - f.last_data >= OWNER_GRACE_S
+            ):
                 pids = owner_pids(f.session.folder)
                 if not any(pid_alive(pid) for pid in pids):
                     reason = "owner_exited"
@@ -601,8 +652,16 @@ class Daemon:
             if f is None or f.fold is None:
                 continue
             for s in f.fold.live_stats():
-                rows.append((s.turns, s.tool_calls, max(0, now - s.started_ns), s.identical_streak, s.error_streak,
-                             s.trace_id))
+                rows.append(
+                    (
+                        s.turns,
+                        s.tool_calls,
+                        max(0, now - s.started_ns),
+                        s.identical_streak,
+                        s.error_streak,
+                        s.trace_id,
+                    )
+                )
         self._live_snapshot = rows
 
     def status(self) -> dict[str, Any]:
@@ -640,11 +699,15 @@ class Daemon:
         delivered = self.outbox.close(SHUTDOWN_FLUSH_S)
         self._apply_acks()
         if not self.state.flush():
-            logger.error("could not save the state in %s: %s", self.config.state_dir, self.state.last_flush_error)
+            logger.error(
+                "could not save the state in %s: %s", self.config.state_dir, self.state.last_flush_error
+            )
         self._write_status()
         if not delivered:
-            logger.warning("%d records were not delivered; they will be read again at the next start",
-                           self.outbox.backlog)
+            logger.warning(
+                "%d records were not delivered; they will be read again at the next start",
+                self.outbox.backlog,
+            )
         for f in self._files.values():
             f.tailer.close()
         self.telemetry.close()

@@ -163,14 +163,19 @@ _UNSUPPORTED_HTTP = {404, 405, 415, 501}
 class HttpTransport:
     """OTLP/HTTP protobuf over a pooled ``requests`` session."""
 
-    def __init__(self, endpoints: Mapping[Signal, str], headers: Mapping[str, str], compression: str | None) -> None:
+    def __init__(
+        self, endpoints: Mapping[Signal, str], headers: Mapping[str, str], compression: str | None
+    ) -> None:
         import requests
 
         self._requests = requests
         self._session = requests.Session()
         self._endpoints = dict(endpoints)
-        self._headers = {"Content-Type": "application/x-protobuf", "User-Agent": f"copilot-otel/{__version__}",
-                         **headers}
+        self._headers = {
+            "Content-Type": "application/x-protobuf",
+            "User-Agent": f"copilot-otel/{__version__}",
+            **headers,
+        }
         self._gzip = compression == "gzip"
         if self._gzip:
             self._headers["Content-Encoding"] = "gzip"
@@ -179,12 +184,19 @@ class HttpTransport:
     def send(self, signal: Signal, body: bytes, timeout: float) -> SendResult:
         data = gzip.compress(body, 6) if self._gzip else body
         try:
-            resp = self._session.post(self._endpoints[signal], data=data, headers=self._headers, timeout=timeout)
+            resp = self._session.post(
+                self._endpoints[signal], data=data, headers=self._headers, timeout=timeout
+            )
         except self._requests.ConnectionError:
-            return SendResult(ok=False, retryable=True, message=f"cannot connect to {self._endpoints[signal]}")
+            return SendResult(
+                ok=False, retryable=True, message=f"cannot connect to {self._endpoints[signal]}"
+            )
         except self._requests.Timeout:
-            return SendResult(ok=False, retryable=True, message=f"no answer from {self._endpoints[signal]} "
-                                                                 f"within {timeout:.0f}s")
+            return SendResult(
+                ok=False,
+                retryable=True,
+                message=f"no answer from {self._endpoints[signal]} within {timeout:.0f}s",
+            )
         except self._requests.RequestException as exc:
             return SendResult(ok=False, retryable=True, message=f"{type(exc).__name__}: {_short(exc)}")
         if 200 <= resp.status_code < 300:
@@ -194,12 +206,21 @@ class HttpTransport:
             return SendResult(ok=True)
         reason = f"HTTP {resp.status_code} {_short(resp.text)}".strip()
         if resp.status_code in _UNSUPPORTED_HTTP and signal is not Signal.TRACES:
-            return SendResult(ok=False, unsupported=True, message=(
-                f"{reason} from {self._endpoints[signal]}: this endpoint does not accept {signal.value} "
-                f"(a traces-only backend?); set COPILOT_OTEL_{signal.value.upper()}=false"))
+            return SendResult(
+                ok=False,
+                unsupported=True,
+                message=(
+                    f"{reason} from {self._endpoints[signal]}: this endpoint does not accept {signal.value} "
+                    f"(a traces-only backend?); set COPILOT_OTEL_{signal.value.upper()}=false"
+                ),
+            )
         if resp.status_code in _RETRYABLE_HTTP:
-            return SendResult(ok=False, retryable=True, retry_after=_parse_retry_after(resp.headers.get("Retry-After")),
-                              message=reason)
+            return SendResult(
+                ok=False,
+                retryable=True,
+                retry_after=_parse_retry_after(resp.headers.get("Retry-After")),
+                message=reason,
+            )
         return SendResult(ok=False, retryable=False, message=reason)
 
     def close(self) -> None:
@@ -224,15 +245,22 @@ def _partial_success(signal: Signal, content: bytes) -> tuple[int, str]:
     except Exception:  # a collector answering 200 with a non-protobuf body still accepted the data
         return 0, ""
     partial = response.partial_success
-    rejected = getattr(partial, {"traces": "rejected_spans", "logs": "rejected_log_records",
-                                 "metrics": "rejected_data_points"}[signal.value], 0)
+    rejected = getattr(
+        partial,
+        {"traces": "rejected_spans", "logs": "rejected_log_records", "metrics": "rejected_data_points"}[
+            signal.value
+        ],
+        0,
+    )
     return int(rejected), partial.error_message
 
 
 class GrpcTransport:
     """OTLP/gRPC with the generated service stubs (no SDK-internal retries: we own retrying)."""
 
-    def __init__(self, endpoint: str, headers: Mapping[str, str], insecure: bool, compression: str | None) -> None:
+    def __init__(
+        self, endpoint: str, headers: Mapping[str, str], insecure: bool, compression: str | None
+    ) -> None:
         import grpc
         from opentelemetry.proto.collector.logs.v1 import logs_service_pb2_grpc
         from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2_grpc
@@ -245,21 +273,39 @@ class GrpcTransport:
         if insecure:
             self._channel = grpc.insecure_channel(target, options=options, compression=comp)
         else:
-            self._channel = grpc.secure_channel(target, grpc.ssl_channel_credentials(), options=options,
-                                                compression=comp)
+            self._channel = grpc.secure_channel(
+                target, grpc.ssl_channel_credentials(), options=options, compression=comp
+            )
         self._metadata = tuple((k.lower(), v) for k, v in headers.items())
         self._calls = {
-            Signal.TRACES: (trace_service_pb2_grpc.TraceServiceStub(self._channel).Export,
-                            trace_service_pb2.ExportTraceServiceRequest),
-            Signal.LOGS: (logs_service_pb2_grpc.LogsServiceStub(self._channel).Export,
-                          logs_service_pb2.ExportLogsServiceRequest),
-            Signal.METRICS: (metrics_service_pb2_grpc.MetricsServiceStub(self._channel).Export,
-                             metrics_service_pb2.ExportMetricsServiceRequest),
+            Signal.TRACES: (
+                trace_service_pb2_grpc.TraceServiceStub(self._channel).Export,
+                trace_service_pb2.ExportTraceServiceRequest,
+            ),
+            Signal.LOGS: (
+                logs_service_pb2_grpc.LogsServiceStub(self._channel).Export,
+                logs_service_pb2.ExportLogsServiceRequest,
+            ),
+            Signal.METRICS: (
+                metrics_service_pb2_grpc.MetricsServiceStub(self._channel).Export,
+                metrics_service_pb2.ExportMetricsServiceRequest,
+            ),
         }
         self.description = f"OTLP/gRPC {endpoint}"
 
-    _RETRYABLE = {"CANCELLED", "DEADLINE_EXCEEDED", "RESOURCE_EXHAUSTED", "ABORTED", "OUT_OF_RANGE", "UNAVAILABLE",
-                  "DATA_LOSS", "UNKNOWN", "INTERNAL"}
+    _RETRYABLE = frozenset(
+        {
+            "CANCELLED",
+            "DEADLINE_EXCEEDED",
+            "RESOURCE_EXHAUSTED",
+            "ABORTED",
+            "OUT_OF_RANGE",
+            "UNAVAILABLE",
+            "DATA_LOSS",
+            "UNKNOWN",
+            "INTERNAL",
+        }
+    )
 
     def send(self, signal: Signal, body: bytes, timeout: float) -> SendResult:
         call, request_type = self._calls[signal]
@@ -268,8 +314,12 @@ class GrpcTransport:
         except self._grpc.RpcError as exc:
             code = exc.code().name if hasattr(exc, "code") and exc.code() else "UNKNOWN"
             details = exc.details() if hasattr(exc, "details") else str(exc)
-            return SendResult(ok=False, retryable=code in self._RETRYABLE, retry_after=_grpc_retry_delay(exc),
-                              message=f"gRPC {code} {_short(details)}")
+            return SendResult(
+                ok=False,
+                retryable=code in self._RETRYABLE,
+                retry_after=_grpc_retry_delay(exc),
+                message=f"gRPC {code} {_short(details)}",
+            )
         rejected, message = _partial_success(signal, response.SerializeToString())
         if rejected:
             return SendResult(ok=False, retryable=False, rejected=rejected, message=message)
@@ -356,10 +406,13 @@ def build_transport(
         return FileTransport(output_file)
     headers = parse_headers(env.get("OTEL_EXPORTER_OTLP_HEADERS"))
     headers.update(parse_headers(env.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS")))
-    compression = (env.get("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION") or env.get("OTEL_EXPORTER_OTLP_COMPRESSION")
-                   or "").strip().lower() or None
+    compression = (
+        env.get("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION") or env.get("OTEL_EXPORTER_OTLP_COMPRESSION") or ""
+    ).strip().lower() or None
     if protocol == "grpc":
-        insecure_env = (env.get("OTEL_EXPORTER_OTLP_TRACES_INSECURE") or env.get("OTEL_EXPORTER_OTLP_INSECURE") or "")
+        insecure_env = (
+            env.get("OTEL_EXPORTER_OTLP_TRACES_INSECURE") or env.get("OTEL_EXPORTER_OTLP_INSECURE") or ""
+        )
         insecure = endpoint.startswith("http://") or insecure_env.strip().lower() == "true"
         return GrpcTransport(endpoint, headers, insecure, compression)
     base = endpoint.rstrip("/")
@@ -447,7 +500,10 @@ class Sender:
         """Send spans then logs, retrying transient failures for up to ``max_retry_s`` (None = forever)."""
         deadline = None if max_retry_s is None else time.monotonic() + max_retry_s
         dead = 0
-        for signal, records, encoder in ((Signal.TRACES, spans, encode_spans), (Signal.LOGS, logs, encode_logs)):
+        for signal, records, encoder in (
+            (Signal.TRACES, spans, encode_spans),
+            (Signal.LOGS, logs, encode_logs),
+        ):
             for batch in _batches(records):
                 outcome = self._deliver_batch(signal, batch, encoder, deadline)
                 if not outcome.delivered:
@@ -500,7 +556,9 @@ class Sender:
                 return Delivery(False, error=result.message)
             if not result.retryable:
                 return result
-            wait = result.retry_after if result.retry_after is not None else backoff * random.uniform(0.8, 1.2)
+            wait = (
+                result.retry_after if result.retry_after is not None else backoff * random.uniform(0.8, 1.2)
+            )
             backoff = min(backoff * 2, _BACKOFF_MAX_S)
             if deadline is not None and time.monotonic() + wait > deadline:
                 self.stats.failed_batches += 1
@@ -554,7 +612,9 @@ class Sender:
                 self.stats.logs_sent += count
             self.stats.last_success_ns = time.time_ns()
             if self.stats.consecutive_failures:
-                logger.info("collector accepting again after %d failed attempts", self.stats.consecutive_failures)
+                logger.info(
+                    "collector accepting again after %d failed attempts", self.stats.consecutive_failures
+                )
             self.stats.consecutive_failures = 0
 
     def _log_retry(self, result: SendResult, wait: float) -> None:
@@ -562,8 +622,12 @@ class Sender:
         # One line per 30 s at most: an hour-long outage must not flood the user's log.
         if now - self._last_log >= 30.0:
             self._last_log = now
-            logger.warning("export failed (%s); retrying in %.1fs (%d retries so far)", result.message, wait,
-                           self.stats.retries)
+            logger.warning(
+                "export failed (%s); retrying in %.1fs (%d retries so far)",
+                result.message,
+                wait,
+                self.stats.retries,
+            )
 
     def close(self) -> None:
         self.transport.close()
@@ -580,7 +644,11 @@ def _record_json(record: Any) -> dict[str, Any]:
             "attributes": dict(record.attributes),
         }
     if isinstance(record, LogRecord):
-        return {"event_name": record.event_name, "time_ns": record.time_ns, "attributes": dict(record.attributes)}
+        return {
+            "event_name": record.event_name,
+            "time_ns": record.time_ns,
+            "attributes": dict(record.attributes),
+        }
     return {"repr": repr(record)}
 
 

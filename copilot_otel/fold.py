@@ -32,7 +32,6 @@ from .content import ContentKind, ContentPolicy, argument_hash, capture_json, ca
 from .records import (
     Emission,
     Event,
-    Instrument,
     LogRecord,
     Measurement,
     Severity,
@@ -285,7 +284,9 @@ class SessionContext:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SessionContext:
-        known = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items() if k in cls.__dataclass_fields__}
+        known = {
+            k: dict(v) if isinstance(v, dict) else v for k, v in data.items() if k in cls.__dataclass_fields__
+        }
         return cls(**known)
 
 
@@ -389,7 +390,9 @@ class SessionFold:
         """
         self._out = []
         for prompt in list(self._prompts.values()):
-            self._close_prompt(prompt, time_ns or max(prompt.last_ns, prompt.start_ns), reason, incomplete=True)
+            self._close_prompt(
+                prompt, time_ns or max(prompt.last_ns, prompt.start_ns), reason, incomplete=True
+            )
         return self._out
 
     # ------------------------------------------------------------------ helpers
@@ -533,7 +536,9 @@ class SessionFold:
         self._current = None
         if not incomplete and any(a.background and not a.closed for a in prompt.agents.values()):
             return
-        self._close_prompt(prompt, max(prompt.last_ns, time_ns if incomplete else prompt.last_ns), reason, incomplete)
+        self._close_prompt(
+            prompt, max(prompt.last_ns, time_ns if incomplete else prompt.last_ns), reason, incomplete
+        )
 
     def _maybe_close_lingering(self, prompt: _Prompt) -> None:
         if prompt is not self._current and all(a.closed for a in prompt.agents.values()):
@@ -679,17 +684,29 @@ class SessionFold:
             if not isinstance(m, dict):
                 continue
             usage = m.get("usage") if isinstance(m.get("usage"), dict) else {}
-            for key, field_name in (("inputTokens", "input_tokens"), ("outputTokens", "output_tokens"),
-                                    ("cacheReadTokens", "cache_read_tokens"), ("cacheWriteTokens", "cache_write_tokens")):
+            for key, field_name in (
+                ("inputTokens", "input_tokens"),
+                ("outputTokens", "output_tokens"),
+                ("cacheReadTokens", "cache_read_tokens"),
+                ("cacheWriteTokens", "cache_write_tokens"),
+            ):
                 _put(totals, f"copilot_otel.session.models.{model}.{field_name}", _i(usage.get(key)))
             req = m.get("requests") if isinstance(m.get("requests"), dict) else {}
             _put(totals, f"copilot_otel.session.models.{model}.requests", _i(req.get("count")))
             if not self.ctx.saw_usage_records:
                 # Logs without per-call usage records (CLI < 1.0.102): account cost from the session totals.
-                self._measure_total("copilot_otel.premium_requests", f"premium:{model}", _f(req.get("cost")),
-                                    {sc.REQUEST_MODEL: model})
-                self._measure_total("copilot_otel.nano_aiu", f"nano_aiu:{model}", _f(m.get("totalNanoAiu")),
-                                    {sc.REQUEST_MODEL: model})
+                self._measure_total(
+                    "copilot_otel.premium_requests",
+                    f"premium:{model}",
+                    _f(req.get("cost")),
+                    {sc.REQUEST_MODEL: model},
+                )
+                self._measure_total(
+                    "copilot_otel.nano_aiu",
+                    f"nano_aiu:{model}",
+                    _f(m.get("totalNanoAiu")),
+                    {sc.REQUEST_MODEL: model},
+                )
         self._measure_total("github.copilot.code.lines_added", "lines_added", added)
         self._measure_total("copilot_otel.code.lines_removed", "lines_removed", removed)
         self._measure("copilot_otel.session.count", 1, {sc.SESSION_EVENT: "shutdown"})
@@ -699,7 +716,9 @@ class SessionFold:
                 prompt.root.model = prompt.root.model or self.ctx.model
         self._log("copilot_otel.session.shutdown", event.time_ns, "session shutdown", totals, prompt)
         for open_prompt in list(self._prompts.values()):
-            incomplete = any(not a.closed for a in open_prompt.agents.values()) or self._has_open_work(open_prompt)
+            incomplete = any(not a.closed for a in open_prompt.agents.values()) or self._has_open_work(
+                open_prompt
+            )
             self._close_prompt(
                 open_prompt,
                 max(open_prompt.last_ns, open_prompt.start_ns),
@@ -707,7 +726,9 @@ class SessionFold:
                 incomplete=incomplete,
             )
 
-    def _measure_total(self, name: str, key: str, total: float | None, attrs: Mapping[str, Any] | None = None) -> None:
+    def _measure_total(
+        self, name: str, key: str, total: float | None, attrs: Mapping[str, Any] | None = None
+    ) -> None:
         """Count the growth of a cumulative session total since the last ``session.shutdown`` reported it."""
         if total is None:
             return
@@ -718,7 +739,7 @@ class SessionFold:
 
     @staticmethod
     def _has_open_work(prompt: _Prompt) -> bool:
-        return bool(prompt.tools) or prompt.root.turn is not None and not prompt.root.turn.synthetic
+        return bool(prompt.tools) or (prompt.root.turn is not None and not prompt.root.turn.synthetic)
 
     def _on_session_error(self, event: Event) -> None:
         d = event.data
@@ -726,7 +747,10 @@ class SessionFold:
         message = _s(d.get("message")) or error_type
         prompt, agent = self._route(event) if (event.agent_id or self._current) else (None, None)
         self._measure("copilot_otel.errors", 1, {sc.ERROR_TYPE: error_type})
-        attrs: dict[str, Any] = {sc.ERROR_TYPE: error_type, "exception.message": message[:_STATUS_MESSAGE_MAX]}
+        attrs: dict[str, Any] = {
+            sc.ERROR_TYPE: error_type,
+            "exception.message": message[:_STATUS_MESSAGE_MAX],
+        }
         _put(attrs, "github.copilot.error_status_code", _i(d.get("statusCode")))
         if prompt is not None and agent is not None:
             self._touch(prompt, agent, event.time_ns)
@@ -745,20 +769,35 @@ class SessionFold:
             agent.status_message = message[:_STATUS_MESSAGE_MAX]
             if agent is prompt.root:
                 prompt.outcome = "error"
-        self._log("copilot_otel.session.error", event.time_ns, message[:_STATUS_MESSAGE_MAX], attrs, prompt,
-                  Severity.ERROR)
+        self._log(
+            "copilot_otel.session.error",
+            event.time_ns,
+            message[:_STATUS_MESSAGE_MAX],
+            attrs,
+            prompt,
+            Severity.ERROR,
+        )
 
     def _on_abort(self, event: Event) -> None:
         prompt = self._current
         reason = _s(event.data.get("reason")) or "unknown"
         self._measure("copilot_otel.errors", 1, {sc.ERROR_TYPE: "aborted"})
         if prompt is None:
-            self._log("copilot_otel.abort", event.time_ns, f"aborted: {reason}", {"github.copilot.abort_reason": reason},
-                      None, Severity.WARN)
+            self._log(
+                "copilot_otel.abort",
+                event.time_ns,
+                f"aborted: {reason}",
+                {"github.copilot.abort_reason": reason},
+                None,
+                Severity.WARN,
+            )
             return
         self._touch(prompt, prompt.root, event.time_ns)
-        prompt.add_event(SpanEventRecord("github.copilot.session.abort", event.time_ns,
-                                         {"github.copilot.abort_reason": reason}))
+        prompt.add_event(
+            SpanEventRecord(
+                "github.copilot.session.abort", event.time_ns, {"github.copilot.abort_reason": reason}
+            )
+        )
         prompt.outcome = "aborted"
         prompt.incomplete_reason = "aborted"
         # Everything still running was cancelled by the abort: close tools and pending model calls now.
@@ -767,29 +806,49 @@ class SessionFold:
                 continue
             turn = agent.turn
             if turn is not None and not turn.chat.emitted:
-                self._emit_chat(prompt, agent, turn, event.time_ns, StatusCode.UNSET, None, None, cancelled=True)
+                self._emit_chat(
+                    prompt, agent, turn, event.time_ns, StatusCode.UNSET, None, None, cancelled=True
+                )
         for call_id, tool in list(prompt.tools.items()):
-            self._end_tool(prompt, tool, event.time_ns, success=False, error_type="cancelled",
-                           message="Operation aborted", incomplete="aborted")
+            self._end_tool(
+                prompt,
+                tool,
+                event.time_ns,
+                success=False,
+                error_type="cancelled",
+                message="Operation aborted",
+                incomplete="aborted",
+            )
             del prompt.tools[call_id]
         prompt.root.status = StatusCode.ERROR
         prompt.root.error_type = "cancelled"
         prompt.root.status_message = f"aborted: {reason}"
-        self._log("copilot_otel.abort", event.time_ns, f"prompt aborted: {reason}",
-                  {"github.copilot.abort_reason": reason}, prompt, Severity.WARN)
+        self._log(
+            "copilot_otel.abort",
+            event.time_ns,
+            f"prompt aborted: {reason}",
+            {"github.copilot.abort_reason": reason},
+            prompt,
+            Severity.WARN,
+        )
 
     def _on_compaction(self, event: Event) -> None:
         prompt = self._current
         d = event.data
-        name = "github.copilot.session.compaction_start" if event.type.endswith("start") else \
-            "github.copilot.session.compaction_complete"
+        name = (
+            "github.copilot.session.compaction_start"
+            if event.type.endswith("start")
+            else "github.copilot.session.compaction_complete"
+        )
         attrs: dict[str, Any] = {}
-        for key, out in (("preCompactionTokens", "github.copilot.pre_tokens"),
-                         ("postCompactionTokens", "github.copilot.post_tokens"),
-                         ("tokensRemoved", "github.copilot.tokens_removed"),
-                         ("messagesRemoved", "github.copilot.messages_removed"),
-                         ("currentTokens", "github.copilot.current_tokens"),
-                         ("tokenLimit", "github.copilot.token_limit")):
+        for key, out in (
+            ("preCompactionTokens", "github.copilot.pre_tokens"),
+            ("postCompactionTokens", "github.copilot.post_tokens"),
+            ("tokensRemoved", "github.copilot.tokens_removed"),
+            ("messagesRemoved", "github.copilot.messages_removed"),
+            ("currentTokens", "github.copilot.current_tokens"),
+            ("tokenLimit", "github.copilot.token_limit"),
+        ):
             _put(attrs, out, _i(d.get(key)))
         _put(attrs, "github.copilot.compaction.trigger", _s(d.get("trigger")))
         if isinstance(d.get("success"), bool):
@@ -801,11 +860,21 @@ class SessionFold:
             self._log("copilot_otel.compaction", event.time_ns, "context compacted", dict(attrs), prompt)
             used = d.get("compactionTokensUsed")
             if isinstance(used, dict) and not self.ctx.saw_usage_records and prompt is not None:
-                usage = _Usage(input=_i(used.get("inputTokens")) or 0, output=_i(used.get("outputTokens")) or 0,
-                               cache_read=_i(used.get("cacheReadTokens")) or 0,
-                               cache_write=_i(used.get("cacheWriteTokens")) or 0, calls=1)
-                self._standalone_chat(prompt, event, usage, _s(used.get("model")) or self.ctx.model,
-                                      _f(used.get("duration")), "compaction")
+                usage = _Usage(
+                    input=_i(used.get("inputTokens")) or 0,
+                    output=_i(used.get("outputTokens")) or 0,
+                    cache_read=_i(used.get("cacheReadTokens")) or 0,
+                    cache_write=_i(used.get("cacheWriteTokens")) or 0,
+                    calls=1,
+                )
+                self._standalone_chat(
+                    prompt,
+                    event,
+                    usage,
+                    _s(used.get("model")) or self.ctx.model,
+                    _f(used.get("duration")),
+                    "compaction",
+                )
 
     def _on_truncation(self, event: Event) -> None:
         prompt = self._current
@@ -813,11 +882,13 @@ class SessionFold:
             return
         d = event.data
         attrs: dict[str, Any] = {}
-        for key, out in (("tokenLimit", "github.copilot.token_limit"),
-                         ("preTruncationTokensInMessages", "github.copilot.pre_tokens"),
-                         ("postTruncationTokensInMessages", "github.copilot.post_tokens"),
-                         ("tokensRemovedDuringTruncation", "github.copilot.tokens_removed"),
-                         ("messagesRemovedDuringTruncation", "github.copilot.messages_removed")):
+        for key, out in (
+            ("tokenLimit", "github.copilot.token_limit"),
+            ("preTruncationTokensInMessages", "github.copilot.pre_tokens"),
+            ("postTruncationTokensInMessages", "github.copilot.post_tokens"),
+            ("tokensRemovedDuringTruncation", "github.copilot.tokens_removed"),
+            ("messagesRemovedDuringTruncation", "github.copilot.messages_removed"),
+        ):
             _put(attrs, out, _i(d.get(key)))
         prompt.add_event(SpanEventRecord("github.copilot.session.truncation", event.time_ns, attrs))
 
@@ -871,7 +942,9 @@ class SessionFold:
         self._begin_turn(prompt, agent, event, event.time_ns, synthetic=False)
         self._touch(prompt, agent, event.time_ns)
 
-    def _begin_turn(self, prompt: _Prompt, agent: _Agent, event: Event, start_ns: int, synthetic: bool) -> _Turn:
+    def _begin_turn(
+        self, prompt: _Prompt, agent: _Agent, event: Event, start_ns: int, synthetic: bool
+    ) -> _Turn:
         index = agent.turn_count
         agent.turn_count += 1
         prompt.turns_total += 1
@@ -907,8 +980,15 @@ class SessionFold:
             elif chat.end_ns is None and chat.records == 0 and not turn.synthetic:
                 # The turn ended without any model response or usage: the model call failed (the CLI logs the
                 # retries' outcome as session.error right after turn_end).
-                self._emit_chat(prompt, agent, turn, end_ns, StatusCode.ERROR, "ModelCallError",
-                                "the model call returned no response")
+                self._emit_chat(
+                    prompt,
+                    agent,
+                    turn,
+                    end_ns,
+                    StatusCode.ERROR,
+                    "ModelCallError",
+                    "the model call returned no response",
+                )
             else:
                 self._emit_chat(prompt, agent, turn, chat.end_ns or end_ns, StatusCode.UNSET, None, None)
         attrs: dict[str, Any] = self._common(None)
@@ -951,8 +1031,12 @@ class SessionFold:
             cache_read=_i(usage.get("cacheReadTokens")) or 0,
             cache_write=_i(usage.get("cacheWriteTokens")) or 0,
             cost=_f(usage.get("cost")) or 0.0,
-            nano_aiu=_f(usage.get("totalNanoAiu")) or _f((usage.get("copilotUsage") or {}).get("totalNanoAiu")
-                                                          if isinstance(usage.get("copilotUsage"), dict) else None)
+            nano_aiu=_f(usage.get("totalNanoAiu"))
+            or _f(
+                (usage.get("copilotUsage") or {}).get("totalNanoAiu")
+                if isinstance(usage.get("copilotUsage"), dict)
+                else None
+            )
             or 0.0,
             calls=1,
         )
@@ -995,8 +1079,14 @@ class SessionFold:
         """A model call outside any turn (e.g. compaction): a chat span under the agent's span."""
         _, agent = (prompt, prompt.root) if event.agent_id is None else self._route(event)
         start = event.time_ns - int((duration_ms or 0) * 1_000_000)
-        turn = _Turn(span_id=self._unique_sid(prompt, "chat-standalone", event.id), index=-1, turn_id=None,
-                     interaction_id=prompt.interaction_id, start_ns=max(start, prompt.start_ns), synthetic=True)
+        turn = _Turn(
+            span_id=self._unique_sid(prompt, "chat-standalone", event.id),
+            index=-1,
+            turn_id=None,
+            interaction_id=prompt.interaction_id,
+            start_ns=max(start, prompt.start_ns),
+            synthetic=True,
+        )
         turn.chat.usage = usage
         turn.chat.records = 1
         turn.chat.model = model
@@ -1005,8 +1095,18 @@ class SessionFold:
             turn.chat.response_id = _s(raw.get("apiCallId"))
             turn.chat.finish_reason = _s(raw.get("finishReason"))
             turn.chat.initiator = _s(raw.get("initiator"))
-        self._emit_chat(prompt, agent, turn, event.time_ns, StatusCode.UNSET, None, None,
-                        parent=agent.span_id, span_id=turn.span_id, origin=origin)
+        self._emit_chat(
+            prompt,
+            agent,
+            turn,
+            event.time_ns,
+            StatusCode.UNSET,
+            None,
+            None,
+            parent=agent.span_id,
+            span_id=turn.span_id,
+            origin=origin,
+        )
 
     def _on_assistant_message(self, event: Event) -> None:
         prompt, agent = self._route(event)
@@ -1047,7 +1147,9 @@ class SessionFold:
         self._touch(prompt, agent, event.time_ns)
         turn = agent.turn
         if turn is not None and not turn.chat.emitted:
-            self._emit_chat(prompt, agent, turn, turn.chat.end_ns or event.time_ns, StatusCode.UNSET, None, None)
+            self._emit_chat(
+                prompt, agent, turn, turn.chat.end_ns or event.time_ns, StatusCode.UNSET, None, None
+            )
         name = _s(d.get("toolName")) or "unknown"
         arguments = d.get("arguments")
         desc = d.get("toolDescription")
@@ -1066,8 +1168,15 @@ class SessionFold:
         if call_id in prompt.tools:
             # The same call id started twice (should not happen): close the first as incomplete.
             old = prompt.tools.pop(call_id)
-            self._end_tool(prompt, old, event.time_ns, success=False, error_type="cancelled",
-                           message="restarted", incomplete="restarted")
+            self._end_tool(
+                prompt,
+                old,
+                event.time_ns,
+                success=False,
+                error_type="cancelled",
+                message="restarted",
+                incomplete="restarted",
+            )
         prompt.tools[call_id] = tool
         self._tool_owner[call_id] = prompt
         prompt.tool_calls += 1
@@ -1090,8 +1199,15 @@ class SessionFold:
         success = d.get("success") is not False
         error = d.get("error") if isinstance(d.get("error"), dict) else {}
         message = _s(error.get("message")) if error else None
-        self._end_tool(prompt, tool, event.time_ns, success=success, error_type=None if success else "ToolError",
-                       message=message, data=d)
+        self._end_tool(
+            prompt,
+            tool,
+            event.time_ns,
+            success=success,
+            error_type=None if success else "ToolError",
+            message=message,
+            data=d,
+        )
 
     def _end_tool(
         self,
@@ -1164,17 +1280,35 @@ class SessionFold:
             attrs["copilot_otel.incomplete.reason"] = incomplete
         events: tuple[SpanEventRecord, ...] = ()
         if status is StatusCode.ERROR and error_type == "ToolError":
-            events = (SpanEventRecord("gen_ai.client.operation.exception", end_ns,
-                                      {"exception.type": "ToolError", "exception.message": status_message or ""}),)
+            events = (
+                SpanEventRecord(
+                    "gen_ai.client.operation.exception",
+                    end_ns,
+                    {"exception.type": "ToolError", "exception.message": status_message or ""},
+                ),
+            )
         end = max(end_ns, tool.start_ns)
-        self._span(prompt, tool.span_id, tool.parent_span_id, f"execute_tool {tool.name}", SpanKind.INTERNAL,
-                   tool.start_ns, end, attrs, status, status_message, events)
+        self._span(
+            prompt,
+            tool.span_id,
+            tool.parent_span_id,
+            f"execute_tool {tool.name}",
+            SpanKind.INTERNAL,
+            tool.start_ns,
+            end,
+            attrs,
+            status,
+            status_message,
+            events,
+        )
         duration = (end - tool.start_ns) / 1e9
         metric_attrs: dict[str, Any] = {sc.TOOL_NAME: tool.name, sc.TOOL_TYPE: attrs[sc.TOOL_TYPE]}
         if not success:
             metric_attrs[sc.ERROR_TYPE] = attrs[sc.ERROR_TYPE]
         self._measure("gen_ai.execute_tool.duration", duration, metric_attrs)
-        self._measure("github.copilot.tool.call.count", 1, {sc.TOOL_NAME: tool.name, "success": str(success).lower()})
+        self._measure(
+            "github.copilot.tool.call.count", 1, {sc.TOOL_NAME: tool.name, "success": str(success).lower()}
+        )
         self._measure("github.copilot.tool.call.duration", duration, {sc.TOOL_NAME: tool.name})
         if incomplete is None:
             self._check_errors(prompt, end_ns, success)
@@ -1237,8 +1371,15 @@ class SessionFold:
         # Tools of this agent still open: cancelled (as the CLI's own export marks them).
         for call_id, tool in list(prompt.tools.items()):
             if tool.agent is agent:
-                self._end_tool(prompt, tool, max(time_ns, tool.start_ns), success=False, error_type="cancelled",
-                               message="never completed", incomplete=reason or "agent_ended")
+                self._end_tool(
+                    prompt,
+                    tool,
+                    max(time_ns, tool.start_ns),
+                    success=False,
+                    error_type="cancelled",
+                    message="never completed",
+                    incomplete=reason or "agent_ended",
+                )
                 del prompt.tools[call_id]
                 self._tool_owner.pop(call_id, None)
         turn = agent.turn
@@ -1247,7 +1388,9 @@ class SessionFold:
             if turn.synthetic:
                 self._end_turn(prompt, agent, turn.last_ns)
             else:
-                self._end_turn(prompt, agent, time_ns, incomplete=(reason or "no_turn_end") if incomplete else None)
+                self._end_turn(
+                    prompt, agent, time_ns, incomplete=(reason or "no_turn_end") if incomplete else None
+                )
         if agent is prompt.root:
             return
         attrs = self._common("invoke_agent")
@@ -1275,8 +1418,18 @@ class SessionFold:
             attrs["copilot_otel.incomplete"] = True
             attrs["copilot_otel.incomplete.reason"] = reason or "incomplete"
         end = max(time_ns, agent.last_ns)
-        self._span(prompt, agent.span_id, agent.parent_span_id, f"invoke_agent {agent.name or 'agent'}",
-                   SpanKind.INTERNAL, agent.start_ns, end, attrs, agent.status, agent.status_message)
+        self._span(
+            prompt,
+            agent.span_id,
+            agent.parent_span_id,
+            f"invoke_agent {agent.name or 'agent'}",
+            SpanKind.INTERNAL,
+            agent.start_ns,
+            end,
+            attrs,
+            agent.status,
+            agent.status_message,
+        )
         metric_attrs: dict[str, Any] = {sc.AGENT_NAME: agent.name or "agent"}
         _put(metric_attrs, sc.ERROR_TYPE, agent.error_type)
         self._measure("gen_ai.invoke_agent.duration", (end - agent.start_ns) / 1e9, metric_attrs)
@@ -1369,7 +1522,9 @@ class SessionFold:
         attrs["llm.token_count.total"] = chat.usage.input + chat.usage.output
         attrs["llm.token_count.prompt_details.cache_read"] = chat.usage.cache_read
         attrs["llm.token_count.prompt_details.cache_write"] = chat.usage.cache_write
-        text = self._capture("\n".join(chat.message_text), ContentKind.RESPONSES) if chat.message_text else None
+        text = (
+            self._capture("\n".join(chat.message_text), ContentKind.RESPONSES) if chat.message_text else None
+        )
         if text is not None:
             attrs["output.value"] = text
             out_msg: dict[str, Any] = {"role": "assistant", "parts": [{"type": "text", "content": text}]}
@@ -1384,10 +1539,20 @@ class SessionFold:
             attrs[sc.ERROR_TYPE] = error_type or "ModelCallError"
         start = turn.start_ns
         end = max(end_ns, start)
-        self._span(prompt, span_id or self._sid("chat", str(turn.span_id)), parent or turn.span_id,
-                   f"chat {model}", SpanKind.CLIENT, start, end, attrs, status,
-                   (message or error_type or "model call failed")[:_STATUS_MESSAGE_MAX]
-                   if status is StatusCode.ERROR else None)
+        self._span(
+            prompt,
+            span_id or self._sid("chat", str(turn.span_id)),
+            parent or turn.span_id,
+            f"chat {model}",
+            SpanKind.CLIENT,
+            start,
+            end,
+            attrs,
+            status,
+            (message or error_type or "model call failed")[:_STATUS_MESSAGE_MAX]
+            if status is StatusCode.ERROR
+            else None,
+        )
         agent.usage.add(chat.usage)
         if finish:
             agent.last_finish_reason = finish
@@ -1408,10 +1573,12 @@ class SessionFold:
             self._measure("gen_ai.client.inference.operation.input_tokens", chat.usage.input, infer)
             self._measure("gen_ai.client.inference.operation.output_tokens", chat.usage.output, infer)
             mod = {**infer, sc.TOKEN_MODALITY: "text"}
-            for metric, value in (("gen_ai.client.inference.usage.input_tokens", chat.usage.input),
-                                  ("gen_ai.client.inference.usage.output_tokens", chat.usage.output),
-                                  ("gen_ai.client.inference.usage.cache_read.input_tokens", chat.usage.cache_read),
-                                  ("gen_ai.client.inference.usage.cache_write.input_tokens", chat.usage.cache_write)):
+            for metric, value in (
+                ("gen_ai.client.inference.usage.input_tokens", chat.usage.input),
+                ("gen_ai.client.inference.usage.output_tokens", chat.usage.output),
+                ("gen_ai.client.inference.usage.cache_read.input_tokens", chat.usage.cache_read),
+                ("gen_ai.client.inference.usage.cache_write.input_tokens", chat.usage.cache_write),
+            ):
                 if value:
                     self._measure(metric, value, mod)
         if chat.usage.cost and chat.initiator in (None, "user"):
@@ -1463,8 +1630,19 @@ class SessionFold:
         if prompt.outcome == "aborted":
             # An abort is the user's choice: ERROR/cancelled as the CLI's own export does for aborted tools.
             status = StatusCode.ERROR
-        self._span(prompt, root.span_id, None, "invoke_agent", SpanKind.INTERNAL, prompt.start_ns, end, attrs,
-                   status, root.status_message, tuple(prompt.events))
+        self._span(
+            prompt,
+            root.span_id,
+            None,
+            "invoke_agent",
+            SpanKind.INTERNAL,
+            prompt.start_ns,
+            end,
+            attrs,
+            status,
+            root.status_message,
+            tuple(prompt.events),
+        )
         # metrics and the prompt-ended log event
         metric_attrs: dict[str, Any] = {sc.AGENT_NAME: "copilot"}
         _put(metric_attrs, sc.ERROR_TYPE, root.error_type)
@@ -1482,8 +1660,14 @@ class SessionFold:
             "gen_ai.usage.output_tokens": root.usage.output,
         }
         _put(log_attrs, "copilot_otel.incomplete.reason", prompt.incomplete_reason)
-        self._log("copilot_otel.prompt.ended", end, f"prompt {prompt.outcome}", log_attrs, prompt,
-                  Severity.WARN if prompt.outcome in ("error", "aborted") else Severity.INFO)
+        self._log(
+            "copilot_otel.prompt.ended",
+            end,
+            f"prompt {prompt.outcome}",
+            log_attrs,
+            prompt,
+            Severity.WARN if prompt.outcome in ("error", "aborted") else Severity.INFO,
+        )
 
     # ------------------------------------------------------------------ runaway detection
     def _detect(self, prompt: _Prompt, event_time: int, reason: str, detail: dict[str, Any]) -> None:
@@ -1492,8 +1676,14 @@ class SessionFold:
         self._measure("copilot_otel.runaway.detections", 1, {sc.RUNAWAY_REASON: reason})
         attrs["copilot_otel.prompt.turns_total"] = prompt.turns_total
         attrs["copilot_otel.prompt.tool_calls"] = prompt.tool_calls
-        self._log("copilot_otel.runaway.detected", event_time, f"runaway agent detected: {reason}", attrs, prompt,
-                  Severity.WARN)
+        self._log(
+            "copilot_otel.runaway.detected",
+            event_time,
+            f"runaway agent detected: {reason}",
+            attrs,
+            prompt,
+            Severity.WARN,
+        )
 
     def _check_turns(self, prompt: _Prompt, event: Event) -> None:
         limit = self.settings.runaway.turns
@@ -1512,11 +1702,16 @@ class SessionFold:
         limit = self.settings.runaway.identical_tool_calls
         if limit and prompt.identical_streak >= limit and prompt.identical_armed:
             prompt.identical_armed = False
-            self._detect(prompt, event.time_ns, "identical_tool_calls", {
-                "copilot_otel.runaway.threshold": limit,
-                sc.TOOL_NAME: name,
-                "copilot_otel.tool.arguments_hash": args_hash,
-            })
+            self._detect(
+                prompt,
+                event.time_ns,
+                "identical_tool_calls",
+                {
+                    "copilot_otel.runaway.threshold": limit,
+                    sc.TOOL_NAME: name,
+                    "copilot_otel.tool.arguments_hash": args_hash,
+                },
+            )
 
     def _check_errors(self, prompt: _Prompt, time_ns: int, success: bool) -> None:
         if success:
@@ -1541,10 +1736,15 @@ class SessionFold:
             prompt.token_window_sum -= window.popleft()[1]
         if prompt.token_window_sum >= limit and "burn_rate" not in prompt.fired:
             prompt.fired.add("burn_rate")
-            self._detect(prompt, event.time_ns, "burn_rate", {
-                "copilot_otel.runaway.threshold": limit,
-                "copilot_otel.runaway.tokens_last_minute": prompt.token_window_sum,
-            })
+            self._detect(
+                prompt,
+                event.time_ns,
+                "burn_rate",
+                {
+                    "copilot_otel.runaway.threshold": limit,
+                    "copilot_otel.runaway.tokens_last_minute": prompt.token_window_sum,
+                },
+            )
 
 
 def _json_dumps(value: Any) -> str:

@@ -11,7 +11,9 @@ from hashlib import blake2b
 
 
 def _digest(size: int, parts: tuple[str, ...]) -> int:
-    value = int.from_bytes(blake2b("\x1f".join(parts).encode("utf-8", "surrogatepass"), digest_size=size).digest(), "big")
+    value = int.from_bytes(
+        blake2b("\x1f".join(parts).encode("utf-8", "surrogatepass"), digest_size=size).digest(), "big"
+    )
     # 0 is the OTel "invalid id"; a hash landing on it (p = 2**-64) is nudged to stay valid.
     return value or 1
 

@@ -40,7 +40,9 @@ class _FileMetricExporter(MetricExporter):
         super().__init__()
         self._transport = FileTransport(path)
 
-    def export(self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any) -> MetricExportResult:
+    def export(
+        self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
+    ) -> MetricExportResult:
         from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
 
         body = encode_metrics(metrics_data).SerializeToString()
@@ -59,14 +61,16 @@ class _TrackingExporter(MetricExporter):
 
     def __init__(self, inner: MetricExporter) -> None:
         super().__init__(
-            preferred_temporality=inner._preferred_temporality,  # noqa: SLF001 - keep the user's preference
-            preferred_aggregation=inner._preferred_aggregation,  # noqa: SLF001
+            preferred_temporality=inner._preferred_temporality,
+            preferred_aggregation=inner._preferred_aggregation,
         )
         self.inner = inner
         self.failures = 0
         self.successes = 0
 
-    def export(self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any) -> MetricExportResult:
+    def export(
+        self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
+    ) -> MetricExportResult:
         try:
             result = self.inner.export(metrics_data, timeout_millis=timeout_millis)
         except Exception:  # an exporter bug must not kill the reader thread
@@ -96,7 +100,9 @@ def build_metric_exporter(
     if protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter as GrpcExporter
 
-        return GrpcExporter(endpoint=specific or endpoint, insecure=(specific or endpoint).startswith("http://"))
+        return GrpcExporter(
+            endpoint=specific or endpoint, insecure=(specific or endpoint).startswith("http://")
+        )
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter as HttpExporter
 
     return HttpExporter(endpoint=specific or endpoint.rstrip("/") + "/v1/metrics")
@@ -123,7 +129,9 @@ class Metrics:
         self._tracking: _TrackingExporter | None = None
         if exporter is not None:
             self._tracking = _TrackingExporter(exporter)
-            readers.append(PeriodicExportingMetricReader(self._tracking, export_interval_millis=interval_s * 1000))
+            readers.append(
+                PeriodicExportingMetricReader(self._tracking, export_interval_millis=interval_s * 1000)
+            )
         self.prometheus_port: int | None = None
         if prometheus is not None:
             readers.append(self._start_prometheus(*prometheus))
@@ -135,7 +143,9 @@ class Metrics:
                 self._instruments[spec.name] = meter.create_counter(spec.name, spec.unit, spec.description)
             else:
                 self._instruments[spec.name] = meter.create_histogram(
-                    spec.name, spec.unit, spec.description,
+                    spec.name,
+                    spec.unit,
+                    spec.description,
                     explicit_bucket_boundaries_advisory=list(spec.buckets) if spec.buckets else None,
                 )
         self._health_counters = {
@@ -276,7 +286,7 @@ class Aggregator:
             state[1] += total
             state[2] = min(state[2], low)
             state[3] = max(state[3], high)
-            state[4] = [a + b for a, b in zip(state[4], buckets)]
+            state[4] = [a + b for a, b in zip(state[4], buckets, strict=True)]
 
     def __bool__(self) -> bool:
         return bool(self.sums or self.histograms)
@@ -295,9 +305,12 @@ class Aggregator:
             return [common_pb2.KeyValue(key=k, value=_any(v)) for k, v in pairs]
 
         request = metrics_service_pb2.ExportMetricsServiceRequest()
-        scope_metrics = request.resource_metrics.add(resource=resource_pb2.Resource(attributes=attrs(resource)))
-        scope = scope_metrics.scope_metrics.add(scope=common_pb2.InstrumentationScope(name=SCOPE_NAME,
-                                                                                      version=__version__))
+        scope_metrics = request.resource_metrics.add(
+            resource=resource_pb2.Resource(attributes=attrs(resource))
+        )
+        scope = scope_metrics.scope_metrics.add(
+            scope=common_pb2.InstrumentationScope(name=SCOPE_NAME, version=__version__)
+        )
         cumulative = metrics_pb2.AGGREGATION_TEMPORALITY_CUMULATIVE
         by_name: dict[str, Any] = {}
 
@@ -312,18 +325,27 @@ class Aggregator:
             m = metric(name)
             m.sum.aggregation_temporality = cumulative
             m.sum.is_monotonic = True
-            point = m.sum.data_points.add(attributes=attrs(items), start_time_unix_nano=start_ns, time_unix_nano=time_ns)
+            point = m.sum.data_points.add(
+                attributes=attrs(items), start_time_unix_nano=start_ns, time_unix_nano=time_ns
+            )
             if float(value).is_integer():
                 point.as_int = int(value)
             else:
                 point.as_double = value
-        for (name, items), (count, total, low, high, buckets) in sorted(self.histograms.items(),
-                                                                         key=lambda kv: kv[0][0]):
+        for (name, items), (count, total, low, high, buckets) in sorted(
+            self.histograms.items(), key=lambda kv: kv[0][0]
+        ):
             m = metric(name)
             m.histogram.aggregation_temporality = cumulative
             m.histogram.data_points.add(
-                attributes=attrs(items), start_time_unix_nano=start_ns, time_unix_nano=time_ns, count=count,
-                sum=total, min=low, max=high, bucket_counts=buckets,
+                attributes=attrs(items),
+                start_time_unix_nano=start_ns,
+                time_unix_nano=time_ns,
+                count=count,
+                sum=total,
+                min=low,
+                max=high,
+                bucket_counts=buckets,
                 explicit_bounds=list(sc.METRICS_BY_NAME[name].buckets or ()),
             )
         return request.SerializeToString()

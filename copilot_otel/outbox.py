@@ -165,7 +165,9 @@ class Outbox:
             try:
                 self._deliver(records, markers)
             except Exception:  # the one deliberate catch-all: a bug here must not stop exporting for good
-                logger.exception("unexpected error while exporting; the batch will be read again after restart")
+                logger.exception(
+                    "unexpected error while exporting; the batch will be read again after restart"
+                )
             finally:
                 self.in_flight = 0
 

@@ -66,7 +66,9 @@ def parse_line(line: bytes, offset: int, end_offset: int, line_number: int) -> E
         try:
             line.decode("utf-8")
         except UnicodeDecodeError:
-            return BadLine(DropReason.INVALID_UTF8, offset, end_offset, line_number, "line is not valid UTF-8")
+            return BadLine(
+                DropReason.INVALID_UTF8, offset, end_offset, line_number, "line is not valid UTF-8"
+            )
         return BadLine(DropReason.INVALID_JSON, offset, end_offset, line_number, str(exc)[:200])
     if not isinstance(obj, dict):
         return BadLine(DropReason.NOT_AN_OBJECT, offset, end_offset, line_number, type(obj).__name__)

@@ -13,9 +13,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
-AttrValue = Union[str, bool, int, float, tuple[str, ...], tuple[int, ...], tuple[float, ...]]
+AttrValue = str | bool | int | float | tuple[str, ...] | tuple[int, ...] | tuple[float, ...]
 Attributes = Mapping[str, AttrValue]
 
 
@@ -151,4 +151,4 @@ class Measurement:
     source_offset: int = 0
 
 
-Emission = Union[SpanRecord, LogRecord, Measurement]
+Emission = SpanRecord | LogRecord | Measurement

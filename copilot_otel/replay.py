@@ -205,7 +205,9 @@ def _replay_here(
                 if bad is not None:
                     report.bad_lines += 1
                     _log_bad_line(report, session.path, bad)
-                    metrics.count("copilot_otel.lines.dropped", 1, {"copilot_otel.drop.reason": bad.reason.value})
+                    metrics.count(
+                        "copilot_otel.lines.dropped", 1, {"copilot_otel.drop.reason": bad.reason.value}
+                    )
                     continue
                 report.events += 1
                 for record in out:
@@ -224,15 +226,24 @@ def _replay_here(
             report.events -= 1  # the closing step of each file is not an event
             metrics.count("copilot_otel.lines.read", report.events - events_before)
             if on_progress is not None:
-                on_progress(Progress(index + 1, total or len(sessions), report.events, report.spans,
-                                     time.monotonic() - started))
+                on_progress(
+                    Progress(
+                        index + 1,
+                        total or len(sessions),
+                        report.events,
+                        report.spans,
+                        time.monotonic() - started,
+                    )
+                )
         flush()
         report.dead_lettered += delivery.finish()
     finally:
         delivery.stop()
     exported = tel.sender.stats.spans_sent - sent_before
     metrics.count("copilot_otel.export.spans", exported, {"copilot_otel.export.outcome": "exported"})
-    metrics.count("copilot_otel.export.spans", report.dead_lettered, {"copilot_otel.export.outcome": "dead_lettered"})
+    metrics.count(
+        "copilot_otel.export.spans", report.dead_lettered, {"copilot_otel.export.outcome": "dead_lettered"}
+    )
 
 
 # A history smaller than this is replayed in-process: starting worker processes costs more than it saves.
@@ -309,11 +320,16 @@ def _replay_in_workers(
     # fork starts workers without re-importing anything; the parent holds no threads at this point (metrics are
     # aggregated, not given to the SDK) and its HTTP session is not used by the children. gRPC channels must not
     # cross a fork, so gRPC replays spawn fresh interpreters instead.
-    method = "spawn" if config.protocol == "grpc" or "fork" not in multiprocessing.get_all_start_methods() else "fork"
+    method = (
+        "spawn"
+        if config.protocol == "grpc" or "fork" not in multiprocessing.get_all_start_methods()
+        else "fork"
+    )
     context = multiprocessing.get_context(method)
     done = 0
-    with ProcessPoolExecutor(workers, mp_context=context, initializer=_init_worker,
-                             initargs=(portable, config.log_level)) as pool:
+    with ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_init_worker, initargs=(portable, config.log_level)
+    ) as pool:
         futures = {pool.submit(_replay_chunk, chunk): len(chunk) for chunk in _chunks(sessions)}
         pending = set(futures)
         try:
@@ -328,13 +344,17 @@ def _replay_in_workers(
                     report.measurements += part.measurements
                     report.bad_lines += part.bad_lines
                     report.dead_lettered += part.dead_lettered
-                    report.bad_line_examples.extend(part.bad_line_examples[: max(0, _BAD_LINES_LOGGED - len(
-                        report.bad_line_examples))])
+                    report.bad_line_examples.extend(
+                        part.bad_line_examples[: max(0, _BAD_LINES_LOGGED - len(report.bad_line_examples))]
+                    )
                     metrics.merge(part_metrics)
                     done += futures[future]
                     if on_progress is not None:
-                        on_progress(Progress(done, len(sessions), report.events, report.spans,
-                                             time.monotonic() - started))
+                        on_progress(
+                            Progress(
+                                done, len(sessions), report.events, report.spans, time.monotonic() - started
+                            )
+                        )
         except BaseException:
             for future in pending:
                 future.cancel()

@@ -96,7 +96,9 @@ def _resolve_one(path: Path, text: str, root: Path | None) -> list[SessionFile]:
             return [SessionFile(path.name, events, path)]
         sessions = scan_root(path)
         if not sessions:
-            raise SourceError(f"no Copilot CLI session logs in {path} (expected <id>/events.jsonl or <id>.jsonl)")
+            raise SourceError(
+                f"no Copilot CLI session logs in {path} (expected <id>/events.jsonl or <id>.jsonl)"
+            )
         return sessions
     if root is not None and "/" not in text and text:
         matches = [s for s in scan_root(root) if s.session_id.startswith(text)]
@@ -104,7 +106,9 @@ def _resolve_one(path: Path, text: str, root: Path | None) -> list[SessionFile]:
             return matches
         if len(matches) > 1:
             names = ", ".join(s.session_id for s in matches[:5])
-            raise SourceError(f"session id prefix {text!r} is ambiguous: {names}{'…' if len(matches) > 5 else ''}")
+            raise SourceError(
+                f"session id prefix {text!r} is ambiguous: {names}{'…' if len(matches) > 5 else ''}"
+            )
         raise SourceError(f"no such file, folder or session id: {text!r} (looked in {root})")
     raise SourceError(f"no such file or folder: {text}")
 

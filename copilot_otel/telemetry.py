@@ -31,8 +31,12 @@ def resource_attributes(config: Config) -> dict[str, Any]:
     # A stable instance id (the SDK would pick a random one per process): replays of the same history from
     # the same machine and state dir then produce identical resources, not a new instance each run.
     instance = str(uuid.uuid5(uuid.NAMESPACE_URL, f"copilot-otel://{host}{config.state_dir}"))
-    base = {"service.name": config.service_name, "service.version": __version__, "host.name": host,
-            "service.instance.id": instance}
+    base = {
+        "service.name": config.service_name,
+        "service.version": __version__,
+        "host.name": host,
+        "service.instance.id": instance,
+    }
     attrs = dict(Resource.create(base).attributes)
     attrs["service.name"] = config.service_name
     return attrs
@@ -110,7 +114,11 @@ class Telemetry:
                 if config.metrics_enabled
                 else None
             )
-            prometheus = (config.prometheus_host, config.prometheus_port) if config.prometheus_port is not None else None
+            prometheus = (
+                (config.prometheus_host, config.prometheus_port)
+                if config.prometheus_port is not None
+                else None
+            )
             try:
                 metrics = Metrics(resource, exporter, config.metric_interval, prometheus)
             except OSError as exc:
@@ -128,9 +136,12 @@ class Telemetry:
         stats = self.sender.stats
         now = (stats.spans_sent, stats.dead_lettered, stats.retries)
         before = self._reported
-        self.metrics.count("copilot_otel.export.spans", now[0] - before[0], {"copilot_otel.export.outcome": "exported"})
-        self.metrics.count("copilot_otel.export.spans", now[1] - before[1],
-                           {"copilot_otel.export.outcome": "dead_lettered"})
+        self.metrics.count(
+            "copilot_otel.export.spans", now[0] - before[0], {"copilot_otel.export.outcome": "exported"}
+        )
+        self.metrics.count(
+            "copilot_otel.export.spans", now[1] - before[1], {"copilot_otel.export.outcome": "dead_lettered"}
+        )
         self.metrics.count("copilot_otel.export.retries", now[2] - before[2])
         self._reported = now
 

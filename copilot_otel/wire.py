@@ -24,11 +24,18 @@ _PACK_D = struct.Struct("<d").pack
 _KV_CACHE: dict[tuple[str, type, Any], bytes] = {}
 _KV_CACHE_MAX = 50_000
 # Values that are unique per span or call: caching them would only evict useful entries.
-_NEVER_CACHED = frozenset({
-    "gen_ai.response.id", "gen_ai.tool.call.id", "tool_call.id", "github.copilot.interaction_id",
-    "gen_ai.agent.id", "copilot_otel.agent.task_call_id", "copilot_otel.tool.arguments_hash",
-    "github.copilot.user.message.interaction_id",
-})
+_NEVER_CACHED = frozenset(
+    {
+        "gen_ai.response.id",
+        "gen_ai.tool.call.id",
+        "tool_call.id",
+        "github.copilot.interaction_id",
+        "gen_ai.agent.id",
+        "copilot_otel.agent.task_call_id",
+        "copilot_otel.tool.arguments_hash",
+        "github.copilot.user.message.interaction_id",
+    }
+)
 _MAX_CACHED_STR = 256
 
 
@@ -71,8 +78,10 @@ def attributes(attrs: Mapping[str, Any], tag: int) -> bytes:
     cache = _KV_CACHE
     for key, value in attrs.items():
         # Floats (durations, TTFT) and sequences almost never repeat: encoding them is cheaper than caching.
-        cacheable = key not in _NEVER_CACHED and not isinstance(value, (float, list, tuple)) and (
-            not isinstance(value, str) or len(value) < _MAX_CACHED_STR
+        cacheable = (
+            key not in _NEVER_CACHED
+            and not isinstance(value, (float, list, tuple))
+            and (not isinstance(value, str) or len(value) < _MAX_CACHED_STR)
         )
         if cacheable:
             ckey = (key, value.__class__, value)
@@ -116,13 +125,19 @@ def span(r: SpanRecord) -> bytes:
     parts.append(attributes(r.attributes, 0x4A))
     for ev in r.events:
         # Span.Event: time 1 (fixed64), name 2, attributes 3
-        body = (b"\x09" + _PACK_Q(ev.time_ns) if ev.time_ns else b"") + _ld(0x12, ev.name.encode()) + attributes(
-            ev.attributes, 0x1A
+        body = (
+            (b"\x09" + _PACK_Q(ev.time_ns) if ev.time_ns else b"")
+            + _ld(0x12, ev.name.encode())
+            + attributes(ev.attributes, 0x1A)
         )
         parts.append(_ld(0x5A, body))
     if r.status:
         # Status: message 2, code 3
-        status = (_ld(0x12, r.status_message.encode()) if r.status_message else b"") + b"\x18" + _varint(int(r.status))
+        status = (
+            (_ld(0x12, r.status_message.encode()) if r.status_message else b"")
+            + b"\x18"
+            + _varint(int(r.status))
+        )
         parts.append(b"\x7a" + _varint(len(status)) + status)
     return b"".join(parts)
 
@@ -140,8 +155,10 @@ def log_record(r: LogRecord) -> bytes:
     attrs = dict(r.attributes)
     attrs["event.name"] = r.event_name
     parts = [
-        b"\x09", _PACK_Q(r.time_ns),
-        b"\x10", _varint(int(r.severity)),
+        b"\x09",
+        _PACK_Q(r.time_ns),
+        b"\x10",
+        _varint(int(r.severity)),
         _ld(0x1A, r.severity.name.encode()),
         _ld(0x2A, _ld(0x0A, r.body.encode("utf-8", "surrogatepass"))),
         attributes(attrs, 0x32),

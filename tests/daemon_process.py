@@ -23,11 +23,32 @@ ROOT = Path(__file__).resolve().parent.parent
 class DaemonProcess:
     """``python -m copilot_otel run`` as a child process, with short intervals so tests run fast."""
 
-    def __init__(self, session_state: Path, state_dir: Path, endpoint: str, log: Path, *extra: str,
-                 env: dict[str, str] | None = None) -> None:
-        self.args = [sys.executable, "-m", "copilot_otel", "run", "--session-state", str(session_state),
-                     "--state-dir", str(state_dir), "--endpoint", endpoint, "--rescan-interval", "0.5",
-                     "--export-delay", "0.2", *extra]
+    def __init__(
+        self,
+        session_state: Path,
+        state_dir: Path,
+        endpoint: str,
+        log: Path,
+        *extra: str,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.args = [
+            sys.executable,
+            "-m",
+            "copilot_otel",
+            "run",
+            "--session-state",
+            str(session_state),
+            "--state-dir",
+            str(state_dir),
+            "--endpoint",
+            endpoint,
+            "--rescan-interval",
+            "0.5",
+            "--export-delay",
+            "0.2",
+            *extra,
+        ]
         self.env = {**os.environ, "COPILOT_OTEL_METRICS": "false", **(env or {})}
         self.log = log
         self.proc: subprocess.Popen[bytes] | None = None
@@ -35,7 +56,9 @@ class DaemonProcess:
     def start(self, ready: bool = True) -> DaemonProcess:
         self._offset = self.log.stat().st_size if self.log.exists() else 0
         self._fh = open(self.log, "ab")  # noqa: SIM115 - closed in wait()
-        self.proc = subprocess.Popen(self.args, env=self.env, stdout=self._fh, stderr=subprocess.STDOUT, cwd=ROOT)
+        self.proc = subprocess.Popen(
+            self.args, env=self.env, stdout=self._fh, stderr=subprocess.STDOUT, cwd=ROOT
+        )
         if ready:
             self.wait_ready()
         return self
@@ -77,12 +100,26 @@ def _strip(span: dict[str, Any]) -> dict[str, Any]:
 def expected_spans(paths: list[Path], tmp: Path) -> dict[str, dict[str, Any]]:
     """What ``copilot-otel replay`` exports for these logs (into its own receiver)."""
     with OtlpReceiver() as other:
-        assert main(["replay", *map(str, paths), "--endpoint", other.http_endpoint, "--no-progress",
-                     "--state-dir", str(tmp / "replay-state")]) == 0
+        assert (
+            main(
+                [
+                    "replay",
+                    *map(str, paths),
+                    "--endpoint",
+                    other.http_endpoint,
+                    "--no-progress",
+                    "--state-dir",
+                    str(tmp / "replay-state"),
+                ]
+            )
+            == 0
+        )
         return {s["span_id"]: _strip(s) for s in other.spans()}
 
 
-def assert_delivered_like_replay(receiver: OtlpReceiver, paths: list[Path], tmp: Path, timeout: float = 20) -> None:
+def assert_delivered_like_replay(
+    receiver: OtlpReceiver, paths: list[Path], tmp: Path, timeout: float = 20
+) -> None:
     want = expected_spans(paths, tmp)
     receiver.wait_for(lambda r: {s["span_id"] for s in r.spans()} >= set(want), timeout)
     got: dict[str, list[dict[str, Any]]] = defaultdict(list)

@@ -25,8 +25,13 @@ from tests.otlp_receiver import OtlpReceiver
 def env(tmp_path: Path, receiver: OtlpReceiver) -> Iterator[dict[str, Any]]:
     root = tmp_path / "session-state"
     root.mkdir()
-    ctx: dict[str, Any] = {"root": root, "state": tmp_path / "state", "tmp": tmp_path, "receiver": receiver,
-                           "daemons": []}
+    ctx: dict[str, Any] = {
+        "root": root,
+        "state": tmp_path / "state",
+        "tmp": tmp_path,
+        "receiver": receiver,
+        "daemons": [],
+    }
 
     def daemon(*extra: str, ready: bool = True, **kw: Any) -> DaemonProcess:
         d = DaemonProcess(root, ctx["state"], receiver.http_endpoint, tmp_path / "daemon.log", *extra, **kw)
@@ -110,7 +115,9 @@ def test_truncation_while_running_and_while_stopped(env: dict[str, Any]) -> None
     env["receiver"].wait_for(lambda r: len(r.spans()) >= 3, 15)
     # truncate while running, then write a different session into the same file
     _write(log, b"".join(_lines("failing-tool")), mode="wb")
-    assert_delivered_like_replay(env["receiver"], [CLI_GENERATED / "plain-question" / "events.jsonl", log], env["tmp"])
+    assert_delivered_like_replay(
+        env["receiver"], [CLI_GENERATED / "plain-question" / "events.jsonl", log], env["tmp"]
+    )
     assert d.terminate() == 0
     # truncated and regrown past the old offset while stopped: caught by the fingerprint
     env["receiver"].clear()
@@ -128,9 +135,11 @@ def test_file_replaced_under_the_same_name(env: dict[str, Any]) -> None:
     tmp = log.with_name("events.jsonl.new")
     tmp.write_bytes(b"".join(_lines("subagent")))
     os.replace(tmp, log)
-    assert_delivered_like_replay(env["receiver"],
-                                 [CLI_GENERATED / "multi-tool" / "events.jsonl", CLI_GENERATED / "subagent" / "events.jsonl"],
-                                 env["tmp"])
+    assert_delivered_like_replay(
+        env["receiver"],
+        [CLI_GENERATED / "multi-tool" / "events.jsonl", CLI_GENERATED / "subagent" / "events.jsonl"],
+        env["tmp"],
+    )
     assert d.terminate() == 0
 
 
@@ -165,8 +174,9 @@ def test_two_thousand_session_folders(env: dict[str, Any]) -> None:
         sid = f"0b{i:06d}-0000-4000-8000-000000000000".encode()
         _write(env["root"] / sid.decode() / "events.jsonl", template.replace(old_id, sid))
     d = env["daemon"]()
-    env["receiver"].wait_for(lambda r: len({s["trace_id"] for s in r.spans() if s["parent_span_id"] is None}) >= 2000,
-                             120)
+    env["receiver"].wait_for(
+        lambda r: len({s["trace_id"] for s in r.spans() if s["parent_span_id"] is None}) >= 2000, 120
+    )
     assert d.terminate() == 0
     roots = {s["trace_id"] for s in env["receiver"].spans() if s["parent_span_id"] is None}
     assert len(roots) == 2000
@@ -255,7 +265,9 @@ def test_unwritable_state_dir_is_a_clear_error(env: dict[str, Any]) -> None:
 def test_second_daemon_on_the_same_state_dir_refuses(env: dict[str, Any]) -> None:
     d = env["daemon"]()
     time.sleep(2)
-    d2 = DaemonProcess(env["root"], env["state"], env["receiver"].http_endpoint, env["tmp"] / "d2.log").start(False)
+    d2 = DaemonProcess(env["root"], env["state"], env["receiver"].http_endpoint, env["tmp"] / "d2.log").start(
+        False
+    )
     env["daemons"].append(d2)
     assert d2.wait(30) != 0
     assert "already using" in d2.output()
@@ -291,11 +303,18 @@ def test_last_line_without_newline_in_an_idle_legacy_log(env: dict[str, Any]) ->
     assert set(got) == set(want)
     for span_id, span in got.items():
         ours, theirs = dict(span), dict(want[span_id])
-        if span["parent_span_id"] is None and span["attributes"].get("copilot_otel.incomplete.reason") == "idle_timeout":
+        if (
+            span["parent_span_id"] is None
+            and span["attributes"].get("copilot_otel.incomplete.reason") == "idle_timeout"
+        ):
             # the one allowed difference: live closes a never-ending prompt on idle, replay at the end of the file
             assert theirs["attributes"]["copilot_otel.incomplete.reason"] == "file_ended"
-            ours["attributes"] = {k: v for k, v in ours["attributes"].items() if k != "copilot_otel.incomplete.reason"}
-            theirs["attributes"] = {k: v for k, v in theirs["attributes"].items() if k != "copilot_otel.incomplete.reason"}
+            ours["attributes"] = {
+                k: v for k, v in ours["attributes"].items() if k != "copilot_otel.incomplete.reason"
+            }
+            theirs["attributes"] = {
+                k: v for k, v in theirs["attributes"].items() if k != "copilot_otel.incomplete.reason"
+            }
         ours.pop("resource", None)
         assert ours == theirs, span["name"]
 
@@ -312,8 +331,13 @@ def test_backfill_none_exports_only_what_is_written_from_now_on(env: dict[str, A
     assert env["receiver"].spans() == [], "history is not exported with --backfill none"
     _write(log, b"".join(lines[split:]))
     want = expected_spans([log], env["tmp"])
-    resume_ns = min(s["start_ns"] for s in want.values() if s["parent_span_id"] is None and s["start_ns"] > 0
-                    and any(t["trace_id"] == s["trace_id"] for t in want.values()))
+    resume_ns = min(
+        s["start_ns"]
+        for s in want.values()
+        if s["parent_span_id"] is None
+        and s["start_ns"] > 0
+        and any(t["trace_id"] == s["trace_id"] for t in want.values())
+    )
     roots = sorted((s for s in want.values() if s["parent_span_id"] is None), key=lambda s: s["start_ns"])
     assert len(roots) == 2 and roots[0]["start_ns"] == resume_ns
     second = {roots[1]["trace_id"]}
@@ -359,6 +383,8 @@ def test_live_session_is_not_delayed_by_a_large_backfill(env: dict[str, Any]) ->
         receiver.wait_for(lambda r: seen["backfill_roots"] >= total, 120)
         assert d.terminate() == 0
     latency = (seen["live_ns"] - written_ns) / 1e9
-    print(f"live session exported {latency:.2f}s after it was written; {seen['live_root_after']}/{total} "
-          "backfilled prompts had been delivered by then")
+    print(
+        f"live session exported {latency:.2f}s after it was written; {seen['live_root_after']}/{total} "
+        "backfilled prompts had been delivered by then"
+    )
     assert seen["live_root_after"] < total, "the live session did not wait for the end of the backfill"

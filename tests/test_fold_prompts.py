@@ -21,8 +21,13 @@ EVENTS = [json.loads(line) for line in LINES]
 
 
 def _message(after: dict[str, Any], event_id: str, **data: Any) -> dict[str, Any]:
-    return {"type": "user.message", "data": {"content": f"injected {event_id}", **data}, "id": event_id,
-            "timestamp": after["timestamp"], "parentId": after["id"]}
+    return {
+        "type": "user.message",
+        "data": {"content": f"injected {event_id}", **data},
+        "id": event_id,
+        "timestamp": after["timestamp"],
+        "parentId": after["id"],
+    }
 
 
 def _fold(events: list[dict[str, Any]]) -> list[SpanRecord]:
@@ -54,16 +59,24 @@ def test_injected_messages_join_the_open_prompt() -> None:
     spans = _fold(events)
     roots = [s for s in spans if s.parent_span_id is None]
     assert len(roots) == 1, "injected messages do not start prompts"
-    sources = [e.attributes["github.copilot.user.message.source"] for e in roots[0].events
-               if e.name == "github.copilot.user.message"]
+    sources = [
+        e.attributes["github.copilot.user.message.source"]
+        for e in roots[0].events
+        if e.name == "github.copilot.user.message"
+    ]
     assert sources == ["user", "autopilot", "steering", "skill-pdf"]
-    assert roots[0].attributes["github.copilot.turn_count"] == sum(1 for e in EVENTS if e["type"] == "assistant.turn_start")
+    assert roots[0].attributes["github.copilot.turn_count"] == sum(
+        1 for e in EVENTS if e["type"] == "assistant.turn_start"
+    )
 
 
 def test_queued_message_is_a_new_prompt_and_injected_with_none_open_starts_one() -> None:
     first_turn_end = _after_first("assistant.turn_end")
-    events = [*EVENTS[:first_turn_end], _message(EVENTS[first_turn_end - 1], "queued-1", delivery="queued"),
-              *EVENTS[first_turn_end:]]
+    events = [
+        *EVENTS[:first_turn_end],
+        _message(EVENTS[first_turn_end - 1], "queued-1", delivery="queued"),
+        *EVENTS[first_turn_end:],
+    ]
     assert len([s for s in _fold(events) if s.parent_span_id is None]) == 2
     # after the shutdown nothing is open: an autopilot continuation then starts a prompt of its own
     tail = [_message(EVENTS[-1], "autopilot-late", isAutopilotContinuation=True)]
@@ -73,17 +86,24 @@ def test_queued_message_is_a_new_prompt_and_injected_with_none_open_starts_one()
 
 def test_a_usage_record_outside_any_turn_is_a_chat_span_under_the_prompt() -> None:
     usage = next(e for e in EVENTS if e["type"] == "session.usage_record")
-    compaction = {**usage, "id": "compaction-usage", "data": {"usage": {**usage["data"]["usage"], "inputTokens": 777,
-                                                                         "initiator": "agent"}}}
+    compaction = {
+        **usage,
+        "id": "compaction-usage",
+        "data": {"usage": {**usage["data"]["usage"], "inputTokens": 777, "initiator": "agent"}},
+    }
     at = _after_first("assistant.turn_end")
     compaction["timestamp"] = EVENTS[at - 1]["timestamp"]
     spans = _fold([*EVENTS[:at], compaction, *EVENTS[at:]])
     by_id = {s.span_id: s for s in spans}
-    extra = [s for s in spans if s.name.startswith("chat ") and s.attributes["gen_ai.usage.input_tokens"] == 777]
+    extra = [
+        s for s in spans if s.name.startswith("chat ") and s.attributes["gen_ai.usage.input_tokens"] == 777
+    ]
     assert len(extra) == 1
     assert by_id[extra[0].parent_span_id].name == "invoke_agent"
     chats = [s for s in spans if s.name.startswith("chat ")]
-    usage_sum = sum(e["data"]["usage"]["inputTokens"] for e in EVENTS if e["type"] == "session.usage_record") + 777
+    usage_sum = (
+        sum(e["data"]["usage"]["inputTokens"] for e in EVENTS if e["type"] == "session.usage_record") + 777
+    )
     assert sum(s.attributes["gen_ai.usage.input_tokens"] for s in chats) == usage_sum
     turns = Counter(by_id[s.parent_span_id].name.split()[0] for s in chats)
     assert turns == {"turn": sum(1 for e in EVENTS if e["type"] == "assistant.turn_start"), "invoke_agent": 1}

@@ -29,15 +29,26 @@ def test_detection_and_gauge_arrive_while_the_runaway_is_still_going(tmp_path: P
         with lock:
             for item in items or ():
                 if signal == "logs" and item["event_name"] == "copilot_otel.runaway.detected":
-                    arrivals.setdefault(f"detected:{item['attributes']['copilot_otel.runaway.reason']}", received_ns)
-                if signal == "metrics" and item["name"] == "copilot_otel.live.max_turns" and item["value"] >= 25:
+                    arrivals.setdefault(
+                        f"detected:{item['attributes']['copilot_otel.runaway.reason']}", received_ns
+                    )
+                if (
+                    signal == "metrics"
+                    and item["name"] == "copilot_otel.live.max_turns"
+                    and item["value"] >= 25
+                ):
                     arrivals.setdefault("gauge", received_ns)
                 if signal == "traces" and item["parent_span_id"] is None:
                     arrivals.setdefault("root", received_ns)
 
     with OtlpReceiver(on_accept=on_accept) as receiver:
-        daemon = DaemonProcess(root, tmp_path / "state", receiver.http_endpoint, tmp_path / "daemon.log",
-                               env={"COPILOT_OTEL_METRICS": "true", "OTEL_METRIC_EXPORT_INTERVAL": "250"})
+        daemon = DaemonProcess(
+            root,
+            tmp_path / "state",
+            receiver.http_endpoint,
+            tmp_path / "daemon.log",
+            env={"COPILOT_OTEL_METRICS": "true", "OTEL_METRIC_EXPORT_INTERVAL": "250"},
+        )
         daemon.start()
         try:
             turn_starts = 0
@@ -57,8 +68,12 @@ def test_detection_and_gauge_arrive_while_the_runaway_is_still_going(tmp_path: P
             receiver.wait_for(lambda r: "detected:turns" in arrivals and "gauge" in arrivals, 15)
             assert "root" not in arrivals, "the root span cannot exist yet: the prompt has not ended"
             assert "detected:identical_tool_calls" in arrivals
-            detection = next(r for r in receiver.logs() if r["event_name"] == "copilot_otel.runaway.detected"
-                             and r["attributes"]["copilot_otel.runaway.reason"] == "turns")
+            detection = next(
+                r
+                for r in receiver.logs()
+                if r["event_name"] == "copilot_otel.runaway.detected"
+                and r["attributes"]["copilot_otel.runaway.reason"] == "turns"
+            )
             assert detection["severity_number"] == 13  # WARN
             latency_s = (arrivals["detected:turns"] - crossed_ns) / 1e9
             print(f"runaway detection arrived {latency_s:.3f}s after the crossing line was written")
@@ -70,6 +85,9 @@ def test_detection_and_gauge_arrive_while_the_runaway_is_still_going(tmp_path: P
             assert daemon.terminate() == 0
     root_span = next(s for s in receiver.spans() if s["parent_span_id"] is None)
     assert root_span["trace_id"] == detection["trace_id"] and root_span["span_id"] == detection["span_id"]
-    reasons = [e["attributes"]["copilot_otel.runaway.reason"] for e in root_span["events"]
-               if e["name"] == "copilot_otel.runaway.detected"]
+    reasons = [
+        e["attributes"]["copilot_otel.runaway.reason"]
+        for e in root_span["events"]
+        if e["name"] == "copilot_otel.runaway.detected"
+    ]
     assert reasons.count("turns") == 1 and reasons.count("identical_tool_calls") == 1

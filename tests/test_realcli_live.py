@@ -7,7 +7,6 @@ thing faked: the model); the daemon follows ``$HOME/.copilot/session-state`` and
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ import pytest
 from tests.daemon_process import DaemonProcess, assert_delivered_like_replay
 from tests.otlp_receiver import OtlpReceiver
 from tests.realcli.fake_model import FakeModelServer, default_scripts, prompt_for
-from tests.realcli.harness import find_copilot_binary, run_copilot, session_dir
+from tests.realcli.harness import run_copilot, session_dir
 from tests.test_realcli_smoke import copilot_binary  # noqa: F401 - the shared "installed or skip/fail" fixture
 
 pytestmark = [pytest.mark.realcli, pytest.mark.timeout(120)]
@@ -40,14 +39,24 @@ def test_live_trace_of_a_real_cli_session(copilot_binary: Path, tmp_path: Path) 
                     first_seen.setdefault(span["span_id"], received_ns)
 
     session_id = str(uuid.UUID(int=0x0C00_0000_0000_4000_8000_0000_0000_0042))
-    with OtlpReceiver(on_accept=on_accept) as receiver, FakeModelServer(
-        scripts=default_scripts(step_delay_s=1.0)
-    ) as model:
-        daemon = DaemonProcess(session_state, tmp_path / "state", receiver.http_endpoint, tmp_path / "daemon.log")
+    with (
+        OtlpReceiver(on_accept=on_accept) as receiver,
+        FakeModelServer(scripts=default_scripts(step_delay_s=1.0)) as model,
+    ):
+        daemon = DaemonProcess(
+            session_state, tmp_path / "state", receiver.http_endpoint, tmp_path / "daemon.log"
+        )
         daemon.start()
         try:
-            cli = run_copilot(copilot_binary, home, workdir, prompt_for("tools"), model.base_url,
-                              session_id=session_id, background=True)
+            cli = run_copilot(
+                copilot_binary,
+                home,
+                workdir,
+                prompt_for("tools"),
+                model.base_url,
+                session_id=session_id,
+                background=True,
+            )
             # the first tool spans arrive while the CLI is still running (the last step is still pending)
             receiver.wait_for(lambda r: any(s["name"] == "execute_tool bash" for s in r.spans()), 60)
             assert cli.poll() is None, "tool spans must arrive while the session is still being written"
@@ -59,8 +68,11 @@ def test_live_trace_of_a_real_cli_session(copilot_binary: Path, tmp_path: Path) 
             assert daemon.terminate() == 0
     spans = receiver.spans()
     tools = [s for s in spans if s["name"] == "execute_tool bash"]
-    assert sorted(s["attributes"]["gen_ai.tool.call.id"] for s in tools) == ["call_tools_0_0", "call_tools_0_1",
-                                                                             "call_tools_1_0"]
+    assert sorted(s["attributes"]["gen_ai.tool.call.id"] for s in tools) == [
+        "call_tools_0_0",
+        "call_tools_0_1",
+        "call_tools_1_0",
+    ]
     turns = [s for s in spans if s["name"].startswith("turn ")]
     assert len(turns) == 3
     root = next(s for s in spans if s["parent_span_id"] is None)

@@ -34,10 +34,24 @@ def _events(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def _replay(receiver: OtlpReceiver, *paths: Path | str, protocol: str = "http/protobuf", extra: tuple[str, ...] = ()) -> int:
+def _replay(
+    receiver: OtlpReceiver, *paths: Path | str, protocol: str = "http/protobuf", extra: tuple[str, ...] = ()
+) -> int:
     endpoint = receiver.grpc_endpoint if protocol == "grpc" else receiver.http_endpoint
-    return main(["replay", *map(str, paths), "--endpoint", endpoint, "--protocol", protocol, "--max-retry-time", "20",
-                 "--no-progress", *extra])
+    return main(
+        [
+            "replay",
+            *map(str, paths),
+            "--endpoint",
+            endpoint,
+            "--protocol",
+            protocol,
+            "--max-retry-time",
+            "20",
+            "--no-progress",
+            *extra,
+        ]
+    )
 
 
 def _trace_spans(receiver: OtlpReceiver) -> dict[str, list[dict[str, Any]]]:
@@ -66,17 +80,22 @@ def _expected_traces(events: list[dict[str, Any]]) -> int:
     for e in events:
         kind = e.get("type", "")
         d = e.get("data", {})
-        if kind == "user.message" and not e.get("agentId") and not str(d.get("source", "")).startswith("agent-"):
+        if (
+            kind == "user.message"
+            and not e.get("agentId")
+            and not str(d.get("source", "")).startswith("agent-")
+        ):
             injected = d.get("source") or d.get("isAutopilotContinuation") or d.get("delivery") == "steering"
             if not injected or not is_open:
                 traces += 1
                 is_open = True
         elif kind in ("session.shutdown", "session.resume"):
             is_open = False
-        elif kind.startswith(("assistant.", "tool.", "subagent.")) or kind == "session.usage_record":
-            if not is_open:
-                traces += 1
-                is_open = True
+        elif (
+            kind.startswith(("assistant.", "tool.", "subagent.")) or kind == "session.usage_record"
+        ) and not is_open:
+            traces += 1
+            is_open = True
     return traces
 
 
@@ -160,8 +179,12 @@ def test_fixture_replays_into_a_faithful_tree(receiver: OtlpReceiver, log: Path,
         agent = next(s for s in spans if s["name"] == f"invoke_agent {started['data']['agentName']}")
         parent = by_id[agent["parent_span_id"]]
         before = events[: events.index(started)]
-        if any(e["type"] == "tool.execution_start" and e["data"].get("toolName") == "task"
-               and e["data"].get("toolCallId") == started["data"]["toolCallId"] for e in before):
+        if any(
+            e["type"] == "tool.execution_start"
+            and e["data"].get("toolName") == "task"
+            and e["data"].get("toolCallId") == started["data"]["toolCallId"]
+            for e in before
+        ):
             assert parent["name"] == "execute_tool task"
             assert parent["attributes"]["gen_ai.tool.call.id"] == started["data"]["toolCallId"]
         else:  # the log never shows the spawning call (a trimmed log): the agent hangs under the root
@@ -172,8 +195,11 @@ def test_fixture_replays_into_a_faithful_tree(receiver: OtlpReceiver, log: Path,
     usage = [e["data"]["usage"] for e in events if e["type"] == "session.usage_record"]
     chats = [s for s in spans if s["name"].startswith("chat ")]
     if usage:
-        for key, attr in (("inputTokens", "gen_ai.usage.input_tokens"), ("outputTokens", "gen_ai.usage.output_tokens"),
-                          ("cacheReadTokens", "gen_ai.usage.cache_read.input_tokens")):
+        for key, attr in (
+            ("inputTokens", "gen_ai.usage.input_tokens"),
+            ("outputTokens", "gen_ai.usage.output_tokens"),
+            ("cacheReadTokens", "gen_ai.usage.cache_read.input_tokens"),
+        ):
             assert sum(c["attributes"][attr] for c in chats) == sum(u.get(key, 0) for u in usage)
 
     # timestamps come from the events, never the clock
@@ -218,18 +244,31 @@ def test_matches_the_cli_own_export(receiver: OtlpReceiver, name: str) -> None:
         native, "attributes", lambda s: s["status"]["code"]
     )
     for key in ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"):
-        native_sum = sum(s["attributes"].get(key, 0) for s in native if s["attributes"]["gen_ai.operation.name"] == "chat")
-        ours_sum = sum(s["attributes"][key] for s in ours if s["attributes"].get("gen_ai.operation.name") == "chat")
+        native_sum = sum(
+            s["attributes"].get(key, 0) for s in native if s["attributes"]["gen_ai.operation.name"] == "chat"
+        )
+        ours_sum = sum(
+            s["attributes"][key] for s in ours if s["attributes"].get("gen_ai.operation.name") == "chat"
+        )
         assert ours_sum == native_sum
     conversation = {s["attributes"]["gen_ai.conversation.id"] for s in native}
     assert {s["attributes"]["gen_ai.conversation.id"] for s in ours} == conversation
     native_roots = [s for s in native if s["name"] == "invoke_agent"]
     assert len({s["trace_id"] for s in ours}) == len(native_roots)
     # the root's turn count matches the CLI's (one model call per turn on disk)
-    ours_turns = sorted(s["attributes"]["github.copilot.turn_count"] for s in ours if s["name"] == "invoke_agent")
+    ours_turns = sorted(
+        s["attributes"]["github.copilot.turn_count"] for s in ours if s["name"] == "invoke_agent"
+    )
     native_turns = sorted(
-        len({c["attributes"].get("github.copilot.turn_id") for c in native
-             if c["traceId"] == r["traceId"] and c["name"].startswith("chat ") and "github.copilot.turn_id" in c["attributes"]})
+        len(
+            {
+                c["attributes"].get("github.copilot.turn_id")
+                for c in native
+                if c["traceId"] == r["traceId"]
+                and c["name"].startswith("chat ")
+                and "github.copilot.turn_id" in c["attributes"]
+            }
+        )
         for r in native_roots
     )
     assert ours_turns == native_turns
@@ -249,7 +288,9 @@ def test_replay_is_deterministic(receiver: OtlpReceiver) -> None:
     ]
 
 
-def test_a_bad_line_costs_that_line_only(receiver: OtlpReceiver, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_bad_line_costs_that_line_only(
+    receiver: OtlpReceiver, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     source = CLI_GENERATED / "multi-tool"
     assert _replay(receiver, source) == 0
     clean = sorted(receiver.spans(), key=lambda s: s["span_id"])
@@ -279,8 +320,17 @@ def test_collector_answering_503_still_gets_everything(receiver: OtlpReceiver) -
 
 
 def test_unreachable_collector_fails_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rc = main(["replay", str(CLI_GENERATED / "plain-question"), "--endpoint", "http://127.0.0.1:9",
-               "--max-retry-time", "1", "--no-progress"])
+    rc = main(
+        [
+            "replay",
+            str(CLI_GENERATED / "plain-question"),
+            "--endpoint",
+            "http://127.0.0.1:9",
+            "--max-retry-time",
+            "1",
+            "--no-progress",
+        ]
+    )
     assert rc != 0
     err = capsys.readouterr().err
     assert "did not accept" in err and "cannot connect to http://127.0.0.1:9/v1/traces" in err
@@ -288,7 +338,9 @@ def test_unreachable_collector_fails_clearly(tmp_path: Path, capsys: pytest.Capt
     assert len(err.strip().splitlines()) <= 3
 
 
-def test_permanent_rejection_is_dead_lettered_and_reported(receiver: OtlpReceiver, _isolated_home: Path) -> None:
+def test_permanent_rejection_is_dead_lettered_and_reported(
+    receiver: OtlpReceiver, _isolated_home: Path
+) -> None:
     receiver.reject_when(lambda span: span["name"] == "execute_tool view")
     assert _replay(receiver, CLI_GENERATED / "multi-tool") == 0
     names = Counter(s["name"] for s in receiver.spans())
@@ -297,12 +349,20 @@ def test_permanent_rejection_is_dead_lettered_and_reported(receiver: OtlpReceive
     assert [json.loads(d)["record"]["name"] for d in dead] == ["execute_tool view"]
 
 
-def test_embedded_default_writes_otlp_json_lines(_isolated_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_embedded_default_writes_otlp_json_lines(
+    _isolated_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["replay", str(CLI_GENERATED / "failing-tool"), "--no-progress"]) == 0
     out = _isolated_home / ".local/state/copilot-otel/otlp.jsonl"
     assert str(out) in capsys.readouterr().out
     records = [json.loads(line) for line in out.read_text().splitlines()]
-    spans = [s for r in records for rs in r.get("resourceSpans", []) for ss in rs["scopeSpans"] for s in ss["spans"]]
+    spans = [
+        s
+        for r in records
+        for rs in r.get("resourceSpans", [])
+        for ss in rs["scopeSpans"]
+        for s in ss["spans"]
+    ]
     events = _events(CLI_GENERATED / "failing-tool" / "events.jsonl")
     kinds = Counter(e["type"] for e in events)
     # root + (turn + chat) per turn + one per tool execution
@@ -315,15 +375,21 @@ def test_no_content_leaves_the_machine_by_default(receiver: OtlpReceiver) -> Non
     folder = CLI_GENERATED / "capi-failing-tool"
     assert _replay(receiver, folder) == 0
     blob = json.dumps([receiver.spans(), receiver.logs()])
-    for secret_ish in ("Check the config and run the tests", "config/missing.yaml", "test_add FAILED",
-                       "You are the GitHub Copilot CLI"):
+    for secret_ish in (
+        "Check the config and run the tests",
+        "config/missing.yaml",
+        "test_add FAILED",
+        "You are the GitHub Copilot CLI",
+    ):
         assert secret_ish not in blob
     for span in receiver.spans():
         for key in ("input.value", "output.value", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result"):
             assert key not in span["attributes"]
 
 
-def test_content_capture_opt_in_is_scrubbed(receiver: OtlpReceiver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_content_capture_opt_in_is_scrubbed(
+    receiver: OtlpReceiver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     folder = tmp_path / "0a000099-secret"
     shutil.copytree(CLI_GENERATED / "plain-question", folder)
     log = folder / "events.jsonl"
@@ -355,18 +421,24 @@ def test_unknown_session_id_is_a_one_line_error(capsys: pytest.CaptureFixture[st
     assert len(err.splitlines()) == 1
 
 
-def test_worker_processes_export_exactly_what_one_process_does(receiver: OtlpReceiver, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_worker_processes_export_exactly_what_one_process_does(
+    receiver: OtlpReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr("copilot_otel.replay.CHUNK_BYTES", 50_000)  # several chunks even for the fixtures
     assert _replay(receiver, CLI_GENERATED, extra=("--workers", "1")) == 0
     one = sorted(receiver.spans(), key=lambda s: s["span_id"])
-    one_metrics = {(m["name"], tuple(sorted(m["attributes"].items()))): m.get("value", m.get("count"))
-                   for m in receiver.metrics()}
+    one_metrics = {
+        (m["name"], tuple(sorted(m["attributes"].items()))): m.get("value", m.get("count"))
+        for m in receiver.metrics()
+    }
     receiver.clear()
     # the parent's chunking decides the split (workers only fold what they are given)
     assert _replay(receiver, CLI_GENERATED, extra=("--workers", "2")) == 0
     two = sorted(receiver.spans(), key=lambda s: s["span_id"])
-    two_metrics = {(m["name"], tuple(sorted(m["attributes"].items()))): m.get("value", m.get("count"))
-                   for m in receiver.metrics()}
+    two_metrics = {
+        (m["name"], tuple(sorted(m["attributes"].items()))): m.get("value", m.get("count"))
+        for m in receiver.metrics()
+    }
     assert [_without_resource(s) for s in one] == [_without_resource(s) for s in two]
     assert one_metrics == two_metrics
     assert len({r.transport for r in receiver.request_log("traces")}) == 1

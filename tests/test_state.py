@@ -64,7 +64,9 @@ def test_flush_is_atomic_and_keeps_one_previous_generation(tmp_path: Path) -> No
     store.put("/a", cp(2))
     assert store.flush()
     assert (tmp_path / PREV_FILE).read_bytes() == first
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["user-home", LOCK_FILE, STATE_FILE, PREV_FILE])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["user-home", LOCK_FILE, STATE_FILE, PREV_FILE]
+    )
     doc = orjson.loads((tmp_path / STATE_FILE).read_bytes())
     assert doc["version"] == 1
     assert doc["checkpoints"]["/a"]["acked_offset"] == 25

@@ -48,13 +48,18 @@ def _scope() -> common_pb2.InstrumentationScope:
 
 def reference_spans(records: Sequence[SpanRecord]) -> trace_service_pb2.ExportTraceServiceRequest:
     request = trace_service_pb2.ExportTraceServiceRequest()
-    scope_spans = request.resource_spans.add(resource=resource_pb2.Resource(attributes=_kvs(RESOURCE))).scope_spans.add(
-        scope=_scope()
-    )
+    scope_spans = request.resource_spans.add(
+        resource=resource_pb2.Resource(attributes=_kvs(RESOURCE))
+    ).scope_spans.add(scope=_scope())
     for r in records:
         span = scope_spans.spans.add(
-            trace_id=r.trace_id.to_bytes(16, "big"), span_id=r.span_id.to_bytes(8, "big"), name=r.name,
-            kind=int(r.kind), start_time_unix_nano=r.start_ns, end_time_unix_nano=r.end_ns, attributes=_kvs(r.attributes),
+            trace_id=r.trace_id.to_bytes(16, "big"),
+            span_id=r.span_id.to_bytes(8, "big"),
+            name=r.name,
+            kind=int(r.kind),
+            start_time_unix_nano=r.start_ns,
+            end_time_unix_nano=r.end_ns,
+            attributes=_kvs(r.attributes),
         )
         if r.parent_span_id is not None:
             span.parent_span_id = r.parent_span_id.to_bytes(8, "big")
@@ -63,20 +68,26 @@ def reference_spans(records: Sequence[SpanRecord]) -> trace_service_pb2.ExportTr
             if r.status_message:
                 span.status.message = r.status_message
         for ev in r.events:
-            span.events.append(trace_pb2.Span.Event(time_unix_nano=ev.time_ns, name=ev.name, attributes=_kvs(ev.attributes)))
+            span.events.append(
+                trace_pb2.Span.Event(time_unix_nano=ev.time_ns, name=ev.name, attributes=_kvs(ev.attributes))
+            )
     return request
 
 
 def reference_logs(records: Sequence[LogRecord]) -> logs_service_pb2.ExportLogsServiceRequest:
     request = logs_service_pb2.ExportLogsServiceRequest()
-    scope_logs = request.resource_logs.add(resource=resource_pb2.Resource(attributes=_kvs(RESOURCE))).scope_logs.add(
-        scope=_scope()
-    )
+    scope_logs = request.resource_logs.add(
+        resource=resource_pb2.Resource(attributes=_kvs(RESOURCE))
+    ).scope_logs.add(scope=_scope())
     for r in records:
         log = logs_pb2.LogRecord(
-            time_unix_nano=r.time_ns, observed_time_unix_nano=r.time_ns, severity_number=int(r.severity),
-            severity_text=r.severity.name, body=common_pb2.AnyValue(string_value=r.body),
-            attributes=_kvs({**r.attributes, "event.name": r.event_name}), event_name=r.event_name,
+            time_unix_nano=r.time_ns,
+            observed_time_unix_nano=r.time_ns,
+            severity_number=int(r.severity),
+            severity_text=r.severity.name,
+            body=common_pb2.AnyValue(string_value=r.body),
+            attributes=_kvs({**r.attributes, "event.name": r.event_name}),
+            event_name=r.event_name,
         )
         if r.trace_id:
             log.trace_id = r.trace_id.to_bytes(16, "big")
@@ -86,7 +97,9 @@ def reference_logs(records: Sequence[LogRecord]) -> logs_service_pb2.ExportLogsS
     return request
 
 
-@pytest.mark.parametrize("log", all_fixture_logs(), ids=lambda p: p.parent.name if p.name == "events.jsonl" else p.stem)
+@pytest.mark.parametrize(
+    "log", all_fixture_logs(), ids=lambda p: p.parent.name if p.name == "events.jsonl" else p.stem
+)
 def test_equal_messages_on_every_fixture(log: Any) -> None:
     emissions = fold_session(SessionFile.from_path(log), FoldSettings()).emissions
     spans = [e for e in emissions if isinstance(e, SpanRecord)]
@@ -95,16 +108,45 @@ def test_equal_messages_on_every_fixture(log: Any) -> None:
     for _ in range(2):  # the second round is served from the attribute cache
         ours = trace_service_pb2.ExportTraceServiceRequest.FromString(encode_spans(spans, resource))
         assert ours == reference_spans(spans)
-        assert logs_service_pb2.ExportLogsServiceRequest.FromString(encode_logs(logs, resource)) == reference_logs(logs)
+        assert logs_service_pb2.ExportLogsServiceRequest.FromString(
+            encode_logs(logs, resource)
+        ) == reference_logs(logs)
 
 
 def test_edge_values() -> None:
-    attrs = {"neg": -5, "big": 2**63 - 1, "min": -(2**63), "f": 1.5, "inf": math.inf, "t": True, "f0": False,
-             "zero": 0, "list": ("a", "b"), "ints": (1, 2), "empty": "", "utf8": "héllo ✓", "long": "x" * 300}
-    span = SpanRecord(trace_id=2**128 - 1, span_id=1, parent_span_id=2**64 - 1, name="n", kind=SpanKind.CLIENT,
-                      start_ns=0, end_ns=2**63, attributes=attrs, status=StatusCode.ERROR, status_message="bad ✗",
-                      events=(SpanEventRecord("e", 0, {"k": 1}),))
+    attrs = {
+        "neg": -5,
+        "big": 2**63 - 1,
+        "min": -(2**63),
+        "f": 1.5,
+        "inf": math.inf,
+        "t": True,
+        "f0": False,
+        "zero": 0,
+        "list": ("a", "b"),
+        "ints": (1, 2),
+        "empty": "",
+        "utf8": "héllo ✓",
+        "long": "x" * 300,
+    }
+    span = SpanRecord(
+        trace_id=2**128 - 1,
+        span_id=1,
+        parent_span_id=2**64 - 1,
+        name="n",
+        kind=SpanKind.CLIENT,
+        start_ns=0,
+        end_ns=2**63,
+        attributes=attrs,
+        status=StatusCode.ERROR,
+        status_message="bad ✗",
+        events=(SpanEventRecord("e", 0, {"k": 1}),),
+    )
     resource = make_resource(RESOURCE)
-    assert trace_service_pb2.ExportTraceServiceRequest.FromString(encode_spans([span], resource)) == reference_spans([span])
+    assert trace_service_pb2.ExportTraceServiceRequest.FromString(
+        encode_spans([span], resource)
+    ) == reference_spans([span])
     log = LogRecord("ev", 5, Severity.WARN, "body", {"a": 1.0}, None, None)
-    assert logs_service_pb2.ExportLogsServiceRequest.FromString(encode_logs([log], resource)) == reference_logs([log])
+    assert logs_service_pb2.ExportLogsServiceRequest.FromString(
+        encode_logs([log], resource)
+    ) == reference_logs([log])
