@@ -23,12 +23,10 @@ from rich.table import Table
 from rich.text import Text
 
 from .config import Config
-from .errors import StateError
 from .sessions import pid_alive
+from .state import STATUS_FILE, StateStore
 
 __all__ = ["STATUS_FILE", "print_status", "read_status"]
-
-STATUS_FILE = "status.json"
 # A running daemon rewrites its status every few seconds; older than this and it is probably stuck.
 _STALE_AFTER_S = 120.0
 
@@ -39,23 +37,7 @@ def read_status(state_dir: Path) -> dict[str, Any] | None:
     Raises:
         StateError: The file exists but cannot be read or is not a JSON object.
     """
-    path = state_dir / STATUS_FILE
-    try:
-        data = path.read_bytes()
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as exc:
-        raise StateError(f"cannot read the daemon status {path}: {exc.strerror or exc}") from exc
-    try:
-        status = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise StateError(
-            f"the daemon status {path} is not valid JSON ({exc}); it is rewritten by a running "
-            "daemon, so a stale broken file can be deleted"
-        ) from exc
-    if not isinstance(status, dict):
-        raise StateError(f"the daemon status {path} is not a JSON object")
-    return status
+    return StateStore.read_status(state_dir)
 
 
 def print_status(config: Config, as_json: bool = False) -> int:

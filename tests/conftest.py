@@ -6,10 +6,12 @@ Nothing of ours is mocked. The environment is scrubbed at import so a developer'
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -38,6 +40,19 @@ def all_fixture_logs() -> list[Path]:
     logs += sorted((FIXTURES / "public").glob("*.jsonl"))
     logs += sorted((FIXTURES / "public" / "synthetic-by-others").glob("*.jsonl"))
     return logs
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """A log's events decoded with plain ``json`` (independent of our parser); undecodable lines skipped."""
+    out = []
+    for line in path.read_bytes().splitlines():
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+    return out
 
 
 @pytest.fixture(autouse=True)

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from copilot_otel.cli import main
-from tests.conftest import CLI_GENERATED, ROOT, all_fixture_logs
+from tests.conftest import CLI_GENERATED, ROOT, all_fixture_logs, read_events
 from tests.otlp_receiver import OtlpReceiver
 
 FIXTURE_LOGS = all_fixture_logs()
@@ -41,16 +41,7 @@ def _console_script() -> list[str]:
     return [str(script)] if script.is_file() else [sys.executable, "-m", "copilot_otel"]
 
 
-def _events(path: Path) -> list[dict[str, Any]]:
-    out = []
-    for line in path.read_bytes().splitlines():
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(obj, dict):
-            out.append(obj)
-    return out
+_events = read_events
 
 
 def _session_id(folder: Path) -> str:

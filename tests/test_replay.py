@@ -15,23 +15,14 @@ from typing import Any
 import pytest
 
 from copilot_otel.cli import main
-from tests.conftest import CLI_GENERATED, all_fixture_logs
+from tests.conftest import CLI_GENERATED, all_fixture_logs, read_events
 from tests.otlp_receiver import OtlpReceiver
 
 FIXTURE_LOGS = all_fixture_logs()
 IDS = [p.parent.name if p.name == "events.jsonl" else p.stem for p in FIXTURE_LOGS]
 
 
-def _events(path: Path) -> list[dict[str, Any]]:
-    out = []
-    for line in path.read_bytes().splitlines():
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(obj, dict):
-            out.append(obj)
-    return out
+_events = read_events
 
 
 def _replay(
