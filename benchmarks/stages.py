@@ -46,7 +46,7 @@ def measure(root: Path) -> list[tuple[str, float, int, str]]:
     from copilot_otel.config import load_config
     from copilot_otel.export import encode_logs, encode_spans, make_resource
     from copilot_otel.fold import FoldSettings
-    from copilot_otel.metrics import Metrics
+    from copilot_otel.metrics import Aggregator
     from copilot_otel.parse import iter_lines, parse_line
     from copilot_otel.records import BadLine, LogRecord, Measurement, SpanRecord
     from copilot_otel.replay import new_fold
@@ -56,7 +56,7 @@ def measure(root: Path) -> list[tuple[str, float, int, str]]:
     sessions = scan_root(root)
     config = load_config({"command": "replay"}, env={"HOME": os.environ["HOME"]})
     resource_attrs = resource_attributes(config)
-    metrics = Metrics(resource_attrs, NullMetricExporter(), 600.0, None)
+    metrics = Aggregator()  # what replay records into
     resource = make_resource(resource_attrs)
     settings = FoldSettings()
     clock = time.perf_counter
@@ -115,14 +115,13 @@ def measure(root: Path) -> list[tuple[str, float, int, str]]:
             t[key] += dt
         n["lines"] += len(items)
     flush()
-    metrics.shutdown()
     out = [
         ("read files", t["read"], len(sessions), "session"),
         ("split lines (iter_lines)", t["split"], n["lines"], "line"),
         ("parse_line (orjson + Event)", t["parse"], n["lines"], "line"),
         ("new_fold (incl. workspace.yaml)", t["new_fold"], len(sessions), "session"),
         ("fold.feed + close", t["fold"], n["lines"], "line"),
-        ("metrics.record (SDK instruments)", t["metrics"], n["measurements"], "measurement"),
+        ("Aggregator.record (replay metrics)", t["metrics"], n["measurements"], "measurement"),
         (
             f"encode_spans (512/batch, {n['span_bytes'] / max(n['spans'], 1):.0f} B/span)",
             t["spans"],

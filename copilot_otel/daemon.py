@@ -32,6 +32,7 @@ from typing import Any
 
 from . import __version__
 from .config import Config
+from .content import ContentKind
 from .discover import Discovery
 from .errors import SourceError
 from .fold import FoldSettings, SessionFold
@@ -372,9 +373,10 @@ class Daemon:
     def _ensure_fold(self, f: _File) -> SessionFold:
         if f.fold is None:
             f.fold = SessionFold(f.session.session_id, self.settings, context=f.context)
-            title = read_workspace(f.session.folder).get("summary")
-            if title:
-                f.fold.ctx.title = title
+            if self.settings.content.allows(ContentKind.PROMPTS):  # the title is content (see replay.new_fold)
+                title = read_workspace(f.session.folder).get("summary")
+                if title:
+                    f.fold.ctx.title = title
             f.context = None
         return f.fold
 

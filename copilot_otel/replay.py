@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import Config
+from .content import ContentKind
 from .errors import ExportError, SourceError
 from .export import Signal
 from .fold import FoldSettings, SessionFold
@@ -50,11 +51,16 @@ class FoldedSession:
 
 
 def new_fold(session: SessionFile, settings: FoldSettings) -> SessionFold:
-    """A fold for one session, with the title from its ``workspace.yaml`` when there is one."""
+    """A fold for one session, with the title from its ``workspace.yaml`` when it may be exported.
+
+    The title summarises the conversation, so it is content: without prompt capture it is never exported and
+    the file is not even read (a backfill of thousands of small sessions saves an open per session).
+    """
     fold = SessionFold(session.session_id, settings)
-    title = read_workspace(session.folder).get("summary")
-    if title:
-        fold.ctx.title = title
+    if settings.content.allows(ContentKind.PROMPTS):
+        title = read_workspace(session.folder).get("summary")
+        if title:
+            fold.ctx.title = title
     return fold
 
 
