@@ -445,14 +445,18 @@ class SessionFold:
         )
 
     def _capture(self, text: Any, kind: ContentKind) -> str | None:
-        if not self.settings.content.enabled or not isinstance(text, str):
+        # Content goes on spans only; EVENT_ONLY (content in gen_ai.client.inference.operation.details log events)
+        # is not implemented, so it captures nothing rather than putting content where it was not asked for.
+        policy = self.settings.content
+        if not policy.enabled or not policy.on_spans or not isinstance(text, str):
             return None
-        return capture_text(text, kind, self.settings.content)
+        return capture_text(text, kind, policy)
 
     def _capture_json(self, value: Any, kind: ContentKind) -> str | None:
-        if not self.settings.content.enabled or value is None:
+        policy = self.settings.content
+        if not policy.enabled or not policy.on_spans or value is None:
             return None
-        return capture_json(value, kind, self.settings.content)
+        return capture_json(value, kind, policy)
 
     # ------------------------------------------------------------------ prompts
     def _open_prompt(self, event: Event, human: bool) -> _Prompt:
