@@ -373,7 +373,9 @@ class Daemon:
     def _ensure_fold(self, f: _File) -> SessionFold:
         if f.fold is None:
             f.fold = SessionFold(f.session.session_id, self.settings, context=f.context)
-            if self.settings.content.allows(ContentKind.PROMPTS):  # the title is content (see replay.new_fold)
+            if self.settings.content.allows(
+                ContentKind.PROMPTS
+            ):  # the title is content (see replay.new_fold)
                 title = read_workspace(f.session.folder).get("summary")
                 if title:
                     f.fold.ctx.title = title

@@ -79,7 +79,7 @@ def encode_logs(records: Sequence[LogRecord], resource: bytes) -> bytes:
     return wire.export_logs_request(records, resource, SCOPE)
 
 
-_REQUEST_TYPES = {
+_REQUEST_TYPES: dict[Signal, Any] = {
     Signal.TRACES: trace_service_pb2.ExportTraceServiceRequest,
     Signal.LOGS: logs_service_pb2.ExportLogsServiceRequest,
     Signal.METRICS: metrics_service_pb2.ExportMetricsServiceRequest,
@@ -235,7 +235,7 @@ def _short(value: object, limit: int = 200) -> str:
 def _partial_success(signal: Signal, content: bytes) -> tuple[int, str]:
     if not content:
         return 0, ""
-    response_types = {
+    response_types: dict[Signal, Any] = {
         Signal.TRACES: trace_service_pb2.ExportTraceServiceResponse,
         Signal.LOGS: logs_service_pb2.ExportLogsServiceResponse,
         Signal.METRICS: metrics_service_pb2.ExportMetricsServiceResponse,
@@ -277,17 +277,17 @@ class GrpcTransport:
                 target, grpc.ssl_channel_credentials(), options=options, compression=comp
             )
         self._metadata = tuple((k.lower(), v) for k, v in headers.items())
-        self._calls = {
+        self._calls: dict[Signal, tuple[Any, Any]] = {
             Signal.TRACES: (
-                trace_service_pb2_grpc.TraceServiceStub(self._channel).Export,
+                trace_service_pb2_grpc.TraceServiceStub(self._channel).Export,  # type: ignore[no-untyped-call]
                 trace_service_pb2.ExportTraceServiceRequest,
             ),
             Signal.LOGS: (
-                logs_service_pb2_grpc.LogsServiceStub(self._channel).Export,
+                logs_service_pb2_grpc.LogsServiceStub(self._channel).Export,  # type: ignore[no-untyped-call]
                 logs_service_pb2.ExportLogsServiceRequest,
             ),
             Signal.METRICS: (
-                metrics_service_pb2_grpc.MetricsServiceStub(self._channel).Export,
+                metrics_service_pb2_grpc.MetricsServiceStub(self._channel).Export,  # type: ignore[no-untyped-call]
                 metrics_service_pb2.ExportMetricsServiceRequest,
             ),
         }
@@ -343,7 +343,7 @@ def _grpc_retry_delay(exc: Any) -> float | None:
                     if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
                         info = error_details_pb2.RetryInfo()
                         detail.Unpack(info)
-                        return info.retry_delay.seconds + info.retry_delay.nanos / 1e9
+                        return float(info.retry_delay.seconds + info.retry_delay.nanos / 1e9)
     except Exception:  # malformed details: fall back to our own backoff
         return None
     return None

@@ -99,6 +99,10 @@ def _f(value: Any) -> float | None:
     return float(value)
 
 
+def _d(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def _put(attrs: dict[str, Any], key: str, value: Any) -> None:
     if value is not None:
         attrs[key] = value
@@ -284,7 +288,7 @@ class SessionContext:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SessionContext:
-        known = {
+        known: dict[str, Any] = {
             k: dict(v) if isinstance(v, dict) else v for k, v in data.items() if k in cls.__dataclass_fields__
         }
         return cls(**known)
@@ -668,13 +672,13 @@ class SessionFold:
         totals: dict[str, Any] = {}
         _put(totals, "copilot_otel.shutdown.type", _s(d.get("shutdownType")))
         premium = _f(d.get("totalPremiumRequests"))
-        snapshot = d.get("accountingSnapshot") if isinstance(d.get("accountingSnapshot"), dict) else {}
+        snapshot = _d(d.get("accountingSnapshot"))
         if premium is None:
             premium = _f(snapshot.get("totalPremiumRequestCost"))
         _put(totals, "github.copilot.total_premium_requests", premium)
         _put(totals, "github.copilot.total_nano_aiu", _f(d.get("totalNanoAiu")))
         _put(totals, "github.copilot.total_api_duration_ms", _f(d.get("totalApiDurationMs")))
-        changes = d.get("codeChanges") if isinstance(d.get("codeChanges"), dict) else {}
+        changes = _d(d.get("codeChanges"))
         added = _i(changes.get("linesAdded")) or 0
         removed = _i(changes.get("linesRemoved")) or 0
         files = changes.get("filesModified")
@@ -683,11 +687,11 @@ class SessionFold:
         totals["github.copilot.files_modified_count"] = (
             len(files) if isinstance(files, list) else _i(changes.get("filesModifiedCount")) or 0
         )
-        metrics = d.get("modelMetrics") if isinstance(d.get("modelMetrics"), dict) else {}
+        metrics = _d(d.get("modelMetrics"))
         for model, m in metrics.items():
             if not isinstance(m, dict):
                 continue
-            usage = m.get("usage") if isinstance(m.get("usage"), dict) else {}
+            usage = _d(m.get("usage"))
             for key, field_name in (
                 ("inputTokens", "input_tokens"),
                 ("outputTokens", "output_tokens"),
@@ -695,7 +699,7 @@ class SessionFold:
                 ("cacheWriteTokens", "cache_write_tokens"),
             ):
                 _put(totals, f"copilot_otel.session.models.{model}.{field_name}", _i(usage.get(key)))
-            req = m.get("requests") if isinstance(m.get("requests"), dict) else {}
+            req = _d(m.get("requests"))
             _put(totals, f"copilot_otel.session.models.{model}.requests", _i(req.get("count")))
             if not self.ctx.saw_usage_records:
                 # Logs without per-call usage records (CLI < 1.0.102): account cost from the session totals.
@@ -1201,7 +1205,7 @@ class SessionFold:
         self._tool_owner.pop(call_id, None)
         self._touch(prompt, tool.agent, event.time_ns)
         success = d.get("success") is not False
-        error = d.get("error") if isinstance(d.get("error"), dict) else {}
+        error = _d(d.get("error"))
         message = _s(error.get("message")) if error else None
         self._end_tool(
             prompt,

@@ -348,7 +348,7 @@ class Aggregator:
                 bucket_counts=buckets,
                 explicit_bounds=list(sc.METRICS_BY_NAME[name].buckets or ()),
             )
-        return request.SerializeToString()
+        return bytes(request.SerializeToString())
 
 
 def _any(value: Any) -> Any:

@@ -6,6 +6,7 @@ untouched (the fold ignores what it does not know), so logs from CLI versions we
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime, timezone
 
 import orjson
@@ -100,7 +101,9 @@ def parse_line(line: bytes, offset: int, end_offset: int, line_number: int) -> E
     )
 
 
-def iter_lines(blob: bytes, base_offset: int = 0, first_line_number: int = 1):
+def iter_lines(
+    blob: bytes, base_offset: int = 0, first_line_number: int = 1
+) -> Iterator[tuple[bytes, int, int, int]]:
     """Split a buffer of complete lines into ``(line, offset, end_offset, line_number)``.
 
     A final fragment without ``\\n`` is yielded too (``end_offset`` = end of buffer): ``replay`` reads whole

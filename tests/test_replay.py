@@ -439,7 +439,9 @@ def _without_resource(span: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in span.items() if k != "resource"}
 
 
-def test_event_only_capture_puts_no_content_on_spans(receiver: OtlpReceiver, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_event_only_capture_puts_no_content_on_spans(
+    receiver: OtlpReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "EVENT_ONLY")
     assert _replay(receiver, CLI_GENERATED / "plain-question") == 0
     assert "What is the capital of France?" not in json.dumps(receiver.spans())
