@@ -388,3 +388,14 @@ def test_live_session_is_not_delayed_by_a_large_backfill(env: dict[str, Any]) ->
         "backfilled prompts had been delivered by then"
     )
     assert seen["live_root_after"] < total, "the live session did not wait for the end of the backfill"
+
+
+def test_daemon_keeps_exporting_spans_when_the_endpoint_takes_no_logs(env: dict[str, Any]) -> None:
+    receiver: OtlpReceiver = env["receiver"]
+    shutil.copytree(CLI_GENERATED / "subagent", env["root"] / "s")
+    d = env["daemon"](env={"OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": f"{receiver.http_endpoint}/no-logs-here"})
+    assert_delivered_like_replay(receiver, [env["root"] / "s" / "events.jsonl"], env["tmp"])
+    assert d.terminate() == 0
+    assert d.output().count("does not accept logs") == 1  # said once, then logs are dropped
+    state = json.loads((env["state"] / "state.json").read_text())
+    assert state["checkpoints"], "checkpoints still advance"

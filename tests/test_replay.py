@@ -445,3 +445,19 @@ def test_event_only_capture_puts_no_content_on_spans(
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "EVENT_ONLY")
     assert _replay(receiver, CLI_GENERATED / "plain-question") == 0
     assert "What is the capital of France?" not in json.dumps(receiver.spans())
+
+
+def test_an_endpoint_that_takes_no_logs_fails_with_a_hint(
+    receiver: OtlpReceiver, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a traces-only backend: logs go to a path it does not serve (HTTP 404), as Phoenix answers 405
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", f"{receiver.http_endpoint}/no-logs-here")
+    assert _replay(receiver, CLI_GENERATED / "plain-question") != 0
+    err = capsys.readouterr().err
+    assert "does not accept logs" in err and "COPILOT_OTEL_LOGS=false" in err
+    # not a permanent rejection of the records: nothing is bisected into the dead-letter file
+    assert not (Path.home() / ".local/state/copilot-otel/dead-letter.jsonl").exists()
+    monkeypatch.setenv("COPILOT_OTEL_LOGS", "false")
+    receiver.clear()
+    assert _replay(receiver, CLI_GENERATED / "plain-question") == 0
+    assert len(receiver.spans()) == 3
