@@ -120,6 +120,13 @@ class ReplayReport:
     destination: str = ""
     bad_line_examples: list[str] = field(default_factory=list)
 
+    def merge(self, part: ReplayReport) -> None:
+        """Add a worker's report (counts add up; examples are kept up to the usual limit)."""
+        for name in ("sessions", "events", "spans", "logs", "measurements", "bad_lines", "dead_lettered"):
+            setattr(self, name, getattr(self, name) + getattr(part, name))
+        room = max(0, _BAD_LINES_LOGGED - len(self.bad_line_examples))
+        self.bad_line_examples.extend(part.bad_line_examples[:room])
+
 
 @dataclass(frozen=True, slots=True)
 class Progress:
@@ -343,16 +350,7 @@ def _replay_in_workers(
                 finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
                 for future in finished:
                     part, part_metrics = future.result()  # re-raises the worker's ExportError
-                    report.sessions += part.sessions
-                    report.events += part.events
-                    report.spans += part.spans
-                    report.logs += part.logs
-                    report.measurements += part.measurements
-                    report.bad_lines += part.bad_lines
-                    report.dead_lettered += part.dead_lettered
-                    report.bad_line_examples.extend(
-                        part.bad_line_examples[: max(0, _BAD_LINES_LOGGED - len(report.bad_line_examples))]
-                    )
+                    report.merge(part)
                     metrics.merge(part_metrics)
                     done += futures[future]
                     if on_progress is not None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -33,6 +32,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from tests.stack_data import find_binary
 
 ROOT = Path(__file__).resolve().parent.parent
 GRAFANA = ROOT / "grafana"
@@ -81,21 +82,7 @@ def _load_yaml(path: Path) -> Any:
 
 def _binary(name: str, env_var: str, *candidates: Path) -> str:
     """Path of a tool binary, or skip (fail under CI=true) when it is not installed."""
-    path = os.environ.get(env_var)
-    if path:
-        if not os.access(path, os.X_OK):
-            pytest.fail(f"{env_var}={path!r} is not an executable")
-        return path
-    for candidate in candidates:
-        if os.access(candidate, os.X_OK):
-            return str(candidate)
-    found = shutil.which(name)
-    if found:
-        return found
-    reason = f"{name} not found (set {env_var} or run .ci/install-stack.sh)"
-    if os.environ.get("CI") == "true":
-        pytest.fail(reason)
-    pytest.skip(reason)
+    return find_binary(name, env_var, *candidates)
 
 
 def _run(argv: list[str], cwd: Path = ROOT, timeout: float = 60) -> subprocess.CompletedProcess[str]:
