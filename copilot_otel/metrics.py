@@ -291,8 +291,14 @@ class Aggregator:
     def __bool__(self) -> bool:
         return bool(self.sums or self.histograms)
 
-    def encode(self, resource: Mapping[str, Any], start_ns: int, time_ns: int) -> bytes:
-        """One ``ExportMetricsServiceRequest`` with every series (cumulative over [start_ns, time_ns])."""
+    def encode(self, resource: Mapping[str, Any], start_ns: int, time_ns: int, delta: bool = False) -> bytes:
+        """One ``ExportMetricsServiceRequest`` with every series over [start_ns, time_ns].
+
+        Args:
+            delta: Mark the points DELTA instead of CUMULATIVE (``OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE``
+                = ``delta`` or ``lowmemory``); for a single export covering the whole replay both describe the same
+                numbers, the flag is for backends that only take one kind.
+        """
         from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
         from opentelemetry.proto.common.v1 import common_pb2
         from opentelemetry.proto.metrics.v1 import metrics_pb2
@@ -311,7 +317,11 @@ class Aggregator:
         scope = scope_metrics.scope_metrics.add(
             scope=common_pb2.InstrumentationScope(name=SCOPE_NAME, version=__version__)
         )
-        cumulative = metrics_pb2.AGGREGATION_TEMPORALITY_CUMULATIVE
+        cumulative = (
+            metrics_pb2.AGGREGATION_TEMPORALITY_DELTA
+            if delta
+            else metrics_pb2.AGGREGATION_TEMPORALITY_CUMULATIVE
+        )
         by_name: dict[str, Any] = {}
 
         def metric(name: str) -> Any:

@@ -173,7 +173,11 @@ def replay(
         else:
             _replay_here(sessions, config, tel, report, metrics, on_progress, started)
         if config.metrics_enabled and metrics:
-            body = metrics.encode(resource_attributes(config), start_ns, time.time_ns())
+            preference = (
+                os.environ.get("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "").strip().lower()
+            )
+            delta = preference in ("delta", "lowmemory")
+            body = metrics.encode(resource_attributes(config), start_ns, time.time_ns(), delta=delta)
             outcome = tel.sender.deliver_body(Signal.METRICS, body, config.max_retry_time)
             if not outcome.delivered:
                 raise ExportError(

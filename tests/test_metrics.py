@@ -626,3 +626,27 @@ def test_prometheus_port_is_released_on_shutdown() -> None:
         probe.settimeout(1.0)
         with pytest.raises(ConnectionRefusedError):
             probe.connect(("127.0.0.1", port))
+
+
+@pytest.mark.parametrize(
+    ("preference", "expected"), [("", 2), ("delta", 1), ("lowmemory", 1), ("cumulative", 2)]
+)
+def test_replay_honours_the_temporality_preference(
+    receiver: OtlpReceiver, monkeypatch: pytest.MonkeyPatch, preference: str, expected: int
+) -> None:
+    if preference:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", preference)
+    assert (
+        main(
+            [
+                "replay",
+                str(CLI_GENERATED / "multi-tool"),
+                "--endpoint",
+                receiver.http_endpoint,
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    points = [p for p in receiver.metrics() if p["type"] in ("sum", "histogram")]
+    assert points and {p["temporality"] for p in points} == {expected}  # 1 = DELTA, 2 = CUMULATIVE
