@@ -11,7 +11,7 @@ Backfill figures (what exists today):
 * parse-only: ``orjson.loads`` over every line of the same files (read whole file, split, decode) — the
   ceiling for any Python implementation of this pipeline; ``json.loads`` shown for reference;
 * ours: ``copilot-otel replay`` of the history into a subprocess OTLP receiver (count-only) over OTLP/HTTP,
-  with metrics on (the default, ``OTEL_METRIC_EXPORT_INTERVAL=600000`` so only the final flush exports) and
+  with metrics on (the default: replay aggregates them and sends one request at the end) and
   with ``COPILOT_OTEL_METRICS=false``; the receiver's span count must equal the spans replay reports;
 * naive: ``benchmarks/naive.py`` (stdlib json + SDK tracer + BatchSpanProcessor + stock OTLPSpanExporter) into
   the same kind of receiver;
@@ -20,7 +20,7 @@ Backfill figures (what exists today):
 Rates of subprocesses are *marginal*: ``events / (wall − wall of the same command on a 1-session history)``,
 so interpreter start-up and imports (shown separately) do not distort small runs.
 
-Daemon figures (``copilot-otel run``; print "n/a (daemon not available)" until it exists): live latency
+Daemon figures (``copilot-otel run``; "n/a (daemon not available)" if it fails to start): live latency
 p50/p99, idle CPU/RSS with 5,000 idle sessions, restart time with 5,000 checkpoints, burst 50 × 200 ev/s.
 
 Exit status: 0 when every measurement ran and every delivery check held (spans received == spans reported,
