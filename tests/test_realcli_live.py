@@ -84,3 +84,59 @@ def test_live_trace_of_a_real_cli_session(copilot_binary: Path, tmp_path: Path) 
     assert all(lat < 1.5 for lat in latencies), latencies
     # and the turns without waiting for the prompt to end: the first turn arrived before the root span
     assert min(first_seen[t["span_id"]] for t in turns) < first_seen[root["span_id"]] - 500_000_000
+
+
+def test_runaway_of_a_real_cli_session_is_detected_while_it_runs(
+    copilot_binary: Path,  # noqa: F811 - the fixture imported above
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The real CLI loops (30 identical `bash echo loop` turns); the alarm must arrive before the CLI is done."""
+    home = tmp_path / "cli-home"
+    workdir = tmp_path / "project"
+    workdir.mkdir(parents=True)
+    session_state = home / ".copilot" / "session-state"
+    session_state.mkdir(parents=True)
+    session_id = str(uuid.UUID(int=0x0C00_0000_0000_4000_8000_0000_0000_0043))
+    arrivals: dict[str, int] = {}
+
+    def on_accept(signal: str, items: list[dict[str, Any]] | None, count: int, received_ns: int) -> None:
+        for item in items or ():
+            if signal == "logs" and item["event_name"] == "copilot_otel.runaway.detected":
+                arrivals.setdefault(item["attributes"]["copilot_otel.runaway.reason"], received_ns)
+
+    scripts = default_scripts(runaway_turns=30, step_delay_s=0.15)
+    with OtlpReceiver(on_accept=on_accept) as receiver, FakeModelServer(scripts=scripts) as model:
+        # the same threshold for the daemon (it inherits the environment) and the replay it is compared with
+        monkeypatch.setenv("COPILOT_OTEL_RUNAWAY_TURNS", "10")
+        daemon = DaemonProcess(
+            session_state, tmp_path / "state", receiver.http_endpoint, tmp_path / "daemon.log"
+        )
+        daemon.start()
+        try:
+            cli = run_copilot(
+                copilot_binary,
+                home,
+                workdir,
+                prompt_for("runaway"),
+                model.base_url,
+                session_id=session_id,
+                background=True,
+            )
+            receiver.wait_for(lambda r: "turns" in arrivals and "identical_tool_calls" in arrivals, 60)
+            still_running = cli.poll() is None
+            result = cli.result(timeout=90)
+            assert result.returncode == 0, result.stderr
+            assert still_running, "the detection must arrive while the runaway is still going on"
+            log = session_dir(home, session_id) / "events.jsonl"
+            assert_delivered_like_replay(receiver, [log], tmp_path, timeout=30)
+        finally:
+            assert daemon.terminate() == 0
+    root = next(s for s in receiver.spans() if s["parent_span_id"] is None)
+    assert root["attributes"]["github.copilot.turn_count"] == 31
+    reasons = sorted(
+        e["attributes"]["copilot_otel.runaway.reason"]
+        for e in root["events"]
+        if e["name"] == "copilot_otel.runaway.detected"
+    )
+    assert reasons == ["identical_tool_calls", "turns"]
