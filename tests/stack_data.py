@@ -69,13 +69,15 @@ def substitute(expr: str) -> str:
     return expr
 
 
-def _panels(panels: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    for panel in panels:
+def panels(items: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Every panel of a dashboard, rows' nested panels included."""
+    for panel in items:
         yield panel
-        yield from _panels(panel.get("panels", []))
+        yield from panels(panel.get("panels", []))
 
 
-def _uid(panel: dict[str, Any], target: dict[str, Any]) -> str | None:
+def target_uid(panel: dict[str, Any], target: dict[str, Any]) -> str | None:
+    """The datasource uid a panel target queries (its own, else the panel's)."""
     ds = target.get("datasource") or panel.get("datasource") or {}
     return ds.get("uid") if isinstance(ds, dict) else ds
 
@@ -84,9 +86,9 @@ def shipped_queries() -> list[Query]:
     """Every PromQL query of every dashboard panel target, rule, Grafana-managed alert and datasource link."""
     out: list[Query] = []
     for path in DASHBOARDS:
-        for panel in _panels(json.loads(path.read_text())["panels"]):
+        for panel in panels(json.loads(path.read_text())["panels"]):
             for target in panel.get("targets", []):
-                if _uid(panel, target) != "prometheus":
+                if target_uid(panel, target) != "prometheus":
                     continue
                 kind: QueryKind = "instant" if target.get("instant") and not target.get("range") else "range"
                 out.append(

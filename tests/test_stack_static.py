@@ -33,7 +33,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.stack_data import find_binary
+from tests.stack_data import find_binary, shipped_queries, target_uid
+from tests.stack_data import panels as all_panels
 
 ROOT = Path(__file__).resolve().parent.parent
 GRAFANA = ROOT / "grafana"
@@ -46,14 +47,6 @@ PROVISIONING = sorted((GRAFANA / "provisioning").rglob("*.yaml"))
 DEB13_BIN = ROOT / ".cache" / "deb13" / "root" / "usr" / "bin"
 
 # Grafana macros -> values a plain Prometheus accepts.
-GRAFANA_MACROS = {
-    "$__rate_interval": "1m",
-    "$__interval_ms": "30000",
-    "$__interval": "30s",
-    "$__range_s": "3600",
-    "$__range_ms": "3600000",
-    "$__range": "1h",
-}
 # Collector component types this config may use (contrib 0.146: new and deprecated spellings).
 COLLECTOR_TYPES = {
     "receivers": {"otlp", "prometheus"},
@@ -180,51 +173,15 @@ def test_catalog_parses() -> None:
 # --- every PromQL expression we ship ------------------------------------------------------------
 
 
-def _panels(panels: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    for panel in panels:
-        yield panel
-        yield from _panels(panel.get("panels", []))
-
-
-def _target_uid(panel: dict[str, Any], target: dict[str, Any]) -> str | None:
-    ds = target.get("datasource") or panel.get("datasource") or {}
-    return ds.get("uid") if isinstance(ds, dict) else ds
-
-
 def dashboard_queries() -> list[tuple[str, str]]:
-    out = []
-    for path in DASHBOARDS:
-        for panel in _panels(json.loads(path.read_text())["panels"]):
-            for target in panel.get("targets", []):
-                if _target_uid(panel, target) == "prometheus":
-                    out.append((f"{path.name}: {panel['title']} [{target['refId']}]", target["expr"]))
-    return out
+    """(where, PromQL) of every Prometheus target of every dashboard panel."""
+    return [(q.where, q.expr) for q in shipped_queries() if q.kind in ("instant", "range")]
 
 
 def shipped_promql() -> list[tuple[str, str]]:
     """(where, PromQL with Grafana macros substituted) for dashboards, alert and recording rules,
     Grafana-managed alert rules and the Tempo datasource's traces-to-metrics queries."""
-    queries = list(dashboard_queries())
-    for group in _load_yaml(RULES)["groups"]:
-        for rule in group["rules"]:
-            queries.append((f"rules: {rule.get('alert') or rule.get('record')}", rule["expr"]))
-    alerting = _load_yaml(GRAFANA / "provisioning" / "alerting" / "copilot-alerts.yaml")
-    for group in alerting["groups"]:
-        for rule in group["rules"]:
-            for query in rule["data"]:
-                if query["datasourceUid"] == "prometheus":
-                    queries.append((f"grafana alert: {rule['title']}", query["model"]["expr"]))
-    datasources = _load_yaml(GRAFANA / "provisioning" / "datasources" / "datasources.yaml")["datasources"]
-    for ds in datasources:
-        for query in ds.get("jsonData", {}).get("tracesToMetrics", {}).get("queries", []):
-            expr = query["query"].replace("$$__tags", 'service_name="copilot-otel"')
-            queries.append((f"datasource {ds['uid']}: {query['name']}", expr))
-    substituted = []
-    for where, expr in queries:
-        for macro, value in GRAFANA_MACROS.items():
-            expr = expr.replace(macro, value)
-        substituted.append((where, expr))
-    return substituted
+    return [(q.where, q.expr) for q in shipped_queries()]
 
 
 def test_every_query_is_found() -> None:
@@ -664,7 +621,7 @@ def test_dashboard_json_lint(path: Path) -> None:
     uids = set(_datasources())
     assert dashboard["uid"] == path.stem
     assert not dashboard["templating"]["list"], "dashboards use fixed datasource uids, no variables"
-    panels = list(_panels(dashboard["panels"]))
+    panels = list(all_panels(dashboard["panels"]))
     ids = [panel["id"] for panel in panels]
     assert len(ids) == len(set(ids)), "duplicate panel ids"
     for panel in panels:
@@ -673,7 +630,7 @@ def test_dashboard_json_lint(path: Path) -> None:
         ref_ids = [target["refId"] for target in panel["targets"]]
         assert ref_ids and all(ref_ids) and len(ref_ids) == len(set(ref_ids)), panel["title"]
         for target in panel["targets"]:
-            uid = _target_uid(panel, target)
+            uid = target_uid(panel, target)
             assert uid in uids, f"{panel['title']}: datasource uid {uid!r} is not provisioned"
             if uid == "tempo":
                 query = target["query"]
@@ -701,8 +658,8 @@ def test_overview_dashboard_covers_the_brief() -> None:
 
 def test_prompts_dashboard_links_traces_and_exemplars() -> None:
     dashboard = json.loads((GRAFANA / "dashboards" / "copilot-prompts.json").read_text())
-    panels = list(_panels(dashboard["panels"]))
-    tempo_queries = [t["query"] for p in panels for t in p.get("targets", []) if _target_uid(p, t) == "tempo"]
+    panels = list(all_panels(dashboard["panels"]))
+    tempo_queries = [t["query"] for p in panels for t in p.get("targets", []) if target_uid(p, t) == "tempo"]
     assert any('span.gen_ai.operation.name = "invoke_agent"' in q and "github.copilot.turn_count" in q
                for q in tempo_queries)  # fmt: skip
     sorts = {
