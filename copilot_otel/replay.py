@@ -206,7 +206,6 @@ def _replay_here(
     spans: list[SpanRecord] = []
     logs: list[LogRecord] = []
     delivery = _Delivery(tel, config.max_retry_time)
-    sent_before = tel.sender.stats.spans_sent
 
     def flush() -> None:
         nonlocal spans, logs
@@ -256,11 +255,7 @@ def _replay_here(
         report.dead_lettered += delivery.finish()
     finally:
         delivery.stop()
-    exported = tel.sender.stats.spans_sent - sent_before
-    metrics.count("copilot_otel.export.spans", exported, {"copilot_otel.export.outcome": "exported"})
-    metrics.count(
-        "copilot_otel.export.spans", report.dead_lettered, {"copilot_otel.export.outcome": "dead_lettered"}
-    )
+    tel.record_delivery_stats(metrics)
 
 
 # A history smaller than this is replayed in-process: starting worker processes costs more than it saves.

@@ -20,7 +20,7 @@ from .content import ContentPolicy
 from .errors import ConfigError
 from .export import Sender, build_transport, make_resource
 from .fold import FoldSettings, RunawayThresholds
-from .metrics import Metrics, build_metric_exporter
+from .metrics import Aggregator, Metrics, build_metric_exporter
 
 _TRACES_ENV = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 
@@ -128,21 +128,22 @@ class Telemetry:
                 ) from exc
         return cls(sender, metrics, transport.description)
 
-    def record_delivery_stats(self) -> None:
+    def record_delivery_stats(self, sink: Metrics | Aggregator | None = None) -> None:
         """Count the sender's progress since the last call into the health metrics (exported / dead-lettered
-        spans, retries)."""
-        if self.metrics is None:
+        spans, retries): into ``sink`` (replay's aggregator) or this telemetry's SDK metrics (the daemon)."""
+        sink = sink if sink is not None else self.metrics
+        if sink is None:
             return
         stats = self.sender.stats
         now = (stats.spans_sent, stats.dead_lettered, stats.retries)
         before = self._reported
-        self.metrics.count(
+        sink.count(
             "copilot_otel.export.spans", now[0] - before[0], {"copilot_otel.export.outcome": "exported"}
         )
-        self.metrics.count(
+        sink.count(
             "copilot_otel.export.spans", now[1] - before[1], {"copilot_otel.export.outcome": "dead_lettered"}
         )
-        self.metrics.count("copilot_otel.export.retries", now[2] - before[2])
+        sink.count("copilot_otel.export.retries", now[2] - before[2])
         self._reported = now
 
     def close(self) -> None:

@@ -308,6 +308,10 @@ def test_collector_answering_503_still_gets_everything(receiver: OtlpReceiver) -
     assert len(receiver.spans()) == 12
     assert {r.outcome for r in receiver.request_log("traces")} >= {"accepted"}
     assert len([r for r in receiver.request_log("traces") if r.outcome != "accepted"]) == 3
+    # the daemon's health metrics tell the same story for a replay
+    health = {(m["name"], tuple(m["attributes"].values())): m["value"] for m in receiver.metrics()}
+    assert health[("copilot_otel.export.retries", ())] == 4
+    assert health[("copilot_otel.export.spans", ("exported",))] == 12
 
 
 def test_unreachable_collector_fails_clearly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
