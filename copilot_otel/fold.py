@@ -536,17 +536,16 @@ class SessionFold:
         for call_id in list(prompt.tools):
             self._tool_owner.pop(call_id, None)
 
-    def _finish_current(self, time_ns: int, reason: str | None = None, incomplete: bool = False) -> None:
-        """End the current prompt unless background sub-agents still run (it then lingers until they end)."""
+    def _finish_current(self) -> None:
+        """End the current prompt (a new one begins) where its activity stopped, unless background sub-agents
+        still run: it then lingers until they end."""
         prompt = self._current
         if prompt is None:
             return
         self._current = None
-        if not incomplete and any(a.background and not a.closed for a in prompt.agents.values()):
+        if any(a.background and not a.closed for a in prompt.agents.values()):
             return
-        self._close_prompt(
-            prompt, max(prompt.last_ns, time_ns if incomplete else prompt.last_ns), reason, incomplete
-        )
+        self._close_prompt(prompt, prompt.last_ns, None, incomplete=False)
 
     def _maybe_close_lingering(self, prompt: _Prompt) -> None:
         if prompt is not self._current and all(a.closed for a in prompt.agents.values()):
@@ -935,7 +934,7 @@ class SessionFold:
             self._touch(prompt, prompt.root, event.time_ns)
             return
         # A new human prompt (idle or queued delivery), or an injected message with no prompt open.
-        self._finish_current(event.time_ns)
+        self._finish_current()
         prompt = self._open_prompt(event, human=not injected)
         attrs = {"github.copilot.user.message.source": source or "user"}
         _put(attrs, "github.copilot.user.message.interaction_id", prompt.interaction_id)
