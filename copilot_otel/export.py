@@ -32,6 +32,7 @@ from google.protobuf.json_format import MessageToDict
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+from opentelemetry.util.re import parse_env_headers
 
 from . import __version__, wire
 from .records import LogRecord, SpanRecord
@@ -372,19 +373,6 @@ class FileTransport:
         pass
 
 
-def parse_headers(value: str | None) -> dict[str, str]:
-    """``OTEL_EXPORTER_OTLP_HEADERS`` (``k=v,k2=v2``, URL-encoded values) → dict."""
-    from urllib.parse import unquote
-
-    headers: dict[str, str] = {}
-    for item in (value or "").split(","):
-        if "=" in item:
-            key, _, val = item.partition("=")
-            if key.strip():
-                headers[unquote(key.strip()).lower()] = unquote(val.strip())
-    return headers
-
-
 def build_transport(
     endpoint: str | None,
     protocol: str,
@@ -404,8 +392,9 @@ def build_transport(
         if output_file is None:
             raise ValueError("no endpoint and no output file")
         return FileTransport(output_file)
-    headers = parse_headers(env.get("OTEL_EXPORTER_OTLP_HEADERS"))
-    headers.update(parse_headers(env.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS")))
+    # The SDK's own parser: URL-decoded values, lower-cased keys, malformed entries logged and skipped.
+    headers = dict(parse_env_headers(env.get("OTEL_EXPORTER_OTLP_HEADERS", ""), liberal=True))
+    headers.update(parse_env_headers(env.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS", ""), liberal=True))
     compression = (
         env.get("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION") or env.get("OTEL_EXPORTER_OTLP_COMPRESSION") or ""
     ).strip().lower() or None
