@@ -19,11 +19,14 @@ from .records import LogRecord, SpanRecord
 _PACK_Q = struct.Struct("<Q").pack
 _PACK_D = struct.Struct("<d").pack
 
-# Encoded (key, type, value) → KeyValue bytes. Bounded: cleared when full, so it keeps adapting to the
-# current sessions instead of freezing on the first ones.
-_KV_CACHE: dict[tuple[str, type, Any], bytes] = {}
-_KV_CACHE_MAX = 50_000
-# Values that are unique per span or call: caching them would only evict useful entries.
+# Per field tag (span, log, event and resource attributes use different ones), per key: the key's encoded
+# ``KeyValue.key`` field and a value → (value class, whole ``KeyValue`` field) cache. Keyed by value alone, so the
+# class is checked on a hit (``1``, ``1.0`` and ``True`` are equal dict keys but encode differently). Bounded
+# per key; keys whose values are unique per span or call get no value cache at all.
+_KV_CACHES: dict[int, dict[str, tuple[bytes, dict[Any, tuple[type, bytes]] | None]]] = {}
+_VALUES_PER_KEY_MAX = 4_096
+_MAX_CACHED_KV = 300
+# Values that are unique per span or call: caching them would only grow the cache.
 _NEVER_CACHED = frozenset(
     {
         "gen_ai.response.id",
@@ -36,14 +39,14 @@ _NEVER_CACHED = frozenset(
         "github.copilot.user.message.interaction_id",
     }
 )
-_MAX_CACHED_STR = 256
+_BYTE = [bytes((i,)) for i in range(128)]
 
 
 def _varint(value: int) -> bytes:
     if value < 0:
         value += 1 << 64  # int64 two's complement, as protobuf writes negative varints
     if value < 0x80:
-        return bytes((value,))
+        return _BYTE[value]
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
@@ -54,7 +57,7 @@ def _varint(value: int) -> bytes:
 
 def _ld(tag: int, payload: bytes) -> bytes:
     """A length-delimited field; ``tag`` = field number << 3 | 2 (all our fields are < 16: one byte)."""
-    return bytes((tag,)) + _varint(len(payload)) + payload
+    return _BYTE[tag] + _varint(len(payload)) + payload
 
 
 def _any_value(value: Any) -> bytes:
@@ -72,30 +75,58 @@ def _any_value(value: Any) -> bytes:
     return _ld(0x0A, str(value).encode("utf-8", "surrogatepass"))
 
 
+def _value_field(value: Any) -> bytes:
+    """``KeyValue.value`` (field 2), with the two most common uncached types (strings, floats) inlined."""
+    cls = value.__class__
+    if cls is str:
+        raw = value.encode("utf-8", "surrogatepass")
+        n = len(raw)
+        if n < 126:
+            return b"\x12" + _BYTE[n + 2] + b"\x0a" + _BYTE[n] + raw
+        return _ld(0x12, _ld(0x0A, raw))
+    if cls is float:
+        return b"\x12\x09\x21" + _PACK_D(value)
+    return _ld(0x12, _any_value(value))
+
+
 def attributes(attrs: Mapping[str, Any], tag: int) -> bytes:
-    """Each attribute as a repeated ``KeyValue`` field ``tag`` (key 1, value 2)."""
+    """Each attribute as a repeated ``KeyValue`` field ``tag`` (key 1, value 2).
+
+    The hot loop of a backfill (≈ 20 attributes a span): a repeated pair costs two dict lookups and a class
+    check; a new one is encoded inline without the generic helpers.
+    """
+    caches = _KV_CACHES.get(tag)
+    if caches is None:
+        caches = _KV_CACHES[tag] = {}
+    tag_byte = _BYTE[tag]
     out = []
-    cache = _KV_CACHE
+    append = out.append
     for key, value in attrs.items():
-        # Floats (durations, TTFT) and sequences almost never repeat: encoding them is cheaper than caching.
-        cacheable = (
-            key not in _NEVER_CACHED
-            and not isinstance(value, (float, list, tuple))
-            and (not isinstance(value, str) or len(value) < _MAX_CACHED_STR)
-        )
-        if cacheable:
-            ckey = (key, value.__class__, value)
-            kv = cache.get(ckey)
-            if kv is None:
-                kv = _ld(tag, _ld(0x0A, key.encode()) + _ld(0x12, _any_value(value)))
-                if len(cache) >= _KV_CACHE_MAX:
-                    cache.clear()
-                cache[ckey] = kv
-            elif kv[0] != tag:
-                kv = bytes((tag,)) + kv[1:]
-        else:
-            kv = _ld(tag, _ld(0x0A, key.encode()) + _ld(0x12, _any_value(value)))
-        out.append(kv)
+        per_key = caches.get(key)
+        if per_key is None:
+            raw_key = key.encode("utf-8", "surrogatepass")
+            per_key = (_ld(0x0A, raw_key), None if key in _NEVER_CACHED else {})
+            caches[key] = per_key
+        key_field, values = per_key
+        if values is not None:
+            try:
+                hit = values.get(value)
+            except TypeError:  # an unhashable value (a list): encoded every time
+                hit = None
+            if hit is not None and hit[0] is value.__class__:
+                append(hit[1])
+                continue
+        body = key_field + _value_field(value)
+        kv = tag_byte + _varint(len(body)) + body
+        # Floats (durations, TTFT) almost never repeat, and long strings would make the cache the memory hog.
+        if values is not None and value.__class__ is not float and len(kv) < _MAX_CACHED_KV:
+            if len(values) >= _VALUES_PER_KEY_MAX:
+                values.clear()
+            try:
+                values[value] = (value.__class__, kv)
+            except TypeError:
+                pass
+        append(kv)
     return b"".join(out)
 
 

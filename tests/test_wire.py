@@ -150,3 +150,25 @@ def test_edge_values() -> None:
     assert logs_service_pb2.ExportLogsServiceRequest.FromString(
         encode_logs([log], resource)
     ) == reference_logs([log])
+
+
+@pytest.mark.parametrize("order", [(1, True, 1.0, ["l"]), (1.0, 1, ["l"], True), (True, 1.0, 1, ["l"])])
+def test_attribute_cache_keeps_each_values_type(order: tuple[Any, ...]) -> None:
+    # 1, 1.0 and True are equal dict keys but three different AnyValue types; a list is unhashable. Encoded under
+    # one key, in any order and twice (the second time from the cache), each must come out as itself.
+    spans = [
+        SpanRecord(
+            trace_id=1,
+            span_id=i + 1,
+            parent_span_id=None,
+            name="n",
+            kind=SpanKind.INTERNAL,
+            start_ns=1,
+            end_ns=2,
+            attributes={"same.key": value, "s": "y" * (120 + i)},
+        )
+        for i, value in enumerate(order * 2)
+    ]
+    resource = make_resource(RESOURCE)
+    decoded = trace_service_pb2.ExportTraceServiceRequest.FromString(encode_spans(spans, resource))
+    assert decoded == reference_spans(spans)
