@@ -11,10 +11,10 @@ it on every fixture); the field numbers are those of ``opentelemetry/proto/{trac
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .records import LogRecord, SpanRecord
+from .records import LogRecord, Severity, SpanKind, SpanRecord
 
 _PACK_Q = struct.Struct("<Q").pack
 _PACK_D = struct.Struct("<d").pack
@@ -79,7 +79,7 @@ def _value_field(value: Any) -> bytes:
     """``KeyValue.value`` (field 2), with the two most common uncached types (strings, floats) inlined."""
     cls = value.__class__
     if cls is str:
-        raw = value.encode("utf-8", "surrogatepass")
+        raw: bytes = value.encode("utf-8", "surrogatepass")
         n = len(raw)
         if n < 126:
             return b"\x12" + _BYTE[n + 2] + b"\x0a" + _BYTE[n] + raw
@@ -99,7 +99,7 @@ def attributes(attrs: Mapping[str, Any], tag: int) -> bytes:
     if caches is None:
         caches = _KV_CACHES[tag] = {}
     tag_byte = _BYTE[tag]
-    out = []
+    out: list[bytes] = []
     append = out.append
     for key, value in attrs.items():
         per_key = caches.get(key)
@@ -111,8 +111,8 @@ def attributes(attrs: Mapping[str, Any], tag: int) -> bytes:
         if values is not None:
             try:
                 hit = values.get(value)
-            except TypeError:  # an unhashable value (a list): encoded every time
-                hit = None
+            except TypeError:  # an unhashable value (a list): encoded every time, never cached
+                hit = values = None
             if hit is not None and hit[0] is value.__class__:
                 append(hit[1])
                 continue
@@ -122,10 +122,7 @@ def attributes(attrs: Mapping[str, Any], tag: int) -> bytes:
         if values is not None and value.__class__ is not float and len(kv) < _MAX_CACHED_KV:
             if len(values) >= _VALUES_PER_KEY_MAX:
                 values.clear()
-            try:
-                values[value] = (value.__class__, kv)
-            except TypeError:
-                pass
+            values[value] = (value.__class__, kv)
         append(kv)
     return b"".join(out)
 
@@ -140,15 +137,34 @@ def scope(name: str, version: str) -> bytes:
     return _ld(0x0A, name.encode()) + _ld(0x12, version.encode())
 
 
+# Span names and log event names repeat ("chat gpt-4.1", "execute_tool bash", "turn 3"): their encoded fields too.
+_NAMES: dict[tuple[int, str], bytes] = {}
+_NAMES_MAX = 4_096
+_KINDS = {kind: b"\x30" + _varint(int(kind)) for kind in SpanKind if kind}
+
+
+# severity_number 2 + severity_text 3
+_SEVERITIES = {sev: b"\x10" + _varint(int(sev)) + _ld(0x1A, sev.name.encode()) for sev in Severity}
+
+
+def _name_field(tag: int, name: str) -> bytes:
+    field = _NAMES.get((tag, name))
+    if field is None:
+        if len(_NAMES) >= _NAMES_MAX:
+            _NAMES.clear()
+        field = _NAMES[(tag, name)] = _ld(tag, name.encode("utf-8", "surrogatepass"))
+    return field
+
+
 def span(r: SpanRecord) -> bytes:
     """A ``Span``: trace_id 1, span_id 2, parent 4, name 5, kind 6, start 7, end 8, attributes 9, events 11,
     status 15."""
     parts = [b"\x0a\x10", r.trace_id.to_bytes(16, "big"), b"\x12\x08", r.span_id.to_bytes(8, "big")]
     if r.parent_span_id is not None:
         parts += (b"\x22\x08", r.parent_span_id.to_bytes(8, "big"))
-    parts.append(_ld(0x2A, r.name.encode()))
+    parts.append(_name_field(0x2A, r.name))
     if r.kind:
-        parts += (b"\x30", _varint(int(r.kind)))
+        parts.append(_KINDS[r.kind])
     if r.start_ns:
         parts += (b"\x39", _PACK_Q(r.start_ns))
     if r.end_ns:
@@ -158,14 +174,14 @@ def span(r: SpanRecord) -> bytes:
         # Span.Event: time 1 (fixed64), name 2, attributes 3
         body = (
             (b"\x09" + _PACK_Q(ev.time_ns) if ev.time_ns else b"")
-            + _ld(0x12, ev.name.encode())
+            + _name_field(0x12, ev.name)
             + attributes(ev.attributes, 0x1A)
         )
         parts.append(_ld(0x5A, body))
     if r.status:
         # Status: message 2, code 3
         status = (
-            (_ld(0x12, r.status_message.encode()) if r.status_message else b"")
+            (_ld(0x12, r.status_message.encode("utf-8", "surrogatepass")) if r.status_message else b"")
             + b"\x18"
             + _varint(int(r.status))
         )
@@ -173,37 +189,47 @@ def span(r: SpanRecord) -> bytes:
     return b"".join(parts)
 
 
+def _repeated(tag: bytes, messages: Iterable[bytes]) -> bytes:
+    """Messages as one repeated field ``tag``, joined once (no per-message copy)."""
+    parts: list[bytes] = []
+    for message in messages:
+        parts += (tag, _varint(len(message)), message)
+    return b"".join(parts)
+
+
 def export_trace_request(records: Sequence[SpanRecord], resource_bytes: bytes, scope_bytes: bytes) -> bytes:
     """``ExportTraceServiceRequest`` { ResourceSpans 1 { resource 1, ScopeSpans 2 { scope 1, spans 2 } } }."""
-    spans = b"".join(_ld(0x12, span(r)) for r in records)
+    spans = _repeated(b"\x12", map(span, records))
     scope_spans = _ld(0x0A, scope_bytes) + spans
     return _ld(0x0A, _ld(0x0A, resource_bytes) + _ld(0x12, scope_spans))
 
 
 def log_record(r: LogRecord) -> bytes:
     """A ``LogRecord``: time 1, severity_number 2, severity_text 3, body 5, attributes 6, trace_id 9, span_id 10,
-    observed_time 11, event_name 12."""
-    attrs = dict(r.attributes)
-    attrs["event.name"] = r.event_name
+    observed_time 11, event_name 12. ``event.name`` is also the last attribute, for backends that predate field
+    12."""
+    if "event.name" in r.attributes:
+        attrs = attributes({**r.attributes, "event.name": r.event_name}, 0x32)
+    else:
+        attrs = attributes(r.attributes, 0x32) + attributes({"event.name": r.event_name}, 0x32)
+    time_field = _PACK_Q(r.time_ns)
     parts = [
         b"\x09",
-        _PACK_Q(r.time_ns),
-        b"\x10",
-        _varint(int(r.severity)),
-        _ld(0x1A, r.severity.name.encode()),
+        time_field,
+        _SEVERITIES[r.severity],
         _ld(0x2A, _ld(0x0A, r.body.encode("utf-8", "surrogatepass"))),
-        attributes(attrs, 0x32),
+        attrs,
     ]
     if r.trace_id:
         parts += (b"\x4a\x10", r.trace_id.to_bytes(16, "big"))
     if r.span_id:
         parts += (b"\x52\x08", r.span_id.to_bytes(8, "big"))
-    parts += (b"\x59", _PACK_Q(r.time_ns), _ld(0x62, r.event_name.encode()))
+    parts += (b"\x59", time_field, _name_field(0x62, r.event_name))
     return b"".join(parts)
 
 
 def export_logs_request(records: Sequence[LogRecord], resource_bytes: bytes, scope_bytes: bytes) -> bytes:
     """``ExportLogsServiceRequest`` { ResourceLogs 1 { resource 1, ScopeLogs 2 { scope 1, log_records 2 } } }."""
-    logs = b"".join(_ld(0x12, log_record(r)) for r in records)
+    logs = _repeated(b"\x12", map(log_record, records))
     scope_logs = _ld(0x0A, scope_bytes) + logs
     return _ld(0x0A, _ld(0x0A, resource_bytes) + _ld(0x12, scope_logs))
