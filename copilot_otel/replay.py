@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import logging
 import os
 import queue
@@ -37,6 +38,23 @@ logger = logging.getLogger(__name__)
 BATCH_RECORDS = 2048
 # Bad lines are logged one by one up to this many per run, then only counted.
 _BAD_LINES_LOGGED = 20
+# Allocations between two young-generation collections while replaying (CPython's default is 700).
+_GC_YOUNG_THRESHOLD = 50_000
+
+
+@contextlib.contextmanager
+def _fewer_gc_passes() -> Iterator[None]:
+    """Collect cycles less often during a replay (≈ 8 % of its CPU with the default thresholds).
+
+    Folding allocates many short-lived dicts and records but makes almost no reference cycles (refcounting
+    frees them), so the young-generation passes CPython runs every 700 allocations find next to nothing.
+    """
+    before = gc.get_threshold()
+    gc.set_threshold(_GC_YOUNG_THRESHOLD, *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 @dataclass
@@ -171,7 +189,8 @@ def replay(
         if workers > 1:
             _replay_in_workers(sessions, config, workers, report, metrics, on_progress, started)
         else:
-            _replay_here(sessions, config, tel, report, metrics, on_progress, started)
+            with _fewer_gc_passes():
+                _replay_here(sessions, config, tel, report, metrics, on_progress, started)
         if config.metrics_enabled and metrics:
             preference = (
                 os.environ.get("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "").strip().lower()
@@ -309,7 +328,10 @@ def _init_worker(config: Config, log_level: str) -> None:
 def _replay_chunk(sessions: list[SessionFile]) -> tuple[ReplayReport, Aggregator]:
     """Worker side: fold, encode and send a chunk of sessions; metrics come back aggregated."""
     report, metrics = ReplayReport(), Aggregator()
-    _replay_here(sessions, _worker_state["config"], _worker_state["telemetry"], report, metrics, None, 0.0)
+    with _fewer_gc_passes():
+        _replay_here(
+            sessions, _worker_state["config"], _worker_state["telemetry"], report, metrics, None, 0.0
+        )
     return report, metrics
 
 
