@@ -24,7 +24,7 @@ _PACK_D = struct.Struct("<d").pack
 # class is checked on a hit (``1``, ``1.0`` and ``True`` are equal dict keys but encode differently). Bounded
 # per key; keys whose values are unique per span or call get no value cache at all.
 _KV_CACHES: dict[int, dict[str, tuple[bytes, dict[Any, tuple[type, bytes]] | None]]] = {}
-_VALUES_PER_KEY_MAX = 4_096
+_VALUES_PER_KEY_MAX = 1_024
 _MAX_CACHED_KV = 300
 # Values that are unique per span or call: caching them would only grow the cache.
 _NEVER_CACHED = frozenset(
