@@ -157,6 +157,7 @@ class Daemon:
         self._files: dict[str, _File] = {}
         self._pending: set[str] = set()  # keys of files that may have unread lines
         self._attention: set[str] = set()  # keys of files with an open prompt or an unterminated last line
+        self._maybe_open: set[str] = set()  # keys of files read since their descriptor was last closed
         self._acks: deque[list[Marker]] = deque()
         self._wake = threading.Event()
         self._dirty: set[str] = set()
@@ -306,13 +307,13 @@ class Daemon:
 
     def _rescan(self) -> None:
         try:
-            paths = self._discovery.scan()
+            keys = self._discovery.scan_keys()
         except SourceError as exc:
             self._log.warning("scan", "%s", exc)
             return
-        for path in paths:
-            if str(path) not in self._files:
-                self._track(path)
+        for key in keys:
+            if key not in self._files:
+                self._track(Path(key))
 
     def _sweep(self) -> None:
         """Periodic truth check: any idle file whose stat changed has work (inotify can miss events)."""
@@ -384,6 +385,7 @@ class Daemon:
 
     def _read(self, f: _File, max_bytes: int) -> None:
         f.last_used = time.monotonic()
+        self._maybe_open.add(f.key)
         try:
             batch = f.tailer.read_lines(max_bytes)
         except (OSError, SourceError) as exc:
@@ -547,6 +549,7 @@ class Daemon:
         arrives later it is not folded twice."""
         if f.session.folder is not None and any(pid_alive(pid) for pid in owner_pids(f.session.folder)):
             return  # its CLI still runs: the newline may yet come
+        self._maybe_open.add(f.key)
         item = f.tailer.read_unterminated()
         f.tail_bytes = False
         if item is None or isinstance(item, TooLong):
@@ -626,7 +629,13 @@ class Daemon:
             f.fold = None
 
     def _close_idle_fds(self, now: float) -> None:
-        open_files = [f for f in self._files.values() if f.tailer.is_open and not f.pending]
+        """Close descriptors unused for IDLE_CLOSE_S, and the least recently used beyond MAX_OPEN_TAILERS.
+
+        Only files read since their last close are looked at, so thousands of idle sessions cost nothing here.
+        """
+        candidates = [self._files.get(key) for key in self._maybe_open]
+        self._maybe_open = {f.key for f in candidates if f is not None and f.tailer.is_open}
+        open_files = [self._files[key] for key in self._maybe_open if not self._files[key].pending]
         for f in open_files:
             if now - f.last_used >= IDLE_CLOSE_S:
                 self._release_if_idle(f)

@@ -148,7 +148,12 @@ class Discovery:
         One ``scandir`` of ``root`` plus one ``stat`` per session directory; no file is opened. A missing
         ``root`` gives an empty list.
         """
-        return [Path(p) for p in sorted(self._scan_stat())]
+        return [Path(p) for p in self.scan_keys()]
+
+    def scan_keys(self) -> list[str]:
+        """:meth:`scan` as path strings: the daemon's periodic rescan of thousands of idle sessions compares
+        strings and builds no ``Path`` for the logs it already follows."""
+        return sorted(self._scan_stat())
 
     def start(self) -> None:
         """Start watching (synchronously when ``root`` exists, so nothing written after this returns is

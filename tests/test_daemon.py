@@ -6,6 +6,7 @@ logs (duplicates allowed only as byte-identical replays), and no good line may b
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -16,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from copilot_otel.daemon import FD_CHECK_S, MAX_OPEN_TAILERS
 from tests.conftest import CLI_GENERATED, FIXTURES
 from tests.daemon_process import DaemonProcess, assert_delivered_like_replay, expected_spans
 from tests.otlp_receiver import OtlpReceiver
@@ -177,6 +179,22 @@ def test_two_thousand_session_folders(env: dict[str, Any]) -> None:
     env["receiver"].wait_for(
         lambda r: len({s["trace_id"] for s in r.spans() if s["parent_span_id"] is None}) >= 2000, 120
     )
+    # Each log was read to its end and is recent, so its descriptor may stay open for a while, but at most
+    # MAX_OPEN_TAILERS of them once the periodic descriptor check (every FD_CHECK_S) has run.
+    assert d.proc is not None
+    fd_dir = Path(f"/proc/{d.proc.pid}/fd")
+
+    def open_logs() -> int:
+        targets = []
+        for fd in fd_dir.iterdir():
+            with contextlib.suppress(FileNotFoundError):  # closed meanwhile
+                targets.append(os.readlink(fd))
+        return sum(1 for t in targets if t.endswith("events.jsonl"))
+
+    deadline = time.monotonic() + FD_CHECK_S + 10
+    while open_logs() > MAX_OPEN_TAILERS and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert open_logs() <= MAX_OPEN_TAILERS
     assert d.terminate() == 0
     roots = {s["trace_id"] for s in env["receiver"].spans() if s["parent_span_id"] is None}
     assert len(roots) == 2000
