@@ -318,7 +318,7 @@ def replay(bench: Bench, roots: Sequence[Path], name: str, **env: str) -> Replay
             "http/protobuf",
             "--no-progress",
         ]
-        measured = run_measured(cmd, bench.env(OTEL_METRIC_EXPORT_INTERVAL="600000", **env), bench.work)
+        measured = run_measured(cmd, bench.env(**env), bench.work)
         measured.check(f"copilot-otel replay ({name})")
         match = _REPLAY_LINE.search(measured.stdout)
         if not match:
@@ -564,7 +564,7 @@ def daemon(
             stdout=subprocess.DEVNULL,
             stderr=err,
             stdin=subprocess.DEVNULL,
-            env=bench.env(OTEL_METRIC_EXPORT_INTERVAL="600000"),
+            env=bench.env(),  # default settings: metrics exported every 60 s
         )
     deadline = time.monotonic() + _DAEMON_GRACE_S
     while time.monotonic() < deadline:
