@@ -14,12 +14,13 @@ The trace model (see docs/design.md and the README's picture)::
     │       └── invoke_agent explore      a sub-agent, with its own turns, chats and tools
     └── turn 1 …
 
-Timestamps and ids come only from the events, so the same log always folds to the same records.
+Timestamps and ids come only from the events, so the same log always folds to the same records. What the fold
+keeps open between events (the prompt, its agents, turns and tools, and the checkpointed session context) is in
+:mod:`copilot_otel.foldstate`; this module holds the event handlers that move that state and emit the records.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -29,6 +30,19 @@ import orjson
 from . import ids
 from . import semconv as sc
 from .content import ContentKind, ContentPolicy, argument_hash, capture_json, capture_text
+from .foldstate import (
+    Agent,
+    Prompt,
+    SessionContext,
+    Tool,
+    Turn,
+    Usage,
+    as_dict,
+    as_float,
+    as_int,
+    as_str,
+    put_if_set,
+)
 from .records import (
     Emission,
     Event,
@@ -41,9 +55,6 @@ from .records import (
     StatusCode,
 )
 
-# The SDK and most backends cap span events at 128; a runaway autopilot loop can inject thousands of
-# messages, so we keep the first ones and count the rest.
-MAX_SPAN_EVENTS = 128
 _STATUS_MESSAGE_MAX = 512
 
 
@@ -79,221 +90,6 @@ class LiveStats:
     error_streak: int
 
 
-def _s(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _i(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return None
-
-
-def _f(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
-def _d(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _put(attrs: dict[str, Any], key: str, value: Any) -> None:
-    if value is not None:
-        attrs[key] = value
-
-
-@dataclass(slots=True)
-class _Usage:
-    """Token/cost sums of model calls, kept per chat and summed per agent."""
-
-    input: int = 0
-    output: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
-    cost: float = 0.0
-    nano_aiu: float = 0.0
-    calls: int = 0
-
-    def add(self, other: _Usage) -> None:
-        self.input += other.input
-        self.output += other.output
-        self.cache_read += other.cache_read
-        self.cache_write += other.cache_write
-        self.cost += other.cost
-        self.nano_aiu += other.nano_aiu
-        self.calls += other.calls
-
-    def to_attrs(self, attrs: dict[str, Any], *, cost: bool = True) -> None:
-        attrs["gen_ai.usage.input_tokens"] = self.input
-        attrs["gen_ai.usage.output_tokens"] = self.output
-        attrs["gen_ai.usage.cache_read.input_tokens"] = self.cache_read
-        attrs["gen_ai.usage.cache_write.input_tokens"] = self.cache_write
-        attrs["gen_ai.usage.cache_creation.input_tokens"] = self.cache_write
-        if cost:
-            attrs["github.copilot.cost"] = self.cost
-            if self.nano_aiu:
-                attrs["github.copilot.nano_aiu"] = self.nano_aiu
-
-
-@dataclass(slots=True)
-class _Chat:
-    """The model call of one turn, built from usage records and assistant messages."""
-
-    usage: _Usage = field(default_factory=_Usage)
-    records: int = 0
-    model: str | None = None
-    response_model: str | None = None
-    response_id: str | None = None
-    finish_reason: str | None = None
-    ttft_ms: float | None = None
-    server_ms: float | None = None
-    initiator: str | None = None
-    end_ns: int | None = None
-    message_text: list[str] = field(default_factory=list)
-    tool_requests: list[Any] = field(default_factory=list)
-    byok_provider: str | None = None
-    emitted: bool = False
-
-
-@dataclass(slots=True)
-class _Turn:
-    span_id: int
-    index: int
-    turn_id: str | None
-    interaction_id: str | None
-    start_ns: int
-    synthetic: bool
-    chat: _Chat = field(default_factory=_Chat)
-    last_ns: int = 0
-    tool_calls: int = 0
-
-
-@dataclass(slots=True)
-class _Tool:
-    span_id: int
-    parent_span_id: int
-    call_id: str
-    name: str
-    start_ns: int
-    arguments: Any
-    args_hash: str
-    mcp_server: str | None
-    agent: _Agent
-    description: str | None = None
-
-
-@dataclass(slots=True)
-class _Agent:
-    """An agent invocation: the prompt's main agent (root span) or a sub-agent."""
-
-    span_id: int
-    parent_span_id: int | None
-    name: str | None
-    start_ns: int
-    agent_id: str | None = None
-    task_call_id: str | None = None
-    description: str | None = None
-    display_name: str | None = None
-    model: str | None = None
-    turn: _Turn | None = None
-    turn_count: int = 0
-    uses_turn_events: bool = False
-    usage: _Usage = field(default_factory=_Usage)
-    last_finish_reason: str | None = None
-    last_ns: int = 0
-    tool_calls: int = 0
-    background: bool = False
-    closed: bool = False
-    status: StatusCode = StatusCode.UNSET
-    error_type: str | None = None
-    status_message: str | None = None
-    input_text: str | None = None
-    output_text: str | None = None
-
-
-@dataclass(slots=True)
-class _Prompt:
-    key: str
-    trace_id: int
-    root: _Agent
-    start_ns: int
-    start_offset: int
-    interaction_id: str | None
-    human: bool
-    events: list[SpanEventRecord] = field(default_factory=list)
-    dropped_events: int = 0
-    end_ns: int = 0
-    outcome: str = "completed"
-    incomplete_reason: str | None = None
-    tool_calls: int = 0
-    turns_total: int = 0
-    agents: dict[str, _Agent] = field(default_factory=dict)
-    tools: dict[str, _Tool] = field(default_factory=dict)
-    # runaway state
-    last_call: tuple[str, str] | None = None
-    identical_streak: int = 0
-    error_streak: int = 0
-    fired: set[str] = field(default_factory=set)
-    identical_armed: bool = True
-    errors_armed: bool = True
-    token_window: deque[tuple[int, int]] = field(default_factory=deque)
-    token_window_sum: int = 0
-    last_ns: int = 0
-    used_keys: dict[str, int] = field(default_factory=dict)
-    context_at_open: dict[str, Any] = field(default_factory=dict)
-
-    def add_event(self, event: SpanEventRecord) -> None:
-        if len(self.events) < MAX_SPAN_EVENTS:
-            self.events.append(event)
-        else:
-            self.dropped_events += 1
-
-
-@dataclass(slots=True)
-class SessionContext:
-    """Session-level facts that every root span carries; small and serialisable for checkpoints."""
-
-    session_id: str
-    copilot_version: str | None = None
-    producer: str | None = None
-    cwd: str | None = None
-    git_root: str | None = None
-    repository: str | None = None
-    branch: str | None = None
-    head_commit: str | None = None
-    model: str | None = None
-    provider: str | None = None
-    title: str | None = None
-    saw_usage_records: bool = False
-    prompts_started: int = 0
-    last_event_ns: int = 0
-    last_prompt_event_id: str | None = None
-    prompt_id_repeats: int = 0
-    # session.shutdown totals are cumulative over a session's runs (resume appends); what was already counted
-    reported_totals: dict[str, float] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready copy (checkpoints keep it while the fold moves on)."""
-        return {
-            name: dict(value) if isinstance(value, dict) else value
-            for name in self.__dataclass_fields__
-            for value in (getattr(self, name),)
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SessionContext:
-        known: dict[str, Any] = {
-            k: dict(v) if isinstance(v, dict) else v for k, v in data.items() if k in cls.__dataclass_fields__
-        }
-        return cls(**known)
-
-
 class SessionFold:
     """Folds one session's events into spans, log events and measurements.
 
@@ -318,12 +114,12 @@ class SessionFold:
     ) -> None:
         self.settings = settings or FoldSettings()
         self.ctx = SessionContext.from_dict(context) if context else SessionContext(session_id=session_id)
-        self._prompts: dict[str, _Prompt] = {}
-        self._current: _Prompt | None = None
+        self._prompts: dict[str, Prompt] = {}
+        self._current: Prompt | None = None
         # agent routing: envelope agentId / spawning toolCallId → (prompt, agent)
-        self._by_agent_id: dict[str, tuple[_Prompt, _Agent]] = {}
-        self._by_task_call: dict[str, tuple[_Prompt, _Agent]] = {}
-        self._tool_owner: dict[str, _Prompt] = {}
+        self._by_agent_id: dict[str, tuple[Prompt, Agent]] = {}
+        self._by_task_call: dict[str, tuple[Prompt, Agent]] = {}
+        self._tool_owner: dict[str, Prompt] = {}
         self._out: list[Emission] = []
         self._offset = 0
 
@@ -403,7 +199,7 @@ class SessionFold:
     def _sid(self, *parts: str) -> int:
         return ids.span_id(self.ctx.session_id, *parts)
 
-    def _unique_sid(self, prompt: _Prompt, *parts: str) -> int:
+    def _unique_sid(self, prompt: Prompt, *parts: str) -> int:
         """A span id from ``parts``, made unique within the prompt if a log repeats ids (deterministic: the
         prompt is always re-folded from its first line)."""
         key = "\x1f".join(parts)
@@ -430,7 +226,7 @@ class SessionFold:
         time_ns: int,
         body: str,
         attrs: dict[str, Any],
-        prompt: _Prompt | None,
+        prompt: Prompt | None,
         severity: Severity = Severity.INFO,
     ) -> None:
         attrs.setdefault(sc.SESSION_ID, self.ctx.session_id)
@@ -463,7 +259,7 @@ class SessionFold:
         return capture_json(value, kind, policy)
 
     # ------------------------------------------------------------------ prompts
-    def _open_prompt(self, event: Event, human: bool) -> _Prompt:
+    def _open_prompt(self, event: Event, human: bool) -> Prompt:
         context_at_open = self.ctx.to_dict()
         # The prompt's trace id comes from its first event's id alone, so it is the same whether the log is
         # read from its start or from the middle (--backfill none, a restart). Logs that reuse event ids (trimmed
@@ -476,7 +272,7 @@ class SessionFold:
             self.ctx.prompt_id_repeats = 0
             key = event.id
         trace = ids.trace_id(self.ctx.session_id, key)
-        root = _Agent(
+        root = Agent(
             span_id=self._sid("root", key),
             parent_span_id=None,
             name=None,
@@ -484,13 +280,13 @@ class SessionFold:
             model=self.ctx.model,
             last_ns=event.time_ns,
         )
-        prompt = _Prompt(
+        prompt = Prompt(
             key=key,
             trace_id=trace,
             root=root,
             start_ns=event.time_ns,
             start_offset=event.offset,
-            interaction_id=_s(event.data.get("interactionId")),
+            interaction_id=as_str(event.data.get("interactionId")),
             human=human,
             last_ns=event.time_ns,
             context_at_open=context_at_open,
@@ -501,12 +297,12 @@ class SessionFold:
         if human:
             root.input_text = self._capture(event.data.get("content"), ContentKind.PROMPTS)
             attrs: dict[str, Any] = {"copilot_otel.prompt.index": self.ctx.prompts_started - 1}
-            _put(attrs, "github.copilot.interaction_id", prompt.interaction_id)
-            _put(attrs, "copilot_otel.prompt.delivery", _s(event.data.get("delivery")))
+            put_if_set(attrs, "github.copilot.interaction_id", prompt.interaction_id)
+            put_if_set(attrs, "copilot_otel.prompt.delivery", as_str(event.data.get("delivery")))
             self._log("copilot_otel.prompt.started", event.time_ns, "prompt started", attrs, prompt)
         return prompt
 
-    def _ensure_prompt(self, event: Event) -> _Prompt:
+    def _ensure_prompt(self, event: Event) -> Prompt:
         """The prompt that agent activity belongs to; activity with none open starts a synthetic one."""
         if self._current is not None:
             return self._current
@@ -514,7 +310,7 @@ class SessionFold:
         prompt.root.input_text = None
         return prompt
 
-    def _close_prompt(self, prompt: _Prompt, time_ns: int, reason: str | None, incomplete: bool) -> None:
+    def _close_prompt(self, prompt: Prompt, time_ns: int, reason: str | None, incomplete: bool) -> None:
         for agent in list(prompt.agents.values()):
             if not agent.closed:
                 self._close_agent(prompt, agent, time_ns, reason or "prompt_closed", incomplete=True)
@@ -547,11 +343,11 @@ class SessionFold:
             return
         self._close_prompt(prompt, prompt.last_ns, None, incomplete=False)
 
-    def _maybe_close_lingering(self, prompt: _Prompt) -> None:
+    def _maybe_close_lingering(self, prompt: Prompt) -> None:
         if prompt is not self._current and all(a.closed for a in prompt.agents.values()):
             self._close_prompt(prompt, prompt.last_ns, None, incomplete=False)
 
-    def _touch(self, prompt: _Prompt, agent: _Agent, time_ns: int) -> None:
+    def _touch(self, prompt: Prompt, agent: Agent, time_ns: int) -> None:
         if time_ns > prompt.last_ns:
             prompt.last_ns = time_ns
         if time_ns > agent.last_ns:
@@ -560,13 +356,13 @@ class SessionFold:
             agent.turn.last_ns = time_ns
 
     # ------------------------------------------------------------------ routing
-    def _route(self, event: Event) -> tuple[_Prompt, _Agent]:
+    def _route(self, event: Event) -> tuple[Prompt, Agent]:
         """Which prompt and agent an activity event belongs to (envelope agentId, else parentToolCallId)."""
         if event.agent_id is not None:
             hit = self._by_agent_id.get(event.agent_id) or self._by_task_call.get(event.agent_id)
             if hit is not None:
                 return hit
-        parent_call = _s(event.data.get("parentToolCallId"))
+        parent_call = as_str(event.data.get("parentToolCallId"))
         if parent_call is not None:
             hit = self._by_task_call.get(parent_call)
             if hit is not None:
@@ -581,9 +377,9 @@ class SessionFold:
 
     def _start_subagent(
         self, event: Event, task_call_id: str | None, data: Mapping[str, Any] | None
-    ) -> tuple[_Prompt, _Agent]:
+    ) -> tuple[Prompt, Agent]:
         """Create a sub-agent under the ``task`` tool span that spawned it."""
-        prompt: _Prompt | None = None
+        prompt: Prompt | None = None
         parent_span: int | None = None
         if task_call_id is not None:
             owner = self._tool_owner.get(task_call_id)
@@ -591,14 +387,14 @@ class SessionFold:
                 prompt = owner
                 parent_span = owner.tools[task_call_id].span_id
         if prompt is None:
-            parent_agent_id = _s((data or {}).get("parentId"))
+            parent_agent_id = as_str((data or {}).get("parentId"))
             hit = self._by_agent_id.get(parent_agent_id) if parent_agent_id else None
             prompt = hit[0] if hit else self._ensure_prompt(event)
         key = event.agent_id or task_call_id or event.id
         if parent_span is None:
             # The spawning task call is unknown (log starts mid-way): hang the agent under the root.
             parent_span = prompt.root.span_id
-        agent = _Agent(
+        agent = Agent(
             span_id=self._unique_sid(prompt, "agent", key),
             parent_span_id=parent_span,
             name=None,
@@ -618,15 +414,15 @@ class SessionFold:
     # ------------------------------------------------------------------ session events
     def _on_session_start(self, event: Event) -> None:
         d = event.data
-        self.ctx.session_id = _s(d.get("sessionId")) or self.ctx.session_id
-        self.ctx.copilot_version = _s(d.get("copilotVersion")) or self.ctx.copilot_version
-        self.ctx.producer = _s(d.get("producer")) or self.ctx.producer
-        self.ctx.model = _s(d.get("selectedModel")) or self.ctx.model
+        self.ctx.session_id = as_str(d.get("sessionId")) or self.ctx.session_id
+        self.ctx.copilot_version = as_str(d.get("copilotVersion")) or self.ctx.copilot_version
+        self.ctx.producer = as_str(d.get("producer")) or self.ctx.producer
+        self.ctx.model = as_str(d.get("selectedModel")) or self.ctx.model
         self._apply_context(d.get("context"))
         self._measure("copilot_otel.session.count", 1, {sc.SESSION_EVENT: "started"})
         attrs: dict[str, Any] = {}
-        _put(attrs, "copilot_otel.cli.version", self.ctx.copilot_version)
-        _put(attrs, sc.REQUEST_MODEL, self.ctx.model)
+        put_if_set(attrs, "copilot_otel.cli.version", self.ctx.copilot_version)
+        put_if_set(attrs, sc.REQUEST_MODEL, self.ctx.model)
         self._log("copilot_otel.session.started", event.time_ns, "session started", attrs, None)
 
     def _on_session_resume(self, event: Event) -> None:
@@ -635,7 +431,7 @@ class SessionFold:
             # The previous process ended without closing its prompt (killed): close it where it stopped.
             for prompt in list(self._prompts.values()):
                 self._close_prompt(prompt, prompt.last_ns, "session_resumed", incomplete=True)
-        self.ctx.model = _s(d.get("selectedModel")) or self.ctx.model
+        self.ctx.model = as_str(d.get("selectedModel")) or self.ctx.model
         self._apply_context(d.get("context"))
         self._measure("copilot_otel.session.count", 1, {sc.SESSION_EVENT: "resumed"})
         self._log("copilot_otel.session.resumed", event.time_ns, "session resumed", {}, None)
@@ -643,17 +439,17 @@ class SessionFold:
     def _apply_context(self, context: Any) -> None:
         if not isinstance(context, dict):
             return
-        self.ctx.cwd = _s(context.get("cwd")) or self.ctx.cwd
-        self.ctx.git_root = _s(context.get("gitRoot")) or self.ctx.git_root
-        self.ctx.repository = _s(context.get("repository")) or self.ctx.repository
-        self.ctx.branch = _s(context.get("branch")) or self.ctx.branch
-        self.ctx.head_commit = _s(context.get("headCommit")) or self.ctx.head_commit
+        self.ctx.cwd = as_str(context.get("cwd")) or self.ctx.cwd
+        self.ctx.git_root = as_str(context.get("gitRoot")) or self.ctx.git_root
+        self.ctx.repository = as_str(context.get("repository")) or self.ctx.repository
+        self.ctx.branch = as_str(context.get("branch")) or self.ctx.branch
+        self.ctx.head_commit = as_str(context.get("headCommit")) or self.ctx.head_commit
 
     def _on_context_changed(self, event: Event) -> None:
         self._apply_context(event.data)
 
     def _on_model_change(self, event: Event) -> None:
-        model = _s(event.data.get("newModel"))
+        model = as_str(event.data.get("newModel"))
         if model is None:
             return
         if event.agent_id is not None or event.data.get("source") == "agent":
@@ -669,49 +465,51 @@ class SessionFold:
         d = event.data
         prompt = self._current
         totals: dict[str, Any] = {}
-        _put(totals, "copilot_otel.shutdown.type", _s(d.get("shutdownType")))
-        premium = _f(d.get("totalPremiumRequests"))
-        snapshot = _d(d.get("accountingSnapshot"))
+        put_if_set(totals, "copilot_otel.shutdown.type", as_str(d.get("shutdownType")))
+        premium = as_float(d.get("totalPremiumRequests"))
+        snapshot = as_dict(d.get("accountingSnapshot"))
         if premium is None:
-            premium = _f(snapshot.get("totalPremiumRequestCost"))
-        _put(totals, "github.copilot.total_premium_requests", premium)
-        _put(totals, "github.copilot.total_nano_aiu", _f(d.get("totalNanoAiu")))
-        _put(totals, "github.copilot.total_api_duration_ms", _f(d.get("totalApiDurationMs")))
-        changes = _d(d.get("codeChanges"))
-        added = _i(changes.get("linesAdded")) or 0
-        removed = _i(changes.get("linesRemoved")) or 0
+            premium = as_float(snapshot.get("totalPremiumRequestCost"))
+        put_if_set(totals, "github.copilot.total_premium_requests", premium)
+        put_if_set(totals, "github.copilot.total_nano_aiu", as_float(d.get("totalNanoAiu")))
+        put_if_set(totals, "github.copilot.total_api_duration_ms", as_float(d.get("totalApiDurationMs")))
+        changes = as_dict(d.get("codeChanges"))
+        added = as_int(changes.get("linesAdded")) or 0
+        removed = as_int(changes.get("linesRemoved")) or 0
         files = changes.get("filesModified")
         totals["github.copilot.lines_added"] = added
         totals["github.copilot.lines_removed"] = removed
         totals["github.copilot.files_modified_count"] = (
-            len(files) if isinstance(files, list) else _i(changes.get("filesModifiedCount")) or 0
+            len(files) if isinstance(files, list) else as_int(changes.get("filesModifiedCount")) or 0
         )
-        metrics = _d(d.get("modelMetrics"))
+        metrics = as_dict(d.get("modelMetrics"))
         for model, m in metrics.items():
             if not isinstance(m, dict):
                 continue
-            usage = _d(m.get("usage"))
+            usage = as_dict(m.get("usage"))
             for key, field_name in (
                 ("inputTokens", "input_tokens"),
                 ("outputTokens", "output_tokens"),
                 ("cacheReadTokens", "cache_read_tokens"),
                 ("cacheWriteTokens", "cache_write_tokens"),
             ):
-                _put(totals, f"copilot_otel.session.models.{model}.{field_name}", _i(usage.get(key)))
-            req = _d(m.get("requests"))
-            _put(totals, f"copilot_otel.session.models.{model}.requests", _i(req.get("count")))
+                put_if_set(
+                    totals, f"copilot_otel.session.models.{model}.{field_name}", as_int(usage.get(key))
+                )
+            req = as_dict(m.get("requests"))
+            put_if_set(totals, f"copilot_otel.session.models.{model}.requests", as_int(req.get("count")))
             if not self.ctx.saw_usage_records:
                 # Logs without per-call usage records (CLI < 1.0.102): account cost from the session totals.
                 self._measure_total(
                     "copilot_otel.premium_requests",
                     f"premium:{model}",
-                    _f(req.get("cost")),
+                    as_float(req.get("cost")),
                     {sc.REQUEST_MODEL: model},
                 )
                 self._measure_total(
                     "copilot_otel.nano_aiu",
                     f"nano_aiu:{model}",
-                    _f(m.get("totalNanoAiu")),
+                    as_float(m.get("totalNanoAiu")),
                     {sc.REQUEST_MODEL: model},
                 )
         self._measure_total("github.copilot.code.lines_added", "lines_added", added)
@@ -745,20 +543,20 @@ class SessionFold:
             self.ctx.reported_totals[key] = total
 
     @staticmethod
-    def _has_open_work(prompt: _Prompt) -> bool:
+    def _has_open_work(prompt: Prompt) -> bool:
         return bool(prompt.tools) or (prompt.root.turn is not None and not prompt.root.turn.synthetic)
 
     def _on_session_error(self, event: Event) -> None:
         d = event.data
-        error_type = _s(d.get("errorType")) or "error"
-        message = _s(d.get("message")) or error_type
+        error_type = as_str(d.get("errorType")) or "error"
+        message = as_str(d.get("message")) or error_type
         prompt, agent = self._route(event) if (event.agent_id or self._current) else (None, None)
         self._measure("copilot_otel.errors", 1, {sc.ERROR_TYPE: error_type})
         attrs: dict[str, Any] = {
             sc.ERROR_TYPE: error_type,
             "exception.message": message[:_STATUS_MESSAGE_MAX],
         }
-        _put(attrs, "github.copilot.error_status_code", _i(d.get("statusCode")))
+        put_if_set(attrs, "github.copilot.error_status_code", as_int(d.get("statusCode")))
         if prompt is not None and agent is not None:
             self._touch(prompt, agent, event.time_ns)
             ev_attrs = {
@@ -766,7 +564,7 @@ class SessionFold:
                 "exception.message": message[:_STATUS_MESSAGE_MAX],
                 "github.copilot.error_type": error_type,
             }
-            _put(ev_attrs, "github.copilot.error_status_code", _i(d.get("statusCode")))
+            put_if_set(ev_attrs, "github.copilot.error_status_code", as_int(d.get("statusCode")))
             prompt.add_event(SpanEventRecord("gen_ai.client.operation.exception", event.time_ns, ev_attrs))
             turn = agent.turn
             if turn is not None and not turn.chat.emitted:
@@ -787,7 +585,7 @@ class SessionFold:
 
     def _on_abort(self, event: Event) -> None:
         prompt = self._current
-        reason = _s(event.data.get("reason")) or "unknown"
+        reason = as_str(event.data.get("reason")) or "unknown"
         self._measure("copilot_otel.errors", 1, {sc.ERROR_TYPE: "aborted"})
         if prompt is None:
             self._log(
@@ -856,8 +654,8 @@ class SessionFold:
             ("currentTokens", "github.copilot.current_tokens"),
             ("tokenLimit", "github.copilot.token_limit"),
         ):
-            _put(attrs, out, _i(d.get(key)))
-        _put(attrs, "github.copilot.compaction.trigger", _s(d.get("trigger")))
+            put_if_set(attrs, out, as_int(d.get(key)))
+        put_if_set(attrs, "github.copilot.compaction.trigger", as_str(d.get("trigger")))
         if isinstance(d.get("success"), bool):
             attrs["github.copilot.compaction.success"] = d["success"]
         if prompt is not None:
@@ -867,19 +665,19 @@ class SessionFold:
             self._log("copilot_otel.compaction", event.time_ns, "context compacted", dict(attrs), prompt)
             used = d.get("compactionTokensUsed")
             if isinstance(used, dict) and not self.ctx.saw_usage_records and prompt is not None:
-                usage = _Usage(
-                    input=_i(used.get("inputTokens")) or 0,
-                    output=_i(used.get("outputTokens")) or 0,
-                    cache_read=_i(used.get("cacheReadTokens")) or 0,
-                    cache_write=_i(used.get("cacheWriteTokens")) or 0,
+                usage = Usage(
+                    input=as_int(used.get("inputTokens")) or 0,
+                    output=as_int(used.get("outputTokens")) or 0,
+                    cache_read=as_int(used.get("cacheReadTokens")) or 0,
+                    cache_write=as_int(used.get("cacheWriteTokens")) or 0,
                     calls=1,
                 )
                 self._standalone_chat(
                     prompt,
                     event,
                     usage,
-                    _s(used.get("model")) or self.ctx.model,
-                    _f(used.get("duration")),
+                    as_str(used.get("model")) or self.ctx.model,
+                    as_float(used.get("duration")),
                     "compaction",
                 )
 
@@ -896,22 +694,22 @@ class SessionFold:
             ("tokensRemovedDuringTruncation", "github.copilot.tokens_removed"),
             ("messagesRemovedDuringTruncation", "github.copilot.messages_removed"),
         ):
-            _put(attrs, out, _i(d.get(key)))
+            put_if_set(attrs, out, as_int(d.get(key)))
         prompt.add_event(SpanEventRecord("github.copilot.session.truncation", event.time_ns, attrs))
 
     def _on_skill(self, event: Event) -> None:
         if self._current is None:
             return
         attrs: dict[str, Any] = {}
-        _put(attrs, "github.copilot.skill.name", _s(event.data.get("name")))
-        _put(attrs, "github.copilot.skill.plugin_name", _s(event.data.get("pluginName")))
-        _put(attrs, "github.copilot.skill.trigger", _s(event.data.get("trigger")))
+        put_if_set(attrs, "github.copilot.skill.name", as_str(event.data.get("name")))
+        put_if_set(attrs, "github.copilot.skill.plugin_name", as_str(event.data.get("pluginName")))
+        put_if_set(attrs, "github.copilot.skill.trigger", as_str(event.data.get("trigger")))
         self._current.add_event(SpanEventRecord("github.copilot.skill.invoked", event.time_ns, attrs))
 
     # ------------------------------------------------------------------ messages
     def _on_user_message(self, event: Event) -> None:
         d = event.data
-        source = _s(d.get("source"))
+        source = as_str(d.get("source"))
         if event.agent_id is not None or (source or "").startswith("agent-"):
             # A sub-agent's task prompt: the start of that agent's work, not a human prompt.
             prompt, agent = self._route(event)
@@ -919,17 +717,17 @@ class SessionFold:
             if agent.input_text is None:
                 agent.input_text = self._capture(d.get("content"), ContentKind.PROMPTS)
             return
-        delivery = _s(d.get("delivery"))
+        delivery = as_str(d.get("delivery"))
         injected = source is not None or d.get("isAutopilotContinuation") is True or delivery == "steering"
         if injected and self._current is not None:
             prompt = self._current
             attrs: dict[str, Any] = {"github.copilot.user.message.source": source or delivery or "autopilot"}
-            _put(attrs, "github.copilot.user.message.interaction_id", _s(d.get("interactionId")))
-            _put(attrs, "github.copilot.user.message.turn_id", _s(d.get("turnId")))
+            put_if_set(attrs, "github.copilot.user.message.interaction_id", as_str(d.get("interactionId")))
+            put_if_set(attrs, "github.copilot.user.message.turn_id", as_str(d.get("turnId")))
             if d.get("isAutopilotContinuation") is True:
                 attrs["copilot_otel.autopilot_continuation"] = True
             text = self._capture(d.get("content"), ContentKind.PROMPTS)
-            _put(attrs, "copilot_otel.user.message.content", text)
+            put_if_set(attrs, "copilot_otel.user.message.content", text)
             prompt.add_event(SpanEventRecord("github.copilot.user.message", event.time_ns, attrs))
             self._touch(prompt, prompt.root, event.time_ns)
             return
@@ -937,7 +735,7 @@ class SessionFold:
         self._finish_current()
         prompt = self._open_prompt(event, human=not injected)
         attrs = {"github.copilot.user.message.source": source or "user"}
-        _put(attrs, "github.copilot.user.message.interaction_id", prompt.interaction_id)
+        put_if_set(attrs, "github.copilot.user.message.interaction_id", prompt.interaction_id)
         prompt.add_event(SpanEventRecord("github.copilot.user.message", event.time_ns, attrs))
 
     def _on_turn_start(self, event: Event) -> None:
@@ -949,17 +747,15 @@ class SessionFold:
         self._begin_turn(prompt, agent, event, event.time_ns, synthetic=False)
         self._touch(prompt, agent, event.time_ns)
 
-    def _begin_turn(
-        self, prompt: _Prompt, agent: _Agent, event: Event, start_ns: int, synthetic: bool
-    ) -> _Turn:
+    def _begin_turn(self, prompt: Prompt, agent: Agent, event: Event, start_ns: int, synthetic: bool) -> Turn:
         index = agent.turn_count
         agent.turn_count += 1
         prompt.turns_total += 1
-        turn = _Turn(
+        turn = Turn(
             span_id=self._sid("turn", prompt.key, str(agent.span_id), str(index)),
             index=index,
-            turn_id=_s(event.data.get("turnId")),
-            interaction_id=_s(event.data.get("interactionId")) or prompt.interaction_id,
+            turn_id=as_str(event.data.get("turnId")),
+            interaction_id=as_str(event.data.get("interactionId")) or prompt.interaction_id,
             start_ns=start_ns,
             synthetic=synthetic,
             last_ns=max(start_ns, event.time_ns),
@@ -975,7 +771,7 @@ class SessionFold:
             return
         self._end_turn(prompt, agent, event.time_ns)
 
-    def _end_turn(self, prompt: _Prompt, agent: _Agent, end_ns: int, incomplete: str | None = None) -> None:
+    def _end_turn(self, prompt: Prompt, agent: Agent, end_ns: int, incomplete: str | None = None) -> None:
         turn = agent.turn
         if turn is None:
             return
@@ -1000,8 +796,8 @@ class SessionFold:
                 self._emit_chat(prompt, agent, turn, chat.end_ns or end_ns, StatusCode.UNSET, None, None)
         attrs: dict[str, Any] = self._common(None)
         attrs["copilot_otel.turn.index"] = turn.index
-        _put(attrs, "github.copilot.turn_id", turn.turn_id)
-        _put(attrs, "github.copilot.interaction_id", turn.interaction_id)
+        put_if_set(attrs, "github.copilot.turn_id", turn.turn_id)
+        put_if_set(attrs, "github.copilot.interaction_id", turn.interaction_id)
         attrs[sc.OI_KIND] = "CHAIN"
         attrs["copilot_otel.turn.tool_calls"] = turn.tool_calls
         if agent.name:
@@ -1032,14 +828,14 @@ class SessionFold:
         provider = self._provider_from_usage(usage)
         if provider:
             self.ctx.provider = provider
-        u = _Usage(
-            input=_i(usage.get("inputTokens")) or 0,
-            output=_i(usage.get("outputTokens")) or 0,
-            cache_read=_i(usage.get("cacheReadTokens")) or 0,
-            cache_write=_i(usage.get("cacheWriteTokens")) or 0,
-            cost=_f(usage.get("cost")) or 0.0,
-            nano_aiu=_f(usage.get("totalNanoAiu"))
-            or _f(
+        u = Usage(
+            input=as_int(usage.get("inputTokens")) or 0,
+            output=as_int(usage.get("outputTokens")) or 0,
+            cache_read=as_int(usage.get("cacheReadTokens")) or 0,
+            cache_write=as_int(usage.get("cacheWriteTokens")) or 0,
+            cost=as_float(usage.get("cost")) or 0.0,
+            nano_aiu=as_float(usage.get("totalNanoAiu"))
+            or as_float(
                 (usage.get("copilotUsage") or {}).get("totalNanoAiu")
                 if isinstance(usage.get("copilotUsage"), dict)
                 else None
@@ -1049,35 +845,37 @@ class SessionFold:
         )
         self._check_burn(prompt, event, u.input + u.output)
         turn = agent.turn
-        model = _s(usage.get("model"))
+        model = as_str(usage.get("model"))
         if turn is None or turn.chat.emitted:
-            self._standalone_chat(prompt, event, u, model, _f(usage.get("duration")), "usage_record", usage)
+            self._standalone_chat(
+                prompt, event, u, model, as_float(usage.get("duration")), "usage_record", usage
+            )
             return
         chat = turn.chat
         chat.usage.add(u)
         chat.records += 1
         chat.model = chat.model or model
-        chat.response_id = _s(usage.get("apiCallId")) or chat.response_id
-        chat.finish_reason = _s(usage.get("finishReason")) or chat.finish_reason
-        chat.ttft_ms = _f(usage.get("timeToFirstTokenMs")) if chat.ttft_ms is None else chat.ttft_ms
-        server = _f(usage.get("duration"))
+        chat.response_id = as_str(usage.get("apiCallId")) or chat.response_id
+        chat.finish_reason = as_str(usage.get("finishReason")) or chat.finish_reason
+        chat.ttft_ms = as_float(usage.get("timeToFirstTokenMs")) if chat.ttft_ms is None else chat.ttft_ms
+        server = as_float(usage.get("duration"))
         if server is not None:
             chat.server_ms = (chat.server_ms or 0.0) + server
-        chat.initiator = chat.initiator or _s(usage.get("initiator"))
+        chat.initiator = chat.initiator or as_str(usage.get("initiator"))
 
     @staticmethod
     def _provider_from_usage(usage: Mapping[str, Any]) -> str | None:
         if usage.get("isByok") is True:
-            return _s(usage.get("providerType")) or "byok"
+            return as_str(usage.get("providerType")) or "byok"
         if usage.get("isByok") is False:
             return "github"
         return None
 
     def _standalone_chat(
         self,
-        prompt: _Prompt,
+        prompt: Prompt,
         event: Event,
-        usage: _Usage,
+        usage: Usage,
         model: str | None,
         duration_ms: float | None,
         origin: str,
@@ -1086,7 +884,7 @@ class SessionFold:
         """A model call outside any turn (e.g. compaction): a chat span under the agent's span."""
         _, agent = (prompt, prompt.root) if event.agent_id is None else self._route(event)
         start = event.time_ns - int((duration_ms or 0) * 1_000_000)
-        turn = _Turn(
+        turn = Turn(
             span_id=self._unique_sid(prompt, "chat-standalone", event.id),
             index=-1,
             turn_id=None,
@@ -1099,9 +897,9 @@ class SessionFold:
         turn.chat.model = model
         turn.chat.server_ms = duration_ms
         if raw is not None:
-            turn.chat.response_id = _s(raw.get("apiCallId"))
-            turn.chat.finish_reason = _s(raw.get("finishReason"))
-            turn.chat.initiator = _s(raw.get("initiator"))
+            turn.chat.response_id = as_str(raw.get("apiCallId"))
+            turn.chat.finish_reason = as_str(raw.get("finishReason"))
+            turn.chat.initiator = as_str(raw.get("initiator"))
         self._emit_chat(
             prompt,
             agent,
@@ -1127,10 +925,10 @@ class SessionFold:
         self._touch(prompt, agent, event.time_ns)
         chat = turn.chat
         chat.end_ns = event.time_ns
-        chat.response_model = _s(d.get("model")) or chat.response_model
-        chat.response_id = chat.response_id or _s(d.get("apiCallId"))
+        chat.response_model = as_str(d.get("model")) or chat.response_model
+        chat.response_id = chat.response_id or as_str(d.get("apiCallId"))
         if chat.records == 0:
-            out = _i(d.get("outputTokens"))
+            out = as_int(d.get("outputTokens"))
             if out:
                 chat.usage.output += out
         content = d.get("content")
@@ -1147,7 +945,7 @@ class SessionFold:
     # ------------------------------------------------------------------ tools
     def _on_tool_start(self, event: Event) -> None:
         d = event.data
-        call_id = _s(d.get("toolCallId"))
+        call_id = as_str(d.get("toolCallId"))
         if call_id is None:
             return
         prompt, agent = self._route(event)
@@ -1157,10 +955,10 @@ class SessionFold:
             self._emit_chat(
                 prompt, agent, turn, turn.chat.end_ns or event.time_ns, StatusCode.UNSET, None, None
             )
-        name = _s(d.get("toolName")) or "unknown"
+        name = as_str(d.get("toolName")) or "unknown"
         arguments = d.get("arguments")
         desc = d.get("toolDescription")
-        tool = _Tool(
+        tool = Tool(
             span_id=self._unique_sid(prompt, "tool", call_id, event.id),
             parent_span_id=turn.span_id if turn is not None else agent.span_id,
             call_id=call_id,
@@ -1168,9 +966,9 @@ class SessionFold:
             start_ns=event.time_ns,
             arguments=arguments,
             args_hash=argument_hash(arguments),
-            mcp_server=_s(d.get("mcpServerName")),
+            mcp_server=as_str(d.get("mcpServerName")),
             agent=agent,
-            description=_s(desc.get("description")) if isinstance(desc, dict) else None,
+            description=as_str(desc.get("description")) if isinstance(desc, dict) else None,
         )
         if call_id in prompt.tools:
             # The same call id started twice (should not happen): close the first as incomplete.
@@ -1194,7 +992,7 @@ class SessionFold:
 
     def _on_tool_complete(self, event: Event) -> None:
         d = event.data
-        call_id = _s(d.get("toolCallId"))
+        call_id = as_str(d.get("toolCallId"))
         if call_id is None:
             return
         prompt = self._tool_owner.get(call_id)
@@ -1204,8 +1002,8 @@ class SessionFold:
         self._tool_owner.pop(call_id, None)
         self._touch(prompt, tool.agent, event.time_ns)
         success = d.get("success") is not False
-        error = _d(d.get("error"))
-        message = _s(error.get("message")) if error else None
+        error = as_dict(d.get("error"))
+        message = as_str(error.get("message")) if error else None
         self._end_tool(
             prompt,
             tool,
@@ -1218,8 +1016,8 @@ class SessionFold:
 
     def _end_tool(
         self,
-        prompt: _Prompt,
-        tool: _Tool,
+        prompt: Prompt,
+        tool: Tool,
         end_ns: int,
         *,
         success: bool,
@@ -1232,8 +1030,8 @@ class SessionFold:
         attrs[sc.TOOL_NAME] = tool.name
         attrs["gen_ai.tool.call.id"] = tool.call_id
         attrs[sc.TOOL_TYPE] = "extension" if tool.mcp_server else "function"
-        _put(attrs, "gen_ai.tool.description", tool.description)
-        _put(attrs, "copilot_otel.tool.mcp_server", tool.mcp_server)
+        put_if_set(attrs, "gen_ai.tool.description", tool.description)
+        put_if_set(attrs, "copilot_otel.tool.mcp_server", tool.mcp_server)
         attrs["copilot_otel.tool.arguments_hash"] = tool.args_hash
         attrs[sc.OI_KIND] = "TOOL"
         attrs["tool.name"] = tool.name
@@ -1253,7 +1051,7 @@ class SessionFold:
         if data is not None:
             shell = data.get("shellExecution")
             if isinstance(shell, dict):
-                _put(attrs, "process.exit.code", _i(shell.get("exitCode")))
+                put_if_set(attrs, "process.exit.code", as_int(shell.get("exitCode")))
             if data.get("isUserRequested") is True:
                 attrs["copilot_otel.tool.user_requested"] = True
             edits = data.get("fileEdits")
@@ -1261,7 +1059,7 @@ class SessionFold:
                 attrs["copilot_otel.tool.file_edits"] = len(edits)
             error = data.get("error")
             if isinstance(error, dict):
-                _put(attrs, "github.copilot.error_code", _s(error.get("code")))
+                put_if_set(attrs, "github.copilot.error_code", as_str(error.get("code")))
             args = self._capture_json(tool.arguments, ContentKind.TOOL_ARGUMENTS)
             if args is not None:
                 attrs["gen_ai.tool.call.arguments"] = args
@@ -1323,7 +1121,7 @@ class SessionFold:
     # ------------------------------------------------------------------ sub-agents
     def _on_subagent_started(self, event: Event) -> None:
         d = event.data
-        call_id = _s(d.get("toolCallId"))
+        call_id = as_str(d.get("toolCallId"))
         hit = None
         if event.agent_id:
             hit = self._by_agent_id.get(event.agent_id)
@@ -1335,17 +1133,17 @@ class SessionFold:
             prompt, agent = hit
             if event.agent_id and event.agent_id not in self._by_agent_id:
                 self._by_agent_id[event.agent_id] = hit
-        agent.name = _s(d.get("agentName")) or agent.name
-        agent.display_name = _s(d.get("agentDisplayName"))
-        agent.description = _s(d.get("agentDescription"))
-        agent.model = _s(d.get("model")) or agent.model
+        agent.name = as_str(d.get("agentName")) or agent.name
+        agent.display_name = as_str(d.get("agentDisplayName"))
+        agent.description = as_str(d.get("agentDescription"))
+        agent.model = as_str(d.get("model")) or agent.model
         agent.background = d.get("executionMode") == "background"
         agent.start_ns = min(agent.start_ns, event.time_ns)
         self._touch(prompt, agent, event.time_ns)
 
     def _on_subagent_end(self, event: Event) -> None:
         d = event.data
-        call_id = _s(d.get("toolCallId"))
+        call_id = as_str(d.get("toolCallId"))
         hit = (self._by_agent_id.get(event.agent_id) if event.agent_id else None) or (
             self._by_task_call.get(call_id) if call_id else None
         )
@@ -1356,7 +1154,7 @@ class SessionFold:
         if event.type == "subagent.failed":
             agent.status = StatusCode.ERROR
             agent.error_type = agent.error_type or "SubagentError"
-            agent.status_message = (_s(d.get("error")) or "sub-agent failed")[:_STATUS_MESSAGE_MAX]
+            agent.status_message = (as_str(d.get("error")) or "sub-agent failed")[:_STATUS_MESSAGE_MAX]
         elif d.get("cancelled") is True:
             agent.status = StatusCode.ERROR
             agent.error_type = "cancelled"
@@ -1365,8 +1163,8 @@ class SessionFold:
 
     def _close_agent(
         self,
-        prompt: _Prompt,
-        agent: _Agent,
+        prompt: Prompt,
+        agent: Agent,
         time_ns: int,
         reason: str | None,
         incomplete: bool,
@@ -1401,12 +1199,12 @@ class SessionFold:
         if agent is prompt.root:
             return
         attrs = self._common("invoke_agent")
-        _put(attrs, sc.AGENT_NAME, agent.name)
-        _put(attrs, "gen_ai.agent.id", agent.agent_id)
-        _put(attrs, "gen_ai.agent.description", agent.description)
-        _put(attrs, "copilot_otel.agent.display_name", agent.display_name)
-        _put(attrs, sc.REQUEST_MODEL, agent.model)
-        _put(attrs, "copilot_otel.agent.task_call_id", agent.task_call_id)
+        put_if_set(attrs, sc.AGENT_NAME, agent.name)
+        put_if_set(attrs, "gen_ai.agent.id", agent.agent_id)
+        put_if_set(attrs, "gen_ai.agent.description", agent.description)
+        put_if_set(attrs, "copilot_otel.agent.display_name", agent.display_name)
+        put_if_set(attrs, sc.REQUEST_MODEL, agent.model)
+        put_if_set(attrs, "copilot_otel.agent.task_call_id", agent.task_call_id)
         attrs["github.copilot.turn_count"] = agent.turn_count
         attrs["copilot_otel.agent.tool_calls"] = agent.tool_calls
         agent.usage.to_attrs(attrs)
@@ -1414,11 +1212,11 @@ class SessionFold:
         if agent.background:
             attrs["copilot_otel.agent.background"] = True
         if totals is not None:
-            _put(attrs, "copilot_otel.agent.total_tokens", _i(totals.get("totalTokens")))
-            _put(attrs, "copilot_otel.agent.total_tool_calls", _i(totals.get("totalToolCalls")))
-        _put(attrs, "input.value", agent.input_text)
+            put_if_set(attrs, "copilot_otel.agent.total_tokens", as_int(totals.get("totalTokens")))
+            put_if_set(attrs, "copilot_otel.agent.total_tool_calls", as_int(totals.get("totalToolCalls")))
+        put_if_set(attrs, "input.value", agent.input_text)
         out = self._capture(agent.output_text, ContentKind.RESPONSES)
-        _put(attrs, "output.value", out)
+        put_if_set(attrs, "output.value", out)
         if agent.error_type:
             attrs[sc.ERROR_TYPE] = agent.error_type
         if incomplete:
@@ -1438,13 +1236,13 @@ class SessionFold:
             agent.status_message,
         )
         metric_attrs: dict[str, Any] = {sc.AGENT_NAME: agent.name or "agent"}
-        _put(metric_attrs, sc.ERROR_TYPE, agent.error_type)
+        put_if_set(metric_attrs, sc.ERROR_TYPE, agent.error_type)
         self._measure("gen_ai.invoke_agent.duration", (end - agent.start_ns) / 1e9, metric_attrs)
 
     # ------------------------------------------------------------------ emitting spans
     def _span(
         self,
-        prompt: _Prompt,
+        prompt: Prompt,
         span_id: int,
         parent: int | None,
         name: str,
@@ -1477,9 +1275,9 @@ class SessionFold:
 
     def _emit_chat(
         self,
-        prompt: _Prompt,
-        agent: _Agent,
-        turn: _Turn,
+        prompt: Prompt,
+        agent: Agent,
+        turn: Turn,
         end_ns: int,
         status: StatusCode,
         error_type: str | None,
@@ -1498,7 +1296,7 @@ class SessionFold:
         attrs = self._common("chat")
         attrs[sc.REQUEST_MODEL] = model
         attrs[sc.RESPONSE_MODEL] = chat.response_model or model
-        _put(attrs, "gen_ai.response.id", chat.response_id)
+        put_if_set(attrs, "gen_ai.response.id", chat.response_id)
         finish = chat.finish_reason
         if status is StatusCode.ERROR or cancelled:
             finish = "error"
@@ -1511,10 +1309,10 @@ class SessionFold:
             attrs["copilot_otel.usage.estimated"] = True
         if chat.ttft_ms is not None:
             attrs["gen_ai.response.time_to_first_chunk"] = chat.ttft_ms / 1000.0
-        _put(attrs, "github.copilot.server_duration", chat.server_ms)
-        _put(attrs, "github.copilot.initiator", chat.initiator)
-        _put(attrs, "github.copilot.turn_id", turn.turn_id)
-        _put(attrs, "github.copilot.interaction_id", turn.interaction_id)
+        put_if_set(attrs, "github.copilot.server_duration", chat.server_ms)
+        put_if_set(attrs, "github.copilot.initiator", chat.initiator)
+        put_if_set(attrs, "github.copilot.turn_id", turn.turn_id)
+        put_if_set(attrs, "github.copilot.interaction_id", turn.interaction_id)
         if chat.records > 1:
             attrs["copilot_otel.chat.calls"] = chat.records
         if agent.name:
@@ -1595,11 +1393,11 @@ class SessionFold:
         if chat.usage.nano_aiu:
             self._measure("copilot_otel.nano_aiu", chat.usage.nano_aiu, {sc.REQUEST_MODEL: model})
 
-    def _emit_root(self, prompt: _Prompt, time_ns: int) -> None:
+    def _emit_root(self, prompt: Prompt, time_ns: int) -> None:
         root = prompt.root
         attrs = self._common("invoke_agent")
         ctx = self.ctx
-        _put(attrs, sc.REQUEST_MODEL, root.model or ctx.model)
+        put_if_set(attrs, sc.REQUEST_MODEL, root.model or ctx.model)
         attrs["github.copilot.turn_count"] = root.turn_count
         attrs["copilot_otel.prompt.turns_total"] = prompt.turns_total
         attrs["copilot_otel.prompt.tool_calls"] = prompt.tool_calls
@@ -1607,22 +1405,22 @@ class SessionFold:
         root.usage.to_attrs(attrs)
         if root.last_finish_reason:
             attrs["gen_ai.response.finish_reasons"] = (root.last_finish_reason,)
-        _put(attrs, "github.copilot.interaction_id", prompt.interaction_id)
-        _put(attrs, "copilot_otel.cli.version", ctx.copilot_version)
-        _put(attrs, "copilot_otel.session.cwd", ctx.cwd)
-        _put(attrs, "github.copilot.git.repo", ctx.repository)
-        _put(attrs, "github.copilot.git.branch", ctx.branch)
-        _put(attrs, "github.copilot.git.sha", ctx.head_commit)
-        _put(attrs, "copilot_otel.session.git_root", ctx.git_root)
+        put_if_set(attrs, "github.copilot.interaction_id", prompt.interaction_id)
+        put_if_set(attrs, "copilot_otel.cli.version", ctx.copilot_version)
+        put_if_set(attrs, "copilot_otel.session.cwd", ctx.cwd)
+        put_if_set(attrs, "github.copilot.git.repo", ctx.repository)
+        put_if_set(attrs, "github.copilot.git.branch", ctx.branch)
+        put_if_set(attrs, "github.copilot.git.sha", ctx.head_commit)
+        put_if_set(attrs, "copilot_otel.session.git_root", ctx.git_root)
         title = self._capture(ctx.title, ContentKind.PROMPTS)
-        _put(attrs, "copilot_otel.session.title", title)
+        put_if_set(attrs, "copilot_otel.session.title", title)
         attrs["langfuse.trace.name"] = title or "copilot prompt"
         attrs[sc.OI_KIND] = "AGENT"
         attrs["github.copilot.agent.type"] = "builtin"
         if not prompt.human:
             attrs["copilot_otel.prompt.synthetic"] = True
-        _put(attrs, "input.value", root.input_text)
-        _put(attrs, "output.value", self._capture(root.output_text, ContentKind.RESPONSES))
+        put_if_set(attrs, "input.value", root.input_text)
+        put_if_set(attrs, "output.value", self._capture(root.output_text, ContentKind.RESPONSES))
         if root.input_text is not None:
             attrs["input.mime_type"] = "text/plain"
         if root.error_type:
@@ -1652,7 +1450,7 @@ class SessionFold:
         )
         # metrics and the prompt-ended log event
         metric_attrs: dict[str, Any] = {sc.AGENT_NAME: "copilot"}
-        _put(metric_attrs, sc.ERROR_TYPE, root.error_type)
+        put_if_set(metric_attrs, sc.ERROR_TYPE, root.error_type)
         self._measure("gen_ai.invoke_agent.duration", (end - prompt.start_ns) / 1e9, metric_attrs)
         self._measure("github.copilot.agent.turn.count", root.turn_count, {sc.OPERATION: "invoke_agent"})
         self._measure("copilot_otel.prompt.count", 1, {sc.PROMPT_OUTCOME: prompt.outcome})
@@ -1666,7 +1464,7 @@ class SessionFold:
             "gen_ai.usage.input_tokens": root.usage.input,
             "gen_ai.usage.output_tokens": root.usage.output,
         }
-        _put(log_attrs, "copilot_otel.incomplete.reason", prompt.incomplete_reason)
+        put_if_set(log_attrs, "copilot_otel.incomplete.reason", prompt.incomplete_reason)
         self._log(
             "copilot_otel.prompt.ended",
             end,
@@ -1677,7 +1475,7 @@ class SessionFold:
         )
 
     # ------------------------------------------------------------------ runaway detection
-    def _detect(self, prompt: _Prompt, event_time: int, reason: str, detail: dict[str, Any]) -> None:
+    def _detect(self, prompt: Prompt, event_time: int, reason: str, detail: dict[str, Any]) -> None:
         attrs: dict[str, Any] = {sc.RUNAWAY_REASON: reason, **detail}
         prompt.add_event(SpanEventRecord("copilot_otel.runaway.detected", event_time, dict(attrs)))
         self._measure("copilot_otel.runaway.detections", 1, {sc.RUNAWAY_REASON: reason})
@@ -1692,13 +1490,13 @@ class SessionFold:
             Severity.WARN,
         )
 
-    def _check_turns(self, prompt: _Prompt, event: Event) -> None:
+    def _check_turns(self, prompt: Prompt, event: Event) -> None:
         limit = self.settings.runaway.turns
         if limit and prompt.turns_total >= limit and "turns" not in prompt.fired:
             prompt.fired.add("turns")
             self._detect(prompt, event.time_ns, "turns", {"copilot_otel.runaway.threshold": limit})
 
-    def _check_identical(self, prompt: _Prompt, event: Event, name: str, args_hash: str) -> None:
+    def _check_identical(self, prompt: Prompt, event: Event, name: str, args_hash: str) -> None:
         key = (name, args_hash)
         if key == prompt.last_call:
             prompt.identical_streak += 1
@@ -1720,7 +1518,7 @@ class SessionFold:
                 },
             )
 
-    def _check_errors(self, prompt: _Prompt, time_ns: int, success: bool) -> None:
+    def _check_errors(self, prompt: Prompt, time_ns: int, success: bool) -> None:
         if success:
             prompt.error_streak = 0
             prompt.errors_armed = True
@@ -1731,7 +1529,7 @@ class SessionFold:
             prompt.errors_armed = False
             self._detect(prompt, time_ns, "tool_errors", {"copilot_otel.runaway.threshold": limit})
 
-    def _check_burn(self, prompt: _Prompt, event: Event, tokens: int) -> None:
+    def _check_burn(self, prompt: Prompt, event: Event, tokens: int) -> None:
         limit = self.settings.runaway.tokens_per_minute
         if not limit or not tokens:
             return

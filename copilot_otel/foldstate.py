@@ -1,0 +1,261 @@
+"""The fold's mutable state between events: what :class:`~copilot_otel.fold.SessionFold` keeps open.
+
+A session log is folded one event at a time, so everything a span needs before it can be emitted (a turn's model
+call, a tool's start, an agent's token sums, a prompt's runaway counters) waits in these records until the event
+that completes it arrives. They live apart from the fold's event handlers so that the state can be read on its
+own: what a prompt holds, and what a checkpoint keeps of it.
+
+Only :class:`SessionContext` outlives a prompt. It is small and serialisable (:meth:`SessionContext.to_dict`),
+and it is what the live daemon checkpoints; the per-prompt records (:class:`Prompt` and what hangs off it) are
+never saved but rebuilt by re-folding the log from the oldest open prompt's first line, which gives the same
+records because ids and timestamps come only from the events.
+
+The small coercion helpers (:func:`as_str`, :func:`as_int`, ...) read the loosely typed JSON of the events: a
+value of the wrong type counts as absent rather than raising, because a log written by any CLI version must fold.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .records import SpanEventRecord, StatusCode
+
+# The SDK and most backends cap span events at 128; a runaway autopilot loop can inject thousands of
+# messages, so we keep the first ones and count the rest.
+MAX_SPAN_EVENTS = 128
+
+
+def as_str(value: Any) -> str | None:
+    """A non-empty string, else ``None`` (an empty string in a log means as little as a missing one)."""
+    return value if isinstance(value, str) and value else None
+
+
+def as_int(value: Any) -> int | None:
+    """An integer, also from a whole float (JSON writers differ); ``None`` for booleans and anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def as_float(value: Any) -> float | None:
+    """A number as float; ``None`` for booleans (an ``int`` subclass in Python) and anything else."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def as_dict(value: Any) -> Mapping[str, Any]:
+    """A JSON object, else an empty mapping, so nested ``.get`` chains need no checks."""
+    return value if isinstance(value, dict) else {}
+
+
+def put_if_set(attrs: dict[str, Any], key: str, value: Any) -> None:
+    """Set an attribute only when there is a value: OTLP has no null, so an unknown value is left out."""
+    if value is not None:
+        attrs[key] = value
+
+
+@dataclass(slots=True)
+class Usage:
+    """Token/cost sums of model calls, kept per chat and summed per agent."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    cost: float = 0.0
+    nano_aiu: float = 0.0
+    calls: int = 0
+
+    def add(self, other: Usage) -> None:
+        """Sum another call's usage into this one (a chat's records, an agent's chats)."""
+        self.input += other.input
+        self.output += other.output
+        self.cache_read += other.cache_read
+        self.cache_write += other.cache_write
+        self.cost += other.cost
+        self.nano_aiu += other.nano_aiu
+        self.calls += other.calls
+
+    def to_attrs(self, attrs: dict[str, Any], *, cost: bool = True) -> None:
+        """Write the sums as the ``gen_ai.usage.*`` span attributes (and the cost unless ``cost`` is false)."""
+        attrs["gen_ai.usage.input_tokens"] = self.input
+        attrs["gen_ai.usage.output_tokens"] = self.output
+        attrs["gen_ai.usage.cache_read.input_tokens"] = self.cache_read
+        attrs["gen_ai.usage.cache_write.input_tokens"] = self.cache_write
+        attrs["gen_ai.usage.cache_creation.input_tokens"] = self.cache_write
+        if cost:
+            attrs["github.copilot.cost"] = self.cost
+            if self.nano_aiu:
+                attrs["github.copilot.nano_aiu"] = self.nano_aiu
+
+
+@dataclass(slots=True)
+class Chat:
+    """The model call of one turn, built from usage records and assistant messages."""
+
+    usage: Usage = field(default_factory=Usage)
+    records: int = 0
+    model: str | None = None
+    response_model: str | None = None
+    response_id: str | None = None
+    finish_reason: str | None = None
+    ttft_ms: float | None = None
+    server_ms: float | None = None
+    initiator: str | None = None
+    end_ns: int | None = None
+    message_text: list[str] = field(default_factory=list)
+    tool_requests: list[Any] = field(default_factory=list)
+    byok_provider: str | None = None
+    emitted: bool = False
+
+
+@dataclass(slots=True)
+class Turn:
+    """One assistant turn (``turn_start`` to ``turn_end``, or a synthetic one in logs without turn events)."""
+
+    span_id: int
+    index: int
+    turn_id: str | None
+    interaction_id: str | None
+    start_ns: int
+    synthetic: bool
+    chat: Chat = field(default_factory=Chat)
+    last_ns: int = 0
+    tool_calls: int = 0
+
+
+@dataclass(slots=True)
+class Tool:
+    """A tool execution started and not yet completed; its span is emitted on ``tool.execution_complete``."""
+
+    span_id: int
+    parent_span_id: int
+    call_id: str
+    name: str
+    start_ns: int
+    arguments: Any
+    args_hash: str
+    mcp_server: str | None
+    agent: Agent
+    description: str | None = None
+
+
+@dataclass(slots=True)
+class Agent:
+    """An agent invocation: the prompt's main agent (root span) or a sub-agent."""
+
+    span_id: int
+    parent_span_id: int | None
+    name: str | None
+    start_ns: int
+    agent_id: str | None = None
+    task_call_id: str | None = None
+    description: str | None = None
+    display_name: str | None = None
+    model: str | None = None
+    turn: Turn | None = None
+    turn_count: int = 0
+    uses_turn_events: bool = False
+    usage: Usage = field(default_factory=Usage)
+    last_finish_reason: str | None = None
+    last_ns: int = 0
+    tool_calls: int = 0
+    background: bool = False
+    closed: bool = False
+    status: StatusCode = StatusCode.UNSET
+    error_type: str | None = None
+    status_message: str | None = None
+    input_text: str | None = None
+    output_text: str | None = None
+
+
+@dataclass(slots=True)
+class Prompt:
+    """One prompt (one trace) while it is open: its agents, open tools, root span events, runaway counters.
+
+    Never checkpointed: a restart rebuilds it by re-folding from ``start_offset`` with ``context_at_open``.
+    """
+
+    key: str
+    trace_id: int
+    root: Agent
+    start_ns: int
+    start_offset: int
+    interaction_id: str | None
+    human: bool
+    events: list[SpanEventRecord] = field(default_factory=list)
+    dropped_events: int = 0
+    end_ns: int = 0
+    outcome: str = "completed"
+    incomplete_reason: str | None = None
+    tool_calls: int = 0
+    turns_total: int = 0
+    agents: dict[str, Agent] = field(default_factory=dict)
+    tools: dict[str, Tool] = field(default_factory=dict)
+    # runaway state
+    last_call: tuple[str, str] | None = None
+    identical_streak: int = 0
+    error_streak: int = 0
+    fired: set[str] = field(default_factory=set)
+    identical_armed: bool = True
+    errors_armed: bool = True
+    token_window: deque[tuple[int, int]] = field(default_factory=deque)
+    token_window_sum: int = 0
+    last_ns: int = 0
+    used_keys: dict[str, int] = field(default_factory=dict)
+    context_at_open: dict[str, Any] = field(default_factory=dict)
+
+    def add_event(self, event: SpanEventRecord) -> None:
+        """Add an event to the root span, counting instead of keeping those past :data:`MAX_SPAN_EVENTS`."""
+        if len(self.events) < MAX_SPAN_EVENTS:
+            self.events.append(event)
+        else:
+            self.dropped_events += 1
+
+
+@dataclass(slots=True)
+class SessionContext:
+    """Session-level facts that every root span carries; small and serialisable for checkpoints."""
+
+    session_id: str
+    copilot_version: str | None = None
+    producer: str | None = None
+    cwd: str | None = None
+    git_root: str | None = None
+    repository: str | None = None
+    branch: str | None = None
+    head_commit: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    title: str | None = None
+    saw_usage_records: bool = False
+    prompts_started: int = 0
+    last_event_ns: int = 0
+    last_prompt_event_id: str | None = None
+    prompt_id_repeats: int = 0
+    # session.shutdown totals are cumulative over a session's runs (resume appends); what was already counted
+    reported_totals: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready copy (checkpoints keep it while the fold moves on)."""
+        return {
+            name: dict(value) if isinstance(value, dict) else value
+            for name in self.__dataclass_fields__
+            for value in (getattr(self, name),)
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SessionContext:
+        """The context from a checkpoint's :meth:`to_dict` copy; keys of other versions are ignored."""
+        known: dict[str, Any] = {
+            k: dict(v) if isinstance(v, dict) else v for k, v in data.items() if k in cls.__dataclass_fields__
+        }
+        return cls(**known)
