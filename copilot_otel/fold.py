@@ -16,7 +16,8 @@ The trace model (see docs/design.md and the README's picture)::
 
 Timestamps and ids come only from the events, so the same log always folds to the same records. What the fold
 keeps open between events (the prompt, its agents, turns and tools, and the checkpointed session context) is in
-:mod:`copilot_otel.foldstate`; this module holds the event handlers that move that state and emit the records.
+:mod:`copilot_otel.foldstate`, and the runaway rules in :mod:`copilot_otel.runaway`; this module holds the event
+handlers that move that state and emit the records, including each runaway detection.
 """
 
 from __future__ import annotations
@@ -54,18 +55,19 @@ from .records import (
     SpanRecord,
     StatusCode,
 )
+from .runaway import (
+    Detection,
+    RunawayThresholds,
+    check_burn,
+    check_errors,
+    check_identical,
+    check_turns,
+)
+
+# RunawayThresholds is re-exported: it is part of FoldSettings, and callers import both from here.
+__all__ = ["FoldSettings", "LiveStats", "RunawayThresholds", "SessionContext", "SessionFold"]
 
 _STATUS_MESSAGE_MAX = 512
-
-
-@dataclass(frozen=True, slots=True)
-class RunawayThresholds:
-    """When a prompt counts as running away (0 disables a check)."""
-
-    turns: int = 25
-    identical_tool_calls: int = 5
-    tool_errors: int = 5
-    tokens_per_minute: int = 2_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -761,7 +763,7 @@ class SessionFold:
             last_ns=max(start_ns, event.time_ns),
         )
         agent.turn = turn
-        self._check_turns(prompt, event)
+        self._detect(prompt, check_turns(prompt, self.settings.runaway, event.time_ns))
         return turn
 
     def _on_turn_end(self, event: Event) -> None:
@@ -843,7 +845,7 @@ class SessionFold:
             or 0.0,
             calls=1,
         )
-        self._check_burn(prompt, event, u.input + u.output)
+        self._detect(prompt, check_burn(prompt, self.settings.runaway, event.time_ns, u.input + u.output))
         turn = agent.turn
         model = as_str(usage.get("model"))
         if turn is None or turn.chat.emitted:
@@ -988,7 +990,9 @@ class SessionFold:
         agent.tool_calls += 1
         if turn is not None:
             turn.tool_calls += 1
-        self._check_identical(prompt, event, name, tool.args_hash)
+        self._detect(
+            prompt, check_identical(prompt, self.settings.runaway, event.time_ns, name, tool.args_hash)
+        )
 
     def _on_tool_complete(self, event: Event) -> None:
         d = event.data
@@ -1116,7 +1120,7 @@ class SessionFold:
         )
         self._measure("github.copilot.tool.call.duration", duration, {sc.TOOL_NAME: tool.name})
         if incomplete is None:
-            self._check_errors(prompt, end_ns, success)
+            self._detect(prompt, check_errors(prompt, self.settings.runaway, end_ns, success))
 
     # ------------------------------------------------------------------ sub-agents
     def _on_subagent_started(self, event: Event) -> None:
@@ -1475,81 +1479,24 @@ class SessionFold:
         )
 
     # ------------------------------------------------------------------ runaway detection
-    def _detect(self, prompt: Prompt, event_time: int, reason: str, detail: dict[str, Any]) -> None:
-        attrs: dict[str, Any] = {sc.RUNAWAY_REASON: reason, **detail}
-        prompt.add_event(SpanEventRecord("copilot_otel.runaway.detected", event_time, dict(attrs)))
+    def _detect(self, prompt: Prompt, detection: Detection | None) -> None:
+        """Emit a rule's detection, if it fired: a span event on the root span, a counter, a WARN log event."""
+        if detection is None:
+            return
+        reason = detection.reason
+        attrs: dict[str, Any] = {sc.RUNAWAY_REASON: reason, **detection.detail}
+        prompt.add_event(SpanEventRecord("copilot_otel.runaway.detected", detection.time_ns, dict(attrs)))
         self._measure("copilot_otel.runaway.detections", 1, {sc.RUNAWAY_REASON: reason})
         attrs["copilot_otel.prompt.turns_total"] = prompt.turns_total
         attrs["copilot_otel.prompt.tool_calls"] = prompt.tool_calls
         self._log(
             "copilot_otel.runaway.detected",
-            event_time,
+            detection.time_ns,
             f"runaway agent detected: {reason}",
             attrs,
             prompt,
             Severity.WARN,
         )
-
-    def _check_turns(self, prompt: Prompt, event: Event) -> None:
-        limit = self.settings.runaway.turns
-        if limit and prompt.turns_total >= limit and "turns" not in prompt.fired:
-            prompt.fired.add("turns")
-            self._detect(prompt, event.time_ns, "turns", {"copilot_otel.runaway.threshold": limit})
-
-    def _check_identical(self, prompt: Prompt, event: Event, name: str, args_hash: str) -> None:
-        key = (name, args_hash)
-        if key == prompt.last_call:
-            prompt.identical_streak += 1
-        else:
-            prompt.last_call = key
-            prompt.identical_streak = 1
-            prompt.identical_armed = True
-        limit = self.settings.runaway.identical_tool_calls
-        if limit and prompt.identical_streak >= limit and prompt.identical_armed:
-            prompt.identical_armed = False
-            self._detect(
-                prompt,
-                event.time_ns,
-                "identical_tool_calls",
-                {
-                    "copilot_otel.runaway.threshold": limit,
-                    sc.TOOL_NAME: name,
-                    "copilot_otel.tool.arguments_hash": args_hash,
-                },
-            )
-
-    def _check_errors(self, prompt: Prompt, time_ns: int, success: bool) -> None:
-        if success:
-            prompt.error_streak = 0
-            prompt.errors_armed = True
-            return
-        prompt.error_streak += 1
-        limit = self.settings.runaway.tool_errors
-        if limit and prompt.error_streak >= limit and prompt.errors_armed:
-            prompt.errors_armed = False
-            self._detect(prompt, time_ns, "tool_errors", {"copilot_otel.runaway.threshold": limit})
-
-    def _check_burn(self, prompt: Prompt, event: Event, tokens: int) -> None:
-        limit = self.settings.runaway.tokens_per_minute
-        if not limit or not tokens:
-            return
-        window = prompt.token_window
-        window.append((event.time_ns, tokens))
-        prompt.token_window_sum += tokens
-        horizon = event.time_ns - 60_000_000_000
-        while window and window[0][0] < horizon:
-            prompt.token_window_sum -= window.popleft()[1]
-        if prompt.token_window_sum >= limit and "burn_rate" not in prompt.fired:
-            prompt.fired.add("burn_rate")
-            self._detect(
-                prompt,
-                event.time_ns,
-                "burn_rate",
-                {
-                    "copilot_otel.runaway.threshold": limit,
-                    "copilot_otel.runaway.tokens_last_minute": prompt.token_window_sum,
-                },
-            )
 
 
 def _json_dumps(value: Any) -> str:

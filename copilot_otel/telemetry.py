@@ -19,8 +19,9 @@ from .config import Config
 from .content import ContentPolicy
 from .errors import ConfigError
 from .export import Sender, build_transport, make_resource
-from .fold import FoldSettings, RunawayThresholds
+from .fold import FoldSettings
 from .metrics import Aggregator, Metrics, build_metric_exporter
+from .runaway import RunawayThresholds
 
 _TRACES_ENV = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 
