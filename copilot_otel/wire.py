@@ -25,6 +25,8 @@ _PACK_D = struct.Struct("<d").pack
 # per key; keys whose values are unique per span or call get no value cache at all.
 _KV_CACHES: dict[int, dict[str, tuple[bytes, dict[Any, tuple[type, bytes]] | None]]] = {}
 _VALUES_PER_KEY_MAX = 1_024
+# Attribute names are few, but some embed a model name: a flood of new names resets the cache instead.
+_KEYS_MAX = 4_096
 _MAX_CACHED_KV = 300
 # Values that are unique per span or call: caching them would only grow the cache.
 _NEVER_CACHED = frozenset(
@@ -106,6 +108,8 @@ def attributes(attrs: Mapping[str, Any], tag: int) -> bytes:
         if per_key is None:
             raw_key = key.encode("utf-8", "surrogatepass")
             per_key = (_ld(0x0A, raw_key), None if key in _NEVER_CACHED else {})
+            if len(caches) >= _KEYS_MAX:
+                caches.clear()
             caches[key] = per_key
         key_field, values = per_key
         if values is not None:

@@ -172,3 +172,30 @@ def test_attribute_cache_keeps_each_values_type(order: tuple[Any, ...]) -> None:
     resource = make_resource(RESOURCE)
     decoded = trace_service_pb2.ExportTraceServiceRequest.FromString(encode_spans(spans, resource))
     assert decoded == reference_spans(spans)
+
+
+def test_attribute_cache_stays_bounded() -> None:
+    # Values unique per span (ids are never cached; other keys keep at most _VALUES_PER_KEY_MAX values) and a
+    # flood of new attribute names: the cache is reset rather than grown, and the encoding stays right.
+    from copilot_otel import wire
+
+    resource = make_resource(RESOURCE)
+    spans = [
+        SpanRecord(
+            trace_id=1,
+            span_id=i + 1,
+            parent_span_id=None,
+            name="n",
+            kind=SpanKind.INTERNAL,
+            start_ns=1,
+            end_ns=2,
+            attributes={f"k{i}": i, "v": f"value-{i}", "gen_ai.response.id": str(i)},
+        )
+        for i in range(wire._KEYS_MAX + wire._VALUES_PER_KEY_MAX)
+    ]
+    decoded = trace_service_pb2.ExportTraceServiceRequest.FromString(encode_spans(spans, resource))
+    assert decoded == reference_spans(spans)
+    per_tag = wire._KV_CACHES[0x4A]
+    assert len(per_tag) <= wire._KEYS_MAX
+    assert all(values is None or len(values) <= wire._VALUES_PER_KEY_MAX for _, values in per_tag.values())
+    assert per_tag.get("gen_ai.response.id", (b"", None))[1] is None
