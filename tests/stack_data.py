@@ -248,15 +248,16 @@ def copilot_otel(*args: str) -> list[str]:
 def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float, interval_s: float = 0.25) -> T:
     """Poll ``probe`` until it returns something truthy; at the deadline, fail naming ``what``."""
     deadline = time.monotonic() + timeout_s
-    last: Any = None
+    last: T | Exception | None = None
     while True:
         try:
-            last = probe()
+            value = probe()
         except (OSError, KeyError, ValueError) as exc:  # server not answering yet / transient
             last = exc
         else:
-            if last:
-                return last
+            if value:
+                return value
+            last = value
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}; last: {last!r}")
         time.sleep(interval_s)

@@ -13,7 +13,7 @@ from typing import Any
 
 from copilot_otel.fold import FoldSettings, SessionFold
 from copilot_otel.parse import parse_line
-from copilot_otel.records import SpanRecord
+from copilot_otel.records import BadLine, SpanRecord
 from tests.conftest import CLI_GENERATED
 
 LINES = (CLI_GENERATED / "multi-tool" / "events.jsonl").read_text().splitlines()
@@ -38,6 +38,7 @@ def _fold(events: list[dict[str, Any]]) -> list[SpanRecord]:
         raw = json.dumps(event).encode()
         parsed = parse_line(raw, offset, offset + len(raw) + 1, number)
         offset += len(raw) + 1
+        assert not isinstance(parsed, BadLine), parsed
         if parsed is not None:
             out += fold.feed(parsed)
     out += fold.close("file_ended")
@@ -95,15 +96,23 @@ def test_a_usage_record_outside_any_turn_is_a_chat_span_under_the_prompt() -> No
     compaction["timestamp"] = EVENTS[at - 1]["timestamp"]
     spans = _fold([*EVENTS[:at], compaction, *EVENTS[at:]])
     by_id = {s.span_id: s for s in spans}
-    extra = [
-        s for s in spans if s.name.startswith("chat ") and s.attributes["gen_ai.usage.input_tokens"] == 777
-    ]
+
+    def parent(span: SpanRecord) -> SpanRecord:
+        assert span.parent_span_id is not None
+        return by_id[span.parent_span_id]
+
+    def input_tokens(span: SpanRecord) -> int:
+        value = span.attributes["gen_ai.usage.input_tokens"]
+        assert isinstance(value, int)
+        return value
+
+    extra = [s for s in spans if s.name.startswith("chat ") and input_tokens(s) == 777]
     assert len(extra) == 1
-    assert by_id[extra[0].parent_span_id].name == "invoke_agent"
+    assert parent(extra[0]).name == "invoke_agent"
     chats = [s for s in spans if s.name.startswith("chat ")]
     usage_sum = (
         sum(e["data"]["usage"]["inputTokens"] for e in EVENTS if e["type"] == "session.usage_record") + 777
     )
-    assert sum(s.attributes["gen_ai.usage.input_tokens"] for s in chats) == usage_sum
-    turns = Counter(by_id[s.parent_span_id].name.split()[0] for s in chats)
+    assert sum(input_tokens(s) for s in chats) == usage_sum
+    turns = Counter(parent(s).name.split()[0] for s in chats)
     assert turns == {"turn": sum(1 for e in EVENTS if e["type"] == "assistant.turn_start"), "invoke_agent": 1}

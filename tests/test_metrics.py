@@ -528,7 +528,8 @@ def test_runaway_detections_are_warn_logs_on_the_root_span(replayed: Replayed) -
 # --------------------------------------------------------------------------------------------- Prometheus
 def _scrape(port: int) -> str:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
-        return response.read().decode()
+        text: str = response.read().decode()
+        return text
 
 
 def _series(body: str) -> dict[str, list[str]]:

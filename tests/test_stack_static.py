@@ -396,7 +396,9 @@ def test_amtool_check_config() -> None:
 
 
 def _compose() -> dict[str, Any]:
-    return _load_yaml(COMPOSE)
+    compose = _load_yaml(COMPOSE)
+    assert isinstance(compose, dict)
+    return compose
 
 
 @pytest.mark.stack
@@ -461,7 +463,7 @@ def test_collector_pipelines_reference_defined_components() -> None:
     service = config["service"]
     for ext in service.get("extensions", []):
         assert ext in config["extensions"], f"extension {ext} not defined"
-    used = {"receivers": set(), "processors": set(), "exporters": set()}
+    used: dict[str, set[str]] = {"receivers": set(), "processors": set(), "exporters": set()}
     connector_roles: dict[str, set[str]] = {}
     for name, pipeline in service["pipelines"].items():
         assert name.split("/")[0] in {"traces", "metrics", "logs"}, name

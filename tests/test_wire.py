@@ -17,7 +17,15 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 from copilot_otel import __version__
 from copilot_otel.export import SCOPE_NAME, encode_logs, encode_spans, make_resource
 from copilot_otel.fold import FoldSettings
-from copilot_otel.records import LogRecord, Severity, SpanEventRecord, SpanKind, SpanRecord, StatusCode
+from copilot_otel.records import (
+    AttrValue,
+    LogRecord,
+    Severity,
+    SpanEventRecord,
+    SpanKind,
+    SpanRecord,
+    StatusCode,
+)
 from copilot_otel.replay import fold_session
 from copilot_otel.sessions import SessionFile
 from tests.conftest import all_fixture_logs
@@ -83,7 +91,7 @@ def reference_logs(records: Sequence[LogRecord]) -> logs_service_pb2.ExportLogsS
         log = logs_pb2.LogRecord(
             time_unix_nano=r.time_ns,
             observed_time_unix_nano=r.time_ns,
-            severity_number=int(r.severity),
+            severity_number=logs_pb2.SeverityNumber.ValueType(int(r.severity)),
             severity_text=r.severity.name,
             body=common_pb2.AnyValue(string_value=r.body),
             attributes=_kvs({**r.attributes, "event.name": r.event_name}),
@@ -114,7 +122,7 @@ def test_equal_messages_on_every_fixture(log: Any) -> None:
 
 
 def test_edge_values() -> None:
-    attrs = {
+    attrs: dict[str, AttrValue] = {
         "neg": -5,
         "big": 2**63 - 1,
         "min": -(2**63),
