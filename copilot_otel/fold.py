@@ -33,6 +33,7 @@ from . import semconv as sc
 from .content import ContentKind, ContentPolicy, argument_hash, capture_json, capture_text
 from .foldstate import (
     Agent,
+    Chat,
     Prompt,
     SessionContext,
     Tool,
@@ -718,6 +719,7 @@ class SessionFold:
             self._touch(prompt, agent, event.time_ns)
             if agent.input_text is None:
                 agent.input_text = self._capture(d.get("content"), ContentKind.PROMPTS)
+            self._queue_user_message(agent, d.get("content"))
             return
         delivery = as_str(d.get("delivery"))
         injected = source is not None or d.get("isAutopilotContinuation") is True or delivery == "steering"
@@ -732,6 +734,7 @@ class SessionFold:
             put_if_set(attrs, "copilot_otel.user.message.content", text)
             prompt.add_event(SpanEventRecord("github.copilot.user.message", event.time_ns, attrs))
             self._touch(prompt, prompt.root, event.time_ns)
+            self._queue_user_message(prompt.root, d.get("content"))
             return
         # A new human prompt (idle or queued delivery), or an injected message with no prompt open.
         self._finish_current()
@@ -739,6 +742,13 @@ class SessionFold:
         attrs = {"github.copilot.user.message.source": source or "user"}
         put_if_set(attrs, "github.copilot.user.message.interaction_id", prompt.interaction_id)
         prompt.add_event(SpanEventRecord("github.copilot.user.message", event.time_ns, attrs))
+        self._queue_user_message(prompt.root, d.get("content"))
+
+    def _queue_user_message(self, agent: Agent, content: Any) -> None:
+        """Keep a user message (or a sub-agent's task prompt) for the input messages of the agent's next call."""
+        text = self._capture(content, ContentKind.PROMPTS)
+        if text is not None:
+            agent.pending_input.append({"role": "user", "parts": [{"type": "text", "content": text}]})
 
     def _on_turn_start(self, event: Event) -> None:
         prompt, agent = self._route(event)
@@ -763,6 +773,10 @@ class SessionFold:
             last_ns=max(start_ns, event.time_ns),
         )
         agent.turn = turn
+        if agent.pending_input:
+            # The turn's model call is the first to see what arrived since the previous one.
+            turn.chat.input_messages = agent.pending_input
+            agent.pending_input = []
         self._detect(prompt, check_turns(prompt, self.settings.runaway, event.time_ns))
         return turn
 
@@ -1079,6 +1093,9 @@ class SessionFold:
                 attrs["gen_ai.tool.call.result"] = captured
                 attrs["output.value"] = captured
                 attrs["output.mime_type"] = "text/plain"
+                # The result goes back to the model in the agent's next call, in the order tools complete.
+                part = {"type": "tool_call_response", "id": tool.call_id, "response": captured}
+                tool.agent.pending_input.append({"role": "tool", "parts": [part]})
         elif self.settings.content.enabled:
             args = self._capture_json(tool.arguments, ContentKind.TOOL_ARGUMENTS)
             if args is not None:
@@ -1331,15 +1348,7 @@ class SessionFold:
         attrs["llm.token_count.total"] = chat.usage.input + chat.usage.output
         attrs["llm.token_count.prompt_details.cache_read"] = chat.usage.cache_read
         attrs["llm.token_count.prompt_details.cache_write"] = chat.usage.cache_write
-        text = (
-            self._capture("\n".join(chat.message_text), ContentKind.RESPONSES) if chat.message_text else None
-        )
-        if text is not None:
-            attrs["output.value"] = text
-            out_msg: dict[str, Any] = {"role": "assistant", "parts": [{"type": "text", "content": text}]}
-            if finish:
-                out_msg["finish_reason"] = finish
-            attrs["gen_ai.output.messages"] = _json_dumps([out_msg])
+        attrs.update(self._chat_content(chat, finish))
         if cancelled:
             attrs[sc.ERROR_TYPE] = "cancelled"
             attrs["copilot_otel.incomplete"] = True
@@ -1396,6 +1405,51 @@ class SessionFold:
             self._measure("copilot_otel.premium_requests", chat.usage.cost, {sc.REQUEST_MODEL: model})
         if chat.usage.nano_aiu:
             self._measure("copilot_otel.nano_aiu", chat.usage.nano_aiu, {sc.REQUEST_MODEL: model})
+
+    def _chat_content(self, chat: Chat, finish: str | None) -> dict[str, str]:
+        """A chat's captured messages as ``gen_ai.input/output.messages`` and OpenInference text attributes.
+
+        The input is what this call sent that the agent's previous call did not (as the CLI's own export
+        reports it): the user's message, or the results of the tools the previous call asked for. The output is
+        the assistant's text and the tool calls it requested. Each part is captured (scrubbed, cut) on its own,
+        so the JSON stays valid; a part whose kind may not be captured is left out. Empty when nothing is
+        captured.
+        """
+        content: dict[str, str] = {}
+        if chat.input_messages:
+            content["input.value"] = "\n\n".join(
+                part.get("content") or part.get("response") or ""
+                for message in chat.input_messages
+                for part in message["parts"]
+            )
+            content["input.mime_type"] = "text/plain"
+            content["gen_ai.input.messages"] = _json_dumps(chat.input_messages)
+        parts: list[dict[str, Any]] = []
+        text = (
+            self._capture("\n".join(chat.message_text), ContentKind.RESPONSES) if chat.message_text else None
+        )
+        if text is not None:
+            content["output.value"] = text
+            parts.append({"type": "text", "content": text})
+        if self.settings.content.allows(ContentKind.TOOL_ARGUMENTS):
+            parts.extend(self._tool_call_part(r) for r in chat.tool_requests if isinstance(r, dict))
+        if parts:
+            out_msg: dict[str, Any] = {"role": "assistant", "parts": parts}
+            if finish:
+                out_msg["finish_reason"] = finish
+            content["gen_ai.output.messages"] = _json_dumps([out_msg])
+        return content
+
+    def _tool_call_part(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """One ``toolRequests`` entry of an assistant message as a ``tool_call`` message part."""
+        part: dict[str, Any] = {"type": "tool_call"}
+        put_if_set(part, "id", as_str(request.get("toolCallId")) or as_str(request.get("id")))
+        put_if_set(part, "name", as_str(request.get("name")))
+        arguments = self._capture_json(request.get("arguments"), ContentKind.TOOL_ARGUMENTS)
+        if arguments is not None:
+            # capture_json returns valid JSON: embedded as an object, as the CLI's own export does.
+            part["arguments"] = orjson.loads(arguments)
+        return part
 
     def _emit_root(self, prompt: Prompt, time_ns: int) -> None:
         root = prompt.root

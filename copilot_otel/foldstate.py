@@ -115,6 +115,9 @@ class Chat:
     tool_requests: list[Any] = field(default_factory=list)
     byok_provider: str | None = None
     emitted: bool = False
+    # Captured messages the call sent that no earlier call of its agent did (gen_ai.input.messages); empty
+    # unless content capture is on.
+    input_messages: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -175,6 +178,9 @@ class Agent:
     status_message: str | None = None
     input_text: str | None = None
     output_text: str | None = None
+    # Captured messages (the prompt, tool results) that arrived since this agent's last model call: the log
+    # has no record of what each call sent, so the next turn's chat takes these as its input messages.
+    pending_input: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(slots=True)

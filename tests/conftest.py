@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +24,7 @@ for _name in list(os.environ):
     if _name.startswith(("OTEL_", "COPILOT_OTEL_")) and _name != "COPILOT_OTEL_SHARED_DIR":
         del os.environ[_name]
 
+from copilot_otel.cli import main  # noqa: E402
 from tests.otlp_receiver import OtlpReceiver  # noqa: E402
 
 # The shared fixtures live beside the repository (../shared), in CI as in development.
@@ -53,6 +55,42 @@ def read_events(path: Path) -> list[dict[str, Any]]:
         if isinstance(obj, dict):
             out.append(obj)
     return out
+
+
+# Looks like a GitHub token to the scrubber (built from parts so that secret scanners leave the repository alone).
+TOKEN_LIKE = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+
+
+def fixture_copy(tmp_path: Path, name: str, old: str, new: str) -> Path:
+    """A copy of the cli-generated fixture ``name`` whose log has ``old`` (which must occur) replaced by ``new``."""
+    folder = tmp_path / f"{name}-edited"
+    shutil.copytree(CLI_GENERATED / name, folder)
+    log = folder / "events.jsonl"
+    text = log.read_text()
+    assert old in text, f"{old!r} is not in {name}/events.jsonl"
+    log.write_text(text.replace(old, new))
+    return folder
+
+
+def replay_into(
+    receiver: OtlpReceiver, *paths: Path | str, protocol: str = "http/protobuf", extra: tuple[str, ...] = ()
+) -> int:
+    """Run ``copilot-otel replay`` in-process on ``paths``, exporting to ``receiver``; returns the exit code."""
+    endpoint = receiver.grpc_endpoint if protocol == "grpc" else receiver.http_endpoint
+    return main(
+        [
+            "replay",
+            *map(str, paths),
+            "--endpoint",
+            endpoint,
+            "--protocol",
+            protocol,
+            "--max-retry-time",
+            "20",
+            "--no-progress",
+            *extra,
+        ]
+    )
 
 
 @pytest.fixture(autouse=True)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from copilot_otel.cli import main
-from tests.conftest import CLI_GENERATED, all_fixture_logs, read_events
+from tests.conftest import CLI_GENERATED, TOKEN_LIKE, all_fixture_logs, fixture_copy, read_events, replay_into
 from tests.otlp_receiver import OtlpReceiver
 
 FIXTURE_LOGS = all_fixture_logs()
@@ -23,26 +23,7 @@ IDS = [p.parent.name if p.name == "events.jsonl" else p.stem for p in FIXTURE_LO
 
 
 _events = read_events
-
-
-def _replay(
-    receiver: OtlpReceiver, *paths: Path | str, protocol: str = "http/protobuf", extra: tuple[str, ...] = ()
-) -> int:
-    endpoint = receiver.grpc_endpoint if protocol == "grpc" else receiver.http_endpoint
-    return main(
-        [
-            "replay",
-            *map(str, paths),
-            "--endpoint",
-            endpoint,
-            "--protocol",
-            protocol,
-            "--max-retry-time",
-            "20",
-            "--no-progress",
-            *extra,
-        ]
-    )
+_replay = replay_into
 
 
 def _trace_spans(receiver: OtlpReceiver) -> dict[str, list[dict[str, Any]]]:
@@ -385,11 +366,10 @@ def test_no_content_leaves_the_machine_by_default(receiver: OtlpReceiver) -> Non
 def test_content_capture_opt_in_is_scrubbed(
     receiver: OtlpReceiver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    folder = tmp_path / "0a000099-secret"
-    shutil.copytree(CLI_GENERATED / "plain-question", folder)
-    log = folder / "events.jsonl"
-    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
-    log.write_text(log.read_text().replace("What is the capital of France?", f"use token {token} please"))
+    token = TOKEN_LIKE
+    folder = fixture_copy(
+        tmp_path, "plain-question", "What is the capital of France?", f"use token {token} please"
+    )
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
     assert _replay(receiver, folder) == 0
     root = next(s for s in receiver.spans() if s["name"] == "invoke_agent")
