@@ -26,6 +26,7 @@ from .errors import ConfigError
 
 __all__ = [
     "CAPTURE_ENV",
+    "EMIT_EVENT_ENV",
     "KIND_ENV",
     "MAX_LENGTH_ENV",
     "REDACTED",
@@ -74,6 +75,7 @@ _MASTER_KINDS = frozenset(
 )
 
 CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+EMIT_EVENT_ENV = "OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT"
 MAX_LENGTH_ENV = "COPILOT_OTEL_CONTENT_MAX_LENGTH"
 KIND_ENV = {
     ContentKind.PROMPTS: "COPILOT_OTEL_CAPTURE_PROMPTS",
@@ -87,7 +89,8 @@ KIND_ENV = {
 _TRUE = frozenset({"true", "1", "yes"})
 _FALSE = frozenset({"false", "0", "no"})
 # Master switch value (lower-cased) -> (capture, on_spans, on_events). Both the legacy boolean and the
-# semconv enum forms are accepted; the legacy "true" puts content on spans, as the Copilot CLI does.
+# semconv enum forms are accepted; the legacy "true" puts content on spans, as the Copilot CLI does. on_events
+# is also the default of OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT (util-genai: true for EVENT_ONLY/SPAN_AND_EVENT).
 _MASTER_VALUES: dict[str, tuple[bool, bool, bool]] = {
     **{value: (False, True, False) for value in ("", *_FALSE, "no_content")},
     **{value: (True, True, False) for value in _TRUE},
@@ -108,7 +111,8 @@ class ContentPolicy:
         enabled: The kinds of content that may be captured; empty means none.
         max_length: The maximum number of characters kept per captured value (plus a truncation marker).
         on_spans: Put captured content on span attributes.
-        on_events: Put captured content on ``gen_ai.client.inference.operation.details`` log events.
+        on_events: Emit a ``gen_ai.client.inference.operation.details`` log event per model call, carrying
+            its captured input and output messages (the only content that goes on events).
     """
 
     enabled: frozenset[ContentKind] = frozenset()
@@ -136,6 +140,12 @@ class ContentPolicy:
         and ``SPAN_AND_EVENT`` capture the same and choose where it goes. The system prompt and reasoning
         are only captured through their own switch.
 
+        ``OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT`` (``true``/``false``) switches the details events; unset, it
+        follows the master switch (on for ``EVENT_ONLY`` and ``SPAN_AND_EVENT``). ``false`` turns them off, so
+        ``EVENT_ONLY`` then captures nothing. ``true`` with a master switch that keeps content on spans
+        (``true``, ``SPAN_ONLY``) changes nothing: the events exist to carry content, and that setting says
+        content goes on spans only.
+
         ``COPILOT_OTEL_CAPTURE_{PROMPTS,RESPONSES,TOOL_ARGUMENTS,TOOL_RESULTS,SYSTEM_PROMPT,REASONING}``
         (``true``/``false``) override the master switch for one kind each, and
         ``COPILOT_OTEL_CONTENT_MAX_LENGTH`` (an integer, at least 16) sets ``max_length``.
@@ -148,6 +158,8 @@ class ContentPolicy:
         if master is None:
             raise ConfigError(f"Expected {CAPTURE_ENV} to be one of {_MASTER_ALLOWED}, got {raw!r}")
         capture, on_spans, on_events = master
+        if _env_bool(env, EMIT_EVENT_ENV) is False:
+            on_events = False
         enabled = set(_MASTER_KINDS) if capture else set()
         for kind, name in KIND_ENV.items():
             switch = _env_bool(env, name)
@@ -155,6 +167,8 @@ class ContentPolicy:
                 enabled.add(kind)
             elif switch is False:
                 enabled.discard(kind)
+        if not (on_spans or on_events):
+            enabled.clear()  # nowhere to put it: say so rather than capture what nothing will send
         return cls(
             enabled=frozenset(enabled),
             max_length=_env_max_length(env),

@@ -231,7 +231,10 @@ class SessionFold:
         attrs: dict[str, Any],
         prompt: Prompt | None,
         severity: Severity = Severity.INFO,
+        *,
+        span_id: int | None = None,
     ) -> None:
+        """Emit a log event in the prompt's trace, on ``span_id`` if given, else on the prompt's root span."""
         attrs.setdefault(sc.SESSION_ID, self.ctx.session_id)
         attrs.setdefault(sc.CONVERSATION, self.ctx.session_id)
         self._out.append(
@@ -242,24 +245,33 @@ class SessionFold:
                 body=body,
                 attributes=attrs,
                 trace_id=prompt.trace_id if prompt else None,
-                span_id=prompt.root.span_id if prompt else None,
+                span_id=span_id if span_id is not None else (prompt.root.span_id if prompt else None),
                 source_offset=self._offset,
             )
         )
 
-    def _capture(self, text: Any, kind: ContentKind) -> str | None:
-        # Content goes on spans only; EVENT_ONLY (content in gen_ai.client.inference.operation.details log events)
-        # is not implemented, so it captures nothing rather than putting content where it was not asked for.
-        policy = self.settings.content
-        if not policy.enabled or not policy.on_spans or not isinstance(text, str):
-            return None
-        return capture_text(text, kind, policy)
+    def _takes_content(self, events: bool) -> bool:
+        """Whether captured content has somewhere to go: spans, or (for chat messages) the details log event.
 
-    def _capture_json(self, value: Any, kind: ContentKind) -> str | None:
+        Only the chat's input and output messages go on ``gen_ai.client.inference.operation.details`` events;
+        everything else (agent input/output, tool arguments and results on tool spans, titles) is span content,
+        so under ``EVENT_ONLY`` it is not captured at all rather than put where it was not asked for.
+        """
         policy = self.settings.content
-        if not policy.enabled or not policy.on_spans or value is None:
+        return bool(policy.enabled) and (policy.on_spans or (events and policy.on_events))
+
+    def _capture(self, text: Any, kind: ContentKind, *, events: bool = False) -> str | None:
+        """``text`` scrubbed and cut if ``kind`` may be captured for spans (or, with ``events``, for the chat
+        messages, which may go on spans, the details event or both), else ``None``."""
+        if not isinstance(text, str) or not self._takes_content(events):
             return None
-        return capture_json(value, kind, policy)
+        return capture_text(text, kind, self.settings.content)
+
+    def _capture_json(self, value: Any, kind: ContentKind, *, events: bool = False) -> str | None:
+        """As :meth:`_capture`, for a JSON-like value: valid, scrubbed, length-bounded JSON text."""
+        if value is None or not self._takes_content(events):
+            return None
+        return capture_json(value, kind, self.settings.content)
 
     # ------------------------------------------------------------------ prompts
     def _open_prompt(self, event: Event, human: bool) -> Prompt:
@@ -746,7 +758,7 @@ class SessionFold:
 
     def _queue_user_message(self, agent: Agent, content: Any) -> None:
         """Keep a user message (or a sub-agent's task prompt) for the input messages of the agent's next call."""
-        text = self._capture(content, ContentKind.PROMPTS)
+        text = self._capture(content, ContentKind.PROMPTS, events=True)
         if text is not None:
             agent.pending_input.append({"role": "user", "parts": [{"type": "text", "content": text}]})
 
@@ -1088,11 +1100,12 @@ class SessionFold:
             result_text = result.get("content") if isinstance(result, dict) else None
             if result_text is None and message:
                 result_text = message
-            captured = self._capture(result_text, ContentKind.TOOL_RESULTS)
+            captured = self._capture(result_text, ContentKind.TOOL_RESULTS, events=True)
             if captured is not None:
-                attrs["gen_ai.tool.call.result"] = captured
-                attrs["output.value"] = captured
-                attrs["output.mime_type"] = "text/plain"
+                if self.settings.content.on_spans:
+                    attrs["gen_ai.tool.call.result"] = captured
+                    attrs["output.value"] = captured
+                    attrs["output.mime_type"] = "text/plain"
                 # The result goes back to the model in the agent's next call, in the order tools complete.
                 part = {"type": "tool_call_response", "id": tool.call_id, "response": captured}
                 tool.agent.pending_input.append({"role": "tool", "parts": [part]})
@@ -1348,7 +1361,10 @@ class SessionFold:
         attrs["llm.token_count.total"] = chat.usage.input + chat.usage.output
         attrs["llm.token_count.prompt_details.cache_read"] = chat.usage.cache_read
         attrs["llm.token_count.prompt_details.cache_write"] = chat.usage.cache_write
-        attrs.update(self._chat_content(chat, finish))
+        content = self._chat_content(chat, finish)
+        policy = self.settings.content
+        if policy.on_spans:
+            attrs.update(content)
         if cancelled:
             attrs[sc.ERROR_TYPE] = "cancelled"
             attrs["copilot_otel.incomplete"] = True
@@ -1357,9 +1373,10 @@ class SessionFold:
             attrs[sc.ERROR_TYPE] = error_type or "ModelCallError"
         start = turn.start_ns
         end = max(end_ns, start)
+        span_id = span_id or self._sid("chat", str(turn.span_id))
         self._span(
             prompt,
-            span_id or self._sid("chat", str(turn.span_id)),
+            span_id,
             parent or turn.span_id,
             f"chat {model}",
             SpanKind.CLIENT,
@@ -1371,6 +1388,8 @@ class SessionFold:
             if status is StatusCode.ERROR
             else None,
         )
+        if policy.on_events and policy.enabled:
+            self._emit_inference_details(prompt, span_id, end, attrs, content)
         agent.usage.add(chat.usage)
         if finish:
             agent.last_finish_reason = finish
@@ -1426,7 +1445,9 @@ class SessionFold:
             content["gen_ai.input.messages"] = _json_dumps(chat.input_messages)
         parts: list[dict[str, Any]] = []
         text = (
-            self._capture("\n".join(chat.message_text), ContentKind.RESPONSES) if chat.message_text else None
+            self._capture("\n".join(chat.message_text), ContentKind.RESPONSES, events=True)
+            if chat.message_text
+            else None
         )
         if text is not None:
             content["output.value"] = text
@@ -1445,11 +1466,46 @@ class SessionFold:
         part: dict[str, Any] = {"type": "tool_call"}
         put_if_set(part, "id", as_str(request.get("toolCallId")) or as_str(request.get("id")))
         put_if_set(part, "name", as_str(request.get("name")))
-        arguments = self._capture_json(request.get("arguments"), ContentKind.TOOL_ARGUMENTS)
+        arguments = self._capture_json(request.get("arguments"), ContentKind.TOOL_ARGUMENTS, events=True)
         if arguments is not None:
             # capture_json returns valid JSON: embedded as an object, as the CLI's own export does.
             part["arguments"] = orjson.loads(arguments)
         return part
+
+    def _emit_inference_details(
+        self,
+        prompt: Prompt,
+        span_id: int,
+        time_ns: int,
+        span_attrs: Mapping[str, Any],
+        content: Mapping[str, str],
+    ) -> None:
+        """The chat's ``gen_ai.client.inference.operation.details`` log event (``EVENT_ONLY``/``SPAN_AND_EVENT``).
+
+        It carries the same message JSON as the span would, so a backend that keeps logs but not span
+        attributes (or keeps them longer, or with other access rules) has the conversation; it sits on the chat
+        span (trace and span id) so the two join. One per chat, with whatever messages were captured.
+        """
+        attrs: dict[str, Any] = {sc.OPERATION: "chat"}
+        for key in (
+            sc.PROVIDER,
+            sc.REQUEST_MODEL,
+            sc.RESPONSE_MODEL,
+            "gen_ai.response.id",
+            "gen_ai.response.finish_reasons",
+        ):
+            put_if_set(attrs, key, span_attrs.get(key))
+        for key in ("gen_ai.input.messages", "gen_ai.output.messages"):
+            put_if_set(attrs, key, content.get(key))
+        model = span_attrs[sc.REQUEST_MODEL]
+        self._log(
+            "gen_ai.client.inference.operation.details",
+            time_ns,
+            f"chat {model}",
+            attrs,
+            prompt,
+            span_id=span_id,
+        )
 
     def _emit_root(self, prompt: Prompt, time_ns: int) -> None:
         root = prompt.root

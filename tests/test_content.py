@@ -453,6 +453,33 @@ def test_from_env_master_switch(
     assert policy == ContentPolicy(enabled=enabled, max_length=4_096, on_spans=on_spans, on_events=on_events)
 
 
+@pytest.mark.parametrize(
+    ("master", "emit", "on_spans", "on_events"),
+    [
+        ("EVENT_ONLY", "false", False, False),
+        ("EVENT_ONLY", "TRUE", False, True),
+        ("SPAN_AND_EVENT", "0", True, False),
+        ("SPAN_AND_EVENT", "", True, True),  # empty = not set: the master switch's default
+        # the event exists to carry content; it cannot move content that SPAN_ONLY keeps on spans
+        ("SPAN_ONLY", "true", True, False),
+        ("true", "true", True, False),
+    ],
+)
+def test_from_env_emit_event_switch(master: str, emit: str, on_spans: bool, on_events: bool) -> None:
+    policy = ContentPolicy.from_env({MASTER: master, "OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT": emit})
+    assert (policy.on_spans, policy.on_events) == (on_spans, on_events)
+    # with nowhere to put content, nothing is captured
+    assert policy.enabled == (MASTER_KINDS if on_spans or on_events else frozenset())
+
+
+def test_from_env_bad_emit_event_value() -> None:
+    with pytest.raises(
+        ConfigError,
+        match=r"^Expected OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT to be one of true, false, got 'sometimes'$",
+    ):
+        ContentPolicy.from_env({MASTER: "EVENT_ONLY", "OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT": "sometimes"})
+
+
 def test_from_env_default_is_no_content() -> None:
     assert ContentPolicy.from_env({}) == ContentPolicy()
     assert ContentPolicy().enabled == frozenset()

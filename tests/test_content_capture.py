@@ -104,25 +104,32 @@ def _replay_fixture(receiver: OtlpReceiver, name: str) -> dict[str, list[Expecte
     return expected_calls(read_events(CLI_GENERATED / name / "events.jsonl"))
 
 
+def replay_calls(receiver: OtlpReceiver, name: str) -> list[tuple[dict[str, Any], ExpectedCall]]:
+    """Replay fixture ``name``; each exported chat span paired with the call the raw log says it was."""
+    expected = _replay_fixture(receiver, name)
+    chats = chat_spans(receiver)
+    assert chats.keys() == expected.keys()
+    pairs: list[tuple[dict[str, Any], ExpectedCall]] = []
+    for agent, calls in expected.items():
+        assert len(chats[agent]) == len(calls), agent
+        pairs += zip(chats[agent], calls, strict=True)
+    return pairs
+
+
 @pytest.mark.parametrize("name", FIXTURES)
 def test_chat_spans_carry_the_messages_new_since_the_previous_call(
     receiver: OtlpReceiver, monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
     monkeypatch.setenv(CAPTURE, "true")
-    expected = _replay_fixture(receiver, name)
-    chats = chat_spans(receiver)
-    assert chats.keys() == expected.keys()
-    for agent, calls in expected.items():
-        assert len(chats[agent]) == len(calls), agent
-        for span, call in zip(chats[agent], calls, strict=True):
-            attributes = span["attributes"]
-            assert _messages(attributes, "gen_ai.input.messages") == call.input
-            assert _output_parts(attributes, "tool_call") == _tool_calls(call.tool_requests)
-            if call.input:
-                texts = [p.get("content") or p.get("response") for m in call.input for p in m["parts"]]
-                assert attributes["input.value"] == "\n\n".join(texts)
-            else:
-                assert "input.value" not in attributes
+    for span, call in replay_calls(receiver, name):
+        attributes = span["attributes"]
+        assert _messages(attributes, "gen_ai.input.messages") == call.input
+        assert _output_parts(attributes, "tool_call") == _tool_calls(call.tool_requests)
+        if call.input:
+            texts = [p.get("content") or p.get("response") for m in call.input for p in m["parts"]]
+            assert attributes["input.value"] == "\n\n".join(texts)
+        else:
+            assert "input.value" not in attributes
 
 
 def test_the_first_call_of_each_prompt_sends_the_users_message(
@@ -204,3 +211,128 @@ def test_tool_call_arguments_in_output_messages_are_scrubbed(
     commands = [p["arguments"].get("command") for p in _output_parts(first, "tool_call")]
     assert "ls -la [REDACTED]" in commands
     assert token not in json.dumps(receiver.spans())
+
+
+# --- where content goes: spans, gen_ai.client.inference.operation.details log events, or both --------------
+
+DETAILS = "gen_ai.client.inference.operation.details"
+# Every attribute that can hold content, on any span or span event.
+CONTENT_KEYS = (
+    "gen_ai.input.messages",
+    "gen_ai.output.messages",
+    "input.value",
+    "output.value",
+    "gen_ai.tool.call.arguments",
+    "gen_ai.tool.call.result",
+    "tool.parameters",
+    "copilot_otel.user.message.content",
+    "copilot_otel.session.title",
+)
+
+
+def details_by_span(receiver: OtlpReceiver) -> dict[tuple[str, str], dict[str, Any]]:
+    """The details log events keyed by the (trace id, span id) they are correlated with; no two share one."""
+    details = [r for r in receiver.logs() if r["event_name"] == DETAILS]
+    keyed = {(r["trace_id"], r["span_id"]): r for r in details}
+    assert len(keyed) == len(details)
+    return keyed
+
+
+def _content_on_spans(receiver: OtlpReceiver) -> list[str]:
+    return [
+        key
+        for span in receiver.spans()
+        for attributes in (span["attributes"], *(e["attributes"] for e in span["events"]))
+        for key in CONTENT_KEYS
+        if key in attributes
+    ]
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_event_only_puts_each_calls_messages_on_a_details_event_and_nothing_on_spans(
+    receiver: OtlpReceiver, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    monkeypatch.setenv(CAPTURE, "EVENT_ONLY")
+    pairs = replay_calls(receiver, name)
+    assert _content_on_spans(receiver) == []
+    exported_spans = json.dumps(receiver.spans())
+    for e in read_events(CLI_GENERATED / name / "events.jsonl"):
+        if e["type"] == "user.message":
+            assert e["data"]["content"] not in exported_spans
+    details = details_by_span(receiver)
+    assert details.keys() == {(span["trace_id"], span["span_id"]) for span, _ in pairs}
+    for span, call in pairs:
+        record = details[span["trace_id"], span["span_id"]]
+        attributes = record["attributes"]
+        assert record["severity_text"] == "INFO"
+        assert attributes["gen_ai.operation.name"] == "chat"
+        for key in ("gen_ai.request.model", "gen_ai.response.id"):
+            assert attributes.get(key) == span["attributes"].get(key)
+        assert _messages(attributes, "gen_ai.input.messages") == call.input
+        assert _output_parts(attributes, "tool_call") == _tool_calls(call.tool_requests)
+
+
+@pytest.mark.parametrize("name", ["multi-tool", "subagent"])
+def test_span_and_event_puts_the_same_messages_in_both(
+    receiver: OtlpReceiver, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    monkeypatch.setenv(CAPTURE, "SPAN_AND_EVENT")
+    assert replay_into(receiver, CLI_GENERATED / name) == 0
+    details = details_by_span(receiver)
+    chats = [s for spans in chat_spans(receiver).values() for s in spans]
+    assert len(details) == len(chats)
+    for span in chats:
+        event = details[span["trace_id"], span["span_id"]]["attributes"]
+        for key in ("gen_ai.input.messages", "gen_ai.output.messages"):
+            assert event[key] == span["attributes"][key]
+    # the rest of the span content (tools, agents) is there too, as with SPAN_ONLY
+    assert {"gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "input.value"} <= set(
+        _content_on_spans(receiver)
+    )
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {},
+        {CAPTURE: "true"},
+        {CAPTURE: "SPAN_ONLY"},
+        {CAPTURE: "SPAN_AND_EVENT", "OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT": "false"},
+    ],
+)
+def test_no_details_events_unless_content_goes_on_events(
+    receiver: OtlpReceiver, monkeypatch: pytest.MonkeyPatch, env: dict[str, str]
+) -> None:
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert replay_into(receiver, CLI_GENERATED / "multi-tool") == 0
+    assert any(r["event_name"] == "copilot_otel.prompt.started" for r in receiver.logs())
+    assert details_by_span(receiver) == {}
+    assert ("gen_ai.input.messages" in _content_on_spans(receiver)) == bool(env)
+
+
+def test_event_only_without_the_event_captures_nothing(
+    receiver: OtlpReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CAPTURE, "EVENT_ONLY")
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT", "false")
+    assert replay_into(receiver, CLI_GENERATED / "multi-tool") == 0
+    assert details_by_span(receiver) == {}
+    assert _content_on_spans(receiver) == []
+
+
+@pytest.mark.parametrize("mode", ["EVENT_ONLY", "SPAN_AND_EVENT"])
+def test_a_secret_in_the_prompt_is_scrubbed_on_spans_and_events(
+    receiver: OtlpReceiver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    prompt = "What is the capital of France?"
+    folder = fixture_copy(tmp_path, "plain-question", prompt, f"use token {TOKEN_LIKE} please")
+    monkeypatch.setenv(CAPTURE, mode)
+    assert replay_into(receiver, folder) == 0
+    assert TOKEN_LIKE not in json.dumps([receiver.spans(), receiver.logs()])
+    (chat,) = chat_spans(receiver)[ROOT]
+    (event,) = details_by_span(receiver).values()
+    scrubbed = [_user("use token [REDACTED] please")]
+    assert _messages(event["attributes"], "gen_ai.input.messages") == scrubbed
+    on_span = _messages(chat["attributes"], "gen_ai.input.messages")
+    assert on_span == (scrubbed if mode == "SPAN_AND_EVENT" else [])
