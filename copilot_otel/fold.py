@@ -1251,6 +1251,7 @@ class SessionFold:
         put_if_set(attrs, "input.value", agent.input_text)
         out = self._capture(agent.output_text, ContentKind.RESPONSES)
         put_if_set(attrs, "output.value", out)
+        _put_agent_messages(attrs, agent.input_text, out)
         if agent.error_type:
             attrs[sc.ERROR_TYPE] = agent.error_type
         if incomplete:
@@ -1533,10 +1534,12 @@ class SessionFold:
         attrs["github.copilot.agent.type"] = "builtin"
         if not prompt.human:
             attrs["copilot_otel.prompt.synthetic"] = True
+        out = self._capture(root.output_text, ContentKind.RESPONSES)
         put_if_set(attrs, "input.value", root.input_text)
-        put_if_set(attrs, "output.value", self._capture(root.output_text, ContentKind.RESPONSES))
+        put_if_set(attrs, "output.value", out)
         if root.input_text is not None:
             attrs["input.mime_type"] = "text/plain"
+        _put_agent_messages(attrs, root.input_text, out)
         if root.error_type:
             attrs[sc.ERROR_TYPE] = root.error_type
         if prompt.incomplete_reason:
@@ -1606,6 +1609,23 @@ class SessionFold:
             attrs,
             prompt,
             Severity.WARN,
+        )
+
+
+def _put_agent_messages(attrs: dict[str, Any], input_text: str | None, output_text: str | None) -> None:
+    """``gen_ai.input/output.messages`` on an ``invoke_agent`` span, from already captured text.
+
+    As the CLI's own export: the prompt the agent was given (the user's, or a sub-agent's task) and its last
+    answer. Backends that build a trace's input/output from the root span's messages (Langfuse, the GenAI views)
+    then show the conversation without opening the chat spans.
+    """
+    if input_text is not None:
+        attrs["gen_ai.input.messages"] = _json_dumps(
+            [{"role": "user", "parts": [{"type": "text", "content": input_text}]}]
+        )
+    if output_text is not None:
+        attrs["gen_ai.output.messages"] = _json_dumps(
+            [{"role": "assistant", "parts": [{"type": "text", "content": output_text}]}]
         )
 
 

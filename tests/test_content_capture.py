@@ -336,3 +336,50 @@ def test_a_secret_in_the_prompt_is_scrubbed_on_spans_and_events(
     assert _messages(event["attributes"], "gen_ai.input.messages") == scrubbed
     on_span = _messages(chat["attributes"], "gen_ai.input.messages")
     assert on_span == (scrubbed if mode == "SPAN_AND_EVENT" else [])
+
+
+def expected_agent_messages(events: list[dict[str, Any]]) -> list[tuple[str, str | None, str | None]]:
+    """Per ``invoke_agent`` span, in start order: (span name, the prompt it was given, its last answer)."""
+    agents: dict[tuple[int, str], list[Any]] = {}  # (prompt number, agent id) -> [name, input, output]
+    prompt = -1
+    for e in events:
+        kind, data = e["type"], e.get("data", {})
+        agent = e.get("agentId") or ROOT
+        if kind == "user.message" and agent == ROOT:
+            prompt += 1
+            agents[(prompt, ROOT)] = ["invoke_agent", data["content"], None]
+        elif kind == "subagent.started":
+            agents[(prompt, agent)] = [f"invoke_agent {data['agentName']}", None, None]
+        elif kind == "user.message":
+            agents[(prompt, agent)][1] = agents[(prompt, agent)][1] or data["content"]
+        elif kind == "assistant.message" and data.get("content"):
+            agents[(prompt, agent)][2] = data["content"]
+    return [(name, given, answer) for name, given, answer in agents.values()]
+
+
+@pytest.mark.parametrize("name", ["multi-tool", "subagent", "resumed", "failing-tool"])
+def test_agent_spans_carry_their_prompt_and_last_answer(
+    receiver: OtlpReceiver, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    monkeypatch.setenv(CAPTURE, "true")
+    assert replay_into(receiver, CLI_GENERATED / name) == 0
+    expected = expected_agent_messages(read_events(CLI_GENERATED / name / "events.jsonl"))
+    spans = sorted(
+        (s for s in receiver.spans() if s["name"].startswith("invoke_agent")), key=lambda s: s["start_ns"]
+    )
+    assert [s["name"] for s in spans] == [name for name, _, _ in expected]
+    for span, (_, given, answer) in zip(spans, expected, strict=True):
+        attributes = span["attributes"]
+        assert _messages(attributes, "gen_ai.input.messages") == ([_user(given)] if given else [])
+        assert _messages(attributes, "gen_ai.output.messages") == (
+            [{"role": "assistant", "parts": [{"type": "text", "content": answer}]}] if answer else []
+        )
+
+
+def test_agent_messages_stay_private_by_default(receiver: OtlpReceiver) -> None:
+    assert replay_into(receiver, CLI_GENERATED / "subagent") == 0
+    agents = [s for s in receiver.spans() if s["name"].startswith("invoke_agent")]
+    assert len(agents) >= 2
+    for span in agents:
+        assert "gen_ai.input.messages" not in span["attributes"]
+        assert "gen_ai.output.messages" not in span["attributes"]
