@@ -160,11 +160,8 @@ def test_edge_values() -> None:
     ) == reference_logs([log])
 
 
-@pytest.mark.parametrize("order", [(1, True, 1.0, ["l"]), (1.0, 1, ["l"], True), (True, 1.0, 1, ["l"])])
-def test_attribute_cache_keeps_each_values_type(order: tuple[Any, ...]) -> None:
-    # 1, 1.0 and True are equal dict keys but three different AnyValue types; a list is unhashable. Encoded under
-    # one key, in any order and twice (the second time from the cache), each must come out as itself.
-    spans = [
+def _spans_with(attribute_sets: Sequence[Mapping[str, Any]]) -> list[SpanRecord]:
+    return [
         SpanRecord(
             trace_id=1,
             span_id=i + 1,
@@ -173,13 +170,24 @@ def test_attribute_cache_keeps_each_values_type(order: tuple[Any, ...]) -> None:
             kind=SpanKind.INTERNAL,
             start_ns=1,
             end_ns=2,
-            attributes={"same.key": value, "s": "y" * (120 + i)},
+            attributes=attrs,
         )
-        for i, value in enumerate(order * 2)
+        for i, attrs in enumerate(attribute_sets)
     ]
-    resource = make_resource(RESOURCE)
-    decoded = trace_service_pb2.ExportTraceServiceRequest.FromString(encode_spans(spans, resource))
-    assert decoded == reference_spans(spans)
+
+
+def _assert_round_trips(spans: list[SpanRecord]) -> None:
+    encoded = encode_spans(spans, make_resource(RESOURCE))
+    assert trace_service_pb2.ExportTraceServiceRequest.FromString(encoded) == reference_spans(spans)
+
+
+@pytest.mark.parametrize("order", [(1, True, 1.0, ["l"]), (1.0, 1, ["l"], True), (True, 1.0, 1, ["l"])])
+def test_attribute_cache_keeps_each_values_type(order: tuple[Any, ...]) -> None:
+    # 1, 1.0 and True are equal dict keys but three different AnyValue types; a list is unhashable. Encoded under
+    # one key, in any order and twice (the second time from the cache), each must come out as itself.
+    _assert_round_trips(
+        _spans_with([{"same.key": value, "s": "y" * (120 + i)} for i, value in enumerate(order * 2)])
+    )
 
 
 def test_attribute_cache_stays_bounded() -> None:
@@ -187,22 +195,10 @@ def test_attribute_cache_stays_bounded() -> None:
     # flood of new attribute names: the cache is reset rather than grown, and the encoding stays right.
     from copilot_otel import wire
 
-    resource = make_resource(RESOURCE)
-    spans = [
-        SpanRecord(
-            trace_id=1,
-            span_id=i + 1,
-            parent_span_id=None,
-            name="n",
-            kind=SpanKind.INTERNAL,
-            start_ns=1,
-            end_ns=2,
-            attributes={f"k{i}": i, "v": f"value-{i}", "gen_ai.response.id": str(i)},
-        )
-        for i in range(wire._KEYS_MAX + wire._VALUES_PER_KEY_MAX)
-    ]
-    decoded = trace_service_pb2.ExportTraceServiceRequest.FromString(encode_spans(spans, resource))
-    assert decoded == reference_spans(spans)
+    count = wire._KEYS_MAX + wire._VALUES_PER_KEY_MAX
+    _assert_round_trips(
+        _spans_with([{f"k{i}": i, "v": f"value-{i}", "gen_ai.response.id": str(i)} for i in range(count)])
+    )
     per_tag = wire._KV_CACHES[0x4A]
     assert len(per_tag) <= wire._KEYS_MAX
     assert all(values is None or len(values) <= wire._VALUES_PER_KEY_MAX for _, values in per_tag.values())
