@@ -140,6 +140,7 @@ class Daemon:
         self.state = StateStore(config.state_dir)
         try:
             self.settings: FoldSettings = fold_settings(config)
+            self._skip = self.settings.undecoded_types
             self._sender_stop = threading.Event()
             self.telemetry = telemetry or Telemetry.from_config(config, stop=self._sender_stop)
         except BaseException:
@@ -415,7 +416,7 @@ class Daemon:
             if isinstance(item, TooLong):
                 self._drop(f, "too_long", item.start, f"{item.length} bytes")
                 continue
-            event = parse_line(item.data, item.start, item.end, f.line_number)
+            event = parse_line(item.data, item.start, item.end, f.line_number, self._skip)
             if event is None:
                 continue
             if isinstance(event, BadLine):
@@ -554,7 +555,7 @@ class Daemon:
         f.tail_bytes = False
         if item is None or isinstance(item, TooLong):
             return
-        event = parse_line(item.data, item.start, item.end, f.line_number + 1)
+        event = parse_line(item.data, item.start, item.end, f.line_number + 1, self._skip)
         if event is None or isinstance(event, BadLine):
             return
         out: list[SpanRecord | LogRecord] = []

@@ -71,12 +71,27 @@ __all__ = ["FoldSettings", "LiveStats", "RunawayThresholds", "SessionContext", "
 _STATUS_MESSAGE_MAX = 512
 
 
+# Events read only for their content (the system prompt, 20-50 KB a line, and reasoning): parse skips them
+# without decoding unless their capture switch is on.
+_CONTENT_ONLY_TYPES = {
+    ContentKind.SYSTEM_PROMPT: b"system.message",
+    ContentKind.REASONING: b"assistant.reasoning",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class FoldSettings:
     """Everything the fold needs besides the events; injected so the fold stays pure."""
 
     content: ContentPolicy = field(default_factory=ContentPolicy)
     runaway: RunawayThresholds = field(default_factory=RunawayThresholds)
+
+    @property
+    def undecoded_types(self) -> frozenset[bytes]:
+        """Event types parse may skip without decoding: those read only for content that is not captured."""
+        return frozenset(
+            event_type for kind, event_type in _CONTENT_ONLY_TYPES.items() if not self.content.allows(kind)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -722,6 +737,31 @@ class SessionFold:
         self._current.add_event(SpanEventRecord("github.copilot.skill.invoked", event.time_ns, attrs))
 
     # ------------------------------------------------------------------ messages
+    def _on_system_message(self, event: Event) -> None:
+        """The system prompt, decoded only when its own capture switch is on (parse skips it otherwise).
+
+        The root agent's goes into the session context (old logs write it once, before the first prompt; newer
+        ones with each prompt); a sub-agent's to that agent. Never opens a prompt.
+        """
+        text = self._capture(event.data.get("content"), ContentKind.SYSTEM_PROMPT)
+        if text is None:
+            return
+        if event.agent_id is None:
+            self.ctx.system_prompt = text
+            return
+        hit = self._by_agent_id.get(event.agent_id)
+        if hit is not None:
+            hit[1].system_text = text
+
+    def _on_reasoning(self, event: Event) -> None:
+        """A reasoning block of the current model call, decoded only when its capture switch is on."""
+        text = self._capture(event.data.get("content"), ContentKind.REASONING, events=True)
+        if text is None or (event.agent_id is None and not self._prompts):
+            return
+        _, agent = self._route(event)
+        if agent.turn is not None:
+            agent.turn.chat.reasoning_text.append(text)
+
     def _on_user_message(self, event: Event) -> None:
         d = event.data
         source = as_str(d.get("source"))
@@ -963,6 +1003,11 @@ class SessionFold:
         if isinstance(content, str) and content:
             chat.message_text.append(content)
             agent.output_text = content
+        if not chat.reasoning_text:
+            # The same text as the assistant.reasoning line, which some CLI versions do not persist.
+            reasoning = self._capture(d.get("reasoningText"), ContentKind.REASONING, events=True)
+            if reasoning is not None:
+                chat.reasoning_text.append(reasoning)
         requests = d.get("toolRequests")
         if isinstance(requests, list) and requests:
             chat.tool_requests.extend(requests)
@@ -1251,7 +1296,7 @@ class SessionFold:
         put_if_set(attrs, "input.value", agent.input_text)
         out = self._capture(agent.output_text, ContentKind.RESPONSES)
         put_if_set(attrs, "output.value", out)
-        _put_agent_messages(attrs, agent.input_text, out)
+        _put_agent_messages(attrs, agent.input_text, out, agent.system_text)
         if agent.error_type:
             attrs[sc.ERROR_TYPE] = agent.error_type
         if incomplete:
@@ -1444,7 +1489,9 @@ class SessionFold:
             )
             content["input.mime_type"] = "text/plain"
             content["gen_ai.input.messages"] = _json_dumps(chat.input_messages)
-        parts: list[dict[str, Any]] = []
+        parts: list[dict[str, Any]] = [
+            {"type": "reasoning", "content": reasoning} for reasoning in chat.reasoning_text
+        ]
         text = (
             self._capture("\n".join(chat.message_text), ContentKind.RESPONSES, events=True)
             if chat.message_text
@@ -1539,7 +1586,7 @@ class SessionFold:
         put_if_set(attrs, "output.value", out)
         if root.input_text is not None:
             attrs["input.mime_type"] = "text/plain"
-        _put_agent_messages(attrs, root.input_text, out)
+        _put_agent_messages(attrs, root.input_text, out, ctx.system_prompt)
         if root.error_type:
             attrs[sc.ERROR_TYPE] = root.error_type
         if prompt.incomplete_reason:
@@ -1612,13 +1659,18 @@ class SessionFold:
         )
 
 
-def _put_agent_messages(attrs: dict[str, Any], input_text: str | None, output_text: str | None) -> None:
-    """``gen_ai.input/output.messages`` on an ``invoke_agent`` span, from already captured text.
+def _put_agent_messages(
+    attrs: dict[str, Any], input_text: str | None, output_text: str | None, system_text: str | None
+) -> None:
+    """``gen_ai.input/output.messages`` and ``gen_ai.system_instructions`` on an ``invoke_agent`` span, from
+    already captured text.
 
-    As the CLI's own export: the prompt the agent was given (the user's, or a sub-agent's task) and its last
-    answer. Backends that build a trace's input/output from the root span's messages (Langfuse, the GenAI views)
-    then show the conversation without opening the chat spans.
+    As the CLI's own export: the prompt the agent was given (the user's, or a sub-agent's task), its last
+    answer and its system prompt (own switch). Backends that build a trace's input/output from the root span's
+    messages (Langfuse, the GenAI views) then show the conversation without opening the chat spans.
     """
+    if system_text is not None:
+        attrs["gen_ai.system_instructions"] = _json_dumps([{"type": "text", "content": system_text}])
     if input_text is not None:
         attrs["gen_ai.input.messages"] = _json_dumps(
             [{"role": "user", "parts": [{"type": "text", "content": input_text}]}]
@@ -1647,6 +1699,8 @@ _HANDLERS = {
     "skill.invoked": SessionFold._on_skill,
     "abort": SessionFold._on_abort,
     "user.message": SessionFold._on_user_message,
+    "system.message": SessionFold._on_system_message,
+    "assistant.reasoning": SessionFold._on_reasoning,
     "assistant.turn_start": SessionFold._on_turn_start,
     "assistant.turn_end": SessionFold._on_turn_end,
     "assistant.message": SessionFold._on_assistant_message,

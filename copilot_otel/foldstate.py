@@ -112,6 +112,7 @@ class Chat:
     initiator: str | None = None
     end_ns: int | None = None
     message_text: list[str] = field(default_factory=list)
+    reasoning_text: list[str] = field(default_factory=list)  # captured only with the reasoning switch
     tool_requests: list[Any] = field(default_factory=list)
     byok_provider: str | None = None
     emitted: bool = False
@@ -178,6 +179,7 @@ class Agent:
     status_message: str | None = None
     input_text: str | None = None
     output_text: str | None = None
+    system_text: str | None = None  # a sub-agent's system prompt, captured only with its own switch
     # Captured messages (the prompt, tool results) that arrived since this agent's last model call: the log
     # has no record of what each call sent, so the next turn's chat takes these as its input messages.
     pending_input: list[dict[str, Any]] = field(default_factory=list)
@@ -242,6 +244,9 @@ class SessionContext:
     model: str | None = None
     provider: str | None = None
     title: str | None = None
+    # The root agent's latest system prompt, captured only with its own switch; kept in the context because old
+    # logs write it once, before the first prompt.
+    system_prompt: str | None = None
     saw_usage_records: bool = False
     prompts_started: int = 0
     last_event_ns: int = 0

@@ -38,14 +38,17 @@ def parse_timestamp(value: str) -> int:
     return ns
 
 
-# Events the fold never reads that are also the biggest lines of a log (the system prompt is 20-50 KB, written
-# once per agent): their type is read from the line's prefix and the JSON is not decoded. The CLI writes "type"
-# first; a line written otherwise is simply decoded in full.
+# Events the fold reads only to capture their content, which are also the biggest lines of a log (the system
+# prompt is 20-50 KB, written once per agent): unless that capture is on (``FoldSettings.undecoded_types``),
+# their type is read from the line's prefix and the JSON is not decoded. The CLI writes "type" first; a line
+# written otherwise is simply decoded in full.
 SKIPPED_TYPES = frozenset({b"system.message", b"assistant.reasoning"})
 _TYPE_PREFIX = b'{"type":"'
 
 
-def parse_line(line: bytes, offset: int, end_offset: int, line_number: int) -> Event | BadLine | None:
+def parse_line(
+    line: bytes, offset: int, end_offset: int, line_number: int, skip: frozenset[bytes] = SKIPPED_TYPES
+) -> Event | BadLine | None:
     """Decode one line (without its newline).
 
     Args:
@@ -53,13 +56,14 @@ def parse_line(line: bytes, offset: int, end_offset: int, line_number: int) -> E
         offset: Byte offset of the line in its file.
         end_offset: Byte offset just past the line's newline.
         line_number: 1-based line number, for the user-facing log message.
+        skip: Event types (as bytes) to recognise by their prefix and not decode.
 
     Returns:
-        The event, a :class:`BadLine`, or ``None`` for a well-framed line of a type in :data:`SKIPPED_TYPES`.
+        The event, a :class:`BadLine`, or ``None`` for a well-framed line of a type in ``skip``.
     """
     if line.startswith(_TYPE_PREFIX) and line.endswith(b"}"):
         end = line.find(b'"', 9)
-        if line[9:end] in SKIPPED_TYPES:
+        if line[9:end] in skip:
             return None
     try:
         obj = orjson.loads(line)

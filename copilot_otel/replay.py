@@ -94,9 +94,10 @@ def fold_events(
         blob = session.path.read_bytes()
     except OSError as exc:
         raise SourceError(f"cannot read {session.path}: {exc.strerror}") from exc
+    skip = fold.settings.undecoded_types
     for line, offset, end, number in iter_lines(blob):
-        event = parse_line(line, offset, end, number)
-        if event is None:  # an event the fold never reads (system prompt): not decoded
+        event = parse_line(line, offset, end, number, skip)
+        if event is None:  # read only for content that is not captured (the system prompt): not decoded
             yield [], None
             continue
         if isinstance(event, BadLine):

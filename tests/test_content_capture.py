@@ -15,6 +15,9 @@ from typing import Any
 
 import pytest
 
+from copilot_otel.content import ContentKind, ContentPolicy
+from copilot_otel.fold import FoldSettings
+from copilot_otel.parse import SKIPPED_TYPES
 from tests.conftest import CLI_GENERATED, TOKEN_LIKE, fixture_copy, read_events, replay_into
 from tests.otlp_receiver import OtlpReceiver
 
@@ -383,3 +386,75 @@ def test_agent_messages_stay_private_by_default(receiver: OtlpReceiver) -> None:
     for span in agents:
         assert "gen_ai.input.messages" not in span["attributes"]
         assert "gen_ai.output.messages" not in span["attributes"]
+
+
+def test_content_only_events_are_skipped_unless_their_content_is_captured() -> None:
+    assert FoldSettings().undecoded_types == SKIPPED_TYPES
+    on = FoldSettings(content=ContentPolicy(enabled=frozenset({ContentKind.SYSTEM_PROMPT})))
+    assert on.undecoded_types == {b"assistant.reasoning"}
+
+
+def _system_prompts(events: list[dict[str, Any]]) -> dict[str, str]:
+    """The system prompt each ``invoke_agent`` span should carry: span name → the agent's last one."""
+    names = {e.get("agentId"): e["data"]["agentName"] for e in events if e["type"] == "subagent.started"}
+    prompts: dict[str, str] = {}
+    for e in events:
+        if e["type"] == "system.message":
+            agent = e.get("agentId")
+            prompts["invoke_agent" if agent is None else f"invoke_agent {names[agent]}"] = e["data"][
+                "content"
+            ]
+    return prompts
+
+
+@pytest.mark.parametrize("name", ["subagent", "capi-subagent", "plain-question"])
+def test_system_prompt_is_captured_only_with_its_own_switch(
+    receiver: OtlpReceiver, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    monkeypatch.setenv(CAPTURE, "true")
+    assert replay_into(receiver, CLI_GENERATED / name) == 0
+    assert all("gen_ai.system_instructions" not in s["attributes"] for s in receiver.spans())
+    receiver.clear()
+    monkeypatch.setenv("COPILOT_OTEL_CAPTURE_SYSTEM_PROMPT", "true")
+    monkeypatch.setenv("COPILOT_OTEL_CONTENT_MAX_LENGTH", "1000000")  # the whole prompt, to compare it
+    assert replay_into(receiver, CLI_GENERATED / name) == 0
+    expected = _system_prompts(read_events(CLI_GENERATED / name / "events.jsonl"))
+    assert expected
+    got = {
+        s["name"]: json.loads(s["attributes"]["gen_ai.system_instructions"])
+        for s in receiver.spans()
+        if "gen_ai.system_instructions" in s["attributes"]
+    }
+    assert got == {span: [{"type": "text", "content": text}] for span, text in expected.items()}
+
+
+def test_reasoning_is_captured_only_with_its_own_switch(
+    receiver: OtlpReceiver, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # No real capture has a reasoning model: a reasoning line in the real multi-tool log, in the first turn.
+    lines = (CLI_GENERATED / "multi-tool" / "events.jsonl").read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if json.loads(line)["type"] == "assistant.turn_start") + 1
+    reasoning = {
+        "type": "assistant.reasoning",
+        "data": {"reasoningId": "r-1", "content": "I should read the README first."},
+        "id": "00000000-0000-4000-8000-00000000r001",
+        "timestamp": json.loads(lines[at])["timestamp"],
+    }
+    folder = tmp_path / "reasoning"
+    folder.mkdir()
+    line = json.dumps(reasoning, separators=(",", ":"))  # compact, as the CLI writes: parse may skip it
+    (folder / "events.jsonl").write_text("\n".join([*lines[:at], line, *lines[at:]]) + "\n")
+    monkeypatch.setenv(CAPTURE, "true")
+
+    def reasoning_parts() -> list[list[dict[str, Any]]]:
+        chats = sorted(chat_spans(receiver)[ROOT], key=lambda s: s["start_ns"])
+        return [_output_parts(s["attributes"], "reasoning") for s in chats]
+
+    assert replay_into(receiver, folder) == 0
+    assert not any(reasoning_parts())
+    receiver.clear()
+    monkeypatch.setenv("COPILOT_OTEL_CAPTURE_REASONING", "true")
+    assert replay_into(receiver, folder) == 0
+    parts = reasoning_parts()
+    assert parts[0] == [{"type": "reasoning", "content": "I should read the README first."}]
+    assert not any(parts[1:])
