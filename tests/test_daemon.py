@@ -417,3 +417,22 @@ def test_daemon_keeps_exporting_spans_when_the_endpoint_takes_no_logs(env: dict[
     assert d.output().count("does not accept logs") == 1  # said once, then logs are dropped
     state = json.loads((env["state"] / "state.json").read_text())
     assert state["checkpoints"], "checkpoints still advance"
+
+
+def test_captured_content_live_is_what_replay_exports(
+    env: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every content switch on, the system prompt included (its lines are decoded only then): the daemon reads
+    # them from the live file as replay does from the whole one.
+    for name, value in (
+        ("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true"),
+        ("COPILOT_OTEL_CAPTURE_SYSTEM_PROMPT", "true"),
+        ("COPILOT_OTEL_CAPTURE_REASONING", "true"),
+    ):
+        monkeypatch.setenv(name, value)
+    shutil.copytree(CLI_GENERATED / "subagent", env["root"] / "s")
+    d = env["daemon"]()
+    assert_delivered_like_replay(env["receiver"], [env["root"] / "s" / "events.jsonl"], env["tmp"])
+    assert d.terminate() == 0
+    carried = [s["name"] for s in env["receiver"].spans() if "gen_ai.system_instructions" in s["attributes"]]
+    assert sorted(carried) == ["invoke_agent", "invoke_agent explore"]
