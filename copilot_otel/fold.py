@@ -26,9 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import orjson
-
-from . import ids
+from . import ids, messages
 from . import semconv as sc
 from .content import ContentKind, ContentPolicy, argument_hash, capture_json, capture_text
 from .foldstate import (
@@ -800,7 +798,7 @@ class SessionFold:
         """Keep a user message (or a sub-agent's task prompt) for the input messages of the agent's next call."""
         text = self._capture(content, ContentKind.PROMPTS, events=True)
         if text is not None:
-            agent.pending_input.append({"role": "user", "parts": [{"type": "text", "content": text}]})
+            agent.pending_input.append(messages.user_message(text))
 
     def _on_turn_start(self, event: Event) -> None:
         prompt, agent = self._route(event)
@@ -1152,8 +1150,7 @@ class SessionFold:
                     attrs["output.value"] = captured
                     attrs["output.mime_type"] = "text/plain"
                 # The result goes back to the model in the agent's next call, in the order tools complete.
-                part = {"type": "tool_call_response", "id": tool.call_id, "response": captured}
-                tool.agent.pending_input.append({"role": "tool", "parts": [part]})
+                tool.agent.pending_input.append(messages.tool_result_message(tool.call_id, captured))
         elif self.settings.content.enabled:
             args = self._capture_json(tool.arguments, ContentKind.TOOL_ARGUMENTS)
             if args is not None:
@@ -1296,7 +1293,7 @@ class SessionFold:
         put_if_set(attrs, "input.value", agent.input_text)
         out = self._capture(agent.output_text, ContentKind.RESPONSES)
         put_if_set(attrs, "output.value", out)
-        _put_agent_messages(attrs, agent.input_text, out, agent.system_text)
+        attrs.update(messages.agent_attributes(agent.input_text, out, agent.system_text))
         if agent.error_type:
             attrs[sc.ERROR_TYPE] = agent.error_type
         if incomplete:
@@ -1472,53 +1469,32 @@ class SessionFold:
             self._measure("copilot_otel.nano_aiu", chat.usage.nano_aiu, {sc.REQUEST_MODEL: model})
 
     def _chat_content(self, chat: Chat, finish: str | None) -> dict[str, str]:
-        """A chat's captured messages as ``gen_ai.input/output.messages`` and OpenInference text attributes.
+        """A chat's captured messages (:func:`messages.chat_attributes`); empty when nothing is captured.
 
         The input is what this call sent that the agent's previous call did not (as the CLI's own export
-        reports it): the user's message, or the results of the tools the previous call asked for. The output is
-        the assistant's text and the tool calls it requested. Each part is captured (scrubbed, cut) on its own,
-        so the JSON stays valid; a part whose kind may not be captured is left out. Empty when nothing is
-        captured.
+        reports it): the user's message, or the results of the tools the previous call asked for, queued as they
+        were captured. The output is the reasoning, the assistant's text and the tool calls it requested, each
+        captured (scrubbed, cut) on its own; a part whose kind may not be captured is left out.
         """
-        content: dict[str, str] = {}
-        if chat.input_messages:
-            content["input.value"] = "\n\n".join(
-                part.get("content") or part.get("response") or ""
-                for message in chat.input_messages
-                for part in message["parts"]
-            )
-            content["input.mime_type"] = "text/plain"
-            content["gen_ai.input.messages"] = _json_dumps(chat.input_messages)
-        parts: list[dict[str, Any]] = [
-            {"type": "reasoning", "content": reasoning} for reasoning in chat.reasoning_text
-        ]
         text = (
             self._capture("\n".join(chat.message_text), ContentKind.RESPONSES, events=True)
             if chat.message_text
             else None
         )
-        if text is not None:
-            content["output.value"] = text
-            parts.append({"type": "text", "content": text})
-        if self.settings.content.allows(ContentKind.TOOL_ARGUMENTS):
-            parts.extend(self._tool_call_part(r) for r in chat.tool_requests if isinstance(r, dict))
-        if parts:
-            out_msg: dict[str, Any] = {"role": "assistant", "parts": parts}
-            if finish:
-                out_msg["finish_reason"] = finish
-            content["gen_ai.output.messages"] = _json_dumps([out_msg])
-        return content
+        calls = (
+            [self._tool_call_part(r) for r in chat.tool_requests if isinstance(r, dict)]
+            if self.settings.content.allows(ContentKind.TOOL_ARGUMENTS)
+            else []
+        )
+        return messages.chat_attributes(chat.input_messages, chat.reasoning_text, text, calls, finish)
 
     def _tool_call_part(self, request: Mapping[str, Any]) -> dict[str, Any]:
         """One ``toolRequests`` entry of an assistant message as a ``tool_call`` message part."""
-        part: dict[str, Any] = {"type": "tool_call"}
-        put_if_set(part, "id", as_str(request.get("toolCallId")) or as_str(request.get("id")))
-        put_if_set(part, "name", as_str(request.get("name")))
-        arguments = self._capture_json(request.get("arguments"), ContentKind.TOOL_ARGUMENTS, events=True)
-        if arguments is not None:
-            # capture_json returns valid JSON: embedded as an object, as the CLI's own export does.
-            part["arguments"] = orjson.loads(arguments)
-        return part
+        return messages.tool_call_part(
+            as_str(request.get("toolCallId")) or as_str(request.get("id")),
+            as_str(request.get("name")),
+            self._capture_json(request.get("arguments"), ContentKind.TOOL_ARGUMENTS, events=True),
+        )
 
     def _emit_inference_details(
         self,
@@ -1586,7 +1562,7 @@ class SessionFold:
         put_if_set(attrs, "output.value", out)
         if root.input_text is not None:
             attrs["input.mime_type"] = "text/plain"
-        _put_agent_messages(attrs, root.input_text, out, ctx.system_prompt)
+        attrs.update(messages.agent_attributes(root.input_text, out, ctx.system_prompt))
         if root.error_type:
             attrs[sc.ERROR_TYPE] = root.error_type
         if prompt.incomplete_reason:
@@ -1657,32 +1633,6 @@ class SessionFold:
             prompt,
             Severity.WARN,
         )
-
-
-def _put_agent_messages(
-    attrs: dict[str, Any], input_text: str | None, output_text: str | None, system_text: str | None
-) -> None:
-    """``gen_ai.input/output.messages`` and ``gen_ai.system_instructions`` on an ``invoke_agent`` span, from
-    already captured text.
-
-    As the CLI's own export: the prompt the agent was given (the user's, or a sub-agent's task), its last
-    answer and its system prompt (own switch). Backends that build a trace's input/output from the root span's
-    messages (Langfuse, the GenAI views) then show the conversation without opening the chat spans.
-    """
-    if system_text is not None:
-        attrs["gen_ai.system_instructions"] = _json_dumps([{"type": "text", "content": system_text}])
-    if input_text is not None:
-        attrs["gen_ai.input.messages"] = _json_dumps(
-            [{"role": "user", "parts": [{"type": "text", "content": input_text}]}]
-        )
-    if output_text is not None:
-        attrs["gen_ai.output.messages"] = _json_dumps(
-            [{"role": "assistant", "parts": [{"type": "text", "content": output_text}]}]
-        )
-
-
-def _json_dumps(value: Any) -> str:
-    return orjson.dumps(value).decode()
 
 
 _HANDLERS = {
