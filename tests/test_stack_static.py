@@ -16,15 +16,9 @@ except under ``CI=true``, where it fails.
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import socket
 import subprocess
-import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -33,7 +27,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.stack_data import find_binary, shipped_queries, target_uid
+from tests.stack_data import Server, find_binary, free_port, http, ok, shipped_queries, target_uid
 from tests.stack_data import panels as all_panels
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -201,25 +195,6 @@ def test_queries_use_only_catalog_metrics() -> None:
     assert not unknown, f"metric names not in docs/design.md's catalog: {unknown}"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _http_get(url: str, timeout: float = 5) -> tuple[int, Any]:
-    """GET a URL; the body is decoded JSON when it is JSON, else text."""
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
-            status, body = response.status, response.read()
-    except urllib.error.HTTPError as error:
-        status, body = error.code, error.read()
-    try:
-        return status, json.loads(body)
-    except ValueError:
-        return status, body.decode(errors="replace")
-
-
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real Prometheus on 127.0.0.1 with our rules loaded and no scrape targets; yields its URL."""
@@ -227,47 +202,29 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     workdir = tmp_path_factory.mktemp("prometheus")
     config = workdir / "prometheus.yml"
     config.write_text(yaml.safe_dump({"global": {"evaluation_interval": "1m"}, "rule_files": [str(RULES)]}))
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = (workdir / "prometheus.log").open("w")
-    proc = subprocess.Popen(
+    url = f"http://127.0.0.1:{free_port()}"
+    server = Server(
+        "prometheus",
         [binary, f"--config.file={config}", f"--storage.tsdb.path={workdir / 'data'}",
-         f"--web.listen-address=127.0.0.1:{port}"],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+         f"--web.listen-address={url[7:]}"],
+        workdir / "prometheus.log",
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if _http_get(f"{url}/-/ready", timeout=1)[0] == 200:
-                    break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"prometheus did not become ready:\n{(workdir / 'prometheus.log').read_text()}")
-            time.sleep(0.1)
+        server.wait_ready(lambda: ok(f"{url}/-/ready"), 30)
         yield url
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-        log.close()
+        server.stop(10)
 
 
 @pytest.mark.stack
 def test_promql_accepted_by_prometheus(prometheus: str) -> None:
     errors = {}
     for where, expr in shipped_promql():
-        status, body = _http_get(
-            f"{prometheus}/api/v1/format_query?" + urllib.parse.urlencode({"query": expr})
-        )
+        status, body = http(f"{prometheus}/api/v1/format_query?" + urllib.parse.urlencode({"query": expr}))
         if status != 200:
             errors[where] = f"format_query {status}: {body}"
             continue
-        status, body = _http_get(f"{prometheus}/api/v1/query?" + urllib.parse.urlencode({"query": expr}))
+        status, body = http(f"{prometheus}/api/v1/query?" + urllib.parse.urlencode({"query": expr}))
         if status != 200 or body.get("status") != "success":
             errors[where] = f"query {status}: {body}"
     assert not errors, json.dumps(errors, indent=2)
@@ -275,7 +232,7 @@ def test_promql_accepted_by_prometheus(prometheus: str) -> None:
 
 @pytest.mark.stack
 def test_prometheus_loads_the_rules(prometheus: str) -> None:
-    status, body = _http_get(f"{prometheus}/api/v1/rules")
+    status, body = http(f"{prometheus}/api/v1/rules")
     assert status == 200
     loaded = {rule["name"] for group in body["data"]["groups"] for rule in group["rules"]}
     shipped = {r.get("alert") or r["record"] for g in _load_yaml(RULES)["groups"] for r in g["rules"]}
@@ -286,7 +243,7 @@ def test_prometheus_loads_the_rules(prometheus: str) -> None:
 def test_format_query_rejects_garbage(prometheus: str) -> None:
     """The syntax check is real: a broken expression is refused."""
     query = urllib.parse.urlencode({"query": "sum(rate(copilot_otel_lines_read_total[5m])"})
-    status, body = _http_get(f"{prometheus}/api/v1/format_query?{query}")
+    status, body = http(f"{prometheus}/api/v1/format_query?{query}")
     assert status == 400, body
 
 
