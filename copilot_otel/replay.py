@@ -190,8 +190,7 @@ def replay(
         if workers > 1:
             _replay_in_workers(sessions, config, workers, report, metrics, on_progress, started)
         else:
-            with _fewer_gc_passes():
-                _replay_here(sessions, config, tel, report, metrics, on_progress, started)
+            _replay_here(sessions, config, tel, report, metrics, on_progress, started)
         if config.metrics_enabled and metrics:
             preference = (
                 os.environ.get("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "").strip().lower()
@@ -211,6 +210,7 @@ def replay(
     return report
 
 
+@_fewer_gc_passes()
 def _replay_here(
     sessions: list[SessionFile],
     config: Config,
@@ -329,10 +329,7 @@ def _init_worker(config: Config, log_level: str) -> None:
 def _replay_chunk(sessions: list[SessionFile]) -> tuple[ReplayReport, Aggregator]:
     """Worker side: fold, encode and send a chunk of sessions; metrics come back aggregated."""
     report, metrics = ReplayReport(), Aggregator()
-    with _fewer_gc_passes():
-        _replay_here(
-            sessions, _worker_state["config"], _worker_state["telemetry"], report, metrics, None, 0.0
-        )
+    _replay_here(sessions, _worker_state["config"], _worker_state["telemetry"], report, metrics, None, 0.0)
     return report, metrics
 
 
