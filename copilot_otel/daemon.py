@@ -308,7 +308,7 @@ class Daemon:
 
     def _rescan(self) -> None:
         try:
-            keys = self._discovery.scan_keys()
+            keys = self._discovery.scan()
         except SourceError as exc:
             self._log.warning("scan", "%s", exc)
             return
@@ -634,9 +634,9 @@ class Daemon:
 
         Only files read since their last close are looked at, so thousands of idle sessions cost nothing here.
         """
-        candidates = [self._files.get(key) for key in self._maybe_open]
-        self._maybe_open = {f.key for f in candidates if f is not None and f.tailer.is_open}
-        open_files = [self._files[key] for key in self._maybe_open if not self._files[key].pending]
+        still_open = [f for key in self._maybe_open if (f := self._files.get(key)) and f.tailer.is_open]
+        self._maybe_open = {f.key for f in still_open}
+        open_files = [f for f in still_open if not f.pending]
         for f in open_files:
             if now - f.last_used >= IDLE_CLOSE_S:
                 self._release_if_idle(f)

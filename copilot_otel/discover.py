@@ -142,17 +142,13 @@ class Discovery:
         """``"inotify"`` (watching), ``"polling"`` (fallback), ``"waiting"`` (no root) or ``"stopped"``."""
         return self._mode
 
-    def scan(self) -> list[Path]:
+    def scan(self) -> list[str]:
         """Every session log under ``root`` now, sorted: ``<id>/events.jsonl`` and legacy ``<id>.jsonl``.
 
         One ``scandir`` of ``root`` plus one ``stat`` per session directory; no file is opened. A missing
-        ``root`` gives an empty list.
+        ``root`` gives an empty list. Path strings, not ``Path`` objects: the daemon's periodic rescan of
+        thousands of idle sessions compares them with the keys it follows and builds a ``Path`` only for new ones.
         """
-        return [Path(p) for p in self.scan_keys()]
-
-    def scan_keys(self) -> list[str]:
-        """:meth:`scan` as path strings: the daemon's periodic rescan of thousands of idle sessions compares
-        strings and builds no ``Path`` for the logs it already follows."""
         return sorted(self._scan_stat())
 
     def start(self) -> None:

@@ -71,7 +71,10 @@ def test_scan_finds_session_logs_and_legacy_files_only(root: Path) -> None:
     (root / "s4" / "events.jsonl").mkdir()  # not a regular file
     (root / "legacy.jsonl").write_bytes(b"{}\n")
     (root / "notes.txt").write_bytes(b"")
-    assert Discovery(root, lambda p: None).scan() == [root / "legacy.jsonl", root / "s1" / "events.jsonl"]
+    assert Discovery(root, lambda p: None).scan() == [
+        str(root / "legacy.jsonl"),
+        str(root / "s1" / "events.jsonl"),
+    ]
     assert Discovery(root / "missing", lambda p: None).scan() == []
 
 
@@ -140,7 +143,7 @@ def test_legacy_flat_file_found_by_watcher(root: Path, changes: Changes, discove
     legacy = root / "0f1e2d3c.jsonl"
     legacy.write_bytes(b"{}\n")
     assert changes.wait_for(legacy)
-    assert discovery.scan() == [legacy]
+    assert discovery.scan() == [str(legacy)]
 
 
 def test_root_created_after_start(tmp_path: Path, changes: Changes) -> None:
