@@ -32,7 +32,7 @@ from pathlib import Path
 import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_FIXTURES = ROOT.parent / "shared" / "fixtures" / "cli-generated"
+DEFAULT_FIXTURES = ROOT / "tests" / "fixtures" / "cli-generated"
 
 # Copies start this far apart in time (every fixture session lasts well under a minute).
 _COPY_STRIDE_NS = 120 * 1_000_000_000

@@ -21,19 +21,19 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 for _name in list(os.environ):
-    if _name.startswith(("OTEL_", "COPILOT_OTEL_")) and _name != "COPILOT_OTEL_SHARED_DIR":
+    if _name.startswith(("OTEL_", "COPILOT_OTEL_")):
         del os.environ[_name]
 
 from copilot_otel.cli import main  # noqa: E402
 from tests.otlp_receiver import OtlpReceiver  # noqa: E402
 
-# The shared fixtures live beside the repository (../shared), in CI as in development.
-SHARED = Path(os.environ.get("COPILOT_OTEL_SHARED_DIR", ROOT.parent / "shared"))
-FIXTURES = SHARED / "fixtures"
+# The fixtures are the project's own: real CLI captures committed under tests/fixtures, so the test command passes
+# in any clone (nothing outside the repository is read).
+FIXTURES = ROOT / "tests" / "fixtures"
 CLI_GENERATED = FIXTURES / "cli-generated"
 if not CLI_GENERATED.is_dir():
     # Loud, not an empty parametrisation that would silently test nothing.
-    raise pytest.UsageError(f"fixtures not found at {CLI_GENERATED} (set COPILOT_OTEL_SHARED_DIR)")
+    raise pytest.UsageError(f"fixtures not found at {CLI_GENERATED}")
 
 
 def all_fixture_logs() -> list[Path]:

@@ -42,7 +42,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-CLI_GENERATED = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures" / "cli-generated"
+CLI_GENERATED = Path(__file__).resolve().parent / "fixtures" / "cli-generated"
 MULTI_TOOL = CLI_GENERATED / "multi-tool" / "events.jsonl"
 FAILING_TOOL = CLI_GENERATED / "failing-tool" / "events.jsonl"
 
