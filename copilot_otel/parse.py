@@ -17,6 +17,10 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # One-entry cache: neighbouring events very often share the timestamp's date-and-hour prefix, but parsing the
 # full string is already fast; the cache only saves re-parsing exact duplicates (parallel tool events).
 _last_ts: tuple[str, int] = ("", 0)
+# The last whole second parsed ("YYYY-MM-DDTHH:MM:SS") and its Unix nanoseconds.
+_last_second: tuple[str, int] = ("", 0)
+# Nanoseconds per unit of a fraction of n digits.
+_FRACTION_SCALE: tuple[int, ...] = (10**9, 10**8, 10**7, 10**6, 10**5, 10**4, 10**3)
 
 
 def parse_timestamp(value: str) -> int:
@@ -25,16 +29,40 @@ def parse_timestamp(value: str) -> int:
     Raises:
         ValueError: the value is not an ISO-8601 timestamp.
     """
-    global _last_ts
+    global _last_ts, _last_second
     if value == _last_ts[0]:
         return _last_ts[1]
-    text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
+    # The CLI's own form (whole seconds, then 1-6 digits of fraction, then Z): events of one second share the
+    # expensive part, so only the fraction is read for the second and later ones.
+    if (
+        len(value) > 21
+        and value[19] == "."
+        and value[-1] == "Z"
+        and value[20:-1].isascii()
+        and value[20:-1].isdigit()
+        and len(value) <= 27
+    ):
+        prefix = value[:19]
+        if prefix == _last_second[0]:
+            base = _last_second[1]
+        else:
+            base = _seconds_ns(prefix + "+00:00")
+            _last_second = (prefix, base)
+        fraction = value[20:-1]
+        ns = base + int(fraction) * _FRACTION_SCALE[len(fraction)]
+    else:
+        text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
+        ns = _seconds_ns(text)
+    _last_ts = (value, ns)
+    return ns
+
+
+def _seconds_ns(text: str) -> int:
     dt = datetime.fromisoformat(text)
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
     delta = dt - _EPOCH
-    ns = (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
-    _last_ts = (value, ns)
+    ns: int = (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
     return ns
 
 
@@ -94,14 +122,15 @@ def parse_line(
     if not isinstance(data, dict):
         data = {}
     agent_id = obj.get("agentId")
+    # Positional: a backfill builds one per line (type, id, time_ns, data, agent_id, offset, end_offset).
     return Event(
-        type=kind,
-        id=event_id,
-        time_ns=time_ns,
-        data=data,
-        agent_id=agent_id if isinstance(agent_id, str) and agent_id else None,
-        offset=offset,
-        end_offset=end_offset,
+        kind,
+        event_id,
+        time_ns,
+        data,
+        agent_id if isinstance(agent_id, str) and agent_id else None,
+        offset,
+        end_offset,
     )
 
 
