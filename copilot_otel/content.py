@@ -672,3 +672,32 @@ def argument_hash(arguments: object) -> str:
         except Exception:  # a broken __repr__: still a hash, never an exception in the fold
             data = type(value).__qualname__.encode()
     return hashlib.blake2b(data, digest_size=8).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ContentGate:
+    """What the agent loop may keep of the content it reads: each text allowed, scrubbed and cut, or ``None``.
+
+    The gate decides *what* may be captured (the policy's kinds, and whether captured content has anywhere to
+    go); the projections decide *where* it goes (span attributes, details events). Only the chat's input and
+    output messages may go on ``gen_ai.client.inference.operation.details`` events, so only they pass with
+    ``events=True`` under ``EVENT_ONLY``; everything else is span content and is not captured at all there.
+    """
+
+    policy: ContentPolicy
+
+    def _open(self, events: bool) -> bool:
+        policy = self.policy
+        return bool(policy.enabled) and (policy.on_spans or (events and policy.on_events))
+
+    def text(self, value: object, kind: ContentKind, *, events: bool = False) -> str | None:
+        """``value`` scrubbed and cut if it is a string of a kind that may be captured, else ``None``."""
+        if not isinstance(value, str) or not self._open(events):
+            return None
+        return capture_text(value, kind, self.policy)
+
+    def json(self, value: object, kind: ContentKind, *, events: bool = False) -> str | None:
+        """As :meth:`text`, for a JSON-like value: valid, scrubbed, length-bounded JSON text."""
+        if value is None or not self._open(events):
+            return None
+        return capture_json(value, kind, self.policy)

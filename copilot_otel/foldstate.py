@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .records import SpanEventRecord, StatusCode
+from .activity import Note, Outcome, Usage
 
 # The SDK and most backends cap span events at 128; a runaway autopilot loop can inject thousands of
 # messages, so we keep the first ones and count the rest.
@@ -63,41 +63,6 @@ def put_if_set(attrs: dict[str, Any], key: str, value: Any) -> None:
 
 
 @dataclass(slots=True)
-class Usage:
-    """Token/cost sums of model calls, kept per chat and summed per agent."""
-
-    input: int = 0
-    output: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
-    cost: float = 0.0
-    nano_aiu: float = 0.0
-    calls: int = 0
-
-    def add(self, other: Usage) -> None:
-        """Sum another call's usage into this one (a chat's records, an agent's chats)."""
-        self.input += other.input
-        self.output += other.output
-        self.cache_read += other.cache_read
-        self.cache_write += other.cache_write
-        self.cost += other.cost
-        self.nano_aiu += other.nano_aiu
-        self.calls += other.calls
-
-    def to_attrs(self, attrs: dict[str, Any], *, cost: bool = True) -> None:
-        """Write the sums as the ``gen_ai.usage.*`` span attributes (and the cost unless ``cost`` is false)."""
-        attrs["gen_ai.usage.input_tokens"] = self.input
-        attrs["gen_ai.usage.output_tokens"] = self.output
-        attrs["gen_ai.usage.cache_read.input_tokens"] = self.cache_read
-        attrs["gen_ai.usage.cache_write.input_tokens"] = self.cache_write
-        attrs["gen_ai.usage.cache_creation.input_tokens"] = self.cache_write
-        if cost:
-            attrs["github.copilot.cost"] = self.cost
-            if self.nano_aiu:
-                attrs["github.copilot.nano_aiu"] = self.nano_aiu
-
-
-@dataclass(slots=True)
 class Chat:
     """The model call of one turn, built from usage records and assistant messages."""
 
@@ -113,7 +78,7 @@ class Chat:
     end_ns: int | None = None
     message_text: list[str] = field(default_factory=list)
     reasoning_text: list[str] = field(default_factory=list)  # captured only with the reasoning switch
-    tool_requests: list[Any] = field(default_factory=list)
+    tool_requests: list[Any] = field(default_factory=list)  # the messages' raw toolRequests entries
     byok_provider: str | None = None
     emitted: bool = False
     # Captured messages the call sent that no earlier call of its agent did (gen_ai.input.messages); empty
@@ -174,7 +139,7 @@ class Agent:
     tool_calls: int = 0
     background: bool = False
     closed: bool = False
-    status: StatusCode = StatusCode.UNSET
+    status: Outcome = Outcome.OK
     error_type: str | None = None
     status_message: str | None = None
     input_text: str | None = None
@@ -199,8 +164,8 @@ class Prompt:
     start_offset: int
     interaction_id: str | None
     human: bool
-    events: list[SpanEventRecord] = field(default_factory=list)
-    dropped_events: int = 0
+    notes: list[Note] = field(default_factory=list)
+    dropped_notes: int = 0
     end_ns: int = 0
     outcome: str = "completed"
     incomplete_reason: str | None = None
@@ -221,12 +186,12 @@ class Prompt:
     used_keys: dict[str, int] = field(default_factory=dict)
     context_at_open: dict[str, Any] = field(default_factory=dict)
 
-    def add_event(self, event: SpanEventRecord) -> None:
-        """Add an event to the root span, counting instead of keeping those past :data:`MAX_SPAN_EVENTS`."""
-        if len(self.events) < MAX_SPAN_EVENTS:
-            self.events.append(event)
+    def add_note(self, note: Note) -> None:
+        """Note what happened during the prompt (its root span's events), counting those past :data:`MAX_SPAN_EVENTS`."""
+        if len(self.notes) < MAX_SPAN_EVENTS:
+            self.notes.append(note)
         else:
-            self.dropped_events += 1
+            self.dropped_notes += 1
 
 
 @dataclass(slots=True)

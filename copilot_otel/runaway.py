@@ -3,9 +3,9 @@
 The rules are kept apart from :class:`~copilot_otel.fold.SessionFold` so that what fires, and when, can be read
 (and tested) without the span, metric and log plumbing. Each check is called by the fold at the event that can
 trip it, updates the prompt's runaway counters (streaks, the once-per-prompt ``fired`` set, the re-arm flags,
-the token window) and returns a :class:`Detection` when the rule fires, else ``None``. The checks do no I/O and
-read no clock: times come from the events, so a replay detects exactly what the live daemon did. The fold turns
-each detection into a span event on the root span, a counter increment and a WARN log event.
+the token window) and returns a :class:`~copilot_otel.activity.Detection` when the rule fires, else ``None``. The checks do no I/O and
+read no clock: times come from the events, so a replay detects exactly what the live daemon did. The loop hands
+each detection on; the projections make it a span event on the root span, a counter increment and a WARN log event.
 
 Streak rules (``identical_tool_calls``, ``tool_errors``) fire once per streak and re-arm when it breaks; the
 ``turns`` and ``burn_rate`` rules fire at most once per prompt.
@@ -14,9 +14,8 @@ Streak rules (``identical_tool_calls``, ``tool_errors``) fire once per streak an
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from . import semconv as sc
+from .activity import Detection
 from .foldstate import Prompt
 
 _MINUTE_NS = 60_000_000_000
@@ -32,28 +31,12 @@ class RunawayThresholds:
     tokens_per_minute: int = 2_000_000
 
 
-@dataclass(frozen=True, slots=True)
-class Detection:
-    """One rule firing, for the fold to emit.
-
-    Attributes:
-        reason: The rule, recorded as ``copilot_otel.runaway.reason`` (``turns``, ``identical_tool_calls``,
-            ``tool_errors``, ``burn_rate``).
-        time_ns: When it fired: the time of the event that tripped it.
-        detail: Attributes that explain it (the threshold, and what repeated or how many tokens were used).
-    """
-
-    reason: str
-    time_ns: int
-    detail: dict[str, Any]
-
-
 def check_turns(prompt: Prompt, limits: RunawayThresholds, time_ns: int) -> Detection | None:
     """Called when a turn begins: fires once per prompt when its turns (all agents) reach the limit."""
     limit = limits.turns
     if limit and prompt.turns_total >= limit and "turns" not in prompt.fired:
         prompt.fired.add("turns")
-        return Detection("turns", time_ns, {"copilot_otel.runaway.threshold": limit})
+        return Detection("turns", time_ns, limit)
     return None
 
 
@@ -74,15 +57,7 @@ def check_identical(
     limit = limits.identical_tool_calls
     if limit and prompt.identical_streak >= limit and prompt.identical_armed:
         prompt.identical_armed = False
-        return Detection(
-            "identical_tool_calls",
-            time_ns,
-            {
-                "copilot_otel.runaway.threshold": limit,
-                sc.TOOL_NAME: name,
-                "copilot_otel.tool.arguments_hash": args_hash,
-            },
-        )
+        return Detection("identical_tool_calls", time_ns, limit, tool_name=name, arguments_hash=args_hash)
     return None
 
 
@@ -96,7 +71,7 @@ def check_errors(prompt: Prompt, limits: RunawayThresholds, time_ns: int, succes
     limit = limits.tool_errors
     if limit and prompt.error_streak >= limit and prompt.errors_armed:
         prompt.errors_armed = False
-        return Detection("tool_errors", time_ns, {"copilot_otel.runaway.threshold": limit})
+        return Detection("tool_errors", time_ns, limit)
     return None
 
 
@@ -116,12 +91,5 @@ def check_burn(prompt: Prompt, limits: RunawayThresholds, time_ns: int, tokens: 
         prompt.token_window_sum -= window.popleft()[1]
     if prompt.token_window_sum >= limit and "burn_rate" not in prompt.fired:
         prompt.fired.add("burn_rate")
-        return Detection(
-            "burn_rate",
-            time_ns,
-            {
-                "copilot_otel.runaway.threshold": limit,
-                "copilot_otel.runaway.tokens_last_minute": prompt.token_window_sum,
-            },
-        )
+        return Detection("burn_rate", time_ns, limit, tokens_last_minute=prompt.token_window_sum)
     return None

@@ -1,0 +1,480 @@
+"""Neutral records of what an agent session did: the agent loop's output, before any vocabulary.
+
+The agent loop (:mod:`copilot_otel.agentloop`) turns session events into these records the moment each piece of
+work is complete: a model call, a tool call, a turn, a sub-agent, a prompt, and the session-level facts around
+them (start, resume, shutdown totals, errors, aborts, compactions, runaway detections). They say *what happened*
+in the loop's own terms; nothing here names an OpenTelemetry attribute. The projections
+(:mod:`copilot_otel.project`) turn them into spans, log events and metric points in each vocabulary a backend
+reads (GenAI semconv, ``github.copilot.*``, OpenInference, Langfuse, ours), and ``show`` and the library API read
+them directly.
+
+Identity travels with each record: the trace id of its prompt, its own span id and its parent's, all derived
+deterministically from the session's ids (:mod:`copilot_otel.ids`), and ``source_offset``, the end of the log line
+whose reading completed it (the daemon's checkpoints follow it).
+
+Content fields (``input_text``, ``arguments_json``, ``result_text``, …) hold text that has already passed the
+content gate (:class:`copilot_otel.content.ContentGate`: allowed, scrubbed, cut), or ``None``; where it may go
+(spans, details events) is the projections' decision.
+
+Records are slotted; they are created by the hundred thousand during a backfill, so they are not frozen (a frozen
+dataclass costs a ``object.__setattr__`` per field), but are never changed once made: treat them as read-only.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "Abort",
+    "AgentRun",
+    "Compaction",
+    "Detection",
+    "ModelCall",
+    "ModelTotals",
+    "Note",
+    "Outcome",
+    "PromptRun",
+    "PromptStarted",
+    "Record",
+    "SessionError",
+    "SessionFacts",
+    "SessionResumed",
+    "SessionShutdown",
+    "SessionStarted",
+    "SkillInvoked",
+    "ToolCall",
+    "ToolRequest",
+    "Truncation",
+    "Turn",
+    "Usage",
+    "UserMessage",
+]
+
+
+@dataclass(slots=True)
+class Usage:
+    """Token/cost sums of model calls, kept per chat and summed per agent."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    cost: float = 0.0
+    nano_aiu: float = 0.0
+    calls: int = 0
+
+    def add(self, other: Usage) -> None:
+        """Sum another call's usage into this one (a chat's records, an agent's chats)."""
+        self.input += other.input
+        self.output += other.output
+        self.cache_read += other.cache_read
+        self.cache_write += other.cache_write
+        self.cost += other.cost
+        self.nano_aiu += other.nano_aiu
+        self.calls += other.calls
+
+
+class Outcome(str, enum.Enum):
+    """How a span's work ended, in the loop's terms (the projections map it to a status)."""
+
+    OK = "ok"
+    ERROR = "error"
+    CANCELLED = "cancelled"
+
+
+# ---------------------------------------------------------------------------------------------- notes
+# Things that happened during a prompt and belong on its root span as events (in order, capped).
+
+
+@dataclass(slots=True)
+class UserMessage:
+    """A user message: the one that opened the prompt, or one injected into it (autopilot, steering, skill)."""
+
+    time_ns: int
+    source: str
+    interaction_id: str | None = None
+    turn_id: str | None = None
+    autopilot_continuation: bool = False
+    content: str | None = None
+    opening: bool = False
+
+
+@dataclass(slots=True)
+class ModelTotals:
+    """One model's line of ``session.shutdown``'s ``modelMetrics``."""
+
+    model: str
+    input_tokens: int | None
+    output_tokens: int | None
+    cache_read_tokens: int | None
+    cache_write_tokens: int | None
+    requests: int | None
+
+
+@dataclass(slots=True)
+class SessionShutdown:
+    """``session.shutdown``: the session's cumulative totals, and what grew since they were last reported.
+
+    The ``*_delta`` fields are what a counter should add now: totals are cumulative over a session's runs (a
+    resumed session appends a second shutdown), so each run's growth is counted once.
+    """
+
+    session_id: str
+    time_ns: int
+    trace_id: int | None
+    span_id: int | None
+    shutdown_type: str | None
+    premium_requests: float | None
+    nano_aiu: float | None
+    api_duration_ms: float | None
+    lines_added: int
+    lines_removed: int
+    files_modified: int
+    models: tuple[ModelTotals, ...]
+    premium_delta: tuple[tuple[str, float], ...]
+    nano_aiu_delta: tuple[tuple[str, float], ...]
+    lines_added_delta: float
+    lines_removed_delta: float
+    source_offset: int
+
+
+@dataclass(slots=True)
+class SessionError:
+    """``session.error``: the CLI gave up (a model call failed after its retries, a query error)."""
+
+    session_id: str
+    time_ns: int
+    trace_id: int | None
+    span_id: int | None
+    error_type: str
+    message: str
+    status_code: int | None
+    source_offset: int
+
+
+@dataclass(slots=True)
+class Abort:
+    """``abort``: the user stopped the agent (Ctrl-C, cancel)."""
+
+    session_id: str
+    time_ns: int
+    trace_id: int | None
+    span_id: int | None
+    reason: str
+    source_offset: int
+
+
+@dataclass(slots=True)
+class Compaction:
+    """``session.compaction_start`` / ``_complete``: the CLI summarised the conversation to fit the context."""
+
+    session_id: str
+    time_ns: int
+    trace_id: int | None
+    span_id: int | None
+    complete: bool
+    trigger: str | None
+    success: bool | None
+    pre_tokens: int | None
+    post_tokens: int | None
+    tokens_removed: int | None
+    messages_removed: int | None
+    current_tokens: int | None
+    token_limit: int | None
+    source_offset: int
+
+
+@dataclass(slots=True)
+class Truncation:
+    """``session.truncation``: messages dropped to fit the context window."""
+
+    time_ns: int
+    token_limit: int | None
+    pre_tokens: int | None
+    post_tokens: int | None
+    tokens_removed: int | None
+    messages_removed: int | None
+
+
+@dataclass(slots=True)
+class SkillInvoked:
+    """``skill.invoked``."""
+
+    time_ns: int
+    name: str | None
+    plugin_name: str | None
+    trigger: str | None
+
+
+@dataclass(slots=True)
+class Detection:
+    """A runaway rule fired (:mod:`copilot_otel.runaway`).
+
+    Attributes:
+        reason: The rule: ``turns``, ``identical_tool_calls``, ``tool_errors`` or ``burn_rate``.
+        threshold: The limit that was reached.
+        tool_name, arguments_hash: What repeated (``identical_tool_calls``).
+        tokens_last_minute: The tokens in the sliding minute (``burn_rate``).
+        turns_total, tool_calls: The prompt's counts when it fired (set by the loop).
+    """
+
+    reason: str
+    time_ns: int
+    threshold: int
+    tool_name: str | None = None
+    arguments_hash: str | None = None
+    tokens_last_minute: int | None = None
+    session_id: str = ""
+    trace_id: int = 0
+    span_id: int = 0
+    turns_total: int = 0
+    tool_calls: int = 0
+    source_offset: int = 0
+
+
+Note = (
+    UserMessage | SessionShutdown | SessionError | Abort | Compaction | Truncation | SkillInvoked | Detection
+)
+
+
+# ---------------------------------------------------------------------------------------------- work items
+
+
+@dataclass(slots=True)
+class ToolRequest:
+    """A tool call the model asked for in its answer (``assistant.message.toolRequests``)."""
+
+    call_id: str | None
+    name: str | None
+    arguments_json: str | None
+
+
+@dataclass(slots=True)
+class ModelCall:
+    """One model call (one turn's chat, or a call outside any turn such as a compaction's).
+
+    ``calls`` counts the usage records folded into it (0: no usage record, tokens estimated from the message).
+    """
+
+    session_id: str
+    provider: str
+    trace_id: int
+    span_id: int
+    parent_span_id: int
+    start_ns: int
+    end_ns: int
+    model: str
+    response_model: str
+    response_id: str | None
+    finish_reason: str | None
+    usage: Usage
+    calls: int
+    ttft_ms: float | None
+    server_ms: float | None
+    initiator: str | None
+    turn_id: str | None
+    interaction_id: str | None
+    agent_name: str | None
+    origin: str | None
+    outcome: Outcome
+    error_type: str | None
+    message: str | None
+    input_messages: list[dict[str, Any]]
+    reasoning: list[str]
+    output_text: str | None
+    tool_requests: list[ToolRequest]
+    source_offset: int
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """One tool execution, from ``tool.execution_start`` to its completion (or to what cut it short).
+
+    ``completed`` is false when no ``tool.execution_complete`` was read (aborted, agent ended): the fields that
+    only the completion carries are then unset.
+    """
+
+    session_id: str
+    provider: str
+    trace_id: int
+    span_id: int
+    parent_span_id: int
+    call_id: str
+    name: str
+    start_ns: int
+    end_ns: int
+    description: str | None
+    mcp_server: str | None
+    arguments_hash: str
+    agent_name: str | None
+    success: bool
+    error_type: str | None
+    message: str | None
+    incomplete_reason: str | None
+    completed: bool
+    exit_code: int | None
+    user_requested: bool
+    file_edits: int | None
+    error_code: str | None
+    arguments_json: str | None
+    result_text: str | None
+    source_offset: int
+
+
+@dataclass(slots=True)
+class Turn:
+    """One assistant turn (``assistant.turn_start`` to ``turn_end``; synthetic in logs without turn events)."""
+
+    session_id: str
+    provider: str
+    trace_id: int
+    span_id: int
+    parent_span_id: int
+    index: int
+    turn_id: str | None
+    interaction_id: str | None
+    start_ns: int
+    end_ns: int
+    tool_calls: int
+    agent_name: str | None
+    synthetic: bool
+    incomplete_reason: str | None
+    source_offset: int
+
+
+@dataclass(slots=True)
+class AgentRun:
+    """A sub-agent's invocation, under the ``task`` tool call that started it."""
+
+    session_id: str
+    provider: str
+    trace_id: int
+    span_id: int
+    parent_span_id: int | None
+    start_ns: int
+    end_ns: int
+    name: str | None
+    agent_id: str | None
+    description: str | None
+    display_name: str | None
+    model: str | None
+    task_call_id: str | None
+    turn_count: int
+    tool_calls: int
+    usage: Usage
+    background: bool
+    total_tokens: int | None
+    total_tool_calls: int | None
+    input_text: str | None
+    output_text: str | None
+    system_text: str | None
+    outcome: Outcome
+    error_type: str | None
+    status_message: str | None
+    incomplete_reason: str | None
+    source_offset: int
+
+
+@dataclass(slots=True)
+class SessionFacts:
+    """The session's context when a prompt ended (what every prompt's root carries)."""
+
+    cli_version: str | None
+    cwd: str | None
+    repository: str | None
+    branch: str | None
+    head_commit: str | None
+    git_root: str | None
+    title: str | None
+    system_prompt: str | None
+
+
+@dataclass(slots=True)
+class PromptRun:
+    """One prompt: one trace, from the user message (or the first activity) to where its work ended.
+
+    ``outcome`` is ``completed``, ``incomplete``, ``error`` or ``aborted``; ``notes`` are what happened during it
+    that belongs on its root span (at most a cap; ``dropped_notes`` counts the rest).
+    """
+
+    session_id: str
+    provider: str
+    trace_id: int
+    span_id: int
+    start_ns: int
+    end_ns: int
+    model: str | None
+    turn_count: int
+    turns_total: int
+    tool_calls: int
+    outcome: str
+    usage: Usage
+    last_finish_reason: str | None
+    interaction_id: str | None
+    facts: SessionFacts
+    human: bool
+    input_text: str | None
+    output_text: str | None
+    error: bool
+    error_type: str | None
+    status_message: str | None
+    incomplete_reason: str | None
+    notes: list[Note]
+    dropped_notes: int
+    source_offset: int
+
+
+# ---------------------------------------------------------------------------------------------- session events
+
+
+@dataclass(slots=True)
+class SessionStarted:
+    """``session.start``."""
+
+    session_id: str
+    time_ns: int
+    cli_version: str | None
+    model: str | None
+    source_offset: int
+
+
+@dataclass(slots=True)
+class SessionResumed:
+    """``session.resume``: a later run of the CLI continues the session in the same log."""
+
+    session_id: str
+    time_ns: int
+    source_offset: int
+
+
+@dataclass(slots=True)
+class PromptStarted:
+    """A human prompt began (its trace's first moment, for the live view and log events)."""
+
+    session_id: str
+    time_ns: int
+    trace_id: int
+    span_id: int
+    index: int
+    interaction_id: str | None
+    delivery: str | None
+    source_offset: int
+
+
+Record = (
+    SessionStarted
+    | SessionResumed
+    | SessionShutdown
+    | SessionError
+    | Abort
+    | Compaction
+    | PromptStarted
+    | Detection
+    | ModelCall
+    | ToolCall
+    | Turn
+    | AgentRun
+    | PromptRun
+)

@@ -1,0 +1,1382 @@
+"""The agent loop: a pure state machine from session events to neutral activity records.
+
+One :class:`AgentLoop` follows one session log. It keeps only what is still open (the current prompt, its
+agents, turns and tools; :mod:`copilot_otel.foldstate`) and hands out each record of
+:mod:`copilot_otel.activity` the moment its work is complete, so the live daemon can export a tool call as soon
+as its ``tool.execution_complete`` is read.
+
+The loop it follows::
+
+    prompt                               a human prompt, to where its work ends (one trace)
+    ├── turn 0                           assistant.turn_start … turn_end of the main agent
+    │   ├── model call                   the turn's call to the model (usage record, assistant.message)
+    │   ├── tool call bash               each tool execution
+    │   └── tool call task
+    │       └── agent explore            a sub-agent, with its own turns, model calls and tools
+    └── turn 1 …
+
+Pure: no I/O, no clock, no attribute names. Timestamps and ids come only from the events, so the same log always
+gives the same records; what may be kept of the content passes the injected :class:`~copilot_otel.content.
+ContentGate`; the runaway rules (:mod:`copilot_otel.runaway`) say when a prompt runs away. Everything a backend
+sees is decided later, by the projections (:mod:`copilot_otel.project`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from . import ids, messages
+from .activity import (
+    Abort,
+    AgentRun,
+    Compaction,
+    Detection,
+    ModelCall,
+    ModelTotals,
+    Outcome,
+    PromptRun,
+    PromptStarted,
+    Record,
+    SessionError,
+    SessionFacts,
+    SessionResumed,
+    SessionShutdown,
+    SessionStarted,
+    SkillInvoked,
+    ToolCall,
+    ToolRequest,
+    Truncation,
+    Turn,
+    Usage,
+    UserMessage,
+)
+from .content import ContentGate, ContentKind, ContentPolicy, argument_hash
+from .foldstate import (
+    Agent,
+    Prompt,
+    SessionContext,
+    Tool,
+    as_dict,
+    as_float,
+    as_int,
+    as_str,
+)
+from .foldstate import Turn as OpenTurn
+from .records import Event
+from .runaway import RunawayThresholds, check_burn, check_errors, check_identical, check_turns
+
+__all__ = ["AgentLoop", "FoldSettings", "LiveStats", "RunawayThresholds", "SessionContext"]
+
+# Events read only for their content (the system prompt, 20-50 KB a line, and reasoning): parse skips them
+# without decoding unless their capture switch is on.
+_CONTENT_ONLY_TYPES = {
+    ContentKind.SYSTEM_PROMPT: b"system.message",
+    ContentKind.REASONING: b"assistant.reasoning",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class FoldSettings:
+    """Everything the loop and the projections need besides the events; injected so both stay pure."""
+
+    content: ContentPolicy = field(default_factory=ContentPolicy)
+    runaway: RunawayThresholds = field(default_factory=RunawayThresholds)
+
+    @property
+    def undecoded_types(self) -> frozenset[bytes]:
+        """Event types parse may skip without decoding: those read only for content that is not captured."""
+        return frozenset(
+            event_type for kind, event_type in _CONTENT_ONLY_TYPES.items() if not self.content.allows(kind)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LiveStats:
+    """What the live gauges show about a prompt in progress."""
+
+    trace_id: int
+    span_id: int
+    started_ns: int
+    last_event_ns: int
+    turns: int
+    tool_calls: int
+    identical_streak: int
+    error_streak: int
+
+
+class AgentLoop:
+    """Follows one session's agent loop and returns the activity records each event completes.
+
+    Usage::
+
+        loop = AgentLoop(session_id_hint, settings)
+        for event in events:
+            handle(loop.feed(event))
+        handle(loop.close(reason="file_ended"))
+
+    Args:
+        session_id: The session id from the folder or file name; replaced by ``session.start.sessionId``.
+        settings: Content policy and runaway thresholds.
+        context: A snapshot from :meth:`context_snapshot` when resuming from a checkpoint.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        settings: FoldSettings | None = None,
+        context: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.settings = settings or FoldSettings()
+        self.gate = ContentGate(self.settings.content)
+        self.ctx = SessionContext.from_dict(context) if context else SessionContext(session_id=session_id)
+        self._prompts: dict[str, Prompt] = {}
+        self._current: Prompt | None = None
+        # agent routing: envelope agentId / spawning toolCallId → (prompt, agent)
+        self._by_agent_id: dict[str, tuple[Prompt, Agent]] = {}
+        self._by_task_call: dict[str, tuple[Prompt, Agent]] = {}
+        self._tool_owner: dict[str, Prompt] = {}
+        self._out: list[Record] = []
+        self._offset = 0
+
+    # ------------------------------------------------------------------ public API
+    @property
+    def last_event_ns(self) -> int:
+        """Timestamp of the latest event folded (kept in the context so a resumed loop knows it)."""
+        return self.ctx.last_event_ns
+
+    @last_event_ns.setter
+    def last_event_ns(self, value: int) -> None:
+        self.ctx.last_event_ns = value
+
+    def context_snapshot(self) -> dict[str, Any]:
+        """Session context to store in a checkpoint (see the resume model in docs/design.md)."""
+        return self.ctx.to_dict()
+
+    def resume_point(self) -> tuple[int, dict[str, Any]] | None:
+        """Where a restarted loop must begin to rebuild the open prompts, and the context it needs there.
+
+        ``None`` when no prompt is open (resuming at the current offset with :meth:`context_snapshot` is enough).
+        """
+        if not self._prompts:
+            return None
+        oldest = min(self._prompts.values(), key=lambda p: p.start_offset)
+        return oldest.start_offset, dict(oldest.context_at_open)
+
+    @property
+    def has_open_prompt(self) -> bool:
+        return bool(self._prompts)
+
+    def live_stats(self) -> list[LiveStats]:
+        """Progress of each prompt still open, for the live gauges."""
+        return [
+            LiveStats(
+                trace_id=p.trace_id,
+                span_id=p.root.span_id,
+                started_ns=p.start_ns,
+                last_event_ns=p.last_ns,
+                turns=p.turns_total,
+                tool_calls=p.tool_calls,
+                identical_streak=p.identical_streak,
+                error_streak=p.error_streak,
+            )
+            for p in self._prompts.values()
+        ]
+
+    def feed(self, event: Event) -> list[Record]:
+        """Fold one event; returns the records it completed (often none)."""
+        self._out = []
+        self._offset = event.end_offset
+        if event.time_ns <= 0:
+            # No usable timestamp on this line: date it at the previous event rather than lose it.
+            event = replace(event, time_ns=self.last_event_ns)
+        if event.time_ns > self.last_event_ns:
+            self.last_event_ns = event.time_ns
+        handler = _HANDLERS.get(event.type)
+        if handler is not None:
+            handler(self, event)
+        return self._out
+
+    def close(self, reason: str, time_ns: int | None = None) -> list[Record]:
+        """Close everything still open (end of file, owner gone, idle timeout); marks it incomplete.
+
+        Args:
+            reason: Why the work is closed (``file_ended``, ``owner_gone``, ...).
+            time_ns: When; defaults to the last event seen (never the wall clock).
+        """
+        self._out = []
+        for prompt in list(self._prompts.values()):
+            self._close_prompt(
+                prompt, time_ns or max(prompt.last_ns, prompt.start_ns), reason, incomplete=True
+            )
+        return self._out
+
+    # ------------------------------------------------------------------ helpers
+    def _sid(self, *parts: str) -> int:
+        return ids.span_id(self.ctx.session_id, *parts)
+
+    def _unique_sid(self, prompt: Prompt, *parts: str) -> int:
+        """A span id from ``parts``, made unique within the prompt if a log repeats ids (deterministic: the
+        prompt is always re-folded from its first line)."""
+        key = "\x1f".join(parts)
+        seen = prompt.used_keys.get(key, 0)
+        prompt.used_keys[key] = seen + 1
+        return self._sid(*parts) if seen == 0 else self._sid(*parts, f"#{seen}")
+
+    @property
+    def _provider(self) -> str:
+        # No usage record has said otherwise: the CLI's own model API.
+        return self.ctx.provider or "github"
+
+    def _ended(self, prompt: Prompt, end_ns: int) -> None:
+        """Work of ``prompt`` ended at ``end_ns``: the prompt lasts at least until then."""
+        if end_ns > prompt.end_ns:
+            prompt.end_ns = end_ns
+
+    # ------------------------------------------------------------------ prompts
+    def _open_prompt(self, event: Event, human: bool) -> Prompt:
+        context_at_open = self.ctx.to_dict()
+        # The prompt's trace id comes from its first event's id alone, so it is the same whether the log is
+        # read from its start or from the middle (--backfill none, a restart). Logs that reuse event ids (trimmed
+        # third-party fixtures) get a repeat counter, kept in the checkpointed context.
+        if event.id == self.ctx.last_prompt_event_id:
+            self.ctx.prompt_id_repeats += 1
+            key = f"{event.id}#{self.ctx.prompt_id_repeats}"
+        else:
+            self.ctx.last_prompt_event_id = event.id
+            self.ctx.prompt_id_repeats = 0
+            key = event.id
+        trace = ids.trace_id(self.ctx.session_id, key)
+        root = Agent(
+            span_id=self._sid("root", key),
+            parent_span_id=None,
+            name=None,
+            start_ns=event.time_ns,
+            model=self.ctx.model,
+            last_ns=event.time_ns,
+        )
+        prompt = Prompt(
+            key=key,
+            trace_id=trace,
+            root=root,
+            start_ns=event.time_ns,
+            start_offset=event.offset,
+            interaction_id=as_str(event.data.get("interactionId")),
+            human=human,
+            last_ns=event.time_ns,
+            context_at_open=context_at_open,
+        )
+        self._prompts[key] = prompt
+        self._current = prompt
+        self.ctx.prompts_started += 1
+        if human:
+            root.input_text = self.gate.text(event.data.get("content"), ContentKind.PROMPTS)
+            self._out.append(
+                PromptStarted(
+                    session_id=self.ctx.session_id,
+                    time_ns=event.time_ns,
+                    trace_id=trace,
+                    span_id=root.span_id,
+                    index=self.ctx.prompts_started - 1,
+                    interaction_id=prompt.interaction_id,
+                    delivery=as_str(event.data.get("delivery")),
+                    source_offset=self._offset,
+                )
+            )
+        return prompt
+
+    def _ensure_prompt(self, event: Event) -> Prompt:
+        """The prompt that agent activity belongs to; activity with none open starts a synthetic one."""
+        if self._current is not None:
+            return self._current
+        prompt = self._open_prompt(event, human=False)
+        prompt.root.input_text = None
+        return prompt
+
+    def _close_prompt(self, prompt: Prompt, time_ns: int, reason: str | None, incomplete: bool) -> None:
+        for agent in list(prompt.agents.values()):
+            if not agent.closed:
+                self._close_agent(prompt, agent, time_ns, reason or "prompt_closed", incomplete=True)
+        self._close_agent(prompt, prompt.root, time_ns, reason, incomplete=incomplete)
+        if incomplete and prompt.outcome == "completed":
+            prompt.outcome = "incomplete"
+        if incomplete and prompt.incomplete_reason is None:
+            prompt.incomplete_reason = reason
+        self._emit_prompt(prompt, time_ns)
+        self._prompts.pop(prompt.key, None)
+        if self._current is prompt:
+            self._current = None
+        for agent_id, (p, _) in list(self._by_agent_id.items()):
+            if p is prompt:
+                del self._by_agent_id[agent_id]
+        for call_id, (p, _) in list(self._by_task_call.items()):
+            if p is prompt:
+                del self._by_task_call[call_id]
+        for call_id in list(prompt.tools):
+            self._tool_owner.pop(call_id, None)
+
+    def _finish_current(self) -> None:
+        """End the current prompt (a new one begins) where its activity stopped, unless background sub-agents
+        still run: it then lingers until they end."""
+        prompt = self._current
+        if prompt is None:
+            return
+        self._current = None
+        if any(a.background and not a.closed for a in prompt.agents.values()):
+            return
+        self._close_prompt(prompt, prompt.last_ns, None, incomplete=False)
+
+    def _maybe_close_lingering(self, prompt: Prompt) -> None:
+        if prompt is not self._current and all(a.closed for a in prompt.agents.values()):
+            self._close_prompt(prompt, prompt.last_ns, None, incomplete=False)
+
+    def _touch(self, prompt: Prompt, agent: Agent, time_ns: int) -> None:
+        if time_ns > prompt.last_ns:
+            prompt.last_ns = time_ns
+        if time_ns > agent.last_ns:
+            agent.last_ns = time_ns
+        if agent.turn is not None and time_ns > agent.turn.last_ns:
+            agent.turn.last_ns = time_ns
+
+    # ------------------------------------------------------------------ routing
+    def _route(self, event: Event) -> tuple[Prompt, Agent]:
+        """Which prompt and agent an activity event belongs to (envelope agentId, else parentToolCallId)."""
+        if event.agent_id is not None:
+            hit = self._by_agent_id.get(event.agent_id) or self._by_task_call.get(event.agent_id)
+            if hit is not None:
+                return hit
+        parent_call = as_str(event.data.get("parentToolCallId"))
+        if parent_call is not None:
+            hit = self._by_task_call.get(parent_call)
+            if hit is not None:
+                if event.agent_id is not None:
+                    self._by_agent_id[event.agent_id] = hit
+                return hit
+            return self._start_subagent(event, parent_call, None)
+        if event.agent_id is not None:
+            return self._start_subagent(event, None, None)
+        prompt = self._ensure_prompt(event)
+        return prompt, prompt.root
+
+    def _start_subagent(
+        self, event: Event, task_call_id: str | None, data: Mapping[str, Any] | None
+    ) -> tuple[Prompt, Agent]:
+        """Create a sub-agent under the ``task`` tool call that spawned it."""
+        prompt: Prompt | None = None
+        parent_span: int | None = None
+        if task_call_id is not None:
+            owner = self._tool_owner.get(task_call_id)
+            if owner is not None:
+                prompt = owner
+                parent_span = owner.tools[task_call_id].span_id
+        if prompt is None:
+            parent_agent_id = as_str((data or {}).get("parentId"))
+            hit = self._by_agent_id.get(parent_agent_id) if parent_agent_id else None
+            prompt = hit[0] if hit else self._ensure_prompt(event)
+        key = event.agent_id or task_call_id or event.id
+        if parent_span is None:
+            # The spawning task call is unknown (log starts mid-way): hang the agent under the root.
+            parent_span = prompt.root.span_id
+        agent = Agent(
+            span_id=self._unique_sid(prompt, "agent", key),
+            parent_span_id=parent_span,
+            name=None,
+            start_ns=event.time_ns,
+            agent_id=event.agent_id,
+            task_call_id=task_call_id,
+            model=self.ctx.model,
+            last_ns=event.time_ns,
+        )
+        prompt.agents[key] = agent
+        if event.agent_id:
+            self._by_agent_id[event.agent_id] = (prompt, agent)
+        if task_call_id:
+            self._by_task_call[task_call_id] = (prompt, agent)
+        return prompt, agent
+
+    # ------------------------------------------------------------------ session events
+    def _on_session_start(self, event: Event) -> None:
+        d = event.data
+        self.ctx.session_id = as_str(d.get("sessionId")) or self.ctx.session_id
+        self.ctx.copilot_version = as_str(d.get("copilotVersion")) or self.ctx.copilot_version
+        self.ctx.producer = as_str(d.get("producer")) or self.ctx.producer
+        self.ctx.model = as_str(d.get("selectedModel")) or self.ctx.model
+        self._apply_context(d.get("context"))
+        self._out.append(
+            SessionStarted(
+                self.ctx.session_id, event.time_ns, self.ctx.copilot_version, self.ctx.model, self._offset
+            )
+        )
+
+    def _on_session_resume(self, event: Event) -> None:
+        d = event.data
+        if self._prompts:
+            # The previous process ended without closing its prompt (killed): close it where it stopped.
+            for prompt in list(self._prompts.values()):
+                self._close_prompt(prompt, prompt.last_ns, "session_resumed", incomplete=True)
+        self.ctx.model = as_str(d.get("selectedModel")) or self.ctx.model
+        self._apply_context(d.get("context"))
+        self._out.append(SessionResumed(self.ctx.session_id, event.time_ns, self._offset))
+
+    def _apply_context(self, context: Any) -> None:
+        if not isinstance(context, dict):
+            return
+        self.ctx.cwd = as_str(context.get("cwd")) or self.ctx.cwd
+        self.ctx.git_root = as_str(context.get("gitRoot")) or self.ctx.git_root
+        self.ctx.repository = as_str(context.get("repository")) or self.ctx.repository
+        self.ctx.branch = as_str(context.get("branch")) or self.ctx.branch
+        self.ctx.head_commit = as_str(context.get("headCommit")) or self.ctx.head_commit
+
+    def _on_context_changed(self, event: Event) -> None:
+        self._apply_context(event.data)
+
+    def _on_model_change(self, event: Event) -> None:
+        model = as_str(event.data.get("newModel"))
+        if model is None:
+            return
+        if event.agent_id is not None or event.data.get("source") == "agent":
+            hit = self._by_agent_id.get(event.agent_id or "")
+            if hit is not None:
+                hit[1].model = model
+            return
+        self.ctx.model = model
+        if self._current is not None:
+            self._current.root.model = model
+
+    def _on_shutdown(self, event: Event) -> None:
+        d = event.data
+        prompt = self._current
+        premium = as_float(d.get("totalPremiumRequests"))
+        snapshot = as_dict(d.get("accountingSnapshot"))
+        if premium is None:
+            premium = as_float(snapshot.get("totalPremiumRequestCost"))
+        changes = as_dict(d.get("codeChanges"))
+        added = as_int(changes.get("linesAdded")) or 0
+        removed = as_int(changes.get("linesRemoved")) or 0
+        files = changes.get("filesModified")
+        models: list[ModelTotals] = []
+        premium_delta: list[tuple[str, float]] = []
+        nano_delta: list[tuple[str, float]] = []
+        for model, m in as_dict(d.get("modelMetrics")).items():
+            if not isinstance(m, dict):
+                continue
+            usage = as_dict(m.get("usage"))
+            req = as_dict(m.get("requests"))
+            models.append(
+                ModelTotals(
+                    model,
+                    as_int(usage.get("inputTokens")),
+                    as_int(usage.get("outputTokens")),
+                    as_int(usage.get("cacheReadTokens")),
+                    as_int(usage.get("cacheWriteTokens")),
+                    as_int(req.get("count")),
+                )
+            )
+            if not self.ctx.saw_usage_records:
+                # Logs without per-call usage records (CLI < 1.0.102): account cost from the session totals.
+                self._grown(premium_delta, model, f"premium:{model}", as_float(req.get("cost")))
+                self._grown(nano_delta, model, f"nano_aiu:{model}", as_float(m.get("totalNanoAiu")))
+        added_delta: list[tuple[str, float]] = []
+        removed_delta: list[tuple[str, float]] = []
+        self._grown(added_delta, "", "lines_added", added)
+        self._grown(removed_delta, "", "lines_removed", removed)
+        record = SessionShutdown(
+            session_id=self.ctx.session_id,
+            time_ns=event.time_ns,
+            trace_id=prompt.trace_id if prompt else None,
+            span_id=prompt.root.span_id if prompt else None,
+            shutdown_type=as_str(d.get("shutdownType")),
+            premium_requests=premium,
+            nano_aiu=as_float(d.get("totalNanoAiu")),
+            api_duration_ms=as_float(d.get("totalApiDurationMs")),
+            lines_added=added,
+            lines_removed=removed,
+            files_modified=(
+                len(files) if isinstance(files, list) else as_int(changes.get("filesModifiedCount")) or 0
+            ),
+            models=tuple(models),
+            premium_delta=tuple(premium_delta),
+            nano_aiu_delta=tuple(nano_delta),
+            lines_added_delta=added_delta[0][1] if added_delta else 0.0,
+            lines_removed_delta=removed_delta[0][1] if removed_delta else 0.0,
+            source_offset=self._offset,
+        )
+        if prompt is not None:
+            prompt.add_note(record)
+            if not self.ctx.saw_usage_records:
+                prompt.root.model = prompt.root.model or self.ctx.model
+        self._out.append(record)
+        for open_prompt in list(self._prompts.values()):
+            incomplete = any(not a.closed for a in open_prompt.agents.values()) or self._has_open_work(
+                open_prompt
+            )
+            self._close_prompt(
+                open_prompt,
+                max(open_prompt.last_ns, open_prompt.start_ns),
+                "session_shutdown" if incomplete else None,
+                incomplete=incomplete,
+            )
+
+    def _grown(self, out: list[tuple[str, float]], label: str, key: str, total: float | None) -> None:
+        """The growth of a cumulative session total since the last ``session.shutdown`` reported it."""
+        if total is None:
+            return
+        delta = total - self.ctx.reported_totals.get(key, 0.0)
+        if delta > 0:
+            out.append((label, delta))
+            self.ctx.reported_totals[key] = total
+
+    @staticmethod
+    def _has_open_work(prompt: Prompt) -> bool:
+        return bool(prompt.tools) or (prompt.root.turn is not None and not prompt.root.turn.synthetic)
+
+    def _on_session_error(self, event: Event) -> None:
+        d = event.data
+        error_type = as_str(d.get("errorType")) or "error"
+        message = as_str(d.get("message")) or error_type
+        prompt, agent = self._route(event) if (event.agent_id or self._current) else (None, None)
+        record = SessionError(
+            session_id=self.ctx.session_id,
+            time_ns=event.time_ns,
+            trace_id=prompt.trace_id if prompt else None,
+            span_id=prompt.root.span_id if prompt else None,
+            error_type=error_type,
+            message=message,
+            status_code=as_int(d.get("statusCode")),
+            source_offset=self._offset,
+        )
+        if prompt is not None and agent is not None:
+            self._touch(prompt, agent, event.time_ns)
+            prompt.add_note(record)
+            turn = agent.turn
+            if turn is not None and not turn.chat.emitted:
+                self._emit_chat(prompt, agent, turn, event.time_ns, Outcome.ERROR, error_type, message)
+            agent.status = Outcome.ERROR
+            agent.error_type = error_type
+            agent.status_message = message
+            if agent is prompt.root:
+                prompt.outcome = "error"
+        self._out.append(record)
+
+    def _on_abort(self, event: Event) -> None:
+        prompt = self._current
+        reason = as_str(event.data.get("reason")) or "unknown"
+        record = Abort(
+            session_id=self.ctx.session_id,
+            time_ns=event.time_ns,
+            trace_id=prompt.trace_id if prompt else None,
+            span_id=prompt.root.span_id if prompt else None,
+            reason=reason,
+            source_offset=self._offset,
+        )
+        if prompt is None:
+            self._out.append(record)
+            return
+        self._touch(prompt, prompt.root, event.time_ns)
+        prompt.add_note(record)
+        prompt.outcome = "aborted"
+        prompt.incomplete_reason = "aborted"
+        # Everything still running was cancelled by the abort: close tools and pending model calls now.
+        for agent in [prompt.root, *prompt.agents.values()]:
+            if agent.closed:
+                continue
+            turn = agent.turn
+            if turn is not None and not turn.chat.emitted:
+                self._emit_chat(prompt, agent, turn, event.time_ns, Outcome.CANCELLED, None, None)
+        for call_id, tool in list(prompt.tools.items()):
+            self._end_tool(
+                prompt,
+                tool,
+                event.time_ns,
+                success=False,
+                error_type="cancelled",
+                message="Operation aborted",
+                incomplete="aborted",
+            )
+            del prompt.tools[call_id]
+        prompt.root.status = Outcome.ERROR
+        prompt.root.error_type = "cancelled"
+        prompt.root.status_message = f"aborted: {reason}"
+        self._out.append(record)
+
+    def _on_compaction(self, event: Event) -> None:
+        prompt = self._current
+        d = event.data
+        complete = not event.type.endswith("start")
+        success = d.get("success")
+        record = Compaction(
+            session_id=self.ctx.session_id,
+            time_ns=event.time_ns,
+            trace_id=prompt.trace_id if prompt else None,
+            span_id=prompt.root.span_id if prompt else None,
+            complete=complete,
+            trigger=as_str(d.get("trigger")),
+            success=success if isinstance(success, bool) else None,
+            pre_tokens=as_int(d.get("preCompactionTokens")),
+            post_tokens=as_int(d.get("postCompactionTokens")),
+            tokens_removed=as_int(d.get("tokensRemoved")),
+            messages_removed=as_int(d.get("messagesRemoved")),
+            current_tokens=as_int(d.get("currentTokens")),
+            token_limit=as_int(d.get("tokenLimit")),
+            source_offset=self._offset,
+        )
+        if prompt is not None:
+            prompt.add_note(record)
+            self._touch(prompt, prompt.root, event.time_ns)
+        if not complete:
+            return
+        self._out.append(record)
+        used = d.get("compactionTokensUsed")
+        if isinstance(used, dict) and not self.ctx.saw_usage_records and prompt is not None:
+            usage = Usage(
+                input=as_int(used.get("inputTokens")) or 0,
+                output=as_int(used.get("outputTokens")) or 0,
+                cache_read=as_int(used.get("cacheReadTokens")) or 0,
+                cache_write=as_int(used.get("cacheWriteTokens")) or 0,
+                calls=1,
+            )
+            self._standalone_chat(
+                prompt,
+                event,
+                usage,
+                as_str(used.get("model")) or self.ctx.model,
+                as_float(used.get("duration")),
+                "compaction",
+            )
+
+    def _on_truncation(self, event: Event) -> None:
+        prompt = self._current
+        if prompt is None:
+            return
+        d = event.data
+        prompt.add_note(
+            Truncation(
+                time_ns=event.time_ns,
+                token_limit=as_int(d.get("tokenLimit")),
+                pre_tokens=as_int(d.get("preTruncationTokensInMessages")),
+                post_tokens=as_int(d.get("postTruncationTokensInMessages")),
+                tokens_removed=as_int(d.get("tokensRemovedDuringTruncation")),
+                messages_removed=as_int(d.get("messagesRemovedDuringTruncation")),
+            )
+        )
+
+    def _on_skill(self, event: Event) -> None:
+        if self._current is None:
+            return
+        d = event.data
+        self._current.add_note(
+            SkillInvoked(
+                event.time_ns, as_str(d.get("name")), as_str(d.get("pluginName")), as_str(d.get("trigger"))
+            )
+        )
+
+    # ------------------------------------------------------------------ messages
+    def _on_system_message(self, event: Event) -> None:
+        """The system prompt, decoded only when its own capture switch is on (parse skips it otherwise).
+
+        The root agent's goes into the session context (old logs write it once, before the first prompt; newer
+        ones with each prompt); a sub-agent's to that agent. Never opens a prompt.
+        """
+        text = self.gate.text(event.data.get("content"), ContentKind.SYSTEM_PROMPT)
+        if text is None:
+            return
+        if event.agent_id is None:
+            self.ctx.system_prompt = text
+            return
+        hit = self._by_agent_id.get(event.agent_id)
+        if hit is not None:
+            hit[1].system_text = text
+
+    def _on_reasoning(self, event: Event) -> None:
+        """A reasoning block of the current model call, decoded only when its capture switch is on."""
+        text = self.gate.text(event.data.get("content"), ContentKind.REASONING, events=True)
+        if text is None or (event.agent_id is None and not self._prompts):
+            return
+        _, agent = self._route(event)
+        if agent.turn is not None:
+            agent.turn.chat.reasoning_text.append(text)
+
+    def _on_user_message(self, event: Event) -> None:
+        d = event.data
+        source = as_str(d.get("source"))
+        if event.agent_id is not None or (source or "").startswith("agent-"):
+            # A sub-agent's task prompt: the start of that agent's work, not a human prompt.
+            prompt, agent = self._route(event)
+            self._touch(prompt, agent, event.time_ns)
+            if agent.input_text is None:
+                agent.input_text = self.gate.text(d.get("content"), ContentKind.PROMPTS)
+            self._queue_user_message(agent, d.get("content"))
+            return
+        delivery = as_str(d.get("delivery"))
+        injected = source is not None or d.get("isAutopilotContinuation") is True or delivery == "steering"
+        if injected and self._current is not None:
+            prompt = self._current
+            prompt.add_note(
+                UserMessage(
+                    time_ns=event.time_ns,
+                    source=source or delivery or "autopilot",
+                    interaction_id=as_str(d.get("interactionId")),
+                    turn_id=as_str(d.get("turnId")),
+                    autopilot_continuation=d.get("isAutopilotContinuation") is True,
+                    content=self.gate.text(d.get("content"), ContentKind.PROMPTS),
+                )
+            )
+            self._touch(prompt, prompt.root, event.time_ns)
+            self._queue_user_message(prompt.root, d.get("content"))
+            return
+        # A new human prompt (idle or queued delivery), or an injected message with no prompt open.
+        self._finish_current()
+        prompt = self._open_prompt(event, human=not injected)
+        prompt.add_note(
+            UserMessage(
+                time_ns=event.time_ns,
+                source=source or "user",
+                interaction_id=prompt.interaction_id,
+                opening=True,
+            )
+        )
+        self._queue_user_message(prompt.root, d.get("content"))
+
+    def _queue_user_message(self, agent: Agent, content: Any) -> None:
+        """Keep a user message (or a sub-agent's task prompt) for the input messages of the agent's next call."""
+        text = self.gate.text(content, ContentKind.PROMPTS, events=True)
+        if text is not None:
+            agent.pending_input.append(messages.user_message(text))
+
+    def _on_turn_start(self, event: Event) -> None:
+        prompt, agent = self._route(event)
+        agent.uses_turn_events = True
+        if agent.turn is not None:
+            # A turn_start without the previous turn_end: close the old one where its activity stopped.
+            self._end_turn(prompt, agent, agent.turn.last_ns, incomplete="no_turn_end")
+        self._begin_turn(prompt, agent, event, event.time_ns, synthetic=False)
+        self._touch(prompt, agent, event.time_ns)
+
+    def _begin_turn(
+        self, prompt: Prompt, agent: Agent, event: Event, start_ns: int, synthetic: bool
+    ) -> OpenTurn:
+        index = agent.turn_count
+        agent.turn_count += 1
+        prompt.turns_total += 1
+        turn = OpenTurn(
+            span_id=self._sid("turn", prompt.key, str(agent.span_id), str(index)),
+            index=index,
+            turn_id=as_str(event.data.get("turnId")),
+            interaction_id=as_str(event.data.get("interactionId")) or prompt.interaction_id,
+            start_ns=start_ns,
+            synthetic=synthetic,
+            last_ns=max(start_ns, event.time_ns),
+        )
+        agent.turn = turn
+        if agent.pending_input:
+            # The turn's model call is the first to see what arrived since the previous one.
+            turn.chat.input_messages = agent.pending_input
+            agent.pending_input = []
+        self._detect(prompt, check_turns(prompt, self.settings.runaway, event.time_ns))
+        return turn
+
+    def _on_turn_end(self, event: Event) -> None:
+        prompt, agent = self._route(event)
+        self._touch(prompt, agent, event.time_ns)
+        if agent.turn is None:
+            return
+        self._end_turn(prompt, agent, event.time_ns)
+
+    def _end_turn(self, prompt: Prompt, agent: Agent, end_ns: int, incomplete: str | None = None) -> None:
+        turn = agent.turn
+        if turn is None:
+            return
+        agent.turn = None
+        if not turn.chat.emitted:
+            chat = turn.chat
+            if incomplete is not None and chat.end_ns is None:
+                self._emit_chat(prompt, agent, turn, end_ns, Outcome.CANCELLED, None, None)
+            elif chat.end_ns is None and chat.records == 0 and not turn.synthetic:
+                # The turn ended without any model response or usage: the model call failed (the CLI logs the
+                # retries' outcome as session.error right after turn_end).
+                self._emit_chat(
+                    prompt,
+                    agent,
+                    turn,
+                    end_ns,
+                    Outcome.ERROR,
+                    "ModelCallError",
+                    "the model call returned no response",
+                )
+            else:
+                self._emit_chat(prompt, agent, turn, chat.end_ns or end_ns, Outcome.OK, None, None)
+        end = max(end_ns, turn.last_ns)
+        self._ended(prompt, end)
+        self._out.append(
+            Turn(
+                session_id=self.ctx.session_id,
+                provider=self._provider,
+                trace_id=prompt.trace_id,
+                span_id=turn.span_id,
+                parent_span_id=agent.span_id,
+                index=turn.index,
+                turn_id=turn.turn_id,
+                interaction_id=turn.interaction_id,
+                start_ns=turn.start_ns,
+                end_ns=max(end, turn.start_ns),
+                tool_calls=turn.tool_calls,
+                agent_name=agent.name,
+                synthetic=turn.synthetic,
+                incomplete_reason=incomplete,
+                source_offset=self._offset,
+            )
+        )
+
+    def _on_usage_record(self, event: Event) -> None:
+        usage = event.data.get("usage")
+        if not isinstance(usage, dict):
+            return
+        self.ctx.saw_usage_records = True
+        prompt, agent = self._route(event)
+        self._touch(prompt, agent, event.time_ns)
+        provider = self._provider_from_usage(usage)
+        if provider:
+            self.ctx.provider = provider
+        copilot_usage = usage.get("copilotUsage")
+        u = Usage(
+            input=as_int(usage.get("inputTokens")) or 0,
+            output=as_int(usage.get("outputTokens")) or 0,
+            cache_read=as_int(usage.get("cacheReadTokens")) or 0,
+            cache_write=as_int(usage.get("cacheWriteTokens")) or 0,
+            cost=as_float(usage.get("cost")) or 0.0,
+            nano_aiu=as_float(usage.get("totalNanoAiu"))
+            or as_float(copilot_usage.get("totalNanoAiu") if isinstance(copilot_usage, dict) else None)
+            or 0.0,
+            calls=1,
+        )
+        self._detect(prompt, check_burn(prompt, self.settings.runaway, event.time_ns, u.input + u.output))
+        turn = agent.turn
+        model = as_str(usage.get("model"))
+        if turn is None or turn.chat.emitted:
+            self._standalone_chat(
+                prompt, event, u, model, as_float(usage.get("duration")), "usage_record", usage
+            )
+            return
+        chat = turn.chat
+        chat.usage.add(u)
+        chat.records += 1
+        chat.model = chat.model or model
+        chat.response_id = as_str(usage.get("apiCallId")) or chat.response_id
+        chat.finish_reason = as_str(usage.get("finishReason")) or chat.finish_reason
+        chat.ttft_ms = as_float(usage.get("timeToFirstTokenMs")) if chat.ttft_ms is None else chat.ttft_ms
+        server = as_float(usage.get("duration"))
+        if server is not None:
+            chat.server_ms = (chat.server_ms or 0.0) + server
+        chat.initiator = chat.initiator or as_str(usage.get("initiator"))
+
+    @staticmethod
+    def _provider_from_usage(usage: Mapping[str, Any]) -> str | None:
+        if usage.get("isByok") is True:
+            return as_str(usage.get("providerType")) or "byok"
+        if usage.get("isByok") is False:
+            return "github"
+        return None
+
+    def _standalone_chat(
+        self,
+        prompt: Prompt,
+        event: Event,
+        usage: Usage,
+        model: str | None,
+        duration_ms: float | None,
+        origin: str,
+        raw: Mapping[str, Any] | None = None,
+    ) -> None:
+        """A model call outside any turn (e.g. compaction): under the agent, not a turn."""
+        _, agent = (prompt, prompt.root) if event.agent_id is None else self._route(event)
+        start = event.time_ns - int((duration_ms or 0) * 1_000_000)
+        turn = OpenTurn(
+            span_id=self._unique_sid(prompt, "chat-standalone", event.id),
+            index=-1,
+            turn_id=None,
+            interaction_id=prompt.interaction_id,
+            start_ns=max(start, prompt.start_ns),
+            synthetic=True,
+        )
+        turn.chat.usage = usage
+        turn.chat.records = 1
+        turn.chat.model = model
+        turn.chat.server_ms = duration_ms
+        if raw is not None:
+            turn.chat.response_id = as_str(raw.get("apiCallId"))
+            turn.chat.finish_reason = as_str(raw.get("finishReason"))
+            turn.chat.initiator = as_str(raw.get("initiator"))
+        self._emit_chat(
+            prompt,
+            agent,
+            turn,
+            event.time_ns,
+            Outcome.OK,
+            None,
+            None,
+            parent=agent.span_id,
+            span_id=turn.span_id,
+            origin=origin,
+        )
+
+    def _on_assistant_message(self, event: Event) -> None:
+        prompt, agent = self._route(event)
+        d = event.data
+        turn = agent.turn
+        if turn is None or (turn.synthetic and turn.chat.emitted):
+            if turn is not None:
+                self._end_turn(prompt, agent, turn.last_ns)
+            start = agent.last_ns if agent.last_ns else event.time_ns
+            turn = self._begin_turn(prompt, agent, event, min(start, event.time_ns), synthetic=True)
+        self._touch(prompt, agent, event.time_ns)
+        chat = turn.chat
+        chat.end_ns = event.time_ns
+        chat.response_model = as_str(d.get("model")) or chat.response_model
+        chat.response_id = chat.response_id or as_str(d.get("apiCallId"))
+        if chat.records == 0:
+            out = as_int(d.get("outputTokens"))
+            if out:
+                chat.usage.output += out
+        content = d.get("content")
+        if isinstance(content, str) and content:
+            chat.message_text.append(content)
+            agent.output_text = content
+        if not chat.reasoning_text:
+            # The same text as the assistant.reasoning line, which some CLI versions do not persist.
+            reasoning = self.gate.text(d.get("reasoningText"), ContentKind.REASONING, events=True)
+            if reasoning is not None:
+                chat.reasoning_text.append(reasoning)
+        requests = d.get("toolRequests")
+        if isinstance(requests, list) and requests:
+            chat.tool_requests.extend(requests)
+        if turn.synthetic:
+            # Old logs: no turn events; the message is the end of the model call.
+            self._emit_chat(prompt, agent, turn, event.time_ns, Outcome.OK, None, None)
+
+    # ------------------------------------------------------------------ tools
+    def _on_tool_start(self, event: Event) -> None:
+        d = event.data
+        call_id = as_str(d.get("toolCallId"))
+        if call_id is None:
+            return
+        prompt, agent = self._route(event)
+        self._touch(prompt, agent, event.time_ns)
+        turn = agent.turn
+        if turn is not None and not turn.chat.emitted:
+            self._emit_chat(prompt, agent, turn, turn.chat.end_ns or event.time_ns, Outcome.OK, None, None)
+        name = as_str(d.get("toolName")) or "unknown"
+        arguments = d.get("arguments")
+        desc = d.get("toolDescription")
+        tool = Tool(
+            span_id=self._unique_sid(prompt, "tool", call_id, event.id),
+            parent_span_id=turn.span_id if turn is not None else agent.span_id,
+            call_id=call_id,
+            name=name,
+            start_ns=event.time_ns,
+            arguments=arguments,
+            args_hash=argument_hash(arguments),
+            mcp_server=as_str(d.get("mcpServerName")),
+            agent=agent,
+            description=as_str(desc.get("description")) if isinstance(desc, dict) else None,
+        )
+        if call_id in prompt.tools:
+            # The same call id started twice (should not happen): close the first as incomplete.
+            old = prompt.tools.pop(call_id)
+            self._end_tool(
+                prompt,
+                old,
+                event.time_ns,
+                success=False,
+                error_type="cancelled",
+                message="restarted",
+                incomplete="restarted",
+            )
+        prompt.tools[call_id] = tool
+        self._tool_owner[call_id] = prompt
+        prompt.tool_calls += 1
+        agent.tool_calls += 1
+        if turn is not None:
+            turn.tool_calls += 1
+        self._detect(
+            prompt, check_identical(prompt, self.settings.runaway, event.time_ns, name, tool.args_hash)
+        )
+
+    def _on_tool_complete(self, event: Event) -> None:
+        d = event.data
+        call_id = as_str(d.get("toolCallId"))
+        if call_id is None:
+            return
+        prompt = self._tool_owner.get(call_id)
+        if prompt is None or call_id not in prompt.tools:
+            return
+        tool = prompt.tools.pop(call_id)
+        self._tool_owner.pop(call_id, None)
+        self._touch(prompt, tool.agent, event.time_ns)
+        success = d.get("success") is not False
+        error = as_dict(d.get("error"))
+        message = as_str(error.get("message")) if error else None
+        self._end_tool(
+            prompt,
+            tool,
+            event.time_ns,
+            success=success,
+            error_type=None if success else "ToolError",
+            message=message,
+            data=d,
+        )
+
+    def _end_tool(
+        self,
+        prompt: Prompt,
+        tool: Tool,
+        end_ns: int,
+        *,
+        success: bool,
+        error_type: str | None,
+        message: str | None,
+        incomplete: str | None = None,
+        data: Mapping[str, Any] | None = None,
+    ) -> None:
+        exit_code = None
+        user_requested = False
+        file_edits = None
+        error_code = None
+        result_text = None
+        if data is not None:
+            shell = data.get("shellExecution")
+            if isinstance(shell, dict):
+                exit_code = as_int(shell.get("exitCode"))
+            user_requested = data.get("isUserRequested") is True
+            edits = data.get("fileEdits")
+            if isinstance(edits, list):
+                file_edits = len(edits)
+            error = data.get("error")
+            if isinstance(error, dict):
+                error_code = as_str(error.get("code"))
+            result = data.get("result")
+            text = result.get("content") if isinstance(result, dict) else None
+            if text is None and message:
+                text = message
+            result_text = self.gate.text(text, ContentKind.TOOL_RESULTS, events=True)
+            if result_text is not None:
+                # The result goes back to the model in the agent's next call, in the order tools complete.
+                tool.agent.pending_input.append(messages.tool_result_message(tool.call_id, result_text))
+        end = max(end_ns, tool.start_ns)
+        self._ended(prompt, end)
+        self._out.append(
+            ToolCall(
+                session_id=self.ctx.session_id,
+                provider=self._provider,
+                trace_id=prompt.trace_id,
+                span_id=tool.span_id,
+                parent_span_id=tool.parent_span_id,
+                call_id=tool.call_id,
+                name=tool.name,
+                start_ns=tool.start_ns,
+                end_ns=end,
+                description=tool.description,
+                mcp_server=tool.mcp_server,
+                arguments_hash=tool.args_hash,
+                agent_name=tool.agent.name,
+                success=success,
+                error_type=None if success else (error_type or "ToolError"),
+                message=message,
+                incomplete_reason=incomplete,
+                completed=data is not None,
+                exit_code=exit_code,
+                user_requested=user_requested,
+                file_edits=file_edits,
+                error_code=error_code,
+                arguments_json=self.gate.json(tool.arguments, ContentKind.TOOL_ARGUMENTS),
+                result_text=result_text,
+                source_offset=self._offset,
+            )
+        )
+        if incomplete is None:
+            self._detect(prompt, check_errors(prompt, self.settings.runaway, end_ns, success))
+
+    # ------------------------------------------------------------------ sub-agents
+    def _on_subagent_started(self, event: Event) -> None:
+        d = event.data
+        call_id = as_str(d.get("toolCallId"))
+        hit = None
+        if event.agent_id:
+            hit = self._by_agent_id.get(event.agent_id)
+        if hit is None and call_id:
+            hit = self._by_task_call.get(call_id)
+        if hit is None:
+            prompt, agent = self._start_subagent(event, call_id, d)
+        else:
+            prompt, agent = hit
+            if event.agent_id and event.agent_id not in self._by_agent_id:
+                self._by_agent_id[event.agent_id] = hit
+        agent.name = as_str(d.get("agentName")) or agent.name
+        agent.display_name = as_str(d.get("agentDisplayName"))
+        agent.description = as_str(d.get("agentDescription"))
+        agent.model = as_str(d.get("model")) or agent.model
+        agent.background = d.get("executionMode") == "background"
+        agent.start_ns = min(agent.start_ns, event.time_ns)
+        self._touch(prompt, agent, event.time_ns)
+
+    def _on_subagent_end(self, event: Event) -> None:
+        d = event.data
+        call_id = as_str(d.get("toolCallId"))
+        hit = (self._by_agent_id.get(event.agent_id) if event.agent_id else None) or (
+            self._by_task_call.get(call_id) if call_id else None
+        )
+        if hit is None:
+            return
+        prompt, agent = hit
+        self._touch(prompt, agent, event.time_ns)
+        if event.type == "subagent.failed":
+            agent.status = Outcome.ERROR
+            agent.error_type = agent.error_type or "SubagentError"
+            agent.status_message = as_str(d.get("error")) or "sub-agent failed"
+        elif d.get("cancelled") is True:
+            agent.status = Outcome.ERROR
+            agent.error_type = "cancelled"
+        self._close_agent(prompt, agent, event.time_ns, None, incomplete=False, totals=d)
+        self._maybe_close_lingering(prompt)
+
+    def _close_agent(
+        self,
+        prompt: Prompt,
+        agent: Agent,
+        time_ns: int,
+        reason: str | None,
+        incomplete: bool,
+        totals: Mapping[str, Any] | None = None,
+    ) -> None:
+        if agent.closed:
+            return
+        agent.closed = True
+        # Tools of this agent still open: cancelled (as the CLI's own export marks them).
+        for call_id, tool in list(prompt.tools.items()):
+            if tool.agent is agent:
+                self._end_tool(
+                    prompt,
+                    tool,
+                    max(time_ns, tool.start_ns),
+                    success=False,
+                    error_type="cancelled",
+                    message="never completed",
+                    incomplete=reason or "agent_ended",
+                )
+                del prompt.tools[call_id]
+                self._tool_owner.pop(call_id, None)
+        turn = agent.turn
+        if turn is not None:
+            # A synthetic turn (old logs) simply ends with its last activity; a real one left open is unfinished.
+            if turn.synthetic:
+                self._end_turn(prompt, agent, turn.last_ns)
+            else:
+                self._end_turn(
+                    prompt, agent, time_ns, incomplete=(reason or "no_turn_end") if incomplete else None
+                )
+        if agent is prompt.root:
+            return
+        end = max(time_ns, agent.last_ns)
+        self._ended(prompt, end)
+        self._out.append(
+            AgentRun(
+                session_id=self.ctx.session_id,
+                provider=self._provider,
+                trace_id=prompt.trace_id,
+                span_id=agent.span_id,
+                parent_span_id=agent.parent_span_id,
+                start_ns=agent.start_ns,
+                end_ns=max(end, agent.start_ns),
+                name=agent.name,
+                agent_id=agent.agent_id,
+                description=agent.description,
+                display_name=agent.display_name,
+                model=agent.model,
+                task_call_id=agent.task_call_id,
+                turn_count=agent.turn_count,
+                tool_calls=agent.tool_calls,
+                usage=agent.usage,
+                background=agent.background,
+                total_tokens=as_int(totals.get("totalTokens")) if totals is not None else None,
+                total_tool_calls=as_int(totals.get("totalToolCalls")) if totals is not None else None,
+                input_text=agent.input_text,
+                output_text=self.gate.text(agent.output_text, ContentKind.RESPONSES),
+                system_text=agent.system_text,
+                outcome=agent.status,
+                error_type=agent.error_type,
+                status_message=agent.status_message,
+                incomplete_reason=(reason or "incomplete") if incomplete else None,
+                source_offset=self._offset,
+            )
+        )
+
+    # ------------------------------------------------------------------ model calls and prompts
+    def _emit_chat(
+        self,
+        prompt: Prompt,
+        agent: Agent,
+        turn: OpenTurn,
+        end_ns: int,
+        outcome: Outcome,
+        error_type: str | None,
+        message: str | None,
+        *,
+        parent: int | None = None,
+        span_id: int | None = None,
+        origin: str | None = None,
+    ) -> None:
+        chat = turn.chat
+        if chat.emitted:
+            return
+        chat.emitted = True
+        model = chat.model or chat.response_model or agent.model or self.ctx.model or "unknown"
+        finish = chat.finish_reason
+        if outcome is not Outcome.OK:
+            finish = "error"
+        elif finish is None and chat.end_ns is not None:
+            finish = "tool_calls" if chat.tool_requests else "stop"
+        gate = self.gate
+        text = (
+            gate.text("\n".join(chat.message_text), ContentKind.RESPONSES, events=True)
+            if chat.message_text
+            else None
+        )
+        requests = (
+            [
+                ToolRequest(
+                    as_str(r.get("toolCallId")) or as_str(r.get("id")),
+                    as_str(r.get("name")),
+                    gate.json(r.get("arguments"), ContentKind.TOOL_ARGUMENTS, events=True),
+                )
+                for r in chat.tool_requests
+                if isinstance(r, dict)
+            ]
+            if self.settings.content.allows(ContentKind.TOOL_ARGUMENTS)
+            else []
+        )
+        start = turn.start_ns
+        end = max(end_ns, start)
+        self._ended(prompt, end)
+        self._out.append(
+            ModelCall(
+                session_id=self.ctx.session_id,
+                provider=self._provider,
+                trace_id=prompt.trace_id,
+                span_id=span_id or self._sid("chat", str(turn.span_id)),
+                parent_span_id=parent or turn.span_id,
+                start_ns=start,
+                end_ns=end,
+                model=model,
+                response_model=chat.response_model or model,
+                response_id=chat.response_id,
+                finish_reason=finish,
+                usage=chat.usage,
+                calls=chat.records,
+                ttft_ms=chat.ttft_ms,
+                server_ms=chat.server_ms,
+                initiator=chat.initiator,
+                turn_id=turn.turn_id,
+                interaction_id=turn.interaction_id,
+                agent_name=agent.name,
+                origin=origin,
+                outcome=outcome,
+                error_type=(error_type or "ModelCallError") if outcome is Outcome.ERROR else None,
+                message=message,
+                input_messages=chat.input_messages,
+                reasoning=chat.reasoning_text,
+                output_text=text,
+                tool_requests=requests,
+                source_offset=self._offset,
+            )
+        )
+        agent.usage.add(chat.usage)
+        if finish:
+            agent.last_finish_reason = finish
+
+    def _emit_prompt(self, prompt: Prompt, time_ns: int) -> None:
+        root = prompt.root
+        ctx = self.ctx
+        end = max(prompt.end_ns, prompt.last_ns, time_ns if prompt.incomplete_reason else 0, prompt.start_ns)
+        self._out.append(
+            PromptRun(
+                session_id=ctx.session_id,
+                provider=self._provider,
+                trace_id=prompt.trace_id,
+                span_id=root.span_id,
+                start_ns=prompt.start_ns,
+                end_ns=end,
+                model=root.model or ctx.model,
+                turn_count=root.turn_count,
+                turns_total=prompt.turns_total,
+                tool_calls=prompt.tool_calls,
+                outcome=prompt.outcome,
+                usage=root.usage,
+                last_finish_reason=root.last_finish_reason,
+                interaction_id=prompt.interaction_id,
+                facts=SessionFacts(
+                    cli_version=ctx.copilot_version,
+                    cwd=ctx.cwd,
+                    repository=ctx.repository,
+                    branch=ctx.branch,
+                    head_commit=ctx.head_commit,
+                    git_root=ctx.git_root,
+                    title=self.gate.text(ctx.title, ContentKind.PROMPTS),
+                    system_prompt=ctx.system_prompt,
+                ),
+                human=prompt.human,
+                input_text=root.input_text,
+                output_text=self.gate.text(root.output_text, ContentKind.RESPONSES),
+                # An abort is the user's choice: an error (cancelled), as the CLI's own export marks aborted tools.
+                error=prompt.outcome in ("error", "aborted") or root.status is Outcome.ERROR,
+                error_type=root.error_type,
+                status_message=root.status_message,
+                incomplete_reason=prompt.incomplete_reason,
+                notes=prompt.notes,
+                dropped_notes=prompt.dropped_notes,
+                source_offset=self._offset,
+            )
+        )
+
+    # ------------------------------------------------------------------ runaway detection
+    def _detect(self, prompt: Prompt, detection: Detection | None) -> None:
+        """Hand on a rule's detection, if it fired, noted on the prompt."""
+        if detection is None:
+            return
+        detection.session_id = self.ctx.session_id
+        detection.trace_id = prompt.trace_id
+        detection.span_id = prompt.root.span_id
+        detection.turns_total = prompt.turns_total
+        detection.tool_calls = prompt.tool_calls
+        detection.source_offset = self._offset
+        prompt.add_note(detection)
+        self._out.append(detection)
+
+
+_HANDLERS = {
+    "session.start": AgentLoop._on_session_start,
+    "session.resume": AgentLoop._on_session_resume,
+    "session.shutdown": AgentLoop._on_shutdown,
+    "session.error": AgentLoop._on_session_error,
+    "session.context_changed": AgentLoop._on_context_changed,
+    "session.model_change": AgentLoop._on_model_change,
+    "session.compaction_start": AgentLoop._on_compaction,
+    "session.compaction_complete": AgentLoop._on_compaction,
+    "session.truncation": AgentLoop._on_truncation,
+    "session.usage_record": AgentLoop._on_usage_record,
+    "skill.invoked": AgentLoop._on_skill,
+    "abort": AgentLoop._on_abort,
+    "user.message": AgentLoop._on_user_message,
+    "system.message": AgentLoop._on_system_message,
+    "assistant.reasoning": AgentLoop._on_reasoning,
+    "assistant.turn_start": AgentLoop._on_turn_start,
+    "assistant.turn_end": AgentLoop._on_turn_end,
+    "assistant.message": AgentLoop._on_assistant_message,
+    "tool.execution_start": AgentLoop._on_tool_start,
+    "tool.execution_complete": AgentLoop._on_tool_complete,
+    "subagent.started": AgentLoop._on_subagent_started,
+    "custom_agent.started": AgentLoop._on_subagent_started,
+    "subagent.completed": AgentLoop._on_subagent_end,
+    "subagent.failed": AgentLoop._on_subagent_end,
+    "custom_agent.completed": AgentLoop._on_subagent_end,
+    "custom_agent.failed": AgentLoop._on_subagent_end,
+}

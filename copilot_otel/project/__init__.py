@@ -1,0 +1,128 @@
+"""Projections: neutral activity records (:mod:`copilot_otel.activity`) → spans, log events and metric points.
+
+One module per vocabulary writes that vocabulary's attributes for each record, small enough to check line by
+line against its specification: :mod:`.genai` (OTel GenAI semconv), :mod:`.copilot` (``github.copilot.*``, the
+CLI's own export), :mod:`.openinference` (Phoenix), :mod:`.langfuse` and :mod:`.ours` (``copilot_otel.*``).
+:mod:`.spans`, :mod:`.logs` and :mod:`.metrics` assemble each signal from them; :class:`Projector` routes each
+record to what it becomes, and places captured content where the policy says (spans, details events).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..activity import (
+    Abort,
+    AgentRun,
+    Compaction,
+    Detection,
+    ModelCall,
+    PromptRun,
+    PromptStarted,
+    Record,
+    SessionError,
+    SessionResumed,
+    SessionShutdown,
+    SessionStarted,
+    ToolCall,
+    Turn,
+)
+from ..content import ContentPolicy
+from ..records import Emission
+from . import logs, metrics, spans
+
+__all__ = ["Projector"]
+
+
+class Projector:
+    """Turns activity records into the emissions the exporters send.
+
+    Args:
+        content: Where captured content goes: on spans (``on_spans``) and/or on details events (``on_events``).
+    """
+
+    def __init__(self, content: ContentPolicy) -> None:
+        self._captures = bool(content.enabled)
+        self._spans_content = content.on_spans
+        self._events_content = content.on_events and self._captures
+
+    def project(self, records: Iterable[Record]) -> list[Emission]:
+        """Every span, log record and measurement the records make, in record order."""
+        out: list[Emission] = []
+        for rec in records:
+            _ROUTES[type(rec)](self, rec, out)
+        return out
+
+    # One method per record type; a backfill projects hundreds of thousands of records, so the route is a dict
+    # lookup on the type rather than a chain of isinstance checks.
+    def _tool_call(self, rec: ToolCall, out: list[Emission]) -> None:
+        out.append(spans.tool_call(rec, self._spans_content))
+        metrics.tool_call(out, rec)
+
+    def _model_call(self, rec: ModelCall, out: list[Emission]) -> None:
+        content = spans.chat_content(rec) if self._captures else {}
+        out.append(spans.model_call(rec, content if self._spans_content else None))
+        if self._events_content:
+            out.append(logs.inference_details(rec, content))
+        metrics.model_call(out, rec)
+
+    def _turn(self, rec: Turn, out: list[Emission]) -> None:
+        out.append(spans.turn(rec))
+
+    def _prompt_run(self, rec: PromptRun, out: list[Emission]) -> None:
+        out.append(spans.prompt_run(rec))
+        metrics.prompt_run(out, rec)
+        out.append(logs.prompt_ended(rec))
+
+    def _agent_run(self, rec: AgentRun, out: list[Emission]) -> None:
+        out.append(spans.agent_run(rec))
+        metrics.agent_run(out, rec)
+
+    def _prompt_started(self, rec: PromptStarted, out: list[Emission]) -> None:
+        out.append(logs.prompt_started(rec))
+
+    def _detection(self, rec: Detection, out: list[Emission]) -> None:
+        metrics.detection(out, rec)
+        out.append(logs.detection(rec))
+
+    def _session_started(self, rec: SessionStarted, out: list[Emission]) -> None:
+        metrics.session_event(out, "started", rec.source_offset)
+        out.append(logs.session_started(rec))
+
+    def _session_resumed(self, rec: SessionResumed, out: list[Emission]) -> None:
+        metrics.session_event(out, "resumed", rec.source_offset)
+        out.append(logs.session_resumed(rec))
+
+    def _session_shutdown(self, rec: SessionShutdown, out: list[Emission]) -> None:
+        metrics.session_shutdown(out, rec)
+        out.append(logs.session_shutdown(rec))
+
+    def _session_error(self, rec: SessionError, out: list[Emission]) -> None:
+        metrics.session_error(out, rec)
+        out.append(logs.session_error(rec))
+
+    def _abort(self, rec: Abort, out: list[Emission]) -> None:
+        metrics.abort(out, rec)
+        out.append(logs.abort(rec))
+
+    def _compaction(self, rec: Compaction, out: list[Emission]) -> None:
+        if rec.complete:
+            out.append(logs.compaction(rec))
+
+
+_ROUTES: dict[type, Callable[[Projector, Any, list[Emission]], None]] = {
+    ToolCall: Projector._tool_call,
+    ModelCall: Projector._model_call,
+    Turn: Projector._turn,
+    PromptRun: Projector._prompt_run,
+    AgentRun: Projector._agent_run,
+    PromptStarted: Projector._prompt_started,
+    Detection: Projector._detection,
+    SessionStarted: Projector._session_started,
+    SessionResumed: Projector._session_resumed,
+    SessionShutdown: Projector._session_shutdown,
+    SessionError: Projector._session_error,
+    Abort: Projector._abort,
+    Compaction: Projector._compaction,
+}

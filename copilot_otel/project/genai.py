@@ -1,0 +1,143 @@
+"""OpenTelemetry GenAI semantic conventions (``gen_ai.*``, ``error.type``, ``session.id``) for each record.
+
+Names come from ``opentelemetry-semantic-conventions`` wherever it defines them, so a semconv upgrade is a
+dependency bump; the few it does not define yet are declared here, once. Spec: the GenAI agent and model spans
+(``invoke_agent``, ``chat``, ``execute_tool``) and their usage attributes (docs/design.md lists the version).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as g
+from opentelemetry.semconv._incubating.attributes.process_attributes import PROCESS_EXIT_CODE
+from opentelemetry.semconv._incubating.attributes.session_attributes import SESSION_ID
+from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
+from opentelemetry.semconv.attributes.exception_attributes import EXCEPTION_MESSAGE, EXCEPTION_TYPE
+
+from ..activity import AgentRun, ModelCall, Outcome, PromptRun, ToolCall, Turn, Usage
+
+OPERATION: Final = g.GEN_AI_OPERATION_NAME
+PROVIDER: Final = g.GEN_AI_PROVIDER_NAME
+CONVERSATION: Final = g.GEN_AI_CONVERSATION_ID
+REQUEST_MODEL: Final = g.GEN_AI_REQUEST_MODEL
+RESPONSE_MODEL: Final = g.GEN_AI_RESPONSE_MODEL
+AGENT_NAME: Final = g.GEN_AI_AGENT_NAME
+TOOL_NAME: Final = g.GEN_AI_TOOL_NAME
+TOOL_TYPE: Final = g.GEN_AI_TOOL_TYPE
+TOKEN_TYPE: Final = g.GEN_AI_TOKEN_TYPE
+TOOL_CALL_ARGUMENTS: Final = g.GEN_AI_TOOL_CALL_ARGUMENTS
+TOOL_CALL_RESULT: Final = g.GEN_AI_TOOL_CALL_RESULT
+INPUT_MESSAGES: Final = g.GEN_AI_INPUT_MESSAGES
+OUTPUT_MESSAGES: Final = g.GEN_AI_OUTPUT_MESSAGES
+RESPONSE_ID: Final = g.GEN_AI_RESPONSE_ID
+FINISH_REASONS: Final = g.GEN_AI_RESPONSE_FINISH_REASONS
+__all__ = ["CONVERSATION", "ERROR_TYPE", "EXCEPTION_MESSAGE", "EXCEPTION_TYPE", "SESSION_ID"]
+
+# Not (yet) in the package: the token modality of the CLI's usage metrics, and the cache-write count (the
+# package names only its older alias, cache_creation, which we also send).
+TOKEN_MODALITY: Final = "gen_ai.token.modality"
+USAGE_CACHE_WRITE: Final = "gen_ai.usage.cache_write.input_tokens"
+
+# Operation names (gen_ai.operation.name values).
+CHAT: Final = "chat"
+EXECUTE_TOOL: Final = "execute_tool"
+INVOKE_AGENT: Final = "invoke_agent"
+
+
+def common(attrs: dict[str, Any], operation: str | None, provider: str, session_id: str) -> None:
+    """What every span of a session carries: the operation, the provider and the conversation (= session)."""
+    if operation:
+        attrs[OPERATION] = operation
+    attrs[PROVIDER] = provider
+    attrs[CONVERSATION] = session_id
+    attrs[SESSION_ID] = session_id
+
+
+def usage(attrs: dict[str, Any], u: Usage) -> None:
+    attrs[g.GEN_AI_USAGE_INPUT_TOKENS] = u.input
+    attrs[g.GEN_AI_USAGE_OUTPUT_TOKENS] = u.output
+    attrs[g.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = u.cache_read
+    attrs[USAGE_CACHE_WRITE] = u.cache_write
+    attrs[g.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = u.cache_write
+
+
+def model_call(attrs: dict[str, Any], rec: ModelCall) -> None:
+    common(attrs, CHAT, rec.provider, rec.session_id)
+    attrs[REQUEST_MODEL] = rec.model
+    attrs[RESPONSE_MODEL] = rec.response_model
+    if rec.response_id is not None:
+        attrs[RESPONSE_ID] = rec.response_id
+    if rec.finish_reason:
+        attrs[FINISH_REASONS] = (rec.finish_reason,)
+    usage(attrs, rec.usage)
+    if rec.ttft_ms is not None:
+        attrs[g.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = rec.ttft_ms / 1000.0
+    if rec.agent_name:
+        attrs[AGENT_NAME] = rec.agent_name
+    error_type = model_call_error(rec)
+    if error_type is not None:
+        attrs[ERROR_TYPE] = error_type
+
+
+def model_call_error(rec: ModelCall) -> str | None:
+    """The call's ``error.type``: ``cancelled`` when the user aborted it, else why it failed (None: it did not)."""
+    if rec.outcome is Outcome.CANCELLED:
+        return "cancelled"
+    if rec.outcome is Outcome.ERROR:
+        return rec.error_type or "ModelCallError"
+    return None
+
+
+def tool_type(rec: ToolCall) -> str:
+    """``extension`` for an MCP server's tool, ``function`` for the CLI's own."""
+    return "extension" if rec.mcp_server else "function"
+
+
+def tool_call(attrs: dict[str, Any], rec: ToolCall) -> None:
+    common(attrs, EXECUTE_TOOL, rec.provider, rec.session_id)
+    attrs[TOOL_NAME] = rec.name
+    attrs[g.GEN_AI_TOOL_CALL_ID] = rec.call_id
+    attrs[TOOL_TYPE] = tool_type(rec)
+    if rec.description is not None:
+        attrs[g.GEN_AI_TOOL_DESCRIPTION] = rec.description
+    if rec.agent_name:
+        attrs[AGENT_NAME] = rec.agent_name
+    if not rec.success:
+        attrs[ERROR_TYPE] = rec.error_type or "ToolError"
+    if rec.exit_code is not None:
+        attrs[PROCESS_EXIT_CODE] = rec.exit_code
+    if rec.arguments_json is not None:
+        attrs[TOOL_CALL_ARGUMENTS] = rec.arguments_json
+
+
+def turn(attrs: dict[str, Any], rec: Turn) -> None:
+    common(attrs, None, rec.provider, rec.session_id)
+    if rec.agent_name:
+        attrs[AGENT_NAME] = rec.agent_name
+
+
+def agent_run(attrs: dict[str, Any], rec: AgentRun) -> None:
+    common(attrs, INVOKE_AGENT, rec.provider, rec.session_id)
+    if rec.name is not None:
+        attrs[AGENT_NAME] = rec.name
+    if rec.agent_id is not None:
+        attrs[g.GEN_AI_AGENT_ID] = rec.agent_id
+    if rec.description is not None:
+        attrs[g.GEN_AI_AGENT_DESCRIPTION] = rec.description
+    if rec.model is not None:
+        attrs[REQUEST_MODEL] = rec.model
+    usage(attrs, rec.usage)
+    if rec.error_type:
+        attrs[ERROR_TYPE] = rec.error_type
+
+
+def prompt_run(attrs: dict[str, Any], rec: PromptRun) -> None:
+    common(attrs, INVOKE_AGENT, rec.provider, rec.session_id)
+    if rec.model is not None:
+        attrs[REQUEST_MODEL] = rec.model
+    usage(attrs, rec.usage)
+    if rec.last_finish_reason:
+        attrs[FINISH_REASONS] = (rec.last_finish_reason,)
+    if rec.error_type:
+        attrs[ERROR_TYPE] = rec.error_type

@@ -1,0 +1,25 @@
+"""Langfuse: the trace name and the observation level and message of failed work.
+
+Langfuse reads GenAI and OpenInference attributes too; these are the few it needs in its own namespace. Spec:
+Langfuse's OpenTelemetry attribute mapping (``langfuse.trace.*``, ``langfuse.observation.*``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from ..activity import PromptRun
+
+LEVEL: Final = "langfuse.observation.level"
+STATUS_MESSAGE: Final = "langfuse.observation.status_message"
+
+
+def failed(attrs: dict[str, Any], status_message: str) -> None:
+    """Failed work shows as an ERROR observation with its message."""
+    attrs[LEVEL] = "ERROR"
+    attrs[STATUS_MESSAGE] = status_message
+
+
+def prompt_run(attrs: dict[str, Any], rec: PromptRun) -> None:
+    # The session title is content (an LLM summary of the prompt): it names the trace only when captured.
+    attrs["langfuse.trace.name"] = rec.facts.title or "copilot prompt"

@@ -1,0 +1,105 @@
+"""Our own names (``copilot_otel.*``): facts about the agent loop that no other vocabulary names.
+
+Declared once here; README's attribute table documents them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from ..activity import AgentRun, Detection, ModelCall, Outcome, PromptRun, ToolCall, Turn, UserMessage
+
+INCOMPLETE: Final = "copilot_otel.incomplete"
+INCOMPLETE_REASON: Final = "copilot_otel.incomplete.reason"
+ARGUMENTS_HASH: Final = "copilot_otel.tool.arguments_hash"
+RUNAWAY_REASON: Final = "copilot_otel.runaway.reason"
+RUNAWAY_THRESHOLD: Final = "copilot_otel.runaway.threshold"
+TURNS_TOTAL: Final = "copilot_otel.prompt.turns_total"
+PROMPT_TOOL_CALLS: Final = "copilot_otel.prompt.tool_calls"
+PROMPT_OUTCOME: Final = "copilot_otel.prompt.outcome"
+CLI_VERSION: Final = "copilot_otel.cli.version"
+RUNAWAY_EVENT: Final = "copilot_otel.runaway.detected"
+
+
+def _put(attrs: dict[str, Any], key: str, value: Any) -> None:
+    if value is not None:
+        attrs[key] = value
+
+
+def incomplete(attrs: dict[str, Any], reason: str | None) -> None:
+    """Work the log never saw finish, and why (file ended, aborted, agent ended, ...)."""
+    if reason:
+        attrs[INCOMPLETE] = True
+        attrs[INCOMPLETE_REASON] = reason
+
+
+def model_call(attrs: dict[str, Any], rec: ModelCall) -> None:
+    if rec.calls == 0:
+        attrs["copilot_otel.usage.estimated"] = True
+    if rec.calls > 1:
+        attrs["copilot_otel.chat.calls"] = rec.calls
+    _put(attrs, "copilot_otel.chat.origin", rec.origin)
+    if rec.outcome is Outcome.CANCELLED:
+        incomplete(attrs, "aborted")
+
+
+def tool_call(attrs: dict[str, Any], rec: ToolCall) -> None:
+    _put(attrs, "copilot_otel.tool.mcp_server", rec.mcp_server)
+    attrs[ARGUMENTS_HASH] = rec.arguments_hash
+    if rec.name == "report_intent":
+        attrs["copilot_otel.tool.report_intent"] = True
+    if rec.user_requested:
+        attrs["copilot_otel.tool.user_requested"] = True
+    _put(attrs, "copilot_otel.tool.file_edits", rec.file_edits)
+    incomplete(attrs, rec.incomplete_reason)
+
+
+def turn(attrs: dict[str, Any], rec: Turn) -> None:
+    attrs["copilot_otel.turn.index"] = rec.index
+    attrs["copilot_otel.turn.tool_calls"] = rec.tool_calls
+    if rec.synthetic:
+        attrs["copilot_otel.turn.synthetic"] = True
+    incomplete(attrs, rec.incomplete_reason)
+
+
+def agent_run(attrs: dict[str, Any], rec: AgentRun) -> None:
+    _put(attrs, "copilot_otel.agent.display_name", rec.display_name)
+    _put(attrs, "copilot_otel.agent.task_call_id", rec.task_call_id)
+    attrs["copilot_otel.agent.tool_calls"] = rec.tool_calls
+    if rec.background:
+        attrs["copilot_otel.agent.background"] = True
+    _put(attrs, "copilot_otel.agent.total_tokens", rec.total_tokens)
+    _put(attrs, "copilot_otel.agent.total_tool_calls", rec.total_tool_calls)
+    incomplete(attrs, rec.incomplete_reason)
+
+
+def prompt_run(attrs: dict[str, Any], rec: PromptRun) -> None:
+    attrs[TURNS_TOTAL] = rec.turns_total
+    attrs[PROMPT_TOOL_CALLS] = rec.tool_calls
+    attrs[PROMPT_OUTCOME] = rec.outcome
+    facts = rec.facts
+    _put(attrs, CLI_VERSION, facts.cli_version)
+    _put(attrs, "copilot_otel.session.cwd", facts.cwd)
+    _put(attrs, "copilot_otel.session.git_root", facts.git_root)
+    _put(attrs, "copilot_otel.session.title", facts.title)
+    if not rec.human:
+        attrs["copilot_otel.prompt.synthetic"] = True
+    incomplete(attrs, rec.incomplete_reason)
+    if rec.dropped_notes:
+        attrs["copilot_otel.span_events.dropped"] = rec.dropped_notes
+
+
+def user_message(attrs: dict[str, Any], rec: UserMessage) -> None:
+    if rec.autopilot_continuation:
+        attrs["copilot_otel.autopilot_continuation"] = True
+    _put(attrs, "copilot_otel.user.message.content", rec.content)
+
+
+def detection(rec: Detection, tool_name_key: str) -> dict[str, Any]:
+    """A runaway detection's reason and what explains it (span event and log event)."""
+    attrs: dict[str, Any] = {RUNAWAY_REASON: rec.reason, RUNAWAY_THRESHOLD: rec.threshold}
+    if rec.tool_name is not None:
+        attrs[tool_name_key] = rec.tool_name
+    _put(attrs, ARGUMENTS_HASH, rec.arguments_hash)
+    _put(attrs, "copilot_otel.runaway.tokens_last_minute", rec.tokens_last_minute)
+    return attrs

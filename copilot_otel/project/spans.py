@@ -1,0 +1,217 @@
+"""Spans: each finished piece of work becomes one span carrying every vocabulary at once.
+
+The trace model (docs/design.md)::
+
+    invoke_agent                          one trace per prompt (root)
+    ├── turn 0                            one per assistant turn
+    │   ├── chat gpt-4.1                  the turn's model call (CLIENT)
+    │   ├── execute_tool bash             each tool execution
+    │   └── execute_tool task
+    │       └── invoke_agent explore      a sub-agent, with its own turns, chats and tools
+    └── turn 1 …
+
+A span's attributes are the union of what each vocabulary module writes for its record; only this module knows
+span names, kinds and statuses, and where captured content goes (on spans only when the policy says so).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .. import messages
+from ..activity import (
+    Abort,
+    AgentRun,
+    Compaction,
+    Detection,
+    ModelCall,
+    Note,
+    Outcome,
+    PromptRun,
+    SessionError,
+    SessionShutdown,
+    SkillInvoked,
+    ToolCall,
+    Truncation,
+    Turn,
+    UserMessage,
+)
+from ..records import SpanEventRecord, SpanKind, SpanRecord, StatusCode
+from . import copilot, genai, langfuse, ours
+from . import openinference as oi
+
+# Status messages (and the messages of exception events) are cut to this many characters.
+STATUS_MESSAGE_MAX = 512
+
+
+def model_call(rec: ModelCall, content: Mapping[str, str] | None) -> SpanRecord:
+    """``chat {model}``; ``content`` is the captured conversation when it goes on spans."""
+    attrs: dict[str, Any] = {}
+    genai.model_call(attrs, rec)
+    copilot.model_call(attrs, rec)
+    oi.model_call(attrs, rec)
+    ours.model_call(attrs, rec)
+    if content:
+        attrs.update(content)
+    error = rec.outcome is Outcome.ERROR
+    return SpanRecord(
+        trace_id=rec.trace_id,
+        span_id=rec.span_id,
+        parent_span_id=rec.parent_span_id,
+        name=f"chat {rec.model}",
+        kind=SpanKind.CLIENT,
+        start_ns=rec.start_ns,
+        end_ns=rec.end_ns,
+        attributes=attrs,
+        status=StatusCode.ERROR if error else StatusCode.UNSET,
+        status_message=(rec.message or rec.error_type or "model call failed")[:STATUS_MESSAGE_MAX]
+        if error
+        else None,
+        source_offset=rec.source_offset,
+    )
+
+
+def chat_content(rec: ModelCall) -> dict[str, str]:
+    """A model call's captured messages, as span or details-event attributes (empty when nothing is captured)."""
+    calls = [messages.tool_call_part(r.call_id, r.name, r.arguments_json) for r in rec.tool_requests]
+    return messages.chat_attributes(
+        rec.input_messages, rec.reasoning, rec.output_text, calls, rec.finish_reason
+    )
+
+
+def tool_call(rec: ToolCall, content_on_spans: bool) -> SpanRecord:
+    """``execute_tool {name}``."""
+    attrs: dict[str, Any] = {}
+    genai.tool_call(attrs, rec)
+    copilot.tool_call(attrs, rec)
+    oi.tool_call(attrs, rec, content_on_spans)
+    ours.tool_call(attrs, rec)
+    if content_on_spans and rec.result_text is not None:
+        attrs[genai.TOOL_CALL_RESULT] = rec.result_text
+    status = StatusCode.UNSET
+    status_message = None
+    events: tuple[SpanEventRecord, ...] = ()
+    if not rec.success:
+        status = StatusCode.ERROR
+        status_message = (rec.message or attrs[genai.ERROR_TYPE])[:STATUS_MESSAGE_MAX]
+        langfuse.failed(attrs, status_message)
+        if rec.error_type == "ToolError":
+            events = (
+                SpanEventRecord(
+                    "gen_ai.client.operation.exception",
+                    rec.end_ns,
+                    {genai.EXCEPTION_TYPE: "ToolError", genai.EXCEPTION_MESSAGE: status_message},
+                ),
+            )
+    return SpanRecord(
+        trace_id=rec.trace_id,
+        span_id=rec.span_id,
+        parent_span_id=rec.parent_span_id,
+        name=f"execute_tool {rec.name}",
+        kind=SpanKind.INTERNAL,
+        start_ns=rec.start_ns,
+        end_ns=rec.end_ns,
+        attributes=attrs,
+        status=status,
+        status_message=status_message,
+        events=events,
+        source_offset=rec.source_offset,
+    )
+
+
+def turn(rec: Turn) -> SpanRecord:
+    """``turn {index}``: one assistant turn (the model call and the tools it asked for)."""
+    attrs: dict[str, Any] = {}
+    genai.turn(attrs, rec)
+    copilot.turn(attrs, rec)
+    oi.turn(attrs, rec)
+    ours.turn(attrs, rec)
+    return SpanRecord(
+        trace_id=rec.trace_id,
+        span_id=rec.span_id,
+        parent_span_id=rec.parent_span_id,
+        name=f"turn {rec.index}",
+        kind=SpanKind.INTERNAL,
+        start_ns=rec.start_ns,
+        end_ns=rec.end_ns,
+        attributes=attrs,
+        source_offset=rec.source_offset,
+    )
+
+
+def agent_run(rec: AgentRun) -> SpanRecord:
+    """``invoke_agent {name}``: a sub-agent."""
+    attrs: dict[str, Any] = {}
+    genai.agent_run(attrs, rec)
+    copilot.agent_run(attrs, rec)
+    oi.agent_run(attrs, rec)
+    ours.agent_run(attrs, rec)
+    attrs.update(messages.agent_attributes(rec.input_text, rec.output_text, rec.system_text))
+    error = rec.outcome is Outcome.ERROR
+    return SpanRecord(
+        trace_id=rec.trace_id,
+        span_id=rec.span_id,
+        parent_span_id=rec.parent_span_id,
+        name=f"invoke_agent {rec.name or 'agent'}",
+        kind=SpanKind.INTERNAL,
+        start_ns=rec.start_ns,
+        end_ns=rec.end_ns,
+        attributes=attrs,
+        status=StatusCode.ERROR if error else StatusCode.UNSET,
+        status_message=rec.status_message[:STATUS_MESSAGE_MAX] if error and rec.status_message else None,
+        source_offset=rec.source_offset,
+    )
+
+
+def prompt_run(rec: PromptRun) -> SpanRecord:
+    """``invoke_agent``: the prompt's root span, with what happened during it as span events."""
+    attrs: dict[str, Any] = {}
+    genai.prompt_run(attrs, rec)
+    copilot.prompt_run(attrs, rec)
+    oi.prompt_run(attrs, rec)
+    langfuse.prompt_run(attrs, rec)
+    ours.prompt_run(attrs, rec)
+    attrs.update(messages.agent_attributes(rec.input_text, rec.output_text, rec.facts.system_prompt))
+    return SpanRecord(
+        trace_id=rec.trace_id,
+        span_id=rec.span_id,
+        parent_span_id=None,
+        name="invoke_agent",
+        kind=SpanKind.INTERNAL,
+        start_ns=rec.start_ns,
+        end_ns=rec.end_ns,
+        attributes=attrs,
+        status=StatusCode.ERROR if rec.error else StatusCode.UNSET,
+        status_message=rec.status_message[:STATUS_MESSAGE_MAX] if rec.error and rec.status_message else None,
+        events=tuple(note_event(note) for note in rec.notes),
+        source_offset=rec.source_offset,
+    )
+
+
+def note_event(note: Note) -> SpanEventRecord:
+    """What happened during a prompt, as an event on its root span."""
+    if isinstance(note, UserMessage):
+        attrs = copilot.user_message(note)
+        ours.user_message(attrs, note)
+        return SpanEventRecord(copilot.USER_MESSAGE_EVENT, note.time_ns, attrs)
+    if isinstance(note, Detection):
+        return SpanEventRecord(ours.RUNAWAY_EVENT, note.time_ns, ours.detection(note, genai.TOOL_NAME))
+    if isinstance(note, SessionShutdown):
+        return SpanEventRecord(copilot.SHUTDOWN_EVENT, note.time_ns, copilot.shutdown_totals(note))
+    if isinstance(note, SessionError):
+        attrs = {
+            genai.EXCEPTION_TYPE: note.error_type,
+            genai.EXCEPTION_MESSAGE: note.message[:STATUS_MESSAGE_MAX],
+        }
+        copilot.error(attrs, note)
+        return SpanEventRecord("gen_ai.client.operation.exception", note.time_ns, attrs)
+    if isinstance(note, Abort):
+        return SpanEventRecord(copilot.ABORT_EVENT, note.time_ns, copilot.abort(note))
+    if isinstance(note, Compaction):
+        name = copilot.COMPACTION_COMPLETE_EVENT if note.complete else copilot.COMPACTION_START_EVENT
+        return SpanEventRecord(name, note.time_ns, copilot.compaction(note))
+    if isinstance(note, Truncation):
+        return SpanEventRecord(copilot.TRUNCATION_EVENT, note.time_ns, copilot.truncation(note))
+    assert isinstance(note, SkillInvoked)
+    return SpanEventRecord(copilot.SKILL_EVENT, note.time_ns, copilot.skill(note))
