@@ -18,6 +18,9 @@ content gate (:class:`copilot_otel.content.ContentGate`: allowed, scrubbed, cut)
 
 Records are slotted; they are created by the hundred thousand during a backfill, so they are not frozen (a frozen
 dataclass costs a ``object.__setattr__`` per field), but are never changed once made: treat them as read-only.
+The three made once per span (:class:`ModelCall`, :class:`ToolCall`, :class:`Turn`) are built positionally by the
+loop, one commented argument a line: matching 15-28 keywords costs more than building the record. Their field
+order is therefore part of their interface; add new fields at the end.
 """
 
 from __future__ import annotations

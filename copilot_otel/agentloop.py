@@ -808,23 +808,25 @@ class AgentLoop:
                 self._emit_chat(prompt, agent, turn, chat.end_ns or end_ns, Outcome.OK, None, None)
         end = max(end_ns, turn.last_ns)
         self._ended(prompt, end)
+        # Positional, in the record's field order: a backfill builds one per span, and matching keywords
+        # costs more than building the record.
         self._out.append(
             Turn(
-                session_id=self.ctx.session_id,
-                provider=self._provider,
-                trace_id=prompt.trace_id,
-                span_id=turn.span_id,
-                parent_span_id=agent.span_id,
-                index=turn.index,
-                turn_id=turn.turn_id,
-                interaction_id=turn.interaction_id,
-                start_ns=turn.start_ns,
-                end_ns=max(end, turn.start_ns),
-                tool_calls=turn.tool_calls,
-                agent_name=agent.name,
-                synthetic=turn.synthetic,
-                incomplete_reason=incomplete,
-                source_offset=self._offset,
+                self.ctx.session_id,  # session_id
+                self._provider,  # provider
+                prompt.trace_id,  # trace_id
+                turn.span_id,  # span_id
+                agent.span_id,  # parent_span_id
+                turn.index,  # index
+                turn.turn_id,  # turn_id
+                turn.interaction_id,  # interaction_id
+                turn.start_ns,  # start_ns
+                max(end, turn.start_ns),  # end_ns
+                turn.tool_calls,  # tool_calls
+                agent.name,  # agent_name
+                turn.synthetic,  # synthetic
+                incomplete,  # incomplete_reason
+                self._offset,  # source_offset
             )
         )
 
@@ -1064,33 +1066,35 @@ class AgentLoop:
                 tool.agent.pending_input.append(messages.tool_result_message(tool.call_id, result_text))
         end = max(end_ns, tool.start_ns)
         self._ended(prompt, end)
+        # Positional, in the record's field order: a backfill builds one per span, and matching keywords
+        # costs more than building the record.
         self._out.append(
             ToolCall(
-                session_id=self.ctx.session_id,
-                provider=self._provider,
-                trace_id=prompt.trace_id,
-                span_id=tool.span_id,
-                parent_span_id=tool.parent_span_id,
-                call_id=tool.call_id,
-                name=tool.name,
-                start_ns=tool.start_ns,
-                end_ns=end,
-                description=tool.description,
-                mcp_server=tool.mcp_server,
-                arguments_hash=tool.args_hash,
-                agent_name=tool.agent.name,
-                success=success,
-                error_type=None if success else (error_type or "ToolError"),
-                message=message,
-                incomplete_reason=incomplete,
-                completed=data is not None,
-                exit_code=exit_code,
-                user_requested=user_requested,
-                file_edits=file_edits,
-                error_code=error_code,
-                arguments_json=self.gate.json(tool.arguments, ContentKind.TOOL_ARGUMENTS),
-                result_text=result_text,
-                source_offset=self._offset,
+                self.ctx.session_id,  # session_id
+                self._provider,  # provider
+                prompt.trace_id,  # trace_id
+                tool.span_id,  # span_id
+                tool.parent_span_id,  # parent_span_id
+                tool.call_id,  # call_id
+                tool.name,  # name
+                tool.start_ns,  # start_ns
+                end,  # end_ns
+                tool.description,  # description
+                tool.mcp_server,  # mcp_server
+                tool.args_hash,  # arguments_hash
+                tool.agent.name,  # agent_name
+                success,  # success
+                None if success else (error_type or "ToolError"),  # error_type
+                message,  # message
+                incomplete,  # incomplete_reason
+                data is not None,  # completed
+                exit_code,  # exit_code
+                user_requested,  # user_requested
+                file_edits,  # file_edits
+                error_code,  # error_code
+                self.gate.json(tool.arguments, ContentKind.TOOL_ARGUMENTS),  # arguments_json
+                result_text,  # result_text
+                self._offset,  # source_offset
             )
         )
         if incomplete is None:
@@ -1257,36 +1261,38 @@ class AgentLoop:
         start = turn.start_ns
         end = max(end_ns, start)
         self._ended(prompt, end)
+        # Positional, in the record's field order: a backfill builds one per span, and matching keywords
+        # costs more than building the record.
         self._out.append(
             ModelCall(
-                session_id=self.ctx.session_id,
-                provider=self._provider,
-                trace_id=prompt.trace_id,
-                span_id=span_id or self._sid("chat", str(turn.span_id)),
-                parent_span_id=parent or turn.span_id,
-                start_ns=start,
-                end_ns=end,
-                model=model,
-                response_model=chat.response_model or model,
-                response_id=chat.response_id,
-                finish_reason=finish,
-                usage=chat.usage,
-                calls=chat.records,
-                ttft_ms=chat.ttft_ms,
-                server_ms=chat.server_ms,
-                initiator=chat.initiator,
-                turn_id=turn.turn_id,
-                interaction_id=turn.interaction_id,
-                agent_name=agent.name,
-                origin=origin,
-                outcome=outcome,
-                error_type=(error_type or "ModelCallError") if outcome is Outcome.ERROR else None,
-                message=message,
-                input_messages=chat.input_messages,
-                reasoning=chat.reasoning_text,
-                output_text=text,
-                tool_requests=requests,
-                source_offset=self._offset,
+                self.ctx.session_id,  # session_id
+                self._provider,  # provider
+                prompt.trace_id,  # trace_id
+                span_id or self._sid("chat", str(turn.span_id)),  # span_id
+                parent or turn.span_id,  # parent_span_id
+                start,  # start_ns
+                end,  # end_ns
+                model,  # model
+                chat.response_model or model,  # response_model
+                chat.response_id,  # response_id
+                finish,  # finish_reason
+                chat.usage,  # usage
+                chat.records,  # calls
+                chat.ttft_ms,  # ttft_ms
+                chat.server_ms,  # server_ms
+                chat.initiator,  # initiator
+                turn.turn_id,  # turn_id
+                turn.interaction_id,  # interaction_id
+                agent.name,  # agent_name
+                origin,  # origin
+                outcome,  # outcome
+                (error_type or "ModelCallError") if outcome is Outcome.ERROR else None,  # error_type
+                message,  # message
+                chat.input_messages,  # input_messages
+                chat.reasoning_text,  # reasoning
+                text,  # output_text
+                requests,  # tool_requests
+                self._offset,  # source_offset
             )
         )
         agent.usage.add(chat.usage)
