@@ -73,7 +73,6 @@ MCP_SERVER = Path(__file__).resolve().with_name("mcp_server.py")
 # Left out of the copied session folder: the per-session SQLite database (written once the
 # session compacts; ~190 KB of empty workflow tables, nothing the event log lacks).
 LEFT_OUT = "session.db*"
-FAKE_API_KEY = "fake-shapes-api-key"
 # Placeholders in Run.args, replaced when the shape runs.
 SESSION_ID_TOKEN = "<session-id>"
 MCP_CONFIG_TOKEN = "<mcp-config>"
@@ -668,9 +667,6 @@ def capture(shape: Shape, out_dir: Path, binary: Path, lab_root: Path, log: Call
                 server.base_url,
                 extra_args=args,
                 env_extra={
-                    # Not the harness's one-letter "x": the CLI masks the key's value in its stdout
-                    # and process log (every "x" became "******").
-                    "COPILOT_PROVIDER_API_KEY": FAKE_API_KEY,
                     "COPILOT_OTEL_FILE_EXPORTER_PATH": str(otel),
                     "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true",
                 },
