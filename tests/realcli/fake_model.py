@@ -63,6 +63,14 @@ COMPLETION_TOKENS = 40
 KEEPALIVE_INTERVAL_S = 0.5
 # Text sent when no marker matches (or a request carries no tools: a "utility" call).
 UNSCRIPTED_TEXT = "OK."
+# The CLI marks its history-summarising model call with this header value (real-cli.md §10).
+COMPACTION_INTERACTION = "conversation-compaction"
+# How the CLI's replacement for a compacted history begins (1.0.102).
+COMPACTED_PREFIX = "Some of the conversation history has been summarized"
+# Reply to a compaction call; the CLI keeps it as the summary of the history so far.
+COMPACTION_TEXT = (
+    "<overview>The user asked for a scripted scenario; the assistant ran the requested tools.</overview>"
+)
 # Cap on recorded requests so a runaway client cannot grow memory without bound.
 MAX_RECORDED_REQUESTS = 10_000
 
@@ -104,6 +112,9 @@ class Step:
         hang: answer 200 + SSE headers, then only ``: keep-alive`` comments until the
             client disconnects or the server stops (for abort tests).
         status: a non-200 status answers with an OpenAI-style JSON error body instead.
+        prompt_tokens: ``usage.prompt_tokens`` of this reply (default :data:`PROMPT_TOKENS`);
+            more than the model's limit (gpt-4.1: 64000) makes the CLI compact.
+        completion_tokens: ``usage.completion_tokens`` (default :data:`COMPLETION_TOKENS`).
     """
 
     content: str = ""
@@ -111,6 +122,8 @@ class Step:
     delay_s: float = 0.0
     hang: bool = False
     status: int = 200
+    prompt_tokens: int = PROMPT_TOKENS
+    completion_tokens: int = COMPLETION_TOKENS
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,6 +307,8 @@ class _Reply:
     step: Step
     response_id: str
     cwd: str
+    # A compaction call: (script, step index) the summarised history had reached.
+    compacts: tuple[str, int] | None = None
 
 
 def _text(content: Any) -> str:
@@ -305,16 +320,52 @@ def _text(content: Any) -> str:
     return ""
 
 
-def choose_reply(body: Any, scripts: Mapping[str, Script]) -> _Reply:
-    """Pick the scripted reply for a chat-completions request body (pure; see module docstring)."""
+def choose_reply(
+    body: Any,
+    scripts: Mapping[str, Script],
+    interaction_type: str | None = None,
+    compacted: Mapping[str, int] | None = None,
+) -> _Reply:
+    """Pick the scripted reply for a chat-completions request body (pure; see module docstring).
+
+    Args:
+        body: the request body.
+        scripts: the scripts by name.
+        interaction_type: the request's ``x-interaction-type`` header. A compaction call is
+            answered with :data:`COMPACTION_TEXT`; its reply's ``compacts`` says which script
+            and step the summarised history had reached.
+        compacted: per script, the step index its history had reached when it was last
+            compacted. After a compaction the CLI replaces the history by one user message
+            (starting with :data:`COMPACTED_PREFIX`, quoting the prompt with its marker), so
+            the steps counted after that message are added to this offset; otherwise the
+            script would replay steps (and tool-call ids) it had already sent.
+    """
     messages: list[dict[str, Any]] = [m for m in (body or {}).get("messages", []) if isinstance(m, dict)]
     cwd = ""
     for m in messages:
         if m.get("role") == "system" and (found := _CWD_RE.search(_text(m.get("content")))):
             cwd = found.group(1)
             break
+    located = _locate(messages, scripts, compacted or {})
+    if interaction_type == COMPACTION_INTERACTION:
+        text = located[2] if located else ""
+        step = Step(content=COMPACTION_TEXT)
+        compacts = (located[0].name, located[1]) if located else None
+        return _Reply(None, None, step, _response_id("compaction", 0, text), cwd, compacts)
     if not (body or {}).get("tools"):
         return _Reply(None, None, Step(content=UNSCRIPTED_TEXT), _response_id("utility", 0, ""), cwd)
+    if located is None:
+        return _Reply(None, None, Step(content=UNSCRIPTED_TEXT), _response_id("unscripted", 0, ""), cwd)
+    script, step_index, text = located
+    return _Reply(
+        script.name, step_index, script.step(step_index), _response_id(script.name, step_index, text), cwd
+    )
+
+
+def _locate(
+    messages: Sequence[Mapping[str, Any]], scripts: Mapping[str, Script], compacted: Mapping[str, int]
+) -> tuple[Script, int, str] | None:
+    """``(script, step index, marker message text)`` of the newest user message with a marker."""
     for index in range(len(messages) - 1, -1, -1):
         if messages[index].get("role") != "user":
             continue
@@ -322,9 +373,10 @@ def choose_reply(body: Any, scripts: Mapping[str, Script]) -> _Reply:
         for script in scripts.values():
             if marker(script.name) in text:
                 step_index = sum(1 for m in messages[index + 1 :] if m.get("role") == "assistant")
-                step = script.step(step_index)
-                return _Reply(script.name, step_index, step, _response_id(script.name, step_index, text), cwd)
-    return _Reply(None, None, Step(content=UNSCRIPTED_TEXT), _response_id("unscripted", 0, ""), cwd)
+                if text.startswith(COMPACTED_PREFIX):
+                    step_index += compacted.get(script.name, 0)
+                return script, step_index, text
+    return None
 
 
 def _response_id(script: str, step_index: int, user_text: str) -> str:
@@ -384,9 +436,9 @@ def sse_frames(reply: _Reply, model: str, created: int) -> Iterator[bytes]:
             yield chunk({"tool_calls": [{"index": n, "function": {"arguments": piece}}]})
     yield chunk({}, "tool_calls" if step.tool_calls else "stop")
     usage = {
-        "prompt_tokens": PROMPT_TOKENS,
-        "completion_tokens": COMPLETION_TOKENS,
-        "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
+        "prompt_tokens": step.prompt_tokens,
+        "completion_tokens": step.completion_tokens,
+        "total_tokens": step.prompt_tokens + step.completion_tokens,
     }
     final = {
         "id": reply.response_id,
@@ -446,7 +498,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             fake._record(self, body, None)
             self._json(404, {"error": {"message": "not found", "type": "not_found", "code": 404}})
             return
-        reply = choose_reply(body, fake.scripts)
+        with fake._cond:
+            compacted = dict(fake.compacted)
+        reply = choose_reply(body, fake.scripts, self.headers.get("x-interaction-type"), compacted)
+        if reply.compacts is not None:
+            with fake._cond:
+                fake.compacted[reply.compacts[0]] = reply.compacts[1]
         fake._record(self, body, reply)
         step = reply.step
         if step.delay_s and fake.stop_event.wait(step.delay_s):
@@ -501,6 +558,8 @@ class FakeModelServer:
     port: int = 0
     log_path: str | None = None
     requests: list[RecordedRequest] = field(default_factory=list, init=False)
+    # Per script, the step its history had reached at its latest compaction (see choose_reply).
+    compacted: dict[str, int] = field(default_factory=dict, init=False)
     stop_event: threading.Event = field(default_factory=threading.Event, init=False)
     _httpd: _HTTPServer | None = field(default=None, init=False, repr=False)
     _thread: threading.Thread | None = field(default=None, init=False, repr=False)

@@ -36,6 +36,7 @@ from typing import IO, Any, Literal, overload
 
 __all__ = [
     "CLI_VERSION",
+    "FAKE_API_KEY",
     "CopilotProcess",
     "build_command",
     "build_env",
@@ -52,6 +53,10 @@ DEFAULT_CLI_DIR = Path(__file__).resolve().parents[2] / ".cache" / "copilot-cli"
 # Shared XDG_CACHE_HOME for all runs (gitignored, like the install folder).
 SHARED_CACHE_DIR = Path(__file__).resolve().parents[2] / ".cache" / "copilot-xdg-cache"
 MODEL = "gpt-4.1"
+# Sent as "Authorization: Bearer …" (the fake model ignores it). Not a short word: the CLI masks
+# this value wherever it appears in its stdout and process log, so a one-letter key like "x"
+# turned every x there into "******" ("e******itCode").
+FAKE_API_KEY = "fake-copilot-otel-api-key"
 # Upper bound for the one-off unpacking run that warms the shared cache.
 WARM_TIMEOUT_S = 60.0
 # Grace period between SIGINT/SIGTERM and SIGKILL when a run must be stopped.
@@ -116,7 +121,7 @@ def build_env(home: Path, base_url: str, env_extra: Mapping[str, str] | None = N
         "COPILOT_OFFLINE": "true",
         "COPILOT_PROVIDER_BASE_URL": base_url,
         "COPILOT_PROVIDER_TYPE": "openai",
-        "COPILOT_PROVIDER_API_KEY": "x",
+        "COPILOT_PROVIDER_API_KEY": FAKE_API_KEY,
         "COPILOT_MODEL": MODEL,
         "XDG_CACHE_HOME": str(SHARED_CACHE_DIR),
     }

@@ -1,0 +1,794 @@
+"""Capture session shapes from the real Copilot CLI into fixture folders (rerunnable).
+
+Usage::
+
+    python -m tests.realcli.shapes OUT_DIR [--only NAME ...] [--lab DIR]
+
+For every shape (see :data:`SHAPES`) this starts the scripted fake model
+(:mod:`tests.realcli.fake_model`, the only fake), runs the real CLI one or more times
+(BYOK offline, clean environment, throw-away ``$HOME``, a prepared working folder,
+``--output-format json``, the CLI's own OTel file export with message content) and
+writes ``OUT_DIR/<name>/`` laid out like ``tests/fixtures/cli-generated/<name>/``:
+
+* the session folder's files verbatim (``events.jsonl``, ``workspace.yaml``, …);
+* ``_capture/``: ``otel.jsonl`` (every run's CLI OTel export, concatenated),
+  ``stdout.jsonl``, ``stderr.txt`` (concatenated per run), ``process-*.log``,
+  ``model-requests.jsonl``, ``meta.json`` and, for the MCP shape, ``mcp-requests.jsonl``
+  (every JSON-RPC message the CLI sent to :mod:`tests.realcli.mcp_server`).
+
+Mechanical reductions keep fixtures small, all recorded in ``meta.json``:
+``model-requests.jsonl`` shows the system prompt as length+hash and tools by name (as the
+``cli-generated`` fixtures do) and folds a history prefix it already logged into a
+reference to that request; in ``otel.jsonl`` a long attribute value that repeats one
+already written earlier in the file (the system prompt and tool definitions on every
+``chat`` span) is replaced by ``<repeat: N chars, sha256 …>`` (the first occurrence is
+kept verbatim); the session folder's ``session.db`` is left out. ``events.jsonl``,
+``stdout.jsonl``, ``stderr.txt`` and the process logs are the CLI's bytes, unchanged.
+
+The CLI's ``$HOME`` is ``<lab>/<name>/home`` and the working folder
+``<lab>/<name>/projects/<name>`` (``--lab`` defaults to :data:`DEFAULT_LAB`); session ids are
+fixed, so reruns give the same ids and paths (timestamps, event ids and durations differ).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.realcli.fake_model import (
+    FakeModelServer,
+    RecordedRequest,
+    Script,
+    Step,
+    ToolCall,
+    prompt_for,
+)
+from tests.realcli.harness import (
+    CLI_VERSION,
+    MODEL,
+    find_copilot_binary,
+    read_events,
+    run_copilot,
+    session_dir,
+)
+
+__all__ = ["SHAPES", "Run", "Shape", "capture", "main"]
+
+DEFAULT_LAB = Path("/tmp/copilot-otel-shapes")
+# Attribute values at least this long are replaced in otel.jsonl when they repeat verbatim.
+OTEL_REPEAT_MIN_CHARS = 2_000
+# How long to wait for a tool.execution_start before giving up on an interrupt (seconds).
+INTERRUPT_DEADLINE_S = 60.0
+POLL_S = 0.05
+MCP_SERVER = Path(__file__).resolve().with_name("mcp_server.py")
+# Left out of the copied session folder: the per-session SQLite database (written once the
+# session compacts; ~190 KB of empty workflow tables, nothing the event log lacks).
+LEFT_OUT = "session.db*"
+# Placeholders in Run.args, replaced when the shape runs.
+SESSION_ID_TOKEN = "<session-id>"
+MCP_CONFIG_TOKEN = "<mcp-config>"
+# Headers that only say which client library / connection sent a request (noise in a diff).
+_DROPPED_HEADERS = ("host", "content-length", "accept-encoding", "connection")
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One CLI process of a shape.
+
+    Args:
+        prompt: the ``-p`` prompt.
+        args: extra CLI arguments (``<session-id>`` and ``<mcp-config>`` are substituted);
+            the first run always gets ``--session-id=<id>``.
+        interrupt_on: a tool-call id: SIGINT the CLI once that call's ``tool.execution_start``
+            is in ``events.jsonl`` (plus ``interrupt_delay_s``).
+        timeout_s: kill the run (and fail the capture) after this long.
+    """
+
+    prompt: str
+    args: tuple[str, ...] = ()
+    interrupt_on: str | None = None
+    interrupt_delay_s: float = 1.0
+    timeout_s: float = 180.0
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """A session shape: scripts for the fake model, the CLI runs, the working folder's files."""
+
+    name: str
+    description: str
+    session_id: str
+    scripts: tuple[Script, ...]
+    runs: tuple[Run, ...]
+    files: Mapping[str, str] = field(default_factory=dict)
+
+
+def _bash(command: str, description: str, **extra: Any) -> ToolCall:
+    return ToolCall("bash", {"command": command, "description": description, **extra})
+
+
+def _task_complete(summary: str) -> ToolCall:
+    return ToolCall("task_complete", {"summary": summary})
+
+
+def _sid(n: int) -> str:
+    return f"0e{n:06x}-0000-4000-8000-{n:012x}"
+
+
+def _loop_steps(blocks: int, calls: int) -> tuple[Step, ...]:
+    """``blocks`` times: ``calls`` steps of the identical ``bash echo loop``, then a text answer."""
+    loop = Step(tool_calls=(_bash("echo loop", "Loop again"),))
+    block = (loop,) * calls + (Step(content="Still not done; looping again."),)
+    return block * blocks
+
+
+_PROJECT = {
+    "README.md": "# Shapes demo\n\nA tiny project the real Copilot CLI works on.\n",
+    "src/app.py": "def add(a, b):\n    return a + b\n",
+}
+
+SHAPES: tuple[Shape, ...] = (
+    Shape(
+        "autopilot-cap",
+        "--autopilot --max-autopilot-continues 3; the model only ever answers text and never calls "
+        "task_complete, so the CLI sends 3 autopilot continuations and stops at its cap "
+        "(stdout: session.autopilot_stopped reason cap_reached).",
+        _sid(1),
+        (
+            Script(
+                "apcap",
+                (Step(content="I looked at the project and will keep going."),),
+                final="Still thinking about the task.",
+            ),
+        ),
+        (
+            Run(
+                prompt_for("apcap", "Review the project and report."),
+                ("--autopilot", "--max-autopilot-continues", "3"),
+            ),
+        ),
+        _PROJECT,
+    ),
+    Shape(
+        "autopilot-complete",
+        "--autopilot; the model answers text (one continuation follows), runs bash in the continuation, "
+        "then calls task_complete {summary}: session.task_complete, no model call after it.",
+        _sid(2),
+        (
+            Script(
+                "apdone",
+                (
+                    Step(content="Let me plan the work first."),
+                    Step(
+                        content="Writing the result.",
+                        tool_calls=(_bash("echo 42 > result.txt && cat result.txt", "Write the result"),),
+                    ),
+                    Step(
+                        content="The result is written.",
+                        tool_calls=(_task_complete("Wrote 42 to result.txt."),),
+                    ),
+                ),
+                final="Done.",
+            ),
+        ),
+        (Run(prompt_for("apdone", "Write the answer to result.txt."), ("--autopilot",)),),
+        _PROJECT,
+    ),
+    Shape(
+        "autopilot-loop",
+        "A runaway: --autopilot --max-autopilot-continues 3; each of the 4 segments (prompt + 3 "
+        "continuations) has 8 model turns of the identical bash 'echo loop', then a text answer: "
+        "32 identical bash calls, then the CLI stops at its cap.",
+        _sid(3),
+        (Script("aploop", _loop_steps(4, 8), final="Still not done; looping again."),),
+        (
+            Run(
+                prompt_for("aploop", "Keep checking until the loop ends."),
+                ("--autopilot", "--max-autopilot-continues", "3"),
+            ),
+        ),
+        _PROJECT,
+    ),
+    Shape(
+        "fleet",
+        "--fleet; the model starts two explore sub-agents with task mode=background (each prompt has its "
+        "own marker), says it waits; each sub-agent runs one tool and answers; the CLI then injects "
+        "system.notification agent_idle and writes read_agent calls itself; a final model turn answers.",
+        _sid(4),
+        (
+            Script(
+                "fleet",
+                (
+                    Step(
+                        content="I'll start two helpers in the background.",
+                        tool_calls=(
+                            ToolCall(
+                                "task",
+                                {
+                                    "name": "alpha",
+                                    "agent_type": "explore",
+                                    "description": "Survey the sources",
+                                    "prompt": prompt_for("fleeta", "List the Python files in {cwd}."),
+                                    "mode": "background",
+                                },
+                            ),
+                            ToolCall(
+                                "task",
+                                {
+                                    "name": "beta",
+                                    "agent_type": "explore",
+                                    "description": "Read the README",
+                                    "prompt": prompt_for("fleetb", "Summarise {cwd}/README.md."),
+                                    "mode": "background",
+                                },
+                            ),
+                        ),
+                    ),
+                    Step(content="Both helpers are running; I will wait for their results."),
+                ),
+                final="Both helpers reported back: one Python file and a short README.",
+            ),
+            Script(
+                "fleeta",
+                (
+                    Step(
+                        tool_calls=(ToolCall("glob", {"pattern": "**/*.py", "paths": "{cwd}"}),), delay_s=1.0
+                    ),
+                    Step(content="There is one Python file: src/app.py.", delay_s=1.0),
+                ),
+            ),
+            Script(
+                "fleetb",
+                (
+                    Step(tool_calls=(ToolCall("view", {"path": "{cwd}/README.md"}),), delay_s=1.5),
+                    Step(content="The README describes a tiny demo project.", delay_s=1.5),
+                ),
+            ),
+        ),
+        (Run(prompt_for("fleet", "Survey this project with helpers in parallel."), ("--fleet",)),),
+        _PROJECT,
+    ),
+    Shape(
+        "background-shell",
+        "bash with mode=async (the tool schema's background mode) runs 'sleep 2'; meanwhile the agent "
+        "runs a 4 s foreground bash; the background command finishes first: system.notification "
+        "shell_completed, then a CLI-written assistant.message calling read_bash, then a final answer.",
+        _sid(5),
+        (
+            Script(
+                "bgshell",
+                (
+                    Step(
+                        content="Starting the build in the background.",
+                        tool_calls=(
+                            _bash(
+                                "sleep 2; echo background build finished",
+                                "Build in the background",
+                                mode="async",
+                                shellId="build",
+                            ),
+                        ),
+                    ),
+                    Step(
+                        content="While it builds, I check the sources.",
+                        tool_calls=(_bash("sleep 4; wc -l src/app.py", "Check the sources"),),
+                    ),
+                    Step(content="The sources are fine; waiting for the build."),
+                ),
+                final="The background build finished.",
+            ),
+        ),
+        (Run(prompt_for("bgshell", "Build the project in the background and check the sources.")),),
+        _PROJECT,
+    ),
+    Shape(
+        "compaction-threshold",
+        "The first reply reports usage.prompt_tokens=70000 (over BYOK gpt-4.1's 64000 limit) with a bash "
+        "call: the CLI compacts by threshold (session.compaction_start trigger threshold, a "
+        "conversation-compaction model call, session.compaction_complete), then the script continues.",
+        _sid(6),
+        (
+            Script(
+                "compact",
+                (
+                    Step(
+                        content="Reading a lot of files.",
+                        tool_calls=(_bash("cat README.md src/app.py", "Read the files"),),
+                        prompt_tokens=70_000,
+                    ),
+                    Step(
+                        content="One more check.",
+                        tool_calls=(_bash("wc -c README.md", "Count bytes"),),
+                    ),
+                ),
+                final="The project has a README and one module.",
+            ),
+        ),
+        (Run(prompt_for("compact", "Read everything in the project.")),),
+        _PROJECT,
+    ),
+    Shape(
+        "compaction-manual",
+        "Run 1: a prompt with two bash turns and an answer; run 2: --resume with -p /compact: a manual "
+        "compaction (no user.message, no turn) with model.* events.",
+        _sid(7),
+        (
+            Script(
+                "manual",
+                (
+                    Step(content="Listing files.", tool_calls=(_bash("ls", "List files"),)),
+                    Step(content="Reading the module.", tool_calls=(_bash("cat src/app.py", "Read"),)),
+                ),
+                final="src/app.py defines add(a, b).",
+            ),
+        ),
+        (
+            Run(prompt_for("manual", "What does this project define?")),
+            Run("/compact", (f"--resume={SESSION_ID_TOKEN}",)),
+        ),
+        _PROJECT,
+    ),
+    Shape(
+        "plan-to-autopilot",
+        "Run 1: --plan; the model answers with a plan. Run 2: --resume --plan --mode autopilot; the model "
+        "calls exit_plan_mode (approved automatically: session.mode_changed plan -> autopilot inside the "
+        "prompt), runs bash, then task_complete.",
+        _sid(8),
+        (
+            Script(
+                "plan",
+                (Step(content="Plan:\n1. Add a subtract function to src/app.py.\n2. Check it with python."),),
+                final="The plan is ready.",
+            ),
+            Script(
+                "planrun",
+                (
+                    Step(
+                        content="The plan is ready; leaving plan mode.",
+                        tool_calls=(
+                            ToolCall(
+                                "exit_plan_mode",
+                                {"summary": "1. Add subtract to src/app.py. 2. Check it with python."},
+                            ),
+                        ),
+                    ),
+                    Step(
+                        content="Implementing the plan.",
+                        tool_calls=(
+                            _bash(
+                                "printf 'def sub(a, b):\\n    return a - b\\n' >> src/app.py && "
+                                "python3 -c 'import sys; sys.path.insert(0, \"src\"); import app; print(app.sub(5, 3))'",
+                                "Add and check sub",
+                            ),
+                        ),
+                    ),
+                    Step(
+                        content="sub works.",
+                        tool_calls=(_task_complete("Added sub(a, b) to src/app.py; sub(5, 3) == 2."),),
+                    ),
+                ),
+                final="Done.",
+            ),
+        ),
+        (
+            Run(prompt_for("plan", "Plan adding a subtract function."), ("--plan",)),
+            Run(
+                prompt_for("planrun", "Implement the plan."),
+                (f"--resume={SESSION_ID_TOKEN}", "--plan", "--mode", "autopilot"),
+            ),
+        ),
+        _PROJECT,
+    ),
+    Shape(
+        "model-change-resume",
+        "Run 1 on gpt-4.1 (one bash turn); run 2: --resume --model gpt-5-mini: session.model_change "
+        "{source: startup} before the second prompt, whose model calls name gpt-5-mini.",
+        _sid(9),
+        (
+            Script(
+                "modela",
+                (Step(content="Counting lines.", tool_calls=(_bash("wc -l src/app.py", "Count lines"),)),),
+                final="src/app.py has 2 lines.",
+            ),
+            Script("modelb", (Step(content="The README has three lines."),)),
+        ),
+        (
+            Run(prompt_for("modela", "How long is src/app.py?")),
+            Run(
+                prompt_for("modelb", "And the README?"),
+                (f"--resume={SESSION_ID_TOKEN}", "--model", "gpt-5-mini"),
+            ),
+        ),
+        _PROJECT,
+    ),
+    Shape(
+        "mcp-tools",
+        "A stdio MCP server of our own (tests/realcli/mcp_server.py) via --additional-mcp-config: "
+        "shapes-echo and shapes-add succeed (parallel), shapes-fail returns isError, shapes-boom answers "
+        "a JSON-RPC error; then a final answer.",
+        _sid(10),
+        (
+            Script(
+                "mcp",
+                (
+                    Step(
+                        content="Calling the MCP tools.",
+                        tool_calls=(
+                            ToolCall("shapes-echo", {"text": "hello from mcp"}),
+                            ToolCall("shapes-add", {"a": 2, "b": 3}),
+                        ),
+                    ),
+                    Step(tool_calls=(ToolCall("shapes-fail", {"reason": "scripted"}),)),
+                    Step(tool_calls=(ToolCall("shapes-boom", {}),)),
+                ),
+                final="echo and add worked; fail and boom failed as expected.",
+            ),
+        ),
+        (
+            Run(
+                prompt_for("mcp", "Try the shapes MCP tools."),
+                (f"--additional-mcp-config={MCP_CONFIG_TOKEN}",),
+            ),
+        ),
+        _PROJECT,
+    ),
+    Shape(
+        "denied-tools",
+        "--deny-tool=shell(rm) --deny-tool=write --excluded-tools=glob: bash rm is denied while a parallel "
+        "bash echo runs, create is denied (write), glob is not offered and fails as an unknown tool.",
+        _sid(11),
+        (
+            Script(
+                "denied",
+                (
+                    Step(
+                        content="Cleaning up and checking.",
+                        tool_calls=(
+                            _bash("rm -f scratch.txt", "Remove the scratch file"),
+                            _bash("echo still here", "Say hello"),
+                        ),
+                    ),
+                    Step(
+                        content="Writing notes.",
+                        tool_calls=(ToolCall("create", {"path": "{cwd}/NOTES.md", "file_text": "notes\n"}),),
+                    ),
+                    Step(tool_calls=(ToolCall("glob", {"pattern": "**/*"}),)),
+                ),
+                final="rm and create were denied and glob is not available.",
+            ),
+        ),
+        (
+            Run(
+                prompt_for("denied", "Clean up scratch.txt and write notes."),
+                ("--deny-tool=shell(rm)", "--deny-tool=write", "--excluded-tools=glob"),
+            ),
+        ),
+        {**_PROJECT, "scratch.txt": "scratch\n"},
+    ),
+    Shape(
+        "sigint-autopilot",
+        "--autopilot; the first answer is text, so an autopilot continuation follows; in it the model "
+        "runs 'sleep 30' and the CLI gets SIGINT 1.5 s after that tool.execution_start is on disk.",
+        _sid(12),
+        (
+            Script(
+                "apint",
+                (
+                    Step(content="Let me think about the migration."),
+                    Step(
+                        content="Running the migration.",
+                        tool_calls=(
+                            _bash("echo migrating; sleep 30; echo migrated", "Migrate", initial_wait=60),
+                        ),
+                    ),
+                ),
+                final="Migrated.",
+            ),
+        ),
+        (
+            Run(
+                prompt_for("apint", "Run the migration."),
+                ("--autopilot",),
+                interrupt_on="call_apint_1_0",
+                interrupt_delay_s=1.5,
+            ),
+        ),
+        _PROJECT,
+    ),
+)
+
+
+def _reduce_requests(records: Sequence[RecordedRequest], scripts: Mapping[str, Script]) -> Iterator[str]:
+    """The model-requests.jsonl lines, each request's history prefix shared with an earlier one folded.
+
+    Every request resends the whole history; when its ``messages`` start with all messages of
+    an earlier request, that prefix becomes ``{"role": "<history>", "same_as_seq": k,
+    "messages": n}`` (the latest such request), so the log grows linearly, not quadratically.
+    """
+    earlier: list[tuple[int, list[Any]]] = []
+    for record in records:
+        out = _reduce_request(record, scripts)
+        body = out["body"]
+        if isinstance(body, dict) and isinstance(body.get("messages"), list):
+            messages: list[Any] = body["messages"]
+            for seq, previous in reversed(earlier):
+                if 1 < len(previous) <= len(messages) and messages[: len(previous)] == previous:
+                    prefix = {"role": "<history>", "same_as_seq": seq, "messages": len(previous)}
+                    body["messages"] = [prefix, *messages[len(previous) :]]
+                    break
+            earlier.append((record.seq, messages))
+        yield json.dumps(out)
+
+
+def _reduce_request(record: RecordedRequest, scripts: Mapping[str, Script]) -> dict[str, Any]:
+    """One model-requests.jsonl line: credentials already redacted; system prompt and tools reduced."""
+    out = record.as_dict()
+    out["headers"] = {
+        k: v
+        for k, v in record.headers.items()
+        if k not in _DROPPED_HEADERS and not k.startswith("x-stainless-")
+    }
+    body = record.body
+    if isinstance(body, dict):
+        body = dict(body)
+        messages = []
+        for m in body.get("messages", []):
+            if isinstance(m, dict) and m.get("role") == "system" and isinstance(m.get("content"), str):
+                text = m["content"]
+                digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+                m = {**m, "content": f"<system prompt: {len(text)} chars, sha256 {digest}>"}
+            messages.append(m)
+        body["messages"] = messages
+        if isinstance(body.get("tools"), list):
+            body["tools"] = [t.get("function", {}).get("name") for t in body["tools"] if isinstance(t, dict)]
+        out["body"] = body
+    script = scripts.get(record.script or "")
+    if script is not None and record.step_index is not None:
+        out["step"] = _step_dict(script.step(record.step_index))
+    return out
+
+
+def _step_dict(step: Step) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "content": step.content,
+        "tool_calls": [{"name": c.name, "arguments": dict(c.arguments)} for c in step.tool_calls],
+    }
+    defaults = Step()
+    for name in ("delay_s", "hang", "status", "prompt_tokens", "completion_tokens"):
+        if getattr(step, name) != getattr(defaults, name):
+            out[name] = getattr(step, name)
+    return out
+
+
+def _reduce_otel_lines(lines: Iterator[str]) -> Iterator[str]:
+    """The CLI's OTel JSON lines, long attribute values that repeat an earlier one replaced."""
+    seen: set[str] = set()
+
+    def reduce(value: Any) -> Any:
+        if isinstance(value, str) and len(value) >= OTEL_REPEAT_MIN_CHARS:
+            digest = hashlib.sha256(value.encode()).hexdigest()[:16]
+            if digest in seen:
+                return f"<repeat: {len(value)} chars, sha256 {digest}>"
+            seen.add(digest)
+        return value
+
+    for line in lines:
+        if not line.strip():
+            continue
+        obj = json.loads(line)
+        attributes = obj.get("attributes")
+        if isinstance(attributes, dict):
+            obj["attributes"] = {k: reduce(v) for k, v in attributes.items()}
+        yield json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def _wait_for_tool_start(folder: Path, call_id: str, proc: subprocess.Popen[bytes]) -> bool:
+    end = time.monotonic() + INTERRUPT_DEADLINE_S
+    while time.monotonic() < end and proc.poll() is None:
+        for event in read_events(folder):
+            if event["type"] == "tool.execution_start" and event["data"].get("toolCallId") == call_id:
+                return True
+        time.sleep(POLL_S)
+    return False
+
+
+def _cli_version(binary: Path) -> str:
+    out = subprocess.run(
+        [str(binary), "--version"],
+        env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/nonexistent", "COPILOT_AUTO_UPDATE": "false"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return out.stdout.strip().splitlines()[0]
+
+
+def _mcp_config(lab: Path) -> str:
+    server = lab / "mcp" / MCP_SERVER.name
+    server.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(MCP_SERVER, server)
+    config = {
+        "mcpServers": {
+            "shapes": {
+                "type": "local",
+                "command": "python3",
+                "args": [str(server)],
+                "env": {"SHAPES_MCP_LOG": str(lab / "mcp" / "requests.jsonl")},
+                "tools": ["*"],
+            }
+        }
+    }
+    return json.dumps(config)
+
+
+def capture(shape: Shape, out_dir: Path, binary: Path, lab_root: Path, log: Callable[[str], None]) -> Path:
+    """Run ``shape`` with the real CLI and write its fixture folder ``out_dir/<name>``; returns it."""
+    lab = lab_root / shape.name
+    shutil.rmtree(lab, ignore_errors=True)
+    home, workdir = lab / "home", lab / "projects" / shape.name
+    workdir.mkdir(parents=True)
+    for rel, text in shape.files.items():
+        (workdir / rel).parent.mkdir(parents=True, exist_ok=True)
+        (workdir / rel).write_text(text)
+    scripts = {s.name: s for s in shape.scripts}
+    tokens = {SESSION_ID_TOKEN: shape.session_id}
+    if any(MCP_CONFIG_TOKEN in a for run in shape.runs for a in run.args):
+        tokens[MCP_CONFIG_TOKEN] = _mcp_config(lab)
+    folder = session_dir(home, shape.session_id)
+    runs_meta: list[dict[str, Any]] = []
+    stdout_parts: list[str] = []
+    stderr_parts: list[str] = []
+    otel_files: list[Path] = []
+    with FakeModelServer(scripts=scripts) as server:
+        for i, run in enumerate(shape.runs):
+            args = [_substitute(a, tokens) for a in run.args]
+            if i == 0:
+                args.insert(0, f"--session-id={shape.session_id}")
+            args += ["--output-format", "json"]
+            otel = lab / f"otel-{i + 1}.jsonl"
+            otel_files.append(otel)
+            first_request = len(server.requests)
+            started = time.monotonic()
+            proc = run_copilot(
+                binary,
+                home,
+                workdir,
+                run.prompt,
+                server.base_url,
+                extra_args=args,
+                env_extra={
+                    "COPILOT_OTEL_FILE_EXPORTER_PATH": str(otel),
+                    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true",
+                },
+                background=True,
+            )
+            interrupted = False
+            try:
+                if run.interrupt_on is not None:
+                    if not _wait_for_tool_start(folder, run.interrupt_on, proc):
+                        raise RuntimeError(f"{shape.name}: no tool.execution_start for {run.interrupt_on}")
+                    time.sleep(run.interrupt_delay_s)
+                    proc.interrupt()
+                    interrupted = True
+                result = proc.result(timeout=run.timeout_s)
+            finally:
+                proc.kill_group()
+            log(f"{shape.name} run {i + 1}: exit {result.returncode} in {time.monotonic() - started:.1f} s")
+            stdout_parts.append(result.stdout)
+            stderr_parts.append(result.stderr)
+            runs_meta.append(
+                {
+                    "prompt": run.prompt,
+                    "args": build_args(run.prompt, args),
+                    "interrupt": (
+                        {"on_tool_call": run.interrupt_on, "delay_s": run.interrupt_delay_s}
+                        if interrupted
+                        else None
+                    ),
+                    "exit_code": result.returncode,
+                    "pid": proc.pid,
+                    "request_seqs": [r.seq for r in server.requests[first_request:]],
+                }
+            )
+        requests = list(server.requests)
+
+    target = out_dir / shape.name
+    shutil.rmtree(target, ignore_errors=True)
+    left_out = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.match(LEFT_OUT))
+    shutil.copytree(folder, target, ignore=shutil.ignore_patterns(LEFT_OUT))
+    cap = target / "_capture"
+    cap.mkdir()
+    (cap / "stdout.jsonl").write_text("".join(stdout_parts))
+    (cap / "stderr.txt").write_text("".join(stderr_parts))
+    otel_lines = (line for path in otel_files if path.exists() for line in path.read_text().splitlines())
+    (cap / "otel.jsonl").write_text("".join(line + "\n" for line in _reduce_otel_lines(otel_lines)))
+    mcp_log = lab / "mcp" / "requests.jsonl"
+    if mcp_log.exists():
+        shutil.copyfile(mcp_log, cap / "mcp-requests.jsonl")
+    for process_log in sorted((home / ".copilot" / "logs").glob("process-*.log")):
+        shutil.copyfile(process_log, cap / process_log.name)
+    with open(cap / "model-requests.jsonl", "w", encoding="utf-8") as f:
+        for line in _reduce_requests(requests, scripts):
+            f.write(line + "\n")
+    meta = {
+        "scenario": shape.name,
+        "description": shape.description,
+        "session_id": shape.session_id,
+        "cli_version": _cli_version(binary),
+        "cli_package": f"@github/copilot@{CLI_VERSION} (native binary @github/copilot-linux-x64)",
+        "mode": (
+            "BYOK offline: COPILOT_OFFLINE=true, COPILOT_PROVIDER_BASE_URL=http://127.0.0.1:<port>/v1, "
+            f"COPILOT_PROVIDER_TYPE=openai, COPILOT_MODEL={MODEL}"
+        ),
+        "model_backend": (
+            "scripted fake model server on 127.0.0.1 (tests/realcli/fake_model.py: OpenAI chat-completions, "
+            "streamed); only the model is fake: the CLI, its tools and the files are real"
+        ),
+        "capture_script": "python -m tests.realcli.shapes OUT_DIR --only " + shape.name,
+        "reductions": [
+            "model-requests.jsonl: system prompt as length+sha256, tools by name, "
+            "x-stainless-*/host/content-length/accept-encoding headers dropped, credentials redacted; "
+            "a history prefix equal to an earlier request's messages is folded into "
+            "{role: '<history>', same_as_seq, messages}",
+            f"otel.jsonl: attribute values of >= {OTEL_REPEAT_MIN_CHARS} chars that repeat an earlier value "
+            "in the file replaced by '<repeat: N chars, sha256 X>' (first occurrence verbatim)",
+        ],
+        "left_out_of_session_folder": left_out,
+        "working_directory": str(workdir),
+        "home": str(home),
+        "runs": runs_meta,
+    }
+    (cap / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    return target
+
+
+def build_args(prompt: str, args: Sequence[str]) -> list[str]:
+    """The CLI argv of a run without the binary (what meta.json records)."""
+    return ["--no-auto-update", "-p", prompt, "--allow-all-tools", *args]
+
+
+def _substitute(arg: str, tokens: Mapping[str, str]) -> str:
+    for token, value in tokens.items():
+        arg = arg.replace(token, value)
+    return arg
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Capture session shapes from the real Copilot CLI into OUT_DIR/<name>/."""
+    names = [s.name for s in SHAPES]
+    parser = argparse.ArgumentParser(prog="python -m tests.realcli.shapes", description=main.__doc__)
+    parser.add_argument("out_dir", type=Path, help="folder to write one fixture folder per shape into")
+    parser.add_argument(
+        "--only", nargs="+", choices=names, metavar="NAME", help=f"shapes: {', '.join(names)}"
+    )
+    parser.add_argument("--lab", type=Path, default=DEFAULT_LAB, help="where the CLI's $HOME and folders go")
+    args = parser.parse_args(argv)
+    binary = find_copilot_binary()
+    if binary is None:
+        print(
+            "Copilot CLI not installed: run .ci/install-copilot-cli.sh (or set COPILOT_CLI_BIN)",
+            file=sys.stderr,
+        )
+        return 2
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    for shape in SHAPES:
+        if args.only and shape.name not in args.only:
+            continue
+        target = capture(shape, args.out_dir, binary, args.lab, lambda line: print(line, file=sys.stderr))
+        size = sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
+        print(f"{target}: {size // 1024} KB", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
