@@ -221,7 +221,8 @@ def _open_acp_session(cap: Capture, client: AcpClient) -> str:
     client.initialize()
     cap.mark("session/new")
     session = client.new_session(cap.workdir)
-    cap.extra_meta["session_new_models"] = session.get("models")
+    # No "models" list comes back (1.0.102): session/set_model takes any id.
+    cap.extra_meta["session_new_result_keys"] = sorted(session)
     return str(session["sessionId"])
 
 
@@ -610,7 +611,7 @@ def capture(shape: Shape, out_dir: Path, base: Path, binary: Path) -> Path:
         "argv": shape.argv_flags,
         "mode": (
             "BYOK offline: COPILOT_OFFLINE=true; provider {type: openai, baseUrl: http://127.0.0.1:<port>/v1} "
-            "passed in session.create (headless sessions ignore COPILOT_PROVIDER_*)"
+            "passed in session.create (the COPILOT_PROVIDER_* variables are set too; headless sessions ignore them)"
             if shape.protocol == "headless"
             else "BYOK offline: COPILOT_OFFLINE=true, COPILOT_PROVIDER_BASE_URL=http://127.0.0.1:<port>/v1, "
             "COPILOT_PROVIDER_TYPE=openai, COPILOT_MODEL=gpt-4.1"
