@@ -59,6 +59,7 @@ def _only(positions: list[int]) -> int:
 def test_every_capture_says_how_it_was_made() -> None:
     for name, protocol in {
         "steering-queued": "--headless",
+        "steering-late": "--headless",
         "permissions": "--headless",
         "acp-model-change": "--acp",
         "acp-cancel": "--acp",
@@ -126,6 +127,22 @@ def test_steering_pushes_the_running_shell_to_the_background() -> None:
     interaction = events[_only(_index(events, "user.message", delivery="idle"))]["data"]["interactionId"]
     later = [i for i in _index(events, "assistant.turn_start", interactionId=interaction) if i > notification]
     assert [events[i]["data"]["turnId"] for i in later] == ["0"]
+
+
+def test_steering_sent_during_a_final_answer_becomes_a_queued_prompt() -> None:
+    # mode "immediate" does not guarantee delivery "steering": with no later turn to steer into,
+    # the CLI delivers the message as a new prompt once the running one has finished.
+    events = _events("steering-late")
+    modes = [m["params"].get("mode") for m in _rpc_sent("steering-late") if m.get("method") == "session.send"]
+    assert modes == [None, "immediate"]
+    prompts = _index(events, "user.message")
+    assert [events[i]["data"]["delivery"] for i in prompts] == ["idle", "queued"]
+    first, late = (events[i]["data"]["interactionId"] for i in prompts)
+    assert first != late
+    answer = _only(_index(events, "assistant.message", interactionId=first))
+    first_turn_end = _index(events, "assistant.turn_end")[0]
+    assert answer < first_turn_end < prompts[1]
+    assert events[prompts[1]]["data"]["content"].startswith("Actually, keep it to one sentence.")
 
 
 # -- permissions ----------------------------------------------------------------------------

@@ -10,6 +10,8 @@ environment with a throw-away ``$HOME``, against the scripted fake model of
 
 * ``steering-queued`` -- ``copilot --headless --stdio``: while a prompt's tool runs, a
   ``session.send`` with ``mode: "immediate"`` (steering) and one with ``"enqueue"`` (queued).
+* ``steering-late`` -- headless: ``mode: "immediate"`` while the model writes a final, tool-less
+  answer (the CLI records it as ``delivery: "queued"``, a new prompt).
 * ``permissions`` -- headless: every ``permission.requested`` is answered after a visible
   delay through ``session.permissions.handlePendingPermissionRequest``; one is rejected.
 * ``acp-model-change`` -- ``copilot --acp``: a prompt, ``session/set_model``, a second prompt.
@@ -57,6 +59,7 @@ CLI_FLAGS = {
     # --acp refuses --session-id ("the argument '--acp' cannot be used with '--session-id <id>'").
     "acp": ("--acp", "--no-auto-update"),
 }
+APPROVE_ONCE = {"kind": "approve-once"}
 # The rewind snapshots hold copies of edited files: bulky and not part of the event shape.
 SKIPPED_SNAPSHOT_DIR = "rewind-file-snapshots"
 KEPT_SNAPSHOT_FILES = frozenset({"tracking.json"})
@@ -249,9 +252,9 @@ def _run_headless(
     cap: Capture,
     session_id: str,
     prompt: str,
-    decide: Callable[[dict[str, Any]], tuple[float, dict[str, Any]]],
     final_marker: str,
     during: Callable[[HeadlessClient], None] = lambda _client: None,
+    decide: Callable[[dict[str, Any]], tuple[float, dict[str, Any]]] = lambda _event: (0.2, APPROVE_ONCE),
 ) -> str:
     """One headless session: create it, send ``prompt``, run ``during``, wait for the reply
     carrying ``final_marker`` and the ``session.idle`` after it, destroy the session."""
@@ -294,12 +297,7 @@ def _drive_steering(cap: Capture) -> str:
         cap.extra_meta["queued_send_result"] = queued.wait()
 
     return _run_headless(
-        cap,
-        STEERING_SESSION,
-        prompt_for("steer", "Run the build."),
-        lambda _e: (0.2, {"kind": "approve-once"}),
-        "[queued]",
-        steer_and_queue,
+        cap, STEERING_SESSION, prompt_for("steer", "Run the build."), "[queued]", steer_and_queue
     )
 
 
@@ -319,6 +317,32 @@ STEERING_SCRIPTS = (
 )
 
 
+# -- steering-late --------------------------------------------------------------------------
+
+LATE_SESSION = "0d000003-0000-4000-8000-000000000003"
+LATE_TEXT = "Actually, keep it to one sentence."
+
+
+def _drive_steering_late(cap: Capture) -> str:
+    def steer_during_final_answer(client: HeadlessClient) -> None:
+        if not cap.server.wait_for_requests(1, script="explain", timeout_s=EVENT_TIMEOUT_S):
+            raise TimeoutError("the model request never arrived")
+        time.sleep(1.0)  # the (final, tool-less) answer is 3 s away
+        cap.mark("session.send mode=immediate (steering) during the final answer")
+        cap.extra_meta["steering_send_result"] = client.send(
+            LATE_SESSION, prompt_for("late", LATE_TEXT), mode="immediate"
+        ).wait()
+
+    prompt = prompt_for("explain", "Explain what this project does.")
+    return _run_headless(cap, LATE_SESSION, prompt, "[late]", steer_during_final_answer)
+
+
+LATE_SCRIPTS = (
+    Script("explain", (Step(content="[explain] It is a small demo project with a README.", delay_s=4.0),)),
+    Script("late", (Step(content="[late] A demo project."),)),
+)
+
+
 # -- permissions ----------------------------------------------------------------------------
 
 PERMISSIONS_SESSION = "0d000002-0000-4000-8000-000000000002"
@@ -331,7 +355,7 @@ def _decide_permission(event: dict[str, Any]) -> tuple[float, dict[str, Any]]:
     delay_s = PERMISSION_DELAY_S.get(call, 1.0)
     if call == DENIED_CALL:
         return delay_s, {"kind": "reject", "feedback": "Do not delete the build output."}
-    return delay_s, {"kind": "approve-once"}
+    return delay_s, APPROVE_ONCE
 
 
 def _drive_permissions(cap: Capture) -> str:
@@ -339,8 +363,8 @@ def _drive_permissions(cap: Capture) -> str:
         cap,
         PERMISSIONS_SESSION,
         prompt_for("perms", "Tidy up the project."),
-        _decide_permission,
         "[perms-final]",
+        decide=_decide_permission,
     )
 
 
@@ -457,6 +481,16 @@ SHAPES: dict[str, Shape] = {
             STEERING_SCRIPTS,
             _drive_steering,
             STEERING_SESSION,
+            _prepare_readme,
+        ),
+        Shape(
+            "steering-late",
+            "Headless SDK mode: session.send mode=immediate while the model is still producing a final answer "
+            "without tools (4 s delay): there is no later turn to steer into.",
+            "headless",
+            LATE_SCRIPTS,
+            _drive_steering_late,
+            LATE_SESSION,
             _prepare_readme,
         ),
         Shape(
