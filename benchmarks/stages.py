@@ -45,12 +45,13 @@ class NullMetricExporter(MetricExporter):
 def measure(root: Path) -> list[tuple[str, float, int, str]]:
     from copilot_otel.config import load_config
     from copilot_otel.export import encode_logs, encode_spans, make_resource
-    from copilot_otel.fold import FoldSettings
     from copilot_otel.metrics import Aggregator
-    from copilot_otel.parse import iter_lines, parse_line
-    from copilot_otel.records import BadLine, LogRecord, Measurement, SpanRecord
+    from copilot_otel.parse import parse_line
+    from copilot_otel.pipeline import FoldSettings, split_lines
+    from copilot_otel.records import BadLine, Emission, LogRecord, Measurement, SpanRecord
     from copilot_otel.replay import new_fold
     from copilot_otel.sessions import scan_root
+    from copilot_otel.tail import Line
     from copilot_otel.telemetry import resource_attributes
 
     sessions = scan_root(root)
@@ -86,17 +87,21 @@ def measure(root: Path) -> list[tuple[str, float, int, str]]:
         t0 = clock()
         blob = session.path.read_bytes()
         t1 = clock()
-        items = list(iter_lines(blob))
+        items = [
+            (item.data, item.start, item.end, i)
+            for i, item in enumerate(split_lines(blob), 1)
+            if isinstance(item, Line)
+        ]
         t2 = clock()
         events = [parse_line(*item) for item in items]
         t3 = clock()
-        fold = new_fold(session, settings)
+        fold = new_fold(session, settings)  # the pipeline; its events are fed already parsed
         t4 = clock()
-        emissions = []
+        emissions: list[Emission] = []
         for event in events:
             if event is not None and not isinstance(event, BadLine):
-                emissions.extend(fold.feed(event))
-        emissions.extend(fold.close("file_ended"))
+                emissions.extend(fold.feed_event(event).emissions)
+        emissions.extend(fold.close("file_ended").emissions)
         t5 = clock()
         for e in emissions:
             if isinstance(e, Measurement):
@@ -117,7 +122,7 @@ def measure(root: Path) -> list[tuple[str, float, int, str]]:
     flush()
     out = [
         ("read files", t["read"], len(sessions), "session"),
-        ("split lines (iter_lines)", t["split"], n["lines"], "line"),
+        ("split lines (split_lines)", t["split"], n["lines"], "line"),
         ("parse_line (orjson + Event)", t["parse"], n["lines"], "line"),
         ("new_fold (incl. workspace.yaml)", t["new_fold"], len(sessions), "session"),
         ("fold.feed + close", t["fold"], n["lines"], "line"),

@@ -2,7 +2,7 @@
 
 Composition (one place where the stages meet)::
 
-    Discovery ──wake──▶ main loop ──read──▶ FileTailer ─▶ parse ─▶ SessionFold ─▶ Outbox ─▶ Sender
+    Discovery ──wake──▶ main loop ──read──▶ FileTailer ─▶ Pipeline ─▶ Outbox ─▶ Sender
       (inotify + rescan)   │                                                        │
                            ◀──────────── delivered markers ◀────────────────────────┘
                            └──▶ StateStore (checkpoint only what the collector accepted)
@@ -25,23 +25,23 @@ import signal
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .activity import Detection, PromptRun
+from .agentloop import FoldSettings
 from .config import Config
 from .content import ContentKind
 from .discover import Discovery
 from .errors import SourceError
-from .fold import FoldSettings, SessionFold
 from .outbox import Marker, Outbox
-from .parse import parse_line
-from .records import BadLine, LogRecord, Measurement, SpanRecord
+from .pipeline import Pipeline, Step
+from .records import LogRecord, Measurement, SpanRecord
 from .sessions import SessionFile, owner_pids, pid_alive, read_workspace
 from .state import Checkpoint, StateStore
-from .tail import FileTailer, TooLong
+from .tail import FileTailer, Line, TooLong
 from .telemetry import Telemetry, fold_settings
 
 logger = logging.getLogger(__name__)
@@ -92,7 +92,7 @@ class _File:
 
     session: SessionFile
     tailer: FileTailer
-    fold: SessionFold | None = None
+    fold: Pipeline | None = None
     context: dict[str, Any] | None = None  # checkpointed context, until the fold is built
     suppress_until: int = 0  # lines ending at or before this were delivered before a restart
     live: bool = False  # caught up with the end at least once: new lines go to the live lane
@@ -140,7 +140,6 @@ class Daemon:
         self.state = StateStore(config.state_dir)
         try:
             self.settings: FoldSettings = fold_settings(config)
-            self._skip = self.settings.undecoded_types
             self._sender_stop = threading.Event()
             self.telemetry = telemetry or Telemetry.from_config(config, stop=self._sender_stop)
         except BaseException:
@@ -364,23 +363,21 @@ class Daemon:
             f.tailer = FileTailer(f.session.path, offset=_last_line_boundary(f.session.path, st.st_size))
             f.live = True
             first = _first_line(f.session.path)
-            event = parse_line(first, 0, len(first) + 1, 1) if first else None
-            if event is not None and not isinstance(event, BadLine) and event.type == "session.start":
-                seed = SessionFold(f.session.session_id, self.settings)
-                seed.feed(event)
+            if first and first.startswith(b'{"type":"session.start"'):
+                seed = Pipeline(f.session.session_id, self.settings, project=False)
+                seed.feed(Line(0, len(first) + 1, first))
                 f.context = seed.context_snapshot()
         else:
             f.suppress_until = st.st_size
 
-    def _ensure_fold(self, f: _File) -> SessionFold:
+    def _ensure_fold(self, f: _File) -> Pipeline:
         if f.fold is None:
-            f.fold = SessionFold(f.session.session_id, self.settings, context=f.context)
+            title = None
             if self.settings.content.allows(
                 ContentKind.PROMPTS
             ):  # the title is content (see replay.new_fold)
-                title = read_workspace(f.session.folder).get("summary")
-                if title:
-                    f.fold.ctx.title = title
+                title = read_workspace(f.session.folder).get("summary") or None
+            f.fold = Pipeline(f.session.session_id, self.settings, context=f.context, title=title)
             f.context = None
         return f.fold
 
@@ -405,29 +402,25 @@ class Daemon:
             f.line_number = 0
             f.fed_unterminated = None
         fold = self._ensure_fold(f) if batch.lines or batch.end else None
+        good = 0
         for item in batch.lines:
             f.line_number += 1
-            self.stats.lines_read += 1
             if f.fed_unterminated is not None and item.start == f.fed_unterminated:
                 f.fed_unterminated = (
                     None  # its newline arrived: it was folded already, when it was the last line
                 )
                 continue
-            if isinstance(item, TooLong):
-                self._drop(f, "too_long", item.start, f"{item.length} bytes")
-                continue
-            event = parse_line(item.data, item.start, item.end, f.line_number, self._skip)
-            if event is None:
-                continue
-            if isinstance(event, BadLine):
-                self._drop(f, event.reason.value, item.start, event.detail)
-                continue
             assert fold is not None
-            self._collect(f, fold.feed(event), out)
+            lines_before = fold.lines
+            step = fold.feed(item, f.line_number)
+            if step.drop is not None:
+                self._drop(f, step.drop.reason.value, item.start, step.drop.detail)
+                continue
+            good += fold.lines - lines_before
+            self._collect(f, step, out)
         if batch.lines:
             f.last_data = time.monotonic()
-        if self.telemetry.metrics is not None and batch.lines:
-            self.telemetry.metrics.count("copilot_otel.lines.read", len(batch.lines))
+        self._count_read(good)
         if batch.end is not None:
             if batch.final_partial is not None:
                 self._drop(f, "unterminated", batch.final_partial.start, "the file ended inside a line")
@@ -454,31 +447,27 @@ class Daemon:
         if batch.end is not None and batch.end.value == "deleted":
             f.closed_reason = "deleted"
 
-    def _collect(
-        self, f: _File, emissions: Iterable[Any], out: list[SpanRecord | LogRecord], force: bool = False
-    ) -> None:
+    def _collect(self, f: _File, step: Step, out: list[SpanRecord | LogRecord], force: bool = False) -> None:
+        """Take what one line (or a closing) gave: spans and log events to send, metric points to record, and
+        the daemon's own statistics, read from the activity records themselves."""
+        for rec in step.records:
+            if not force and rec.source_offset <= f.suppress_until:
+                continue
+            if isinstance(rec, Detection):
+                self.stats.detections[rec.reason] = self.stats.detections.get(rec.reason, 0) + 1
+                logger.warning("runaway agent in %s: %s", f.session.session_id, rec.reason)
+            elif isinstance(rec, PromptRun):
+                self.stats.prompts_closed[rec.outcome] = self.stats.prompts_closed.get(rec.outcome, 0) + 1
         metrics = self.telemetry.metrics
-        for record in emissions:
+        for record in step.emissions:
             if not force and record.source_offset <= f.suppress_until:
                 continue  # delivered before a restart; the fold only needed the line to rebuild its state
             if isinstance(record, Measurement):
                 if metrics is not None:
                     metrics.record(record)
-                if record.name == "copilot_otel.runaway.detections":
-                    reason = str(record.attributes.get("copilot_otel.runaway.reason"))
-                    self.stats.detections[reason] = self.stats.detections.get(reason, 0) + 1
-                elif record.name == "copilot_otel.prompt.count":
-                    outcome = str(record.attributes.get("copilot_otel.prompt.outcome"))
-                    self.stats.prompts_closed[outcome] = self.stats.prompts_closed.get(outcome, 0) + 1
             elif isinstance(record, LogRecord):
                 if self.config.logs_enabled:
                     out.append(record)
-                if record.event_name == "copilot_otel.runaway.detected":
-                    logger.warning(
-                        "runaway agent in %s: %s",
-                        f.session.session_id,
-                        record.attributes.get("copilot_otel.runaway.reason"),
-                    )
             else:
                 out.append(record)
 
@@ -504,6 +493,12 @@ class Daemon:
         )
         self.outbox.put(records, marker, live=f.live)
         return context
+
+    def _count_read(self, lines: int) -> None:
+        """Lines with data, bad ones excepted: the count replay reports for the same log."""
+        self.stats.lines_read += lines
+        if self.telemetry.metrics is not None and lines:
+            self.telemetry.metrics.count("copilot_otel.lines.read", lines)
 
     def _drop(self, f: _File, reason: str, offset: int, detail: str) -> None:
         self.stats.lines_dropped[reason] = self.stats.lines_dropped.get(reason, 0) + 1
@@ -555,11 +550,14 @@ class Daemon:
         f.tail_bytes = False
         if item is None or isinstance(item, TooLong):
             return
-        event = parse_line(item.data, item.start, item.end, f.line_number + 1, self._skip)
-        if event is None or isinstance(event, BadLine):
+        fold = self._ensure_fold(f)
+        lines_before = fold.lines
+        step = fold.feed(item, f.line_number + 1)
+        if step.drop is not None:
             return
+        self._count_read(fold.lines - lines_before)
         out: list[SpanRecord | LogRecord] = []
-        self._collect(f, self._ensure_fold(f).feed(event), out)
+        self._collect(f, step, out)
         f.fed_unterminated = item.start
         self._enqueue(f, out, f.tailer.offset, f.tailer.identity)
         self._set_attention(f)

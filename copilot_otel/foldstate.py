@@ -1,4 +1,4 @@
-"""The fold's mutable state between events: what :class:`~copilot_otel.fold.SessionFold` keeps open.
+"""The fold's mutable state between events: what :class:`~copilot_otel.agentloop.AgentLoop` keeps open.
 
 A session log is folded one event at a time, so everything a span needs before it can be emitted (a turn's model
 call, a tool's start, an agent's token sums, a prompt's runaway counters) waits in these records until the event

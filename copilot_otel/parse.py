@@ -6,7 +6,6 @@ untouched (the fold ignores what it does not know), so logs from CLI versions we
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime, timezone
 
 import orjson
@@ -132,27 +131,3 @@ def parse_line(
         offset,
         end_offset,
     )
-
-
-def iter_lines(
-    blob: bytes, base_offset: int = 0, first_line_number: int = 1
-) -> Iterator[tuple[bytes, int, int, int]]:
-    """Split a buffer of complete lines into ``(line, offset, end_offset, line_number)``.
-
-    A final fragment without ``\\n`` is yielded too (``end_offset`` = end of buffer): ``replay`` reads whole
-    files, whose last line may lack a newline (two real 0.0.354 captures do). The live tailer never passes
-    an unterminated line here.
-    """
-    pos = 0
-    n = len(blob)
-    number = first_line_number
-    while pos < n:
-        nl = blob.find(b"\n", pos)
-        end = n if nl < 0 else nl + 1
-        line = blob[pos : end - 1 if nl >= 0 else end]
-        if line.endswith(b"\r"):
-            line = line[:-1]
-        if line.strip():
-            yield line, base_offset + pos, base_offset + end, number
-        pos = end
-        number += 1

@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .agentloop import FoldSettings
 from .config import Config
 from .content import ContentKind
 from .errors import ExportError, SourceError
 from .export import Signal
-from .fold import FoldSettings, SessionFold
 from .metrics import Aggregator
-from .parse import iter_lines, parse_line
+from .pipeline import Pipeline, Step, split_lines
 from .records import BadLine, Emission, LogRecord, Measurement, SpanRecord
 from .sessions import SessionFile, read_workspace, resolve
 from .telemetry import Telemetry, fold_settings, resource_attributes
@@ -65,27 +65,23 @@ class FoldedSession:
     emissions: list[Emission]
     bad_lines: list[BadLine]
     events: int
-    fold: SessionFold
+    fold: Pipeline
 
 
-def new_fold(session: SessionFile, settings: FoldSettings) -> SessionFold:
-    """A fold for one session, with the title from its ``workspace.yaml`` when it may be exported.
+def new_fold(session: SessionFile, settings: FoldSettings) -> Pipeline:
+    """The pipeline for one session, with the title from its ``workspace.yaml`` when it may be exported.
 
     The title summarises the conversation, so it is content: without prompt capture it is never exported and
     the file is not even read (a backfill of thousands of small sessions saves an open per session).
     """
-    fold = SessionFold(session.session_id, settings)
+    title = None
     if settings.content.allows(ContentKind.PROMPTS):
-        title = read_workspace(session.folder).get("summary")
-        if title:
-            fold.ctx.title = title
-    return fold
+        title = read_workspace(session.folder).get("summary") or None
+    return Pipeline(session.session_id, settings, title=title)
 
 
-def fold_events(
-    session: SessionFile, fold: SessionFold, close_reason: str = "file_ended"
-) -> Iterator[tuple[list[Emission], BadLine | None]]:
-    """Read one session log and fold it; yields ``(emissions, bad_line)`` per line, then the closing emissions.
+def fold_events(session: SessionFile, fold: Pipeline, close_reason: str = "file_ended") -> Iterator[Step]:
+    """Read one session log and fold it; yields a :class:`Step` per line with data, then the closing step.
 
     Raises:
         SourceError: the file cannot be read.
@@ -94,34 +90,23 @@ def fold_events(
         blob = session.path.read_bytes()
     except OSError as exc:
         raise SourceError(f"cannot read {session.path}: {exc.strerror}") from exc
-    skip = fold.settings.undecoded_types
-    for line, offset, end, number in iter_lines(blob):
-        event = parse_line(line, offset, end, number, skip)
-        if event is None:  # read only for content that is not captured (the system prompt): not decoded
-            yield [], None
-            continue
-        if isinstance(event, BadLine):
-            yield [], event
-            continue
-        yield fold.feed(event), None
+    feed = fold.feed
+    for number, item in enumerate(split_lines(blob), 1):
+        yield feed(item, number)
     # The file ends here: whatever is still open is closed as incomplete (a live daemon would wait instead).
-    yield fold.close(close_reason), None
+    yield fold.close(close_reason)
 
 
 def fold_session(session: SessionFile, settings: FoldSettings) -> FoldedSession:
     """Fold a whole session log in memory."""
     emissions: list[Emission] = []
     bad: list[BadLine] = []
-    events = 0
     fold = new_fold(session, settings)
-    for out, bad_line in fold_events(session, fold):
-        if bad_line is not None:
-            bad.append(bad_line)
-        else:
-            events += 1
-        emissions.extend(out)
-    events -= 1  # the closing step is not an event
-    return FoldedSession(session, emissions, bad, max(events, 0), fold)
+    for step in fold_events(session, fold):
+        if step.drop is not None:
+            bad.append(step.drop)
+        emissions.extend(step.emissions)
+    return FoldedSession(session, emissions, bad, fold.lines - len(bad), fold)
 
 
 @dataclass
@@ -236,8 +221,10 @@ def _replay_here(
     try:
         for index, session in enumerate(sessions):
             report.sessions += 1
-            events_before = report.events
-            for out, bad in fold_events(session, new_fold(session, settings)):
+            bad_before = report.bad_lines
+            fold = new_fold(session, settings)
+            for step in fold_events(session, fold):
+                bad = step.drop
                 if bad is not None:
                     report.bad_lines += 1
                     _log_bad_line(report, session.path, bad)
@@ -245,8 +232,7 @@ def _replay_here(
                         "copilot_otel.lines.dropped", 1, {"copilot_otel.drop.reason": bad.reason.value}
                     )
                     continue
-                report.events += 1
-                for record in out:
+                for record in step.emissions:
                     if isinstance(record, SpanRecord):
                         spans.append(record)
                         report.spans += 1
@@ -259,8 +245,10 @@ def _replay_here(
                         metrics.record(record)
                 if len(spans) + len(logs) >= BATCH_RECORDS:
                     flush()
-            report.events -= 1  # the closing step of each file is not an event
-            metrics.count("copilot_otel.lines.read", report.events - events_before)
+            # Lines with data, bad ones excepted (the same count the daemon reports for the same log).
+            good = fold.lines - (report.bad_lines - bad_before)
+            report.events += good
+            metrics.count("copilot_otel.lines.read", good)
             if on_progress is not None:
                 on_progress(
                     Progress(

@@ -1,6 +1,6 @@
 """Runaway detection: the rules that decide when an open prompt counts as running away.
 
-The rules are kept apart from :class:`~copilot_otel.fold.SessionFold` so that what fires, and when, can be read
+The rules are kept apart from :class:`~copilot_otel.agentloop.AgentLoop` so that what fires, and when, can be read
 (and tested) without the span, metric and log plumbing. Each check is called by the fold at the event that can
 trip it, updates the prompt's runaway counters (streaks, the once-per-prompt ``fired`` set, the re-arm flags,
 the token window) and returns a :class:`~copilot_otel.activity.Detection` when the rule fires, else ``None``. The checks do no I/O and

@@ -82,7 +82,7 @@ class Checkpoint:
         safe_offset: Line boundary to re-feed the fold from (start of the oldest open prompt).
         acked_offset: Line boundary up to which everything derived was acknowledged by the exporter;
             emissions from lines ending at or before it are suppressed on replay.
-        context: ``SessionFold.context_snapshot()`` (JSON-serialisable) or ``None``.
+        context: ``Pipeline.context_snapshot()`` (JSON-serialisable) or ``None``.
         updated_ns: Wall-clock time of the acknowledgement (for TTL garbage collection only).
     """
 

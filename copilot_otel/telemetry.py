@@ -15,11 +15,11 @@ from typing import Any
 from opentelemetry.sdk.resources import Resource
 
 from . import __version__
+from .agentloop import FoldSettings
 from .config import Config
 from .content import ContentPolicy
 from .errors import ConfigError
 from .export import Sender, build_transport, make_resource
-from .fold import FoldSettings
 from .metrics import Aggregator, Metrics, build_metric_exporter
 from .runaway import RunawayThresholds
 

@@ -27,10 +27,10 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from .agentloop import FoldSettings
 from .config import Config
 from .content import ContentKind, ContentPolicy
 from .errors import SourceError
-from .fold import FoldSettings
 from .records import SpanRecord, StatusCode
 from .replay import FoldedSession, fold_session
 from .sessions import SessionFile, read_workspace, resolve, scan_root

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from copilot_otel.content import ContentKind, ContentPolicy
-from copilot_otel.fold import FoldSettings
 from copilot_otel.parse import SKIPPED_TYPES
+from copilot_otel.pipeline import FoldSettings
 from tests.conftest import CLI_GENERATED, TOKEN_LIKE, fixture_copy, read_events, replay_into
 from tests.otlp_receiver import OtlpReceiver
 

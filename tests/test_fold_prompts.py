@@ -11,8 +11,8 @@ import json
 from collections import Counter
 from typing import Any
 
-from copilot_otel.fold import FoldSettings, SessionFold
 from copilot_otel.parse import parse_line
+from copilot_otel.pipeline import FoldSettings, Pipeline
 from copilot_otel.records import BadLine, SpanRecord
 from tests.conftest import CLI_GENERATED
 
@@ -31,7 +31,7 @@ def _message(after: dict[str, Any], event_id: str, **data: Any) -> dict[str, Any
 
 
 def _fold(events: list[dict[str, Any]]) -> list[SpanRecord]:
-    fold = SessionFold("hint", FoldSettings())
+    fold = Pipeline("hint", FoldSettings())
     out: list[Any] = []
     offset = 0
     for number, event in enumerate(events, 1):
@@ -40,8 +40,8 @@ def _fold(events: list[dict[str, Any]]) -> list[SpanRecord]:
         offset += len(raw) + 1
         assert not isinstance(parsed, BadLine), parsed
         if parsed is not None:
-            out += fold.feed(parsed)
-    out += fold.close("file_ended")
+            out += fold.feed_event(parsed).emissions
+    out += fold.close("file_ended").emissions
     return [r for r in out if isinstance(r, SpanRecord)]
 
 

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from copilot_otel.fold import FoldSettings, LiveStats, RunawayThresholds, SessionFold
+from copilot_otel.agentloop import LiveStats
 from copilot_otel.parse import parse_line
+from copilot_otel.pipeline import FoldSettings, Pipeline, RunawayThresholds
 from copilot_otel.records import BadLine, Emission, Event, LogRecord, Measurement, Severity, SpanRecord
 from tests.runaway import RUNAWAY_ARGUMENTS, RUNAWAY_TOOL, iter_runaway_lines, iter_tool_error_lines
 
@@ -47,10 +48,12 @@ def _events(lines: Iterable[str]) -> Iterator[tuple[dict[str, Any], Event]]:
 
 def _fold(
     lines: Iterable[str], thresholds: RunawayThresholds = DEFAULT
-) -> tuple[SessionFold, list[Step], list[Emission]]:
-    fold = SessionFold("hint", FoldSettings(runaway=thresholds))
-    steps = [Step(i, raw, event, fold.feed(event)) for i, (raw, event) in enumerate(_events(lines))]
-    closing = fold.close("file_ended")
+) -> tuple[Pipeline, list[Step], list[Emission]]:
+    fold = Pipeline("hint", FoldSettings(runaway=thresholds))
+    steps = [
+        Step(i, raw, event, fold.feed_event(event).emissions) for i, (raw, event) in enumerate(_events(lines))
+    ]
+    closing = fold.close("file_ended").emissions
     return fold, steps, closing
 
 
@@ -309,11 +312,11 @@ def test_tool_error_detection_is_correlated_with_its_root_span() -> None:
 
 # --------------------------------------------------------------------------------------------- live stats
 def test_live_stats_grow_while_the_prompt_runs() -> None:
-    fold = SessionFold("hint", FoldSettings())
+    fold = Pipeline("hint", FoldSettings())
     seen: list[LiveStats] = []
     prompt_start = None
     for raw, event in _events(iter_runaway_lines(30)):
-        out = fold.feed(event)
+        out = fold.feed_event(event).emissions
         if raw["type"] == "user.message":
             prompt_start = event.time_ns
         if raw["type"] == "tool.execution_start":
@@ -334,10 +337,10 @@ def test_live_stats_grow_while_the_prompt_runs() -> None:
 
 
 def test_live_error_streak_grows_and_identical_streak_resets() -> None:
-    fold = SessionFold("hint", FoldSettings(runaway=OFF))
+    fold = Pipeline("hint", FoldSettings(runaway=OFF))
     streaks = []
     for raw, event in _events(iter_tool_error_lines(6)):
-        fold.feed(event)
+        fold.feed_event(event)
         if raw["type"] == "tool.execution_complete":
             (stats,) = fold.live_stats()
             streaks.append((stats.error_streak, stats.identical_streak))

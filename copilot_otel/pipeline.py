@@ -1,0 +1,154 @@
+"""The one path from a session log's bytes to what it did: lines → events → activity records → emissions.
+
+``replay`` reads whole files, the daemon reads the tailer's batches and ``show`` reads whole files too, but all
+three feed the same items (:class:`~copilot_otel.tail.Line` and :class:`~copilot_otel.tail.TooLong`) through the
+same :class:`Pipeline`, so a line means the same everywhere: a blank line is framing and skipped, a line longer
+than :data:`MAX_LINE_BYTES` is dropped as ``too_long`` without being decoded, a bad line is dropped with its
+reason and costs only itself, and the same events give the same records and emissions.
+
+Stages (each owns one thing)::
+
+    TailItem ──parse──▶ Event ──AgentLoop──▶ activity records ──Projector──▶ spans, log events, metric points
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .activity import Record
+from .agentloop import AgentLoop, FoldSettings, LiveStats, RunawayThresholds, SessionContext
+from .parse import parse_line
+from .project import Projector
+from .records import BadLine, DropReason, Emission, Event
+from .tail import DEFAULT_MAX_LINE_BYTES, Line, TailItem, TooLong
+
+__all__ = ["MAX_LINE_BYTES", "FoldSettings", "Pipeline", "RunawayThresholds", "Step", "split_lines"]
+
+# Lines longer than this are dropped as too_long, by replay and the daemon alike (the tailer never holds more).
+MAX_LINE_BYTES = DEFAULT_MAX_LINE_BYTES
+
+_NO_RECORDS: list[Record] = []
+_NO_EMISSIONS: list[Emission] = []
+
+
+def split_lines(
+    blob: bytes, base_offset: int = 0, max_line_bytes: int = MAX_LINE_BYTES
+) -> Iterator[TailItem]:
+    """A whole buffer as the tailer's items: complete lines, :class:`TooLong` for oversized ones.
+
+    A final fragment without ``\\n`` is yielded too (``end`` = end of buffer): replay and ``show`` read whole
+    files, whose last line may lack a newline (two real 0.0.354 captures do); the daemon folds such a line only
+    once the file has gone quiet (``FileTailer.read_unterminated``).
+    """
+    pos = 0
+    n = len(blob)
+    find = blob.find
+    while pos < n:
+        nl = find(b"\n", pos)
+        end = n if nl < 0 else nl + 1
+        stop = end - 1 if nl >= 0 else end
+        if stop - pos > max_line_bytes:
+            yield TooLong(base_offset + pos, base_offset + end)
+        else:
+            yield Line(base_offset + pos, base_offset + end, blob[pos:stop])
+        pos = end
+
+
+@dataclass(slots=True)
+class Step:
+    """What one line (or the closing of a log) gave: the records it completed, their emissions, or a drop."""
+
+    records: list[Record] = field(default_factory=list)
+    emissions: list[Emission] = field(default_factory=list)
+    drop: BadLine | None = None
+
+
+class Pipeline:
+    """One session log's stages, fed one line at a time.
+
+    Args:
+        session_id: The session id from the folder or file name (replaced by ``session.start.sessionId``).
+        settings: Content policy and runaway thresholds.
+        context: A checkpointed session context to resume from (the daemon after a restart).
+        title: The session's title (``workspace.yaml``), when it may be exported.
+        project: Build emissions too (``False`` for readers of the records alone, such as ``show``).
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        settings: FoldSettings | None = None,
+        *,
+        context: Mapping[str, Any] | None = None,
+        title: str | None = None,
+        project: bool = True,
+    ) -> None:
+        self.loop = AgentLoop(session_id, settings, context)
+        self.settings = self.loop.settings
+        if title:
+            self.loop.ctx.title = title
+        self._skip = self.settings.undecoded_types
+        self._project = Projector(self.settings.content).project if project else None
+        self.line_number = 0
+        # Lines that carried data (not blank), events among them, and drops by reason: the same counts whoever
+        # reads the log.
+        self.lines = 0
+        self.events = 0
+
+    def feed(self, item: TailItem, line_number: int | None = None) -> Step:
+        """Fold one line; ``line_number`` (1-based, for messages) defaults to the count of lines fed."""
+        self.line_number = line_number if line_number is not None else self.line_number + 1
+        if isinstance(item, TooLong):
+            self.lines += 1
+            return Step(
+                drop=BadLine(
+                    DropReason.TOO_LONG, item.start, item.end, self.line_number, f"{item.length} bytes"
+                )
+            )
+        data = item.data
+        if data.endswith(b"\r"):
+            data = data[:-1]
+        if not data.strip():
+            return Step()  # framing, not data
+        self.lines += 1
+        event = parse_line(data, item.start, item.end, self.line_number, self._skip)
+        if event is None:  # read only for content that is not captured (the system prompt): not decoded
+            return Step()
+        if isinstance(event, BadLine):
+            return Step(drop=event)
+        return self.feed_event(event)
+
+    def feed_event(self, event: Event) -> Step:
+        """Fold one event already decoded (the stages after parse; tests feed events they built)."""
+        self.events += 1
+        records = self.loop.feed(event)
+        if not records:
+            return Step(_NO_RECORDS, _NO_EMISSIONS)
+        return Step(records, self._project(records) if self._project is not None else _NO_EMISSIONS)
+
+    def close(self, reason: str, time_ns: int | None = None) -> Step:
+        """Close whatever is still open (end of file, owner gone, idle); it is marked incomplete."""
+        records = self.loop.close(reason, time_ns)
+        return Step(records, self._project(records) if self._project is not None and records else [])
+
+    # What the daemon checkpoints and shows about the session (see the resume model in docs/design.md).
+    @property
+    def has_open_prompt(self) -> bool:
+        return self.loop.has_open_prompt
+
+    def context_snapshot(self) -> dict[str, Any]:
+        return self.loop.context_snapshot()
+
+    def resume_point(self) -> tuple[int, dict[str, Any]] | None:
+        return self.loop.resume_point()
+
+    def live_stats(self) -> list[LiveStats]:
+        """Progress of each prompt still open, for the live gauges."""
+        return self.loop.live_stats()
+
+    @property
+    def ctx(self) -> SessionContext:
+        """The session's context (ids, versions, cwd and git facts) as the loop knows it now."""
+        return self.loop.ctx
