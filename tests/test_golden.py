@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import all_fixture_logs, replay_into
+from tests.conftest import FIXTURES, all_fixture_logs, replay_into
 from tests.otlp_receiver import OtlpReceiver
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -50,7 +50,11 @@ def _fixture_name(log: Path) -> str:
     return log.parent.name if log.name == "events.jsonl" else log.stem
 
 
-FIXTURE_LOGS = {_fixture_name(log): log for log in all_fixture_logs()}
+# Every fixture: the original captures and the session shapes captured for the re-founded core.
+FIXTURE_LOGS = {
+    _fixture_name(log): log
+    for log in [*all_fixture_logs(), *sorted((FIXTURES / "cli-shapes").glob("*/events.jsonl"))]
+}
 
 
 def _canonical(value: Any) -> str:
