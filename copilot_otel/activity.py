@@ -34,10 +34,13 @@ __all__ = [
     "AgentRun",
     "Compaction",
     "Detection",
+    "ModeChange",
     "ModelCall",
     "ModelTotals",
     "Note",
+    "Notification",
     "Outcome",
+    "PermissionWait",
     "PromptRun",
     "PromptStarted",
     "Record",
@@ -47,6 +50,7 @@ __all__ = [
     "SessionShutdown",
     "SessionStarted",
     "SkillInvoked",
+    "TaskComplete",
     "ToolCall",
     "ToolRequest",
     "Truncation",
@@ -237,8 +241,65 @@ class Detection:
     source_offset: int = 0
 
 
+@dataclass(slots=True)
+class Notification:
+    """``system.notification``: the CLI told the agent that background work finished (a sub-agent went idle, a
+    background shell completed); the CLI then reads the result itself (``read_agent``, ``read_bash``)."""
+
+    session_id: str
+    time_ns: int
+    trace_id: int | None
+    span_id: int | None
+    kind: str
+    agent_id: str | None
+    agent_type: str | None
+    shell_id: str | None
+    exit_code: int | None
+    source_offset: int
+
+
+@dataclass(slots=True)
+class TaskComplete:
+    """``session.task_complete``: the agent declared its task done (how autopilot and plan mode end).
+
+    ``summary`` is the agent's own words about the result: content, kept only when responses are captured.
+    """
+
+    session_id: str
+    time_ns: int
+    trace_id: int | None
+    span_id: int | None
+    success: bool | None
+    outcome: str | None
+    summary: str | None
+    source_offset: int
+
+
+@dataclass(slots=True)
+class ModeChange:
+    """``session.mode_changed``: interactive, plan or autopilot (also in the middle of a prompt)."""
+
+    session_id: str
+    time_ns: int
+    trace_id: int | None
+    span_id: int | None
+    previous: str | None
+    new: str | None
+    source_offset: int
+
+
 Note = (
-    UserMessage | SessionShutdown | SessionError | Abort | Compaction | Truncation | SkillInvoked | Detection
+    UserMessage
+    | SessionShutdown
+    | SessionError
+    | Abort
+    | Compaction
+    | Truncation
+    | SkillInvoked
+    | Detection
+    | Notification
+    | TaskComplete
+    | ModeChange
 )
 
 
@@ -323,6 +384,32 @@ class ToolCall:
     error_code: str | None
     arguments_json: str | None
     result_text: str | None
+    source_offset: int
+    # The CLI ran it on its own (reading a finished background agent or shell), not the model.
+    cli_initiated: bool = False
+
+
+@dataclass(slots=True)
+class PermissionWait:
+    """The agent waited for the user to allow a tool (``permission.requested`` … ``permission.completed``).
+
+    ``result`` is the CLI's answer kind (``approved``, ``denied-interactively-by-user``, …); ``incomplete_reason``
+    is set when the log never said (aborted, file ended).
+    """
+
+    session_id: str
+    provider: str
+    trace_id: int
+    span_id: int
+    parent_span_id: int
+    start_ns: int
+    end_ns: int
+    request_id: str
+    kind: str | None
+    tool_call_id: str | None
+    tool_name: str | None
+    result: str | None
+    incomplete_reason: str | None
     source_offset: int
 
 
@@ -417,6 +504,7 @@ class PromptRun:
     last_finish_reason: str | None
     interaction_id: str | None
     facts: SessionFacts
+    agent_mode: str | None
     human: bool
     input_text: str | None
     output_text: str | None
@@ -475,8 +563,12 @@ Record = (
     | Compaction
     | PromptStarted
     | Detection
+    | Notification
+    | TaskComplete
+    | ModeChange
     | ModelCall
     | ToolCall
+    | PermissionWait
     | Turn
     | AgentRun
     | PromptRun

@@ -33,9 +33,12 @@ from .activity import (
     AgentRun,
     Compaction,
     Detection,
+    ModeChange,
     ModelCall,
     ModelTotals,
+    Notification,
     Outcome,
+    PermissionWait,
     PromptRun,
     PromptStarted,
     Record,
@@ -45,6 +48,7 @@ from .activity import (
     SessionShutdown,
     SessionStarted,
     SkillInvoked,
+    TaskComplete,
     ToolCall,
     ToolRequest,
     Truncation,
@@ -137,6 +141,10 @@ class AgentLoop:
         self._by_agent_id: dict[str, tuple[Prompt, Agent]] = {}
         self._by_task_call: dict[str, tuple[Prompt, Agent]] = {}
         self._tool_owner: dict[str, Prompt] = {}
+        # Agents told by a system.notification that background work finished: the CLI's next message for them
+        # is its own (it reads the result), not a model call. And the tool calls such messages asked for.
+        self._notified: set[str | None] = set()
+        self._cli_calls: set[str] = set()
         self._out: list[Record] = []
         self._offset = 0
 
@@ -264,6 +272,7 @@ class AgentLoop:
             start_offset=event.offset,
             interaction_id=as_str(event.data.get("interactionId")),
             human=human,
+            agent_mode=as_str(event.data.get("agentMode")) or self.ctx.mode,
             last_ns=event.time_ns,
             context_at_open=context_at_open,
         )
@@ -295,6 +304,8 @@ class AgentLoop:
         return prompt
 
     def _close_prompt(self, prompt: Prompt, time_ns: int, reason: str | None, incomplete: bool) -> None:
+        for request_id in list(prompt.permissions):
+            self._end_permission(prompt, request_id, time_ns, None, reason or "prompt_closed")
         for agent in list(prompt.agents.values()):
             if not agent.closed:
                 self._close_agent(prompt, agent, time_ns, reason or "prompt_closed", incomplete=True)
@@ -415,6 +426,7 @@ class AgentLoop:
             # The previous process ended without closing its prompt (killed): close it where it stopped.
             for prompt in list(self._prompts.values()):
                 self._close_prompt(prompt, prompt.last_ns, "session_resumed", incomplete=True)
+        self._notified.clear()  # a new CLI process: what the previous one was told does not carry over
         self.ctx.model = as_str(d.get("selectedModel")) or self.ctx.model
         self._apply_context(d.get("context"))
         self._out.append(SessionResumed(self.ctx.session_id, event.time_ns, self._offset))
@@ -440,9 +452,9 @@ class AgentLoop:
             if hit is not None:
                 hit[1].model = model
             return
+        # The session's model from now on. A prompt that already ran keeps the model its calls used (a change
+        # between prompts, from the SDK or a resume, belongs to the next one; see _emit_chat).
         self.ctx.model = model
-        if self._current is not None:
-            self._current.root.model = model
 
     def _on_shutdown(self, event: Event) -> None:
         d = event.data
@@ -601,8 +613,9 @@ class AgentLoop:
         self._out.append(record)
 
     def _on_compaction(self, event: Event) -> None:
-        prompt = self._current
         d = event.data
+        # A compaction outside any prompt (/compact) is work of its own: it gets a trace (not a human prompt).
+        prompt = self._current or self._ensure_prompt(event)
         complete = not event.type.endswith("start")
         success = d.get("success")
         record = Compaction(
@@ -628,7 +641,8 @@ class AgentLoop:
             return
         self._out.append(record)
         used = d.get("compactionTokensUsed")
-        if isinstance(used, dict) and not self.ctx.saw_usage_records and prompt is not None:
+        # The compaction's own model call: the CLI writes no usage record for it, only these totals.
+        if isinstance(used, dict) and prompt is not None:
             usage = Usage(
                 input=as_int(used.get("inputTokens")) or 0,
                 output=as_int(used.get("outputTokens")) or 0,
@@ -925,6 +939,20 @@ class AgentLoop:
     def _on_assistant_message(self, event: Event) -> None:
         prompt, agent = self._route(event)
         d = event.data
+        if agent.agent_id in self._notified and not any(
+            d.get(key) for key in ("model", "apiCallId", "interactionId", "turnId")
+        ):
+            # The CLI's own message after a notification (it reads the finished agent or shell): no model call,
+            # no turn. Its tool calls are the CLI's too.
+            self._notified.discard(agent.agent_id)
+            self._touch(prompt, agent, event.time_ns)
+            requests = d.get("toolRequests")
+            if isinstance(requests, list):
+                for r in requests:
+                    call_id = as_str(r.get("toolCallId")) if isinstance(r, dict) else None
+                    if call_id is not None:
+                        self._cli_calls.add(call_id)
+            return
         turn = agent.turn
         if turn is None or (turn.synthetic and turn.chat.emitted):
             if turn is not None:
@@ -964,7 +992,9 @@ class AgentLoop:
             return
         prompt, agent = self._route(event)
         self._touch(prompt, agent, event.time_ns)
-        turn = agent.turn
+        cli = call_id in self._cli_calls
+        # The CLI's own calls belong to the agent, not to the turn whose model call may still be running.
+        turn = None if cli else agent.turn
         if turn is not None and not turn.chat.emitted:
             self._emit_chat(prompt, agent, turn, turn.chat.end_ns or event.time_ns, Outcome.OK, None, None)
         name = as_str(d.get("toolName")) or "unknown"
@@ -981,6 +1011,7 @@ class AgentLoop:
             mcp_server=as_str(d.get("mcpServerName")),
             agent=agent,
             description=as_str(desc.get("description")) if isinstance(desc, dict) else None,
+            cli_initiated=cli,
         )
         if call_id in prompt.tools:
             # The same call id started twice (should not happen): close the first as incomplete.
@@ -1000,9 +1031,10 @@ class AgentLoop:
         agent.tool_calls += 1
         if turn is not None:
             turn.tool_calls += 1
-        self._detect(
-            prompt, check_identical(prompt, self.settings.runaway, event.time_ns, name, tool.args_hash)
-        )
+        if not cli:  # the agent loop's own repetitions only
+            self._detect(
+                prompt, check_identical(prompt, self.settings.runaway, event.time_ns, name, tool.args_hash)
+            )
 
     def _on_tool_complete(self, event: Event) -> None:
         d = event.data
@@ -1018,12 +1050,14 @@ class AgentLoop:
         success = d.get("success") is not False
         error = as_dict(d.get("error"))
         message = as_str(error.get("message")) if error else None
+        # A call the user (or a --deny-tool rule) refused is not a tool failure: it never ran.
+        failure = "denied" if error.get("code") == "denied" else "ToolError"
         self._end_tool(
             prompt,
             tool,
             event.time_ns,
             success=success,
-            error_type=None if success else "ToolError",
+            error_type=None if success else failure,
             message=message,
             data=d,
         )
@@ -1095,9 +1129,11 @@ class AgentLoop:
                 self.gate.json(tool.arguments, ContentKind.TOOL_ARGUMENTS),  # arguments_json
                 result_text,  # result_text
                 self._offset,  # source_offset
+                tool.cli_initiated,  # cli_initiated
             )
         )
-        if incomplete is None:
+        self._cli_calls.discard(tool.call_id)
+        if incomplete is None and not tool.cli_initiated:
             self._detect(prompt, check_errors(prompt, self.settings.runaway, end_ns, success))
 
     # ------------------------------------------------------------------ sub-agents
@@ -1298,6 +1334,8 @@ class AgentLoop:
         agent.usage.add(chat.usage)
         if finish:
             agent.last_finish_reason = finish
+        if agent is prompt.root and chat.records:
+            agent.model = model  # a prompt's model is the one its calls used
 
     def _emit_prompt(self, prompt: Prompt, time_ns: int) -> None:
         root = prompt.root
@@ -1329,6 +1367,7 @@ class AgentLoop:
                     title=self.gate.text(ctx.title, ContentKind.PROMPTS),
                     system_prompt=ctx.system_prompt,
                 ),
+                agent_mode=prompt.agent_mode,
                 human=prompt.human,
                 input_text=root.input_text,
                 output_text=self.gate.text(root.output_text, ContentKind.RESPONSES),
@@ -1339,6 +1378,116 @@ class AgentLoop:
                 incomplete_reason=prompt.incomplete_reason,
                 notes=prompt.notes,
                 dropped_notes=prompt.dropped_notes,
+                source_offset=self._offset,
+            )
+        )
+
+    # ------------------------------------------------------------------ what the CLI itself says
+    def _on_notification(self, event: Event) -> None:
+        """Background work finished: noted on the prompt; the CLI's next message for that agent is its own."""
+        d = event.data
+        kind = as_dict(d.get("kind"))
+        prompt = self._current
+        record = Notification(
+            session_id=self.ctx.session_id,
+            time_ns=event.time_ns,
+            trace_id=prompt.trace_id if prompt else None,
+            span_id=prompt.root.span_id if prompt else None,
+            kind=as_str(kind.get("type")) or "unknown",
+            agent_id=as_str(kind.get("agentId")),
+            agent_type=as_str(kind.get("agentType")),
+            shell_id=as_str(kind.get("shellId")),
+            exit_code=as_int(kind.get("exitCode")),
+            source_offset=self._offset,
+        )
+        # The notification is addressed to the agent that owns the envelope (the main agent when absent).
+        self._notified.add(event.agent_id)
+        if prompt is not None:
+            prompt.add_note(record)
+            self._touch(prompt, prompt.root, event.time_ns)
+        self._out.append(record)
+
+    def _on_task_complete(self, event: Event) -> None:
+        d = event.data
+        prompt = self._current
+        success = d.get("success")
+        record = TaskComplete(
+            session_id=self.ctx.session_id,
+            time_ns=event.time_ns,
+            trace_id=prompt.trace_id if prompt else None,
+            span_id=prompt.root.span_id if prompt else None,
+            success=success if isinstance(success, bool) else None,
+            outcome=as_str(d.get("outcome")),
+            summary=self.gate.text(d.get("summary"), ContentKind.RESPONSES),
+            source_offset=self._offset,
+        )
+        if prompt is not None:
+            prompt.add_note(record)
+            self._touch(prompt, prompt.root, event.time_ns)
+        self._out.append(record)
+
+    def _on_mode_changed(self, event: Event) -> None:
+        d = event.data
+        prompt = self._current
+        record = ModeChange(
+            session_id=self.ctx.session_id,
+            time_ns=event.time_ns,
+            trace_id=prompt.trace_id if prompt else None,
+            span_id=prompt.root.span_id if prompt else None,
+            previous=as_str(d.get("previousMode")),
+            new=as_str(d.get("newMode")),
+            source_offset=self._offset,
+        )
+        self.ctx.mode = record.new or self.ctx.mode
+        if prompt is not None:
+            prompt.add_note(record)
+        self._out.append(record)
+
+    def _on_permission_requested(self, event: Event) -> None:
+        d = event.data
+        request_id = as_str(d.get("requestId"))
+        if request_id is None:
+            return
+        request = as_dict(d.get("permissionRequest"))
+        call_id = as_str(request.get("toolCallId"))
+        prompt = self._tool_owner.get(call_id or "") or self._current
+        if prompt is None:
+            return
+        prompt.permissions[request_id] = (call_id, as_str(request.get("kind")), event.time_ns)
+        self._touch(prompt, prompt.root, event.time_ns)
+
+    def _on_permission_completed(self, event: Event) -> None:
+        d = event.data
+        request_id = as_str(d.get("requestId"))
+        for prompt in self._prompts.values():
+            if request_id in prompt.permissions:
+                self._touch(prompt, prompt.root, event.time_ns)
+                result = as_str(as_dict(d.get("result")).get("kind"))
+                self._end_permission(prompt, request_id, event.time_ns, result, None)
+                return
+
+    def _end_permission(
+        self, prompt: Prompt, request_id: str, end_ns: int, result: str | None, incomplete: str | None
+    ) -> None:
+        call_id, kind, start_ns = prompt.permissions.pop(request_id)
+        tool = prompt.tools.get(call_id) if call_id else None
+        end = max(end_ns, start_ns)
+        self._ended(prompt, end)
+        self._out.append(
+            PermissionWait(
+                session_id=self.ctx.session_id,
+                provider=self._provider,
+                trace_id=prompt.trace_id,
+                span_id=self._unique_sid(prompt, "permission", request_id),
+                parent_span_id=tool.span_id if tool is not None else prompt.root.span_id,
+                start_ns=start_ns,
+                end_ns=end,
+                request_id=request_id,
+                kind=kind,
+                tool_call_id=call_id,
+                tool_name=tool.name if tool is not None else None,
+                result=result,
+                incomplete_reason=incomplete,
                 source_offset=self._offset,
             )
         )
@@ -1379,6 +1528,11 @@ _HANDLERS = {
     "assistant.message": AgentLoop._on_assistant_message,
     "tool.execution_start": AgentLoop._on_tool_start,
     "tool.execution_complete": AgentLoop._on_tool_complete,
+    "system.notification": AgentLoop._on_notification,
+    "session.task_complete": AgentLoop._on_task_complete,
+    "session.mode_changed": AgentLoop._on_mode_changed,
+    "permission.requested": AgentLoop._on_permission_requested,
+    "permission.completed": AgentLoop._on_permission_completed,
     "subagent.started": AgentLoop._on_subagent_started,
     "custom_agent.started": AgentLoop._on_subagent_started,
     "subagent.completed": AgentLoop._on_subagent_end,

@@ -115,6 +115,7 @@ class Tool:
     mcp_server: str | None
     agent: Agent
     description: str | None = None
+    cli_initiated: bool = False  # the CLI's own call (reading finished background work), not the model's
 
 
 @dataclass(slots=True)
@@ -164,6 +165,7 @@ class Prompt:
     start_offset: int
     interaction_id: str | None
     human: bool
+    agent_mode: str | None = None
     notes: list[Note] = field(default_factory=list)
     dropped_notes: int = 0
     end_ns: int = 0
@@ -185,6 +187,8 @@ class Prompt:
     last_ns: int = 0
     used_keys: dict[str, int] = field(default_factory=dict)
     context_at_open: dict[str, Any] = field(default_factory=dict)
+    # permission requests not yet answered: requestId → (tool call id, kind, requested at)
+    permissions: dict[str, tuple[str | None, str | None, int]] = field(default_factory=dict)
 
     def add_note(self, note: Note) -> None:
         """Note what happened during the prompt (its root span's events), counting those past :data:`MAX_SPAN_EVENTS`."""
@@ -207,6 +211,7 @@ class SessionContext:
     branch: str | None = None
     head_commit: str | None = None
     model: str | None = None
+    mode: str | None = None  # interactive, plan or autopilot (session.mode_changed)
     provider: str | None = None
     title: str | None = None
     # The root agent's latest system prompt, captured only with its own switch; kept in the context because old

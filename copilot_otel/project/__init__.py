@@ -17,7 +17,10 @@ from ..activity import (
     AgentRun,
     Compaction,
     Detection,
+    ModeChange,
     ModelCall,
+    Notification,
+    PermissionWait,
     PromptRun,
     PromptStarted,
     Record,
@@ -25,6 +28,7 @@ from ..activity import (
     SessionResumed,
     SessionShutdown,
     SessionStarted,
+    TaskComplete,
     ToolCall,
     Turn,
 )
@@ -110,6 +114,18 @@ class Projector:
         if rec.complete:
             out.append(logs.compaction(rec))
 
+    def _permission(self, rec: PermissionWait, out: list[Emission]) -> None:
+        out.append(spans.permission(rec))
+
+    def _notification(self, rec: Notification, out: list[Emission]) -> None:
+        out.append(logs.notification(rec))
+
+    def _task_complete(self, rec: TaskComplete, out: list[Emission]) -> None:
+        out.append(logs.task_complete(rec))
+
+    def _mode_change(self, rec: ModeChange, out: list[Emission]) -> None:
+        out.append(logs.mode_change(rec))
+
 
 _ROUTES: dict[type, Callable[[Projector, Any, list[Emission]], None]] = {
     ToolCall: Projector._tool_call,
@@ -125,4 +141,8 @@ _ROUTES: dict[type, Callable[[Projector, Any, list[Emission]], None]] = {
     SessionError: Projector._session_error,
     Abort: Projector._abort,
     Compaction: Projector._compaction,
+    PermissionWait: Projector._permission,
+    Notification: Projector._notification,
+    TaskComplete: Projector._task_complete,
+    ModeChange: Projector._mode_change,
 }

@@ -13,6 +13,8 @@ from ..activity import (
     AgentRun,
     Compaction,
     ModelCall,
+    Notification,
+    PermissionWait,
     PromptRun,
     SessionError,
     SessionShutdown,
@@ -39,6 +41,7 @@ COMPACTION_START_EVENT: Final = "github.copilot.session.compaction_start"
 COMPACTION_COMPLETE_EVENT: Final = "github.copilot.session.compaction_complete"
 TRUNCATION_EVENT: Final = "github.copilot.session.truncation"
 SKILL_EVENT: Final = "github.copilot.skill.invoked"
+NOTIFICATION_EVENT: Final = "github.copilot.system.notification"
 
 
 def _put(attrs: dict[str, Any], key: str, value: Any) -> None:
@@ -157,3 +160,18 @@ def abort(rec: Abort) -> dict[str, Any]:
 def error(attrs: dict[str, Any], rec: SessionError) -> None:
     attrs["github.copilot.error_type"] = rec.error_type
     _put(attrs, ERROR_STATUS_CODE, rec.status_code)
+
+
+def notification(rec: Notification) -> dict[str, Any]:
+    """As the CLI's own export names a notification's facts (its text is content and left out)."""
+    attrs: dict[str, Any] = {"github.copilot.system.notification.type": rec.kind}
+    _put(attrs, "github.copilot.system.notification.agent_id", rec.agent_id)
+    _put(attrs, "github.copilot.system.notification.agent_type", rec.agent_type)
+    _put(attrs, "github.copilot.system.notification.shell_id", rec.shell_id)
+    _put(attrs, "github.copilot.system.notification.exit_code", rec.exit_code)
+    return attrs
+
+
+def permission(attrs: dict[str, Any], rec: PermissionWait) -> None:
+    _put(attrs, "github.copilot.permission.kind", rec.kind)
+    _put(attrs, "github.copilot.permission.result", rec.result)

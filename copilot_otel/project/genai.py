@@ -15,7 +15,7 @@ from opentelemetry.semconv._incubating.attributes.session_attributes import SESS
 from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
 from opentelemetry.semconv.attributes.exception_attributes import EXCEPTION_MESSAGE, EXCEPTION_TYPE
 
-from ..activity import AgentRun, ModelCall, Outcome, PromptRun, ToolCall, Turn, Usage
+from ..activity import AgentRun, ModelCall, Outcome, PermissionWait, PromptRun, ToolCall, Turn, Usage
 
 OPERATION: Final = g.GEN_AI_OPERATION_NAME
 PROVIDER: Final = g.GEN_AI_PROVIDER_NAME
@@ -141,3 +141,11 @@ def prompt_run(attrs: dict[str, Any], rec: PromptRun) -> None:
         attrs[FINISH_REASONS] = (rec.last_finish_reason,)
     if rec.error_type:
         attrs[ERROR_TYPE] = rec.error_type
+
+
+def permission(attrs: dict[str, Any], rec: PermissionWait) -> None:
+    common(attrs, None, rec.provider, rec.session_id)
+    if rec.tool_call_id is not None:
+        attrs[g.GEN_AI_TOOL_CALL_ID] = rec.tool_call_id
+    if rec.tool_name is not None:
+        attrs[TOOL_NAME] = rec.tool_name

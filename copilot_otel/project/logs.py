@@ -13,13 +13,16 @@ from ..activity import (
     Abort,
     Compaction,
     Detection,
+    ModeChange,
     ModelCall,
+    Notification,
     PromptRun,
     PromptStarted,
     SessionError,
     SessionResumed,
     SessionShutdown,
     SessionStarted,
+    TaskComplete,
 )
 from ..records import LogRecord, Severity
 from . import copilot, genai, ours
@@ -217,6 +220,46 @@ def inference_details(rec: ModelCall, content: Mapping[str, str]) -> LogRecord:
         rec.end_ns,
         f"chat {rec.model}",
         attrs,
+        rec.session_id,
+        rec.trace_id,
+        rec.span_id,
+        rec.source_offset,
+    )
+
+
+def notification(rec: Notification) -> LogRecord:
+    return _log(
+        "copilot_otel.notification",
+        rec.time_ns,
+        f"background work finished: {rec.kind}",
+        copilot.notification(rec),
+        rec.session_id,
+        rec.trace_id,
+        rec.span_id,
+        rec.source_offset,
+    )
+
+
+def task_complete(rec: TaskComplete) -> LogRecord:
+    done = "task complete" if rec.success is not False else "task ended unsuccessfully"
+    return _log(
+        "copilot_otel.task_complete",
+        rec.time_ns,
+        done,
+        ours.task_complete(rec),
+        rec.session_id,
+        rec.trace_id,
+        rec.span_id,
+        rec.source_offset,
+    )
+
+
+def mode_change(rec: ModeChange) -> LogRecord:
+    return _log(
+        "copilot_otel.mode_changed",
+        rec.time_ns,
+        f"mode {rec.previous or '?'} -> {rec.new or '?'}",
+        ours.mode_change(rec),
         rec.session_id,
         rec.trace_id,
         rec.span_id,

@@ -7,7 +7,19 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ..activity import AgentRun, Detection, ModelCall, Outcome, PromptRun, ToolCall, Turn, UserMessage
+from ..activity import (
+    AgentRun,
+    Detection,
+    ModeChange,
+    ModelCall,
+    Outcome,
+    PermissionWait,
+    PromptRun,
+    TaskComplete,
+    ToolCall,
+    Turn,
+    UserMessage,
+)
 
 INCOMPLETE: Final = "copilot_otel.incomplete"
 INCOMPLETE_REASON: Final = "copilot_otel.incomplete.reason"
@@ -19,6 +31,8 @@ PROMPT_TOOL_CALLS: Final = "copilot_otel.prompt.tool_calls"
 PROMPT_OUTCOME: Final = "copilot_otel.prompt.outcome"
 CLI_VERSION: Final = "copilot_otel.cli.version"
 RUNAWAY_EVENT: Final = "copilot_otel.runaway.detected"
+TASK_COMPLETE_EVENT: Final = "copilot_otel.session.task_complete"
+MODE_CHANGED_EVENT: Final = "copilot_otel.session.mode_changed"
 
 
 def _put(attrs: dict[str, Any], key: str, value: Any) -> None:
@@ -51,6 +65,8 @@ def tool_call(attrs: dict[str, Any], rec: ToolCall) -> None:
     if rec.user_requested:
         attrs["copilot_otel.tool.user_requested"] = True
     _put(attrs, "copilot_otel.tool.file_edits", rec.file_edits)
+    if rec.cli_initiated:
+        attrs["copilot_otel.tool.cli_initiated"] = True
     incomplete(attrs, rec.incomplete_reason)
 
 
@@ -82,6 +98,7 @@ def prompt_run(attrs: dict[str, Any], rec: PromptRun) -> None:
     _put(attrs, "copilot_otel.session.cwd", facts.cwd)
     _put(attrs, "copilot_otel.session.git_root", facts.git_root)
     _put(attrs, "copilot_otel.session.title", facts.title)
+    _put(attrs, "copilot_otel.prompt.agent_mode", rec.agent_mode)
     if not rec.human:
         attrs["copilot_otel.prompt.synthetic"] = True
     incomplete(attrs, rec.incomplete_reason)
@@ -103,3 +120,24 @@ def detection(rec: Detection, tool_name_key: str) -> dict[str, Any]:
     _put(attrs, ARGUMENTS_HASH, rec.arguments_hash)
     _put(attrs, "copilot_otel.runaway.tokens_last_minute", rec.tokens_last_minute)
     return attrs
+
+
+def task_complete(rec: TaskComplete) -> dict[str, Any]:
+    attrs: dict[str, Any] = {}
+    _put(attrs, "copilot_otel.task_complete.success", rec.success)
+    _put(attrs, "copilot_otel.task_complete.outcome", rec.outcome)
+    _put(attrs, "copilot_otel.task_complete.summary", rec.summary)
+    return attrs
+
+
+def mode_change(rec: ModeChange) -> dict[str, Any]:
+    attrs: dict[str, Any] = {}
+    _put(attrs, "copilot_otel.mode.previous", rec.previous)
+    _put(attrs, "copilot_otel.mode.new", rec.new)
+    return attrs
+
+
+def permission(attrs: dict[str, Any], rec: PermissionWait) -> None:
+    attrs["copilot_otel.permission.request_id"] = rec.request_id
+    attrs["copilot_otel.permission.wait_s"] = (rec.end_ns - rec.start_ns) / 1e9
+    incomplete(attrs, rec.incomplete_reason)

@@ -25,13 +25,17 @@ from ..activity import (
     AgentRun,
     Compaction,
     Detection,
+    ModeChange,
     ModelCall,
     Note,
+    Notification,
     Outcome,
+    PermissionWait,
     PromptRun,
     SessionError,
     SessionShutdown,
     SkillInvoked,
+    TaskComplete,
     ToolCall,
     Truncation,
     Turn,
@@ -96,12 +100,12 @@ def tool_call(rec: ToolCall, content_on_spans: bool) -> SpanRecord:
         status = StatusCode.ERROR
         status_message = (rec.message or attrs[genai.ERROR_TYPE])[:STATUS_MESSAGE_MAX]
         langfuse.failed(attrs, status_message)
-        if rec.error_type == "ToolError":
+        if rec.error_type in ("ToolError", "denied"):
             events = (
                 SpanEventRecord(
                     "gen_ai.client.operation.exception",
                     rec.end_ns,
-                    {genai.EXCEPTION_TYPE: "ToolError", genai.EXCEPTION_MESSAGE: status_message},
+                    {genai.EXCEPTION_TYPE: rec.error_type, genai.EXCEPTION_MESSAGE: status_message},
                 ),
             )
     return SpanRecord(
@@ -116,6 +120,25 @@ def tool_call(rec: ToolCall, content_on_spans: bool) -> SpanRecord:
         status=status,
         status_message=status_message,
         events=events,
+        source_offset=rec.source_offset,
+    )
+
+
+def permission(rec: PermissionWait) -> SpanRecord:
+    """``permission``: the time the agent waited for the user to allow a tool (under that tool's span)."""
+    attrs: dict[str, Any] = {}
+    genai.permission(attrs, rec)
+    copilot.permission(attrs, rec)
+    ours.permission(attrs, rec)
+    return SpanRecord(
+        trace_id=rec.trace_id,
+        span_id=rec.span_id,
+        parent_span_id=rec.parent_span_id,
+        name="permission",
+        kind=SpanKind.INTERNAL,
+        start_ns=rec.start_ns,
+        end_ns=rec.end_ns,
+        attributes=attrs,
         source_offset=rec.source_offset,
     )
 
@@ -213,5 +236,11 @@ def note_event(note: Note) -> SpanEventRecord:
         return SpanEventRecord(name, note.time_ns, copilot.compaction(note))
     if isinstance(note, Truncation):
         return SpanEventRecord(copilot.TRUNCATION_EVENT, note.time_ns, copilot.truncation(note))
-    assert isinstance(note, SkillInvoked)
-    return SpanEventRecord(copilot.SKILL_EVENT, note.time_ns, copilot.skill(note))
+    if isinstance(note, SkillInvoked):
+        return SpanEventRecord(copilot.SKILL_EVENT, note.time_ns, copilot.skill(note))
+    if isinstance(note, Notification):
+        return SpanEventRecord(copilot.NOTIFICATION_EVENT, note.time_ns, copilot.notification(note))
+    if isinstance(note, TaskComplete):
+        return SpanEventRecord(ours.TASK_COMPLETE_EVENT, note.time_ns, ours.task_complete(note))
+    assert isinstance(note, ModeChange)
+    return SpanEventRecord(ours.MODE_CHANGED_EVENT, note.time_ns, ours.mode_change(note))
