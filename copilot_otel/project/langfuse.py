@@ -1,6 +1,7 @@
 """Langfuse: the trace name and the observation level and message of failed work.
 
-Langfuse reads GenAI and OpenInference attributes too; these are the few it needs in its own namespace. Spec:
+Langfuse reads GenAI and OpenInference attributes too; these are the few it needs in its own namespace: every
+span that failed (a tool, a model call, an agent, a prompt) is an ERROR observation with its message. Spec:
 Langfuse's OpenTelemetry attribute mapping (``langfuse.trace.*``, ``langfuse.observation.*``).
 """
 

@@ -37,9 +37,8 @@ def tool_call(attrs: dict[str, Any], rec: ToolCall, result_on_spans: bool) -> No
     attrs["tool_call.id"] = rec.call_id
     if rec.arguments_json is not None:
         attrs[INPUT_VALUE] = rec.arguments_json
-        if rec.completed:
-            attrs["tool.parameters"] = rec.arguments_json
-            attrs[INPUT_MIME_TYPE] = JSON
+        attrs["tool.parameters"] = rec.arguments_json
+        attrs[INPUT_MIME_TYPE] = JSON
     if result_on_spans and rec.result_text is not None:
         attrs[OUTPUT_VALUE] = rec.result_text
         attrs[OUTPUT_MIME_TYPE] = TEXT

@@ -59,6 +59,9 @@ def model_call(rec: ModelCall, content: Mapping[str, str] | None) -> SpanRecord:
     if content:
         attrs.update(content)
     error = rec.outcome is Outcome.ERROR
+    message = (rec.message or rec.error_type or "model call failed")[:STATUS_MESSAGE_MAX] if error else None
+    if message is not None:
+        langfuse.failed(attrs, message)
     return SpanRecord(
         trace_id=rec.trace_id,
         span_id=rec.span_id,
@@ -172,6 +175,11 @@ def agent_run(rec: AgentRun) -> SpanRecord:
     ours.agent_run(attrs, rec)
     attrs.update(messages.agent_attributes(rec.input_text, rec.output_text, rec.system_text))
     error = rec.outcome is Outcome.ERROR
+    message = (
+        (rec.status_message or rec.error_type or "sub-agent failed")[:STATUS_MESSAGE_MAX] if error else None
+    )
+    if message is not None:
+        langfuse.failed(attrs, message)
     return SpanRecord(
         trace_id=rec.trace_id,
         span_id=rec.span_id,
@@ -182,7 +190,7 @@ def agent_run(rec: AgentRun) -> SpanRecord:
         end_ns=rec.end_ns,
         attributes=attrs,
         status=StatusCode.ERROR if error else StatusCode.UNSET,
-        status_message=rec.status_message[:STATUS_MESSAGE_MAX] if error and rec.status_message else None,
+        status_message=message if rec.status_message else None,
         source_offset=rec.source_offset,
     )
 
@@ -196,6 +204,10 @@ def prompt_run(rec: PromptRun) -> SpanRecord:
     langfuse.prompt_run(attrs, rec)
     ours.prompt_run(attrs, rec)
     attrs.update(messages.agent_attributes(rec.input_text, rec.output_text, rec.facts.system_prompt))
+    if rec.error:
+        langfuse.failed(
+            attrs, (rec.status_message or rec.error_type or f"prompt {rec.outcome}")[:STATUS_MESSAGE_MAX]
+        )
     return SpanRecord(
         trace_id=rec.trace_id,
         span_id=rec.span_id,
