@@ -13,9 +13,8 @@ Stages (each owns one thing)::
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from .activity import Record
 from .agentloop import AgentLoop, FoldSettings, LiveStats, RunawayThresholds, SessionContext
@@ -28,9 +27,6 @@ __all__ = ["MAX_LINE_BYTES", "FoldSettings", "Pipeline", "RunawayThresholds", "S
 
 # Lines longer than this are dropped as too_long, by replay and the daemon alike (the tailer never holds more).
 MAX_LINE_BYTES = DEFAULT_MAX_LINE_BYTES
-
-_NO_RECORDS: list[Record] = []
-_NO_EMISSIONS: list[Emission] = []
 
 
 def split_lines(
@@ -56,13 +52,18 @@ def split_lines(
         pos = end
 
 
-@dataclass(slots=True)
-class Step:
-    """What one line (or the closing of a log) gave: the records it completed, their emissions, or a drop."""
+class Step(NamedTuple):
+    """What one line (or the closing of a log) gave: the records it completed, their emissions, or a drop.
 
-    records: list[Record] = field(default_factory=list)
-    emissions: list[Emission] = field(default_factory=list)
+    Read-only: most lines complete nothing and share one empty step.
+    """
+
+    records: Sequence[Record] = ()
+    emissions: Sequence[Emission] = ()
     drop: BadLine | None = None
+
+
+_NOTHING = Step()
 
 
 class Pipeline:
@@ -99,39 +100,42 @@ class Pipeline:
 
     def feed(self, item: TailItem, line_number: int | None = None) -> Step:
         """Fold one line; ``line_number`` (1-based, for messages) defaults to the count of lines fed."""
-        self.line_number = line_number if line_number is not None else self.line_number + 1
-        if isinstance(item, TooLong):
+        self.line_number = number = line_number if line_number is not None else self.line_number + 1
+        if item.__class__ is TooLong:
             self.lines += 1
             return Step(
-                drop=BadLine(
-                    DropReason.TOO_LONG, item.start, item.end, self.line_number, f"{item.length} bytes"
-                )
+                drop=BadLine(DropReason.TOO_LONG, item.start, item.end, number, f"{item.length} bytes")
             )
-        data = item.data
-        if data.endswith(b"\r"):
+        data = item.data  # type: ignore[union-attr]  # a Line: TooLong was handled above
+        if data[-1:] == b"\r":
             data = data[:-1]
-        if not data.strip():
-            return Step()  # framing, not data
+        if not data or data.isspace():
+            return _NOTHING  # framing, not data (isspace: no copy of a long line, unlike strip)
         self.lines += 1
-        event = parse_line(data, item.start, item.end, self.line_number, self._skip)
+        event = parse_line(data, item.start, item.end, number, self._skip)
         if event is None:  # read only for content that is not captured (the system prompt): not decoded
-            return Step()
-        if isinstance(event, BadLine):
+            return _NOTHING
+        if event.__class__ is BadLine:
             return Step(drop=event)
-        return self.feed_event(event)
+        # feed_event, inlined: this runs once per line of every backfill.
+        self.events += 1
+        records = self.loop.feed(event)  # type: ignore[arg-type]
+        if not records:
+            return _NOTHING
+        return Step(records, self._project(records) if self._project is not None else ())
 
     def feed_event(self, event: Event) -> Step:
         """Fold one event already decoded (the stages after parse; tests feed events they built)."""
         self.events += 1
         records = self.loop.feed(event)
         if not records:
-            return Step(_NO_RECORDS, _NO_EMISSIONS)
-        return Step(records, self._project(records) if self._project is not None else _NO_EMISSIONS)
+            return _NOTHING
+        return Step(records, self._project(records) if self._project is not None else ())
 
     def close(self, reason: str, time_ns: int | None = None) -> Step:
         """Close whatever is still open (end of file, owner gone, idle); it is marked incomplete."""
         records = self.loop.close(reason, time_ns)
-        return Step(records, self._project(records) if self._project is not None and records else [])
+        return Step(records, self._project(records) if self._project is not None and records else ())
 
     # What the daemon checkpoints and shows about the session (see the resume model in docs/design.md).
     @property
