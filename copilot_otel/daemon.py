@@ -35,6 +35,7 @@ from .config import Config
 from .content import ContentKind
 from .discover import Discovery
 from .errors import SourceError
+from .export import measurement_encodable
 from .fold import FoldSettings, SessionFold
 from .outbox import Marker, Outbox
 from .parse import parse_line
@@ -464,8 +465,10 @@ class Daemon:
             if not force and record.source_offset <= f.suppress_until:
                 continue  # delivered before a restart; the fold only needed the line to rebuild its state
             if isinstance(record, Measurement):
-                if metrics is not None:
+                if metrics is not None and measurement_encodable(record.value):
                     metrics.record(record)
+                elif metrics is not None:
+                    self._drop_measurement(f, record)
                 if record.name == "copilot_otel.runaway.detections":
                     reason = str(record.attributes.get("copilot_otel.runaway.reason"))
                     self.stats.detections[reason] = self.stats.detections.get(reason, 0) + 1
@@ -506,6 +509,19 @@ class Daemon:
         )
         self.outbox.put(records, marker, live=f.live)
         return context
+
+    def _drop_measurement(self, f: _File, record: Measurement) -> None:
+        """A poison value (2**70 tokens) would stay in a cumulative counter forever: count it, say it, skip it."""
+        stats = self.telemetry.sender.stats
+        with stats.lock:
+            stats.unencodable += 1
+        self._log.warning(
+            "drop:measurement",
+            "dropped a %s measurement of %s whose value cannot be encoded (%s)",
+            record.name,
+            f.key,
+            record.value,
+        )
 
     def _drop(self, f: _File, reason: str, offset: int, detail: str) -> None:
         self.stats.lines_dropped[reason] = self.stats.lines_dropped.get(reason, 0) + 1

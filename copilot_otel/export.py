@@ -587,6 +587,14 @@ class _Throttled:
 _ENDPOINT_REMINDER_S = 300.0
 # What the wire encoder raises on a value it cannot write (a timestamp beyond 2**64 ns, a bad enum value).
 ENCODE_ERRORS = (struct.error, OverflowError, ValueError, TypeError, KeyError)
+# A measurement at or beyond this is no real token count or duration (floats stop being exact integers at 2**53):
+# replay's int64 sums cannot encode it, and the daemon's cumulative counters would carry it forever.
+_MEASUREMENT_MAX = float(2**53)
+
+
+def measurement_encodable(value: float) -> bool:
+    """Whether a measurement's value may be recorded (finite, below 2**53 in magnitude); callers count the rest."""
+    return abs(value) < _MEASUREMENT_MAX
 
 
 @dataclass

@@ -24,7 +24,7 @@ from typing import Any
 from .config import Config
 from .content import ContentKind
 from .errors import EndpointError, ExportError, RejectedError, SourceError
-from .export import ENCODE_ERRORS, Signal
+from .export import ENCODE_ERRORS, Signal, measurement_encodable
 from .fold import FoldSettings, SessionFold
 from .metrics import Aggregator
 from .parse import iter_lines, parse_line
@@ -356,7 +356,7 @@ def _replay_here(
                             report.logs += 1
                     elif isinstance(record, Measurement):
                         report.measurements += 1
-                        if abs(record.value) < _MEASUREMENT_MAX:
+                        if measurement_encodable(record.value):
                             metrics.record(record)
                         else:
                             _drop_measurement(report, session.path, record)
@@ -385,11 +385,6 @@ def _replay_here(
         report.dead_lettered += stats.dead_lettered - before[2]
         report.unencodable += stats.unencodable - before[3]
     tel.record_delivery_stats(metrics)
-
-
-# A measurement at or beyond this is not a real token count or duration (2**53: floats stop being exact integers),
-# and a sum of such would overflow the int64 of an OTLP data point: dropped, counted and logged instead.
-_MEASUREMENT_MAX = float(2**53)
 
 
 def _drop_measurement(report: ReplayReport, path: Path, record: Measurement) -> None:

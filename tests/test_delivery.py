@@ -182,12 +182,10 @@ def test_daemon_holds_data_while_the_endpoint_refuses_then_delivers_it_exactly_o
 
 
 # ============================================================================ 2. poison values cost only their record
-def _poisoned_session(tmp_path: Path, huge_tokens: bool = True) -> Path:
+def _poisoned_session(tmp_path: Path) -> Path:
     """multi-tool with a tool that completes in the year 2700 and a model call of 2**70 output tokens."""
     folder = fixture_copy(tmp_path, "multi-tool", "2026-11-29T17:11:32.618Z", "2700-11-29T17:11:32.618Z")
     log = folder / "events.jsonl"
-    if not huge_tokens:
-        return folder
     lines = log.read_bytes().splitlines(keepends=True)
     usage = next(i for i, line in enumerate(lines) if b'"sequence":2' in line)
     assert b'"outputTokens":40,' in lines[usage]
@@ -250,19 +248,26 @@ def test_daemon_poison_values_cost_only_their_records_and_the_file_is_checkpoint
 ) -> None:
     root, state = tmp_path / "session-state", tmp_path / "state"
     root.mkdir()
-    # Only the timestamp: a 2**70 token count also reaches the fold's checkpointed context, which the state
-    # store cannot write (orjson) -- a parse-time validation matter, not the encoder's.
-    shutil.move(_poisoned_session(tmp_path, huge_tokens=False), root / "poisoned")
+    shutil.move(_poisoned_session(tmp_path), root / "poisoned")
     for name in ("failing-tool", "subagent"):
         shutil.copytree(CLI_GENERATED / name, root / name)
     clean_spans, _ = _expected(tmp_path, root / "failing-tool", root / "subagent")
-    d = DaemonProcess(root, state, receiver.http_endpoint, tmp_path / "daemon.log").start()
+    d = DaemonProcess(
+        root,
+        state,
+        receiver.http_endpoint,
+        tmp_path / "daemon.log",
+        env={"COPILOT_OTEL_METRICS": "true", "OTEL_METRIC_EXPORT_INTERVAL": "500"},
+    ).start()
     try:
         receiver.wait_for(lambda r: {s["span_id"] for s in r.spans()} >= set(clean_spans), 30)
         receiver.wait_for(lambda r: any(s["name"] == "execute_tool grep" for s in r.spans()), 30)
-        time.sleep(2.5)  # a checkpoint flush (every second) and a status write
+        time.sleep(2.5)  # a checkpoint flush (every second), a status write, metric exports
     finally:
         assert d.terminate() == 0
+    # the daemon's metrics keep flowing: the 2**70 tokens were left out, not every export after them
+    tokens = [m for m in receiver.metrics() if m["name"] == "gen_ai.client.inference.usage.output_tokens"]
+    assert tokens and all(m["value"] < 2**63 for m in tokens)
     out = d.output()
     assert "Traceback" not in out and "unexpected error" not in out
     assert "cannot be encoded" in out
