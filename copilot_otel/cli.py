@@ -236,10 +236,8 @@ def _replay(args: argparse.Namespace, config: Config) -> int:
     finally:
         if bar is not None:
             bar.stop()
-    dead = f", {report.dead_lettered} dead-lettered" if report.dead_lettered else ""
-    bad = f", {report.bad_lines} bad lines skipped" if report.bad_lines else ""
-    print(
-        f"copilot-otel: exported {report.sessions} sessions: {report.spans} spans, {report.logs} log events "
-        f"from {report.events} events in {report.seconds:.1f}s{bad}{dead} → {report.destination}"
-    )
-    return 0
+    if report.exit_code:
+        print(f"copilot-otel: error: {report.summary()}", file=sys.stderr)
+    else:
+        print(f"copilot-otel: {report.summary()}")
+    return report.exit_code

@@ -36,6 +36,7 @@ from .config import Config
 from .content import ContentKind
 from .discover import Discovery
 from .errors import SourceError
+from .export import measurement_encodable
 from .outbox import Marker, Outbox
 from .pipeline import Pipeline, Step
 from .records import LogRecord, Measurement, SpanRecord
@@ -64,6 +65,8 @@ OWNER_GRACE_S = 5.0
 CHECKPOINT_FLUSH_S = 1.0
 STATUS_WRITE_S = 5.0
 SHUTDOWN_FLUSH_S = 10.0
+# Of the shutdown deadline, kept for saving the state and the last metric export after the outbox gave up.
+SHUTDOWN_RESERVE_S = 1.5
 _LOG_EVERY_S = 30.0
 
 
@@ -463,8 +466,10 @@ class Daemon:
             if not force and record.source_offset <= f.suppress_until:
                 continue  # delivered before a restart; the fold only needed the line to rebuild its state
             if isinstance(record, Measurement):
-                if metrics is not None:
+                if metrics is not None and measurement_encodable(record.value):
                     metrics.record(record)
+                elif metrics is not None:
+                    self._drop_measurement(f, record)
             elif isinstance(record, LogRecord):
                 if self.config.logs_enabled:
                     out.append(record)
@@ -500,6 +505,19 @@ class Daemon:
         if self.telemetry.metrics is not None and lines:
             self.telemetry.metrics.count("copilot_otel.lines.read", lines)
 
+    def _drop_measurement(self, f: _File, record: Measurement) -> None:
+        """A poison value (2**70 tokens) would stay in a cumulative counter forever: count it, say it, skip it."""
+        stats = self.telemetry.sender.stats
+        with stats.lock:
+            stats.unencodable += 1
+        self._log.warning(
+            "drop:measurement",
+            "dropped a %s measurement of %s whose value cannot be encoded (%s)",
+            record.name,
+            f.key,
+            record.value,
+        )
+
     def _drop(self, f: _File, reason: str, offset: int, detail: str) -> None:
         self.stats.lines_dropped[reason] = self.stats.lines_dropped.get(reason, 0) + 1
         if self.telemetry.metrics is not None:
@@ -533,9 +551,21 @@ class Daemon:
                             self._pending.discard(m.key)
                             self._attention.discard(m.key)
                     elif m.identity is not None:
-                        self.state.put(
-                            m.key, Checkpoint(m.identity, m.safe_offset, m.offset, m.context, time.time_ns())
-                        )
+                        self._checkpoint(m)
+
+    def _checkpoint(self, m: Marker) -> None:
+        try:
+            self.state.put(m.key, Checkpoint(m.identity, m.safe_offset, m.offset, m.context, time.time_ns()))
+        except TypeError as exc:
+            # A poison value in the session context (an integer beyond 64 bits) cannot be stored: keep the
+            # acknowledged offset, and let a restart re-read the file from its start (suppressed up to that offset).
+            self._log.warning(
+                f"context:{m.key}",
+                "cannot store the session context of %s (%s); after a restart it is re-read from its start",
+                m.key,
+                exc,
+            )
+            self.state.put(m.key, Checkpoint(m.identity, 0, m.offset, None, time.time_ns()))
 
     # ------------------------------------------------------------------ prompts that never end
     def _fold_unterminated(self, f: _File) -> None:
@@ -690,6 +720,8 @@ class Daemon:
             "spans_exported": sender.spans_sent,
             "logs_exported": sender.logs_sent,
             "dead_lettered": sender.dead_lettered,
+            "unencodable": sender.unencodable,
+            "endpoint_error": sender.endpoint_error,
             "retries": sender.retries,
             "last_export_ok_at": sender.last_success_ns / 1e9 if sender.last_success_ns else None,
             "last_error": sender.last_error if sender.consecutive_failures else "",
@@ -706,9 +738,10 @@ class Daemon:
         self.state.write_status(self.status())
 
     def _shutdown(self) -> None:
+        deadline = time.monotonic() + SHUTDOWN_FLUSH_S
         logger.info("stopping: delivering what is queued (up to %.0fs)", SHUTDOWN_FLUSH_S)
         self._discovery.stop()
-        delivered = self.outbox.close(SHUTDOWN_FLUSH_S)
+        delivered = self.outbox.close(max(0.0, deadline - SHUTDOWN_RESERVE_S - time.monotonic()))
         self._apply_acks()
         if not self.state.flush():
             logger.error(
@@ -722,6 +755,10 @@ class Daemon:
             )
         for f in self._files.values():
             f.tailer.close()
+        if self.telemetry.metrics is not None:
+            # The SDK's last metric export gets what is left of the deadline, not its own 10 s on top.
+            self.telemetry.metrics.shutdown(max(0.1, deadline - time.monotonic()))
+            self.telemetry.metrics = None
         self.telemetry.close()
         self.state.close()
 

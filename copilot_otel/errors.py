@@ -7,6 +7,8 @@ The library raises these; only the CLI turns them into one line of text and an e
     ├── SourceError             a session path is missing, unreadable or unknown
     ├── StateError              the state directory is unusable or locked by another daemon
     └── ExportError             the collector did not accept everything (says what was not delivered)
+        ├── EndpointError       the endpoint refused us (credentials, path), not the data
+        └── RejectedError       some records were dead-lettered or could not be encoded; the rest arrived
 """
 
 from __future__ import annotations
@@ -40,3 +42,16 @@ class ExportError(CopilotOtelError):
     """The collector did not accept all the telemetry within the allowed time."""
 
     exit_code = 5
+
+
+class EndpointError(ExportError):
+    """The endpoint refused us, not the data (credentials, a wrong path): nothing was dead-lettered."""
+
+    exit_code = 6
+
+
+class RejectedError(ExportError):
+    """Everything was sent, but some records were permanently rejected (dead-lettered) or could not be
+    encoded: the rest was delivered."""
+
+    exit_code = 7

@@ -8,24 +8,36 @@ straight into OTLP protobuf bytes (:mod:`~copilot_otel.wire`) — skipping the p
 * accepted → the caller may checkpoint;
 * retryable (refused, timeout, 429/502/503/504, UNAVAILABLE…) → :class:`Sender` retries with backoff, honouring
   ``Retry-After`` and gRPC ``RetryInfo``;
+* about the endpoint, not the data (401, 403, 407, a 404 for traces, gRPC UNAUTHENTICATED, PERMISSION_DENIED,
+  UNIMPLEMENTED) → nothing is dead-lettered: the daemon holds the data (the log files are the buffer) and retries
+  with backoff, saying once what to fix; a bounded caller (``replay``, ``doctor``) fails at once;
 * permanent (400, INVALID_ARGUMENT, ``partial_success`` rejections) → the batch is bisected down to the poison
-  records, which are dead-lettered, and the rest is delivered.
+  records, which are dead-lettered, and the rest is delivered;
+* a record the encoder cannot write (a timestamp past 2554, an out-of-range number) → that record alone is
+  dropped (counted, logged, written to the dead-letter file); the rest of its batch is sent.
+
+Every request has a deadline: ``OTEL_EXPORTER_OTLP_{TRACES,LOGS,METRICS}_TIMEOUT`` or ``OTEL_EXPORTER_OTLP_TIMEOUT``
+(milliseconds, as the specification says), 10 s by default.
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import enum
 import gzip
+import json
 import logging
 import os
 import random
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import orjson
 from google.protobuf.json_format import MessageToDict
@@ -35,6 +47,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.util.re import parse_env_headers
 
 from . import __version__, wire
+from .errors import ConfigError
 from .records import LogRecord, SpanRecord
 
 logger = logging.getLogger(__name__)
@@ -43,10 +56,14 @@ SCOPE_NAME = "copilot_otel"
 # Batches stay well under the 4 MiB default gRPC message limit of collectors.
 MAX_BATCH_SPANS = 512
 MAX_BATCH_BYTES = 3 * 1024 * 1024
+# Per-request deadline when no OTEL_EXPORTER_OTLP_*TIMEOUT is set (the specification's default).
 _TIMEOUT_S = 10.0
 # Backoff between attempts: exponential from 0.5 s, capped so a recovered collector is noticed quickly.
 _BACKOFF_START_S = 0.5
 _BACKOFF_MAX_S = 30.0
+# A repeated warning (retries, dead letters, drops, a misconfigured endpoint) is logged at most this often; the
+# lines in between are counted and the count is given with the next one.
+_LOG_EVERY_S = 30.0
 
 
 class Signal(str, enum.Enum):
@@ -122,6 +139,8 @@ class SendResult:
         message: A short human-readable reason.
         unsupported: The endpoint does not take this signal at all (e.g. 405 for logs): nothing to retry or
             dead-letter record by record.
+        endpoint: The answer is about the endpoint, not the data (bad credentials, wrong path): the records are
+            fine and must be held until the endpoint accepts them; ``message`` says what to fix.
     """
 
     ok: bool
@@ -130,6 +149,7 @@ class SendResult:
     rejected: int = 0
     message: str = ""
     unsupported: bool = False
+    endpoint: bool = False
 
 
 class Transport(Protocol):
@@ -159,6 +179,51 @@ def _parse_retry_after(value: str | None) -> float | None:
 _RETRYABLE_HTTP = {408, 429, 500, 502, 503, 504}
 # Answers meaning "no such signal here" (Phoenix answers 405 to logs and metrics): not the records' fault.
 _UNSUPPORTED_HTTP = {404, 405, 415, 501}
+# Answers about who we are, not what we sent: the same records would be accepted with the right credentials.
+_AUTH_HTTP = {401: "Unauthorized", 403: "Forbidden", 407: "Proxy Authentication Required"}
+
+
+def _doubled_path(url: str) -> str | None:
+    """The base URL when ``url``'s path has an OTLP signal path twice (``OTEL_EXPORTER_OTLP_ENDPOINT`` set to
+    ``…/v1/traces``, to which ``/v1/traces`` was appended again), else ``None``."""
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/")
+    for signal in Signal:
+        head = path[: -len(signal.path)]
+        if path.endswith(signal.path) and any(head.endswith(other.path) for other in Signal):
+            return f"{parts.scheme}://{parts.netloc}{head[: head.rindex('/v1/')]}"
+    return None
+
+
+def _http_endpoint_error(status: int, reason: str, url: str, signal: Signal, headers_set: bool) -> str | None:
+    """What to fix when an HTTP answer is about the endpoint rather than the data, else ``None``."""
+    if status in (401, 403):
+        state = (
+            "the credentials in OTEL_EXPORTER_OTLP_HEADERS were refused (an expired token?)"
+            if headers_set
+            else "OTEL_EXPORTER_OTLP_HEADERS is not set (e.g. 'authorization=Bearer …')"
+        )
+        return f"HTTP {status} {_AUTH_HTTP[status]} from {url}: check OTEL_EXPORTER_OTLP_HEADERS; {state}"
+    if status == 407:
+        return (
+            f"HTTP 407 {_AUTH_HTTP[407]} from {url}: a proxy between here and the collector wants credentials; "
+            "check HTTPS_PROXY/HTTP_PROXY (http://user:password@proxy:port) or add the collector to NO_PROXY"
+        )
+    base = _doubled_path(url)
+    if status == 404 and base is not None:
+        head = urlsplit(url).path.rstrip("/")[: -len(signal.path)]
+        suffix = head[head.rindex("/v1/") :]
+        return (
+            f"HTTP 404 from {url}: the endpoint already ends in {suffix}; wrong path or port: give the base URL "
+            f"(OTEL_EXPORTER_OTLP_ENDPOINT={base})"
+        )
+    if status in _UNSUPPORTED_HTTP and signal is Signal.TRACES:
+        return (
+            f"{reason} from {url}: no OTLP traces receiver there; wrong path or port: give the base URL of the "
+            "collector's OTLP/HTTP port (http://host:4318, without /v1/traces), or the full URL in "
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+        )
+    return None
 
 
 class HttpTransport:
@@ -177,6 +242,7 @@ class HttpTransport:
             "User-Agent": f"copilot-otel/{__version__}",
             **headers,
         }
+        self._credentials_set = bool(headers)
         self._gzip = compression == "gzip"
         if self._gzip:
             self._headers["Content-Encoding"] = "gzip"
@@ -206,6 +272,11 @@ class HttpTransport:
                 return SendResult(ok=False, retryable=False, rejected=rejected, message=message)
             return SendResult(ok=True)
         reason = f"HTTP {resp.status_code} {_short(resp.text)}".strip()
+        fix = _http_endpoint_error(
+            resp.status_code, reason, self._endpoints[signal], signal, self._credentials_set
+        )
+        if fix is not None:
+            return SendResult(ok=False, endpoint=True, message=fix)
         if resp.status_code in _UNSUPPORTED_HTTP and signal is not Signal.TRACES:
             return SendResult(
                 ok=False,
@@ -278,6 +349,7 @@ class GrpcTransport:
                 target, grpc.ssl_channel_credentials(), options=options, compression=comp
             )
         self._metadata = tuple((k.lower(), v) for k, v in headers.items())
+        self._endpoint = endpoint
         self._calls: dict[Signal, tuple[Any, Any]] = {
             Signal.TRACES: (
                 trace_service_pb2_grpc.TraceServiceStub(self._channel).Export,  # type: ignore[no-untyped-call]
@@ -315,6 +387,18 @@ class GrpcTransport:
         except self._grpc.RpcError as exc:
             code = exc.code().name if hasattr(exc, "code") and exc.code() else "UNKNOWN"
             details = exc.details() if hasattr(exc, "details") else str(exc)
+            fix = self._endpoint_error(code, _short(details), signal)
+            if fix is not None:
+                return SendResult(ok=False, endpoint=True, message=fix)
+            if code == "UNIMPLEMENTED":
+                return SendResult(
+                    ok=False,
+                    unsupported=True,
+                    message=(
+                        f"gRPC UNIMPLEMENTED from {self._endpoint}: this endpoint does not accept {signal.value} "
+                        f"(a traces-only backend?); set COPILOT_OTEL_{signal.value.upper()}=false"
+                    ),
+                )
             return SendResult(
                 ok=False,
                 retryable=code in self._RETRYABLE,
@@ -325,6 +409,23 @@ class GrpcTransport:
         if rejected:
             return SendResult(ok=False, retryable=False, rejected=rejected, message=message)
         return SendResult(ok=True)
+
+    def _endpoint_error(self, code: str, details: str, signal: Signal) -> str | None:
+        """What to fix when a status is about the endpoint rather than the data, else ``None``."""
+        where = f"gRPC {code} {details} from {self._endpoint}".replace("  ", " ")
+        if code in ("UNAUTHENTICATED", "PERMISSION_DENIED"):
+            state = (
+                "the credentials in OTEL_EXPORTER_OTLP_HEADERS were refused (an expired token?)"
+                if self._metadata
+                else "OTEL_EXPORTER_OTLP_HEADERS is not set (e.g. 'authorization=Bearer …')"
+            )
+            return f"{where}: check OTEL_EXPORTER_OTLP_HEADERS; {state}"
+        if code == "UNIMPLEMENTED" and signal is Signal.TRACES:
+            return (
+                f"{where}: no OTLP trace service there; is it the collector's gRPC port (usually 4317)? "
+                "An OTLP/HTTP port (4318) needs OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf"
+            )
+        return None
 
     def close(self) -> None:
         self._channel.close()
@@ -412,6 +513,36 @@ def build_transport(
     return HttpTransport(endpoints, headers, compression)
 
 
+# --------------------------------------------------------------------------------------------- timeouts
+_TIMEOUT_ENV = "OTEL_EXPORTER_OTLP_TIMEOUT"
+
+
+def resolve_timeouts(env: Mapping[str, str] | None = None) -> dict[Signal, float]:
+    """Each signal's request timeout in seconds: ``OTEL_EXPORTER_OTLP_<SIGNAL>_TIMEOUT``, else
+    ``OTEL_EXPORTER_OTLP_TIMEOUT`` (both in milliseconds, as the OTLP exporter specification says), else 10 s.
+
+    Raises:
+        ConfigError: A variable is set but is not a positive number.
+    """
+    env = os.environ if env is None else env
+    timeouts: dict[Signal, float] = {}
+    for signal in Signal:
+        timeouts[signal] = _TIMEOUT_S
+        for name in (f"OTEL_EXPORTER_OTLP_{signal.value.upper()}_TIMEOUT", _TIMEOUT_ENV):
+            raw = env.get(name, "").strip()
+            if not raw:
+                continue
+            try:
+                millis = float(raw)
+            except ValueError:
+                millis = float("nan")
+            if not 0 < millis < float("inf"):
+                raise ConfigError(f"Expected {name} to be a positive number of milliseconds, got {raw!r}")
+            timeouts[signal] = millis / 1000
+            break
+    return timeouts
+
+
 # --------------------------------------------------------------------------------------------- sender
 class StopFlag(Protocol):
     """Anything with ``is_set()`` and ``wait(timeout)``, e.g. ``threading.Event``."""
@@ -421,17 +552,69 @@ class StopFlag(Protocol):
     def wait(self, timeout: float | None = None) -> bool: ...
 
 
+class _Throttled:
+    """At most one log line per key and interval; the lines in between are counted, and the count is given with
+    the next line (an hour of 401s or a thousand dead letters must not flood the user's log)."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, float] = {}
+        self._suppressed: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def log(self, level: int, key: str, interval_s: float, msg: str, *args: Any) -> None:
+        now = time.monotonic()
+        with self._lock:
+            last = self._last.get(key)
+            if last is not None and now - last < interval_s:
+                self._suppressed[key] = self._suppressed.get(key, 0) + 1
+                return
+            self._last[key] = now
+            suppressed = self._suppressed.pop(key, 0)
+        if suppressed:
+            msg = f"{msg} (and %d more like it since the last such line)"
+            args = (*args, suppressed)
+        logger.log(level, msg, *args)
+
+    def reset(self, prefix: str) -> None:
+        """Forget the keys starting with ``prefix``: the next occurrence is said at once again."""
+        with self._lock:
+            for key in [k for k in self._last if k.startswith(prefix)]:
+                del self._last[key]
+                self._suppressed.pop(key, None)
+
+
+# The daemon keeps retrying a misconfigured endpoint; it said what to fix when it started, then reminds this often.
+_ENDPOINT_REMINDER_S = 300.0
+# What the wire encoder raises on a value it cannot write (a timestamp beyond 2**64 ns, a bad enum value).
+ENCODE_ERRORS = (struct.error, OverflowError, ValueError, TypeError, KeyError)
+# A measurement at or beyond this is no real token count or duration (floats stop being exact integers at 2**53):
+# replay's int64 sums cannot encode it, and the daemon's cumulative counters would carry it forever.
+_MEASUREMENT_MAX = float(2**53)
+
+
+def measurement_encodable(value: float) -> bool:
+    """Whether a measurement's value may be recorded (finite, below 2**53 in magnitude); callers count the rest."""
+    return abs(value) < _MEASUREMENT_MAX
+
+
 @dataclass
 class DeliveryStats:
-    """Counters of the sender's work, shared with status reporting and self-metrics."""
+    """Counters of the sender's work, shared with status reporting and self-metrics.
+
+    Attributes:
+        unencodable: Records dropped because the encoder could not write one of their values.
+        endpoint_error: What to fix about the endpoint while it refuses us (empty once it accepts again).
+    """
 
     spans_sent: int = 0
     logs_sent: int = 0
     dead_lettered: int = 0
+    unencodable: int = 0
     retries: int = 0
     failed_batches: int = 0
     last_success_ns: int = 0
     last_error: str = ""
+    endpoint_error: str = ""
     consecutive_failures: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -441,14 +624,19 @@ class Delivery:
     """Outcome of delivering one batch.
 
     Attributes:
-        delivered: Every record was either accepted or dead-lettered (the caller may checkpoint past them).
+        delivered: Every record was accepted, dead-lettered or dropped (the caller may checkpoint past them).
         dead_lettered: Records permanently rejected and written to the dead-letter file.
-        error: Why delivery gave up (deadline passed or stop requested), when ``delivered`` is False.
+        error: Why delivery gave up (deadline passed, stop requested, endpoint refused us), when ``delivered``
+            is False.
+        dropped: Records the encoder could not write (also in the dead-letter file, with the reason).
+        endpoint: Delivery failed because of the endpoint (credentials, path), not the collector's health.
     """
 
     delivered: bool
     dead_lettered: int = 0
     error: str = ""
+    dropped: int = 0
+    endpoint: bool = False
 
 
 class Sender:
@@ -459,6 +647,11 @@ class Sender:
         resource: The shared OTLP resource.
         dead_letter: File for permanently rejected records (JSON lines), or ``None`` to only count them.
         stop: Interrupts waits between retries (the daemon's stop event).
+        timeout_s: Every request's timeout; ``None`` = per signal from ``OTEL_EXPORTER_OTLP_*TIMEOUT``.
+        env: Environment for the timeouts (default ``os.environ``).
+
+    Raises:
+        ConfigError: A timeout variable has a bad value.
     """
 
     def __init__(
@@ -467,15 +660,20 @@ class Sender:
         resource: bytes,
         dead_letter: Path | None = None,
         stop: StopFlag | None = None,
-        timeout_s: float = _TIMEOUT_S,
+        timeout_s: float | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.transport = transport
         self.resource = resource
         self.dead_letter = dead_letter
         self.stop = stop or threading.Event()
-        self.timeout_s = timeout_s
+        self.timeouts = resolve_timeouts(env) if timeout_s is None else dict.fromkeys(Signal, timeout_s)
+        #: A cap on every request's timeout (``doctor`` lowers it); the per-signal timeouts apply below it.
+        self.timeout_s = max(self.timeouts.values())
+        #: ``time.monotonic()`` after which nothing more is attempted (set by the daemon's shutdown).
+        self.give_up_at: float | None = None
         self.stats = DeliveryStats()
-        self._last_log = 0.0
+        self._log = _Throttled()
         #: Drop a signal the endpoint does not accept at all instead of failing (the daemon sets it).
         self.drop_unsupported = False
         self._unsupported_logged: set[Signal] = set()
@@ -486,19 +684,25 @@ class Sender:
         logs: Sequence[LogRecord] = (),
         max_retry_s: float | None = None,
     ) -> Delivery:
-        """Send spans then logs, retrying transient failures for up to ``max_retry_s`` (None = forever)."""
+        """Send spans then logs, retrying transient failures for up to ``max_retry_s`` (None = forever).
+
+        With ``max_retry_s=None`` (the daemon) an endpoint that refuses us (credentials, path) is retried like an
+        outage, holding the data; with a bound (``replay``, ``doctor``) delivery fails at once: waiting does not
+        fix a token or a URL, and the user should hear it now.
+        """
         deadline = None if max_retry_s is None else time.monotonic() + max_retry_s
-        dead = 0
+        dead = dropped = 0
         for signal, records, encoder in (
             (Signal.TRACES, spans, encode_spans),
             (Signal.LOGS, logs, encode_logs),
         ):
             for batch in _batches(records):
                 outcome = self._deliver_batch(signal, batch, encoder, deadline)
-                if not outcome.delivered:
-                    return Delivery(False, dead + outcome.dead_lettered, outcome.error)
                 dead += outcome.dead_lettered
-        return Delivery(True, dead)
+                dropped += outcome.dropped
+                if not outcome.delivered:
+                    return Delivery(False, dead, outcome.error, dropped, outcome.endpoint)
+        return Delivery(True, dead, dropped=dropped)
 
     def _deliver_batch(
         self,
@@ -507,10 +711,34 @@ class Sender:
         encoder: Callable[[Sequence[Any], bytes], bytes],
         deadline: float | None,
     ) -> Delivery:
-        result = self._send(signal, encoder(batch, self.resource), len(batch), deadline)
-        if isinstance(result, Delivery):
-            return result
-        return self._reject(signal, batch, encoder, deadline, result)
+        body, batch, dropped = self._encode(signal, batch, encoder)
+        if body is None:
+            return Delivery(True, dropped=dropped)
+        result = self._send(signal, body, len(batch), deadline)
+        outcome = (
+            result if isinstance(result, Delivery) else self._reject(signal, batch, encoder, deadline, result)
+        )
+        return dataclasses.replace(outcome, dropped=outcome.dropped + dropped) if dropped else outcome
+
+    def _encode(
+        self, signal: Signal, batch: Sequence[Any], encoder: Callable[[Sequence[Any], bytes], bytes]
+    ) -> tuple[bytes | None, Sequence[Any], int]:
+        """The request body, the records in it and how many were dropped: a record the encoder cannot write
+        costs only that record, never its batch (other sessions' spans included)."""
+        try:
+            return encoder(batch, self.resource), batch, 0
+        except ENCODE_ERRORS:
+            pass  # find the record(s) it came from, one by one (rare: only poison values get here)
+        good = []
+        for record in batch:
+            try:
+                encoder([record], self.resource)
+            except ENCODE_ERRORS as exc:
+                self._drop_unencodable(signal, record, exc)
+            else:
+                good.append(record)
+        dropped = len(batch) - len(good)
+        return (encoder(good, self.resource) if good else None), good, dropped
 
     def deliver_body(self, signal: Signal, body: bytes, max_retry_s: float | None = None) -> Delivery:
         """Send one pre-encoded request (replay's metrics) with the same retries; a permanent rejection fails it."""
@@ -523,8 +751,14 @@ class Sender:
         rejection (for the caller to bisect), else a :class:`Delivery`."""
         backoff = _BACKOFF_START_S
         while True:
+            timeout = min(self.timeouts[signal], self.timeout_s)
+            if self.give_up_at is not None:
+                left = self.give_up_at - time.monotonic()
+                if left <= 0:
+                    return Delivery(False, error="not sent: the shutdown deadline passed")
+                timeout = min(timeout, left)
             try:
-                result = self.transport.send(signal, body, self.timeout_s)
+                result = self.transport.send(signal, body, timeout)
             except Exception as exc:  # a transport bug must not kill the daemon: treat as not acked
                 logger.exception("exporter raised; will retry")
                 result = SendResult(ok=False, retryable=True, message=f"{type(exc).__name__}: {exc}")
@@ -533,7 +767,10 @@ class Sender:
                 return Delivery(True)
             with self.stats.lock:
                 self.stats.last_error = result.message
-                self.stats.consecutive_failures += 1
+                if result.retryable or result.endpoint:  # a rejection being bisected is not an outage
+                    self.stats.consecutive_failures += 1
+                if result.endpoint:
+                    self.stats.endpoint_error = result.message
             if result.unsupported:
                 if self.drop_unsupported:
                     # The daemon keeps going: traces still flow, this signal is dropped (said once, loudly).
@@ -543,18 +780,41 @@ class Sender:
                     return Delivery(True)
                 self.stats.failed_batches += 1
                 return Delivery(False, error=result.message)
-            if not result.retryable:
+            if result.endpoint and deadline is not None:
+                self.stats.failed_batches += 1
+                return Delivery(False, error=result.message, endpoint=True)
+            if not result.retryable and not result.endpoint:
                 return result
             wait = (
                 result.retry_after if result.retry_after is not None else backoff * random.uniform(0.8, 1.2)
             )
             backoff = min(backoff * 2, _BACKOFF_MAX_S)
-            if deadline is not None and time.monotonic() + wait > deadline:
+            now = time.monotonic()
+            if deadline is not None and now + wait > deadline:
                 self.stats.failed_batches += 1
                 return Delivery(False, error=f"{self.transport.description}: {result.message}")
+            if self.give_up_at is not None and now + wait > self.give_up_at:
+                return Delivery(False, error=f"not sent before the shutdown deadline: {result.message}")
             with self.stats.lock:
                 self.stats.retries += 1
-            self._log_retry(result, wait)
+            if result.endpoint:
+                self._log.log(
+                    logging.ERROR,
+                    f"endpoint:{result.message}",
+                    _ENDPOINT_REMINDER_S,
+                    "%s — holding the data (nothing is dropped or checkpointed) and retrying until it is accepted",
+                    result.message,
+                )
+            else:
+                self._log.log(
+                    logging.WARNING,
+                    "retry",
+                    _LOG_EVERY_S,
+                    "export failed (%s); retrying in %.1fs (%d retries so far)",
+                    result.message,
+                    wait,
+                    self.stats.retries,
+                )
             if self.stop.wait(wait):
                 return Delivery(False, error=f"stopped while retrying: {result.message}")
 
@@ -571,25 +831,57 @@ class Sender:
             self._dead_letter(signal, batch[0], result.message)
             return Delivery(True, dead_lettered=1)
         mid = len(batch) // 2
-        dead = 0
+        dead = dropped = 0
         for half in (batch[:mid], batch[mid:]):
             outcome = self._deliver_batch(signal, half, encoder, deadline)
-            if not outcome.delivered:
-                return Delivery(False, dead + outcome.dead_lettered, outcome.error)
             dead += outcome.dead_lettered
-        return Delivery(True, dead_lettered=dead)
+            dropped += outcome.dropped
+            if not outcome.delivered:
+                return Delivery(False, dead, outcome.error, dropped, outcome.endpoint)
+        return Delivery(True, dead_lettered=dead, dropped=dropped)
 
     def _dead_letter(self, signal: Signal, record: Any, reason: str) -> None:
         with self.stats.lock:
             self.stats.dead_lettered += 1
-        logger.warning("collector permanently rejected a %s record (%s); dead-lettered", signal.value, reason)
+        self._log.log(
+            logging.WARNING,
+            f"dead:{signal.value}",
+            _LOG_EVERY_S,
+            "collector permanently rejected a %s record (%s); dead-lettered in %s",
+            signal.value,
+            reason,
+            self.dead_letter,
+        )
+        self._write_dead_letter(signal, record, reason)
+
+    def _drop_unencodable(self, signal: Signal, record: Any, exc: Exception) -> None:
+        with self.stats.lock:
+            self.stats.unencodable += 1
+        kind = "struct.error" if isinstance(exc, struct.error) else type(exc).__name__
+        reason = f"unencodable: a value is out of range for OTLP ({kind}: {_short(exc)})"
+        self._log.log(
+            logging.WARNING,
+            f"unencodable:{signal.value}",
+            _LOG_EVERY_S,
+            "dropped a %s record that cannot be encoded (%s; %s); the rest of its batch is sent",
+            signal.value,
+            reason,
+            _describe(record),
+        )
+        self._write_dead_letter(signal, record, reason)
+
+    def _write_dead_letter(self, signal: Signal, record: Any, reason: str) -> None:
         if self.dead_letter is None:
             return
         entry = {"signal": signal.value, "reason": reason, "record": _record_json(record)}
         try:
+            line = orjson.dumps(entry, default=str)
+        except TypeError:  # orjson refuses integers beyond 64 bits; the json module writes them
+            line = json.dumps(entry, default=str).encode()
+        try:
             self.dead_letter.parent.mkdir(parents=True, exist_ok=True)
             with open(self.dead_letter, "ab") as fh:
-                fh.write(orjson.dumps(entry, default=str) + b"\n")
+                fh.write(line + b"\n")
         except OSError as exc:
             logger.error("cannot write dead-letter file %s: %s", self.dead_letter, exc.strerror)
 
@@ -600,26 +892,23 @@ class Sender:
             elif signal is Signal.LOGS:
                 self.stats.logs_sent += count
             self.stats.last_success_ns = time.time_ns()
-            if self.stats.consecutive_failures:
-                logger.info(
-                    "collector accepting again after %d failed attempts", self.stats.consecutive_failures
-                )
-            self.stats.consecutive_failures = 0
-
-    def _log_retry(self, result: SendResult, wait: float) -> None:
-        now = time.monotonic()
-        # One line per 30 s at most: an hour-long outage must not flood the user's log.
-        if now - self._last_log >= 30.0:
-            self._last_log = now
-            logger.warning(
-                "export failed (%s); retrying in %.1fs (%d retries so far)",
-                result.message,
-                wait,
-                self.stats.retries,
-            )
+            failures, self.stats.consecutive_failures = self.stats.consecutive_failures, 0
+            self.stats.endpoint_error = ""
+        if failures:
+            logger.info("collector accepting again after %d failed attempts", failures)
+            self._log.reset("endpoint:")
 
     def close(self) -> None:
         self.transport.close()
+
+
+def _describe(record: Any) -> str:
+    """Where a record came from, for a log line: its name and session."""
+    name = getattr(record, "name", None) or getattr(record, "event_name", "?")
+    session = record.attributes.get("gen_ai.conversation.id", "?")
+    return (
+        f"{name!r} of session {session}, from the line ending at byte {getattr(record, 'source_offset', '?')}"
+    )
 
 
 def _record_json(record: Any) -> dict[str, Any]:

@@ -30,6 +30,8 @@ logger = logging.getLogger(__name__)
 BATCH_RECORDS = 512
 # A burst is over when nothing new arrived for this long: send now rather than wait for the full delay.
 LINGER_S = 0.05
+# At shutdown, how long past its deadline the worker may take to notice the stop (a wait or a request in progress).
+_ABANDON_S = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +96,8 @@ class Outbox:
         self._stopped = False
         self._thread = threading.Thread(target=self._run, name="copilot-otel-export", daemon=True)
         self.in_flight = 0
+        # Records taken for a batch whose delivery gave up (only a stop or the shutdown deadline ends one).
+        self._undelivered = 0
 
     # ------------------------------------------------------------------ producer side (daemon thread)
     def start(self) -> None:
@@ -105,8 +109,8 @@ class Outbox:
 
     @property
     def backlog(self) -> int:
-        """Records waiting to be delivered (both lanes plus the batch in flight)."""
-        return self._live.records + self._backfill.records + self.in_flight
+        """Records not delivered yet: both lanes, the batch in flight and any batch given up at shutdown."""
+        return self._live.records + self._backfill.records + self.in_flight + self._undelivered
 
     def put(self, records: list[SpanRecord | LogRecord], marker: Marker, live: bool) -> None:
         """Queue a file's records followed by its marker. Never blocks: the caller checks :meth:`has_room`."""
@@ -177,23 +181,32 @@ class Outbox:
         if records:
             outcome = self.sender.deliver(spans, logs, max_retry_s=None)
             if not outcome.delivered:
-                # Only a stop interrupts an unbounded retry: leave these lines unacknowledged.
+                # Only a stop or the shutdown deadline interrupts an unbounded retry: leave these lines
+                # unacknowledged (they are read again at the next start) and count them as not delivered.
+                self._undelivered += len(records)
                 return
         if markers:
             self.on_delivered(markers)
 
     # ------------------------------------------------------------------ shutdown
     def close(self, timeout_s: float) -> bool:
-        """Deliver what is queued within ``timeout_s``, then stop; True when everything was delivered."""
+        """Deliver what is queued within ``timeout_s``, then stop; True when everything was delivered.
+
+        The sender gives up at the deadline (no request outlives it, no backoff sleeps past it); a request the
+        transport cannot interrupt is abandoned on this daemon thread after :data:`_ABANDON_S` more. What was
+        not delivered stays unacknowledged and is counted in :attr:`backlog`.
+        """
+        deadline = time.monotonic() + timeout_s
+        self.sender.give_up_at = deadline
         with self._cond:
             self._closing = True
             self._cond.notify_all()
-        self._thread.join(timeout_s)
+        self._thread.join(max(0.0, deadline - time.monotonic()))
         if self._thread.is_alive():
             self.sender.stop.set()  # type: ignore[attr-defined]
             with self._cond:
                 self._stopped = True
                 self._cond.notify_all()
-            self._thread.join(5.0)
+            self._thread.join(_ABANDON_S)
             return False
-        return not self._live.items and not self._backfill.items
+        return self.backlog == 0

@@ -24,8 +24,8 @@ from typing import Any
 from .agentloop import FoldSettings
 from .config import Config
 from .content import ContentKind
-from .errors import ExportError, SourceError
-from .export import Signal
+from .errors import EndpointError, ExportError, RejectedError, SourceError
+from .export import ENCODE_ERRORS, Signal, measurement_encodable
 from .metrics import Aggregator
 from .pipeline import Pipeline, Step, split_lines
 from .records import BadLine, Emission, LogRecord, Measurement, SpanRecord
@@ -109,27 +109,106 @@ def fold_session(session: SessionFile, settings: FoldSettings) -> FoldedSession:
     return FoldedSession(session, emissions, bad, fold.lines - len(bad), fold)
 
 
+_COUNTS = (
+    "sessions",
+    "events",
+    "spans",
+    "logs",
+    "measurements",
+    "bad_lines",
+    "spans_delivered",
+    "logs_delivered",
+    "dead_lettered",
+    "unencodable",
+)
+
+
 @dataclass
 class ReplayReport:
-    """What a replay did; printed by the CLI and asserted by tests."""
+    """What a replay did; printed by the CLI and asserted by tests.
+
+    ``spans``/``logs`` were read from the logs, ``spans_delivered``/``logs_delivered`` accepted by the collector;
+    ``dead_lettered`` records it permanently rejected, ``unencodable`` records (and measurements) whose values
+    could not be encoded. ``error`` is why delivery stopped, if it did.
+    """
 
     sessions: int = 0
+    sessions_total: int = 0
     events: int = 0
     spans: int = 0
     logs: int = 0
     measurements: int = 0
     bad_lines: int = 0
+    spans_delivered: int = 0
+    logs_delivered: int = 0
     dead_lettered: int = 0
+    unencodable: int = 0
+    metrics_delivered: bool = False
+    error: str = ""
+    endpoint_error: bool = False
     seconds: float = 0.0
     destination: str = ""
+    dead_letter_file: str = ""
     bad_line_examples: list[str] = field(default_factory=list)
 
     def merge(self, part: ReplayReport) -> None:
-        """Add a worker's report (counts add up; examples are kept up to the usual limit)."""
-        for name in ("sessions", "events", "spans", "logs", "measurements", "bad_lines", "dead_lettered"):
+        """Add a worker's report (counts add up; the first error and examples up to the usual limit are kept)."""
+        for name in _COUNTS:
             setattr(self, name, getattr(self, name) + getattr(part, name))
+        if part.error and not self.error:
+            self.error, self.endpoint_error = part.error, part.endpoint_error
+        self.dead_letter_file = self.dead_letter_file or part.dead_letter_file
         room = max(0, _BAD_LINES_LOGGED - len(self.bad_line_examples))
         self.bad_line_examples.extend(part.bad_line_examples[:room])
+
+    @property
+    def exit_code(self) -> int:
+        """0 only when the collector accepted everything that was read."""
+        if self.error:
+            return (EndpointError if self.endpoint_error else ExportError).exit_code
+        if self.dead_lettered or self.unencodable:
+            return RejectedError.exit_code
+        return 0
+
+    def summary(self) -> str:
+        """One line saying exactly what was and was not delivered."""
+        delivered = (
+            f"delivered {self.spans_delivered} of {self.spans} spans and {self.logs_delivered} of {self.logs} "
+            f"log events from {self.sessions} of {self.sessions_total} sessions ({self.events} events)"
+        )
+        if not self.error and not self.dead_lettered and not self.unencodable:
+            delivered = (
+                f"exported {self.sessions} sessions: {self.spans} spans, {self.logs} log events from "
+                f"{self.events} events"
+            )
+        parts = [delivered]
+        if self.dead_lettered:
+            parts.append(
+                f"{self.dead_lettered} records rejected by the collector were dead-lettered in {self.dead_letter_file}"
+            )
+        if self.unencodable:
+            parts.append(
+                f"{self.unencodable} records could not be encoded (values out of range) and were dropped"
+            )
+        if self.bad_lines:
+            parts.append(f"{self.bad_lines} bad lines skipped")
+        if self.error:
+            missing = self.spans - self.spans_delivered - self.dead_lettered
+            rest = self.sessions_total - self.sessions
+            parts.append(
+                "not delivered: "
+                + (f"{missing} spans, " if missing > 0 else "")
+                + (
+                    f"{self.logs - self.logs_delivered} log events, "
+                    if self.logs > self.logs_delivered
+                    else ""
+                )
+                + (f"the {rest} sessions not read yet, " if rest else "")
+                + "the metrics"
+            )
+        elif not self.metrics_delivered and self.measurements:
+            parts.append("metrics not delivered")
+        return f"{', '.join(parts)} in {self.seconds:.1f}s → {self.destination}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +247,11 @@ def replay(
     start_ns = time.time_ns()
     own_telemetry = telemetry is None
     tel = telemetry or Telemetry.from_config(config, with_metrics=False)
-    report = ReplayReport(destination=tel.description)
+    report = ReplayReport(
+        destination=tel.description,
+        sessions_total=len(sessions),
+        dead_letter_file=str(tel.sender.dead_letter or ""),
+    )
     metrics = Aggregator()
     workers = _worker_count(config, sessions)
     try:
@@ -176,23 +259,38 @@ def replay(
             _replay_in_workers(sessions, config, workers, report, metrics, on_progress, started)
         else:
             _replay_here(sessions, config, tel, report, metrics, on_progress, started)
-        if config.metrics_enabled and metrics:
-            preference = (
-                os.environ.get("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "").strip().lower()
-            )
-            delta = preference in ("delta", "lowmemory")
-            body = metrics.encode(resource_attributes(config), start_ns, time.time_ns(), delta=delta)
-            outcome = tel.sender.deliver_body(Signal.METRICS, body, config.max_retry_time)
-            if not outcome.delivered:
-                raise ExportError(
-                    f"the collector did not accept the metrics ({outcome.error}); spans and log events were "
-                    f"delivered (a traces-only backend such as Phoenix: set COPILOT_OTEL_METRICS=false)"
-                )
+        report.metrics_delivered = not (config.metrics_enabled and metrics)
+        if not report.error and not report.metrics_delivered:
+            _send_metrics(config, tel, report, metrics, start_ns)
     finally:
         if own_telemetry:
             tel.close()
     report.seconds = time.monotonic() - started
+    if report.error:
+        raise (EndpointError if report.endpoint_error else ExportError)(f"{report.error}; {report.summary()}")
     return report
+
+
+def _send_metrics(
+    config: Config, tel: Telemetry, report: ReplayReport, metrics: Aggregator, start_ns: int
+) -> None:
+    """Replay's metrics as one request, after the spans and log events; a failure is recorded in ``report``."""
+    preference = os.environ.get("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "").strip().lower()
+    delta = preference in ("delta", "lowmemory")
+    try:
+        body = metrics.encode(resource_attributes(config), start_ns, time.time_ns(), delta=delta)
+    except ENCODE_ERRORS as exc:  # values are range-checked when recorded; this is the last line of defence
+        report.error = f"the metrics could not be encoded ({type(exc).__name__}: {exc})"
+        return
+    outcome = tel.sender.deliver_body(Signal.METRICS, body, config.max_retry_time)
+    if outcome.delivered:
+        report.metrics_delivered = True
+        return
+    report.endpoint_error = outcome.endpoint
+    report.error = (
+        f"the collector did not accept the metrics ({outcome.error}); a traces-only backend such as Phoenix: "
+        "set COPILOT_OTEL_METRICS=false"
+    )
 
 
 @_fewer_gc_passes()
@@ -210,6 +308,8 @@ def _replay_here(
     settings = fold_settings(config)
     spans: list[SpanRecord] = []
     logs: list[LogRecord] = []
+    stats = tel.sender.stats
+    before = (stats.spans_sent, stats.logs_sent, stats.dead_lettered, stats.unencodable)
     delivery = _Delivery(tel, config.max_retry_time)
 
     def flush() -> None:
@@ -242,7 +342,10 @@ def _replay_here(
                             report.logs += 1
                     elif isinstance(record, Measurement):
                         report.measurements += 1
-                        metrics.record(record)
+                        if measurement_encodable(record.value):
+                            metrics.record(record)
+                        else:
+                            _drop_measurement(report, session.path, record)
                 if len(spans) + len(logs) >= BATCH_RECORDS:
                     flush()
             # Lines with data, bad ones excepted (the same count the daemon reports for the same log).
@@ -260,10 +363,27 @@ def _replay_here(
                     )
                 )
         flush()
-        report.dead_lettered += delivery.finish()
+        delivery.finish()
+    except _Undelivered as failed:
+        report.error, report.endpoint_error = failed.args[0], failed.endpoint
     finally:
         delivery.stop()
+        report.spans_delivered += stats.spans_sent - before[0]
+        report.logs_delivered += stats.logs_sent - before[1]
+        report.dead_lettered += stats.dead_lettered - before[2]
+        report.unencodable += stats.unencodable - before[3]
     tel.record_delivery_stats(metrics)
+
+
+def _drop_measurement(report: ReplayReport, path: Path, record: Measurement) -> None:
+    report.unencodable += 1
+    if report.unencodable <= _BAD_LINES_LOGGED:
+        logger.warning(
+            "%s: dropped a %s measurement whose value cannot be encoded (%s); the rest is exported",
+            path,
+            record.name,
+            record.value,
+        )
 
 
 # A history smaller than this is replayed in-process: starting worker processes costs more than it saves.
@@ -356,9 +476,11 @@ def _replay_in_workers(
             while pending:
                 finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
                 for future in finished:
-                    part, part_metrics = future.result()  # re-raises the worker's ExportError
+                    part, part_metrics = future.result()
                     report.merge(part)
                     metrics.merge(part_metrics)
+                    if report.error:  # a worker could not deliver: start no more chunks
+                        pending = {other for other in pending if not other.cancel()}
                     done += futures[future]
                     if on_progress is not None:
                         on_progress(
@@ -372,20 +494,30 @@ def _replay_in_workers(
             raise
 
 
+class _Undelivered(Exception):
+    """Delivery stopped: ``args[0]`` says why; ``endpoint`` when the endpoint refused us (credentials, path)."""
+
+    def __init__(self, message: str, endpoint: bool = False) -> None:
+        super().__init__(message)
+        self.endpoint = endpoint
+
+
+# How often a producer blocked on the one-slot queue checks that the sending thread is still alive.
+_PUT_POLL_S = 0.5
+
+
 class _Delivery:
     """Sends batches on a worker thread while the next ones are folded (one batch in flight, one waiting).
 
     The first batch the collector does not accept stops everything: :meth:`put` and :meth:`finish` raise
-    :class:`ExportError` saying what was and was not delivered.
+    :class:`_Undelivered`. Neither blocks on a sending thread that is gone.
     """
 
     def __init__(self, telemetry: Telemetry, max_retry_s: float) -> None:
         self._telemetry = telemetry
         self._max_retry_s = max_retry_s
         self._queue: queue.Queue[tuple[list[SpanRecord], list[LogRecord]] | None] = queue.Queue(maxsize=1)
-        self._error: str | None = None
-        self._delivered_spans = 0
-        self._dead = 0
+        self._error: _Undelivered | None = None
         self._thread = threading.Thread(target=self._run, name="copilot-otel-replay-send", daemon=True)
         self._thread.start()
 
@@ -394,34 +526,49 @@ class _Delivery:
             if self._error is not None:
                 continue  # drain: nothing after a failed batch is sent
             spans, logs = item
-            outcome = self._telemetry.sender.deliver(spans, logs, max_retry_s=self._max_retry_s)
-            if outcome.delivered:
-                self._delivered_spans += len(spans)
-                self._dead += outcome.dead_lettered
-            else:
+            try:
+                outcome = self._telemetry.sender.deliver(spans, logs, max_retry_s=self._max_retry_s)
+            except (
+                Exception
+            ) as exc:  # the sender never raises; if it does, the replay fails, it does not hang
+                logger.debug("sending failed", exc_info=True)
+                self._error = _Undelivered(f"internal error while sending: {type(exc).__name__}: {exc}")
+                continue
+            if not outcome.delivered:
                 self._error = (
-                    f"the collector did not accept the data ({outcome.error}); {self._delivered_spans} spans were "
-                    f"delivered, the rest were not — run replay again when it is up"
+                    _Undelivered(outcome.error, endpoint=True)
+                    if outcome.endpoint
+                    else _Undelivered(f"the collector did not accept the data ({outcome.error})")
                 )
 
     def _check(self) -> None:
         if self._error is not None:
-            raise ExportError(self._error)
+            raise self._error
+
+    def _put(self, item: tuple[list[SpanRecord], list[LogRecord]] | None) -> None:
+        while True:
+            self._check()
+            if not self._thread.is_alive():
+                raise _Undelivered("the sending thread stopped")
+            try:
+                self._queue.put(item, timeout=_PUT_POLL_S)
+                return
+            except queue.Full:
+                continue
 
     def put(self, spans: list[SpanRecord], logs: list[LogRecord]) -> None:
-        self._check()
-        self._queue.put((spans, logs))
+        self._put((spans, logs))
 
-    def finish(self) -> int:
-        """Wait for everything queued; returns the number of dead-lettered records."""
-        self._queue.put(None)
-        self._thread.join()
+    def finish(self) -> None:
+        """Wait for everything queued (each batch is bounded by the retry deadline)."""
+        self._put(None)
+        while self._thread.is_alive():
+            self._thread.join(_PUT_POLL_S)
         self._check()
-        return self._dead
 
     def stop(self) -> None:
         if self._thread.is_alive():
-            self._error = self._error or "replay stopped"
+            self._error = self._error or _Undelivered("replay stopped")
             self._telemetry.sender.stop.set()  # type: ignore[attr-defined]
             with contextlib.suppress(queue.Full):
                 self._queue.put_nowait(None)

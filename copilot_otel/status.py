@@ -3,8 +3,9 @@
 The daemon rewrites ``<state_dir>/status.json`` every few seconds with these keys: ``pid``, ``started_at``,
 ``updated_at``, ``last_export_ok_at`` (Unix seconds; the last may be null), ``files_tracked``,
 ``sessions_open_prompts``, ``backlog_spans``, ``spans_exported``, ``logs_exported``, ``dead_lettered``,
-``retries``, ``lines_read``, ``lines_dropped`` and ``detections`` (reason → count), ``last_error`` and
-``destination``. The file is read here directly (it is informational, not a checkpoint), and a daemon counts
+``retries``, ``unencodable`` (records dropped because a value could not be encoded), ``lines_read``,
+``lines_dropped`` and ``detections`` (reason → count), ``last_error``, ``endpoint_error`` (what to fix while the
+endpoint refuses us: credentials, path; empty otherwise) and ``destination``. The file is read here directly (it is informational, not a checkpoint), and a daemon counts
 as running only while the process it names is alive.
 """
 
@@ -118,8 +119,15 @@ def _table(status: Mapping[str, Any], now: float) -> Table:
     table.add_row("retries", Text(f"{int(retries):,}", style="yellow" if retries else ""))
     dead = _number(status.get("dead_lettered")) or 0
     table.add_row("dead-lettered", Text(f"{int(dead):,}", style="red" if dead else ""))
+    unencodable = _number(status.get("unencodable")) or 0
+    if unencodable:
+        table.add_row("unencodable", Text(f"{int(unencodable):,} records dropped", style="red"))
+    endpoint = status.get("endpoint_error")
+    if endpoint:
+        # The endpoint refuses us (credentials, path): the data is held, and this line says what to fix.
+        table.add_row("endpoint", Text(f"{endpoint} (data held, retrying)", style="bold red"))
     error = status.get("last_error")
-    if error:
+    if error and error != endpoint:
         table.add_row("last error", Text(str(error), style="red"))
     table.add_row("lines read", _count(status.get("lines_read")))
     table.add_row("lines dropped", _by_reason(status.get("lines_dropped"), "yellow"))

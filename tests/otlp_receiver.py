@@ -71,7 +71,9 @@ __all__ = [
 
 Signal = Literal["traces", "metrics", "logs"]
 Transport = Literal["grpc", "http"]
-FaultKind = Literal["unavailable", "retry_after", "bad_request", "timeout_after_accept", "partial_reject"]
+FaultKind = Literal[
+    "unavailable", "retry_after", "bad_request", "timeout_after_accept", "partial_reject", "refuse"
+]
 Outcome = Literal[
     "accepted",  # stored and answered with success
     "unavailable",  # scripted HTTP 503 / UNAVAILABLE, not stored
@@ -79,6 +81,7 @@ Outcome = Literal[
     "bad_request",  # scripted HTTP 400 / INVALID_ARGUMENT, not stored
     "timeout_after_accept",  # stored, then answered too late for the client
     "partial_reject",  # answered with success + partial_success rejecting every item, not stored
+    "refused",  # scripted HTTP status / gRPC code of the test's choice (401, 404, UNAUTHENTICATED…), not stored
     "rejected",  # a `reject_when` predicate matched a span: HTTP 400 / INVALID_ARGUMENT, not stored
     "malformed",  # HTTP body that is not OTLP (bad encoding, content type or payload), not stored
 ]
@@ -115,12 +118,16 @@ class Fault:
         delay_s: For ``timeout_after_accept``: how long to hold the answer after storing the data; pick it
             longer than the client's export timeout.
         message: Error text sent to the client (status message / partial success error message).
+        http_status: For ``refuse``: the HTTP status to answer with.
+        grpc_code: For ``refuse``: the gRPC status code name to answer with (``UNAUTHENTICATED``…).
     """
 
     kind: FaultKind
     retry_after_s: float = 1.0
     delay_s: float = 3.0
     message: str = ""
+    http_status: int = 400
+    grpc_code: str = "INVALID_ARGUMENT"
 
 
 @dataclass(frozen=True, slots=True)
@@ -935,6 +942,8 @@ class OtlpReceiver:
         retry_after_s: float = 1.0,
         delay_s: float = 3.0,
         message: str | None = None,
+        http_status: int = 401,
+        grpc_code: str = "UNAUTHENTICATED",
     ) -> None:
         """Script the answer to the next ``n`` requests (of ``signal``, or of any signal when ``None``).
 
@@ -950,6 +959,8 @@ class OtlpReceiver:
           a shorter timeout sees a failure although the data landed (the duplicate-on-retry case).
         * ``partial_reject``: answer success with ``partial_success`` rejecting every item of the request,
           with an error message; the rejected items are not stored.
+        * ``refuse``: answer HTTP ``http_status`` / gRPC ``grpc_code`` (what a collector says about the caller
+          rather than the data: 401, 403, 404, 407, UNAUTHENTICATED, PERMISSION_DENIED, UNIMPLEMENTED).
 
         Only ``timeout_after_accept`` stores the request's data.
 
@@ -962,7 +973,16 @@ class OtlpReceiver:
             raise ValueError(f"Expected signal to be one of {SIGNALS} or None, got {signal!r}")
         if n < 0:
             raise ValueError(f"Expected n >= 0, got {n!r}")
-        fault = Fault(kind, retry_after_s, delay_s, message or f"scripted {kind} from OtlpReceiver")
+        if grpc_code not in grpc.StatusCode.__members__:
+            raise ValueError(f"Expected grpc_code to be a grpc.StatusCode name, got {grpc_code!r}")
+        fault = Fault(
+            kind,
+            retry_after_s,
+            delay_s,
+            message or f"scripted {kind} from OtlpReceiver",
+            http_status,
+            grpc_code,
+        )
         with self._cond:
             self._faults[signal].extend([fault] * n)
 
@@ -1063,6 +1083,9 @@ class OtlpReceiver:
             )
         if fault is not None and fault.kind == "bad_request":
             return _Reply("bad_request", None, grpc.StatusCode.INVALID_ARGUMENT, 400, fault.message)
+        if fault is not None and fault.kind == "refuse":
+            code = grpc.StatusCode[fault.grpc_code]
+            return _Reply("refused", None, code, fault.http_status, fault.message)
         if spec.signal == "traces" and items and predicates:
             for item in items:
                 if any(predicate(item) for predicate in predicates):

@@ -1,0 +1,399 @@
+"""Delivery under misconfiguration, poison values and slow collectors: never lose, never lie.
+
+Everything runs against the real OTLP receiver over a socket (scripted answers), the daemon as a real child
+process, ``replay`` through its real entry point. Fixtures come from ``tests/fixtures`` only; poison values are made
+by editing a copy in ``tmp_path``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+
+from copilot_otel.cli import main
+from copilot_otel.errors import EndpointError, ExportError, RejectedError
+from tests.conftest import CLI_GENERATED, fixture_copy, replay_into
+from tests.daemon_process import DaemonProcess
+from tests.otlp_receiver import OtlpReceiver, Signal
+
+
+class Answer(NamedTuple):
+    """What a collector says about the caller, not the data, and what our message must tell the user."""
+
+    transport: str
+    http_status: int
+    grpc_code: str
+    signal: Signal | None  # the signal scripted; None = every signal
+    hint: str
+
+    def script(self, receiver: OtlpReceiver) -> None:
+        receiver.fail_next(
+            10_000, "refuse", signal=self.signal, http_status=self.http_status, grpc_code=self.grpc_code
+        )
+
+    def endpoint(self, receiver: OtlpReceiver) -> tuple[str, str]:
+        if self.transport == "grpc":
+            return receiver.grpc_endpoint, "grpc"
+        return receiver.http_endpoint, "http/protobuf"
+
+
+_HEADERS = "check OTEL_EXPORTER_OTLP_HEADERS"
+# A 404 or UNIMPLEMENTED for logs alone means "this backend takes no logs" (handled elsewhere): those script traces.
+ENDPOINT_ANSWERS = [
+    pytest.param(Answer("http", 401, "OK", None, _HEADERS), id="http-401"),
+    pytest.param(Answer("http", 403, "OK", None, _HEADERS), id="http-403"),
+    pytest.param(Answer("http", 404, "OK", "traces", "give the base URL"), id="http-404"),
+    pytest.param(Answer("http", 407, "OK", None, "HTTPS_PROXY"), id="http-407"),
+    pytest.param(Answer("grpc", 0, "UNAUTHENTICATED", None, _HEADERS), id="grpc-unauthenticated"),
+    pytest.param(Answer("grpc", 0, "PERMISSION_DENIED", None, _HEADERS), id="grpc-permission-denied"),
+    pytest.param(
+        Answer("grpc", 0, "UNIMPLEMENTED", "traces", "no OTLP trace service there"), id="grpc-unimplemented"
+    ),
+]
+_RETRY_30S = ("--max-retry-time", "30")
+
+
+def _expected(tmp: Path, *paths: Path) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+    """Spans (by span id) and log events a clean replay of ``paths`` delivers, from a receiver of its own."""
+    with OtlpReceiver() as other:
+        rc = main(
+            [
+                "replay",
+                *map(str, paths),
+                "--endpoint",
+                other.http_endpoint,
+                "--no-progress",
+                "--state-dir",
+                str(tmp / "expected-state"),
+            ]
+        )
+        assert rc == 0
+        return {s["span_id"]: _strip(s) for s in other.spans()}, [_strip(log) for log in other.logs()]
+
+
+def _strip(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in item.items() if k != "resource"}
+
+
+def _dead_letters(home: Path) -> list[dict[str, Any]]:
+    path = home / ".local/state/copilot-otel/dead-letter.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+# ============================================================================ 1. endpoint errors: replay fails at once
+@pytest.mark.parametrize("answer", ENDPOINT_ANSWERS)
+def test_replay_fails_at_once_on_an_endpoint_error_and_dead_letters_nothing(
+    receiver: OtlpReceiver, capsys: pytest.CaptureFixture[str], _isolated_home: Path, answer: Answer
+) -> None:
+    answer.script(receiver)
+    started = time.monotonic()
+    rc = replay_into(
+        receiver, CLI_GENERATED / "multi-tool", protocol=answer.endpoint(receiver)[1], extra=_RETRY_30S
+    )
+    took = time.monotonic() - started
+    assert rc == EndpointError.exit_code
+    assert took < 15, f"failed at once, not after the 30 s retry window ({took:.1f}s)"
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.startswith("copilot-otel: error:")]
+    assert len(lines) == 1 and err.strip().splitlines()[-1] == lines[0]
+    line = lines[0]
+    assert (f"HTTP {answer.http_status}" if answer.transport == "http" else answer.grpc_code) in line
+    assert answer.hint in line
+    assert "delivered 0 of 14 spans" in line and "not delivered: 14 spans" in line
+    assert len(receiver.request_log("traces")) == 1, "one answer is enough: it is about the endpoint"
+    assert receiver.spans() == [] and _dead_letters(_isolated_home) == []
+
+
+def test_replay_to_a_doubled_path_says_to_give_the_base_url(
+    receiver: OtlpReceiver,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    _isolated_home: Path,
+) -> None:
+    # the everyday mistake: the signal path in the base endpoint variable (the receiver answers a real 404)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"{receiver.http_endpoint}/v1/traces")
+    assert main(["replay", str(CLI_GENERATED / "plain-question"), "--no-progress"]) == EndpointError.exit_code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(
+        f"copilot-otel: error: HTTP 404 from {receiver.http_endpoint}/v1/traces/v1/traces: the endpoint already "
+        f"ends in /v1/traces; wrong path or port: give the base URL (OTEL_EXPORTER_OTLP_ENDPOINT="
+        f"{receiver.http_endpoint})"
+    )
+    assert _dead_letters(_isolated_home) == []
+
+
+# ======================================================== 1. endpoint errors: the daemon holds, then delivers once
+@pytest.mark.parametrize("answer", ENDPOINT_ANSWERS)
+def test_daemon_holds_data_while_the_endpoint_refuses_then_delivers_it_exactly_once(
+    tmp_path: Path, receiver: OtlpReceiver, answer: Answer
+) -> None:
+    root, state = tmp_path / "session-state", tmp_path / "state"
+    for name in ("multi-tool", "failing-tool"):
+        shutil.copytree(CLI_GENERATED / name, root / name)
+    paths = [root / name / "events.jsonl" for name in ("multi-tool", "failing-tool")]
+    want_spans, want_logs = _expected(tmp_path, *paths)
+    answer.script(receiver)
+    endpoint, protocol = answer.endpoint(receiver)
+    d = DaemonProcess(root, state, endpoint, tmp_path / "daemon.log", "--protocol", protocol).start()
+    try:
+        # held: status says what to fix, nothing is accepted, dead-lettered or checkpointed
+        deadline = time.monotonic() + 30
+        status_json: dict[str, Any] = {}
+        while time.monotonic() < deadline and not status_json.get("endpoint_error"):
+            time.sleep(0.2)
+            path = state / "status.json"
+            status_json = json.loads(path.read_text()) if path.exists() else {}
+        assert answer.hint in status_json["endpoint_error"] and status_json["dead_lettered"] == 0
+        assert status_json["last_error"] == status_json["endpoint_error"]
+        assert status_json["backlog_spans"] > 0
+        assert receiver.spans() == [] and not (state / "dead-letter.jsonl").exists()
+        state_file = state / "state.json"
+        checkpoints = json.loads(state_file.read_text())["checkpoints"] if state_file.exists() else {}
+        assert all(c["acked_offset"] == 0 for c in checkpoints.values()), checkpoints
+        # the endpoint is fixed (token renewed, collector reconfigured): no restart needed
+        receiver.reset_faults()
+        receiver.wait_for(lambda r: {s["span_id"] for s in r.spans()} >= set(want_spans), 60)
+        receiver.wait_for(lambda r: len(r.logs()) >= len(want_logs), 30)
+        time.sleep(1.5)  # anything sent twice would have arrived by now
+    finally:
+        rc = d.terminate()
+    assert rc == 0
+    spans = receiver.spans()
+    assert Counter(s["span_id"] for s in spans) == Counter(set(want_spans)), "every span exactly once"
+    assert all(_strip(s) == want_spans[s["span_id"]] for s in spans)
+    assert sorted(map(repr, map(_strip, receiver.logs()))) == sorted(map(repr, want_logs)), (
+        "every log event once"
+    )
+    assert not (state / "dead-letter.jsonl").exists()
+    out = d.output()
+    assert "Traceback" not in out and "dead-lettered" not in out
+    said = [line for line in out.splitlines() if "holding the data" in line]
+    assert len(said) == 1 and answer.hint in said[0], "said once, plainly, with what to fix"
+    assert "accepting again" in out
+    final = json.loads((state / "status.json").read_text())
+    assert final["endpoint_error"] == "" and final["dead_lettered"] == 0 and final["backlog_spans"] == 0
+
+
+# ============================================================================ 2. poison values cost only their record
+def _poisoned_session(tmp_path: Path) -> Path:
+    """multi-tool with a tool that completes in the year 2700 and a model call of 2**70 output tokens."""
+    folder = fixture_copy(tmp_path, "multi-tool", "2026-11-29T17:11:32.618Z", "2700-11-29T17:11:32.618Z")
+    log = folder / "events.jsonl"
+    lines = log.read_bytes().splitlines(keepends=True)
+    usage = next(i for i, line in enumerate(lines) if b'"sequence":2' in line)
+    assert b'"outputTokens":40,' in lines[usage]
+    lines[usage] = lines[usage].replace(b'"outputTokens":40,', b'"outputTokens":%d,' % 2**70)
+    log.write_bytes(b"".join(lines))
+    return folder
+
+
+def test_replay_poison_values_cost_only_their_records(
+    receiver: OtlpReceiver,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    _isolated_home: Path,
+) -> None:
+    root = tmp_path / "session-state"
+    root.mkdir()
+    poisoned = _poisoned_session(tmp_path)
+    shutil.move(poisoned, root / "poisoned")
+    for name in ("failing-tool", "subagent"):
+        shutil.copytree(CLI_GENERATED / name, root / name)
+    clean_spans, clean_logs = _expected(tmp_path, root / "failing-tool", root / "subagent")
+    # several small batches: a sending thread that died on the first would leave the next put blocked forever
+    monkeypatch.setattr("copilot_otel.replay.BATCH_RECORDS", 8)
+    assert replay_into(receiver, root) == RejectedError.exit_code
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    got = {s["span_id"]: _strip(s) for s in receiver.spans()}
+    assert Counter(s["span_id"] for s in receiver.spans()).most_common(1)[0][1] == 1
+    # the two clean sessions arrive whole, identical to a replay without the poisoned one
+    assert {k: v for k, v in got.items() if k in clean_spans} == clean_spans
+    # the poisoned session: only records carrying the year 2700 are missing; the rest of it arrived
+    poisoned_ids = set(got) - set(clean_spans)
+    dead = _dead_letters(_isolated_home)
+    dropped_spans = [d["record"] for d in dead if d["signal"] == "traces"]
+    assert dropped_spans and all(d["reason"].startswith("unencodable") for d in dead)
+    assert all(s["end_ns"] >= 2**64 for s in dropped_spans)
+    assert len(poisoned_ids) + len(dropped_spans) == 14  # multi-tool's spans
+    assert any(s["name"] == "execute_tool grep" for s in got.values() if s["span_id"] in poisoned_ids)
+    got_logs = [repr(_strip(log)) for log in receiver.logs()]
+    assert all(repr(log) in got_logs for log in clean_logs)
+    dead_logs = sum(d["signal"] == "logs" for d in dead)
+    # metrics were sent: only the 2**70 measurements were left out
+    tokens = [m for m in receiver.metrics() if m["name"] == "gen_ai.client.inference.usage.output_tokens"]
+    assert tokens and all(m["value"] < 2**63 for m in tokens)
+    summary = err.strip().splitlines()[-1]
+    spans_read = len(got) + len(dropped_spans)
+    assert summary.startswith(
+        f"copilot-otel: error: delivered {len(got)} of {spans_read} spans and {len(got_logs)} of "
+        f"{len(got_logs) + dead_logs} log events from 3 of 3 sessions"
+    )
+    assert f"{len(dead) + 3} records could not be encoded" in summary  # + 3 measurements of 2**70 tokens
+    assert sum("cannot be encoded" in line for line in err.splitlines()) <= 5, (
+        "rate-limited, not one per record"
+    )
+
+
+def test_daemon_poison_values_cost_only_their_records_and_the_file_is_checkpointed(
+    tmp_path: Path, receiver: OtlpReceiver
+) -> None:
+    root, state = tmp_path / "session-state", tmp_path / "state"
+    root.mkdir()
+    shutil.move(_poisoned_session(tmp_path), root / "poisoned")
+    for name in ("failing-tool", "subagent"):
+        shutil.copytree(CLI_GENERATED / name, root / name)
+    clean_spans, _ = _expected(tmp_path, root / "failing-tool", root / "subagent")
+    d = DaemonProcess(
+        root,
+        state,
+        receiver.http_endpoint,
+        tmp_path / "daemon.log",
+        env={"COPILOT_OTEL_METRICS": "true", "OTEL_METRIC_EXPORT_INTERVAL": "500"},
+    ).start()
+    try:
+        receiver.wait_for(lambda r: {s["span_id"] for s in r.spans()} >= set(clean_spans), 30)
+        receiver.wait_for(lambda r: any(s["name"] == "execute_tool grep" for s in r.spans()), 30)
+        time.sleep(2.5)  # a checkpoint flush (every second), a status write, metric exports
+    finally:
+        assert d.terminate() == 0
+    # the daemon's metrics keep flowing: the 2**70 tokens were left out, not every export after them
+    tokens = [m for m in receiver.metrics() if m["name"] == "gen_ai.client.inference.usage.output_tokens"]
+    assert tokens and all(m["value"] < 2**63 for m in tokens)
+    out = d.output()
+    assert "Traceback" not in out and "unexpected error" not in out
+    assert "cannot be encoded" in out
+    checkpoints = json.loads((state / "state.json").read_text())["checkpoints"]
+    log = root / "poisoned" / "events.jsonl"
+    assert checkpoints[str(log)]["acked_offset"] == log.stat().st_size, "the poisoned file is not stuck"
+    status = json.loads((state / "status.json").read_text())
+    assert status["unencodable"] >= 1 and status["backlog_spans"] == 0
+
+
+# ================================================================= 4. OTEL_EXPORTER_OTLP_TIMEOUT, for every signal
+def test_a_collector_answering_after_12s_is_acknowledged_on_the_first_try(
+    receiver: OtlpReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "30000")
+    # each request is stored at once and answered 12 s later: traces, logs and metrics
+    receiver.fail_next(3, "timeout_after_accept", delay_s=12)
+    assert replay_into(receiver, CLI_GENERATED / "plain-question") == 0
+    assert receiver.requests == {"traces": 1, "logs": 1, "metrics": 1}, "each signal sent once"
+    assert len(receiver.spans()) == 3 and receiver.pending_faults() == 0
+
+
+def test_per_signal_timeouts_win_over_the_general_one(
+    receiver: OtlpReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "30000")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_LOGS_TIMEOUT", "1000")
+    receiver.fail_next(1, "timeout_after_accept", signal="traces", delay_s=3)
+    receiver.fail_next(1, "timeout_after_accept", signal="logs", delay_s=3)
+    assert replay_into(receiver, CLI_GENERATED / "plain-question") == 0
+    assert receiver.requests["traces"] == 1, "3 s is within the general 30 s"
+    assert receiver.requests["logs"] == 2, (
+        "3 s is past the 1 s of OTEL_EXPORTER_OTLP_LOGS_TIMEOUT: sent again"
+    )
+
+
+def test_a_bad_timeout_is_a_one_line_config_error(
+    receiver: OtlpReceiver, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "soon")
+    assert replay_into(receiver, CLI_GENERATED / "plain-question") == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "copilot-otel: error: Expected OTEL_EXPORTER_OTLP_TRACES_TIMEOUT to be a positive number of "
+        "milliseconds, got 'soon'"
+    )
+
+
+# ============================================================================== 8. replay's exit code and summary
+@pytest.mark.parametrize("outcome", ["delivered", "dead_lettered", "endpoint", "down"])
+def test_replay_exit_code_and_summary_tell_the_truth(
+    receiver: OtlpReceiver, capsys: pytest.CaptureFixture[str], outcome: str
+) -> None:
+    if outcome == "dead_lettered":
+        receiver.reject_when(lambda span: span["name"] == "execute_tool view")
+    elif outcome == "endpoint":
+        receiver.fail_next(100, "refuse", http_status=401)
+    elif outcome == "down":
+        receiver.stop()
+    rc = replay_into(receiver, CLI_GENERATED / "multi-tool", extra=("--max-retry-time", "2"))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    if outcome == "delivered":
+        assert rc == 0 and err.count("error") == 0
+        assert out.startswith("copilot-otel: exported 1 sessions: 14 spans, 4 log events from 30 events in ")
+        return
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("copilot-otel: error: ")
+    assert "were delivered" not in line  # the old "spans and log events were delivered" when none were
+    if outcome == "dead_lettered":
+        assert rc == RejectedError.exit_code
+        assert "delivered 13 of 14 spans and 4 of 4 log events from 1 of 1 sessions" in line
+        assert "1 records rejected by the collector were dead-lettered in " in line
+    elif outcome == "endpoint":
+        assert rc == EndpointError.exit_code
+        assert "HTTP 401 Unauthorized" in line and "OTEL_EXPORTER_OTLP_HEADERS is not set" in line
+        assert "delivered 0 of 14 spans and 0 of 4 log events" in line
+        assert "not delivered: 14 spans, 4 log events, the metrics" in line
+    else:
+        assert rc == ExportError.exit_code
+        assert "did not accept the data" in line and "cannot connect to" in line
+        assert (
+            "delivered 0 of 14 spans" in line and "not delivered: 14 spans, 4 log events, the metrics" in line
+        )
+
+
+def test_a_dead_letter_warning_is_rate_limited_with_a_count(
+    receiver: OtlpReceiver, capsys: pytest.CaptureFixture[str]
+) -> None:
+    receiver.reject_when(lambda span: span["name"].startswith("execute_tool"))
+    assert replay_into(receiver, CLI_GENERATED / "multi-tool") == RejectedError.exit_code
+    err = capsys.readouterr().err
+    warned = [line for line in err.splitlines() if "permanently rejected" in line]
+    assert len(warned) == 1, warned
+    assert "5 records rejected by the collector were dead-lettered" in err.strip().splitlines()[-1]
+
+
+# ===================================================== 9. shutdown with the collector down: deadline, honest count
+def test_shutdown_with_the_collector_down_keeps_its_deadline_and_counts_what_waits(
+    tmp_path: Path, receiver: OtlpReceiver
+) -> None:
+    root, state = tmp_path / "session-state", tmp_path / "state"
+    names = ("multi-tool", "capi-multi-tool", "subagent")
+    for name in names:
+        shutil.copytree(CLI_GENERATED / name, root / name)
+    spans, logs = _expected(tmp_path, *(root / n / "events.jsonl" for n in names))
+    receiver.stop()  # the collector is down for the whole run
+    d = DaemonProcess(
+        root, state, receiver.http_endpoint, tmp_path / "daemon.log", env={"COPILOT_OTEL_METRICS": "true"}
+    ).start()
+    time.sleep(3.0)  # every line read, every record queued, retries under way
+    started = time.monotonic()
+    rc = d.terminate(timeout=40)
+    took = time.monotonic() - started
+    assert rc == 0
+    print(f"shutdown with the collector down took {took:.1f}s")
+    assert took < 12.5, f"shutdown took {took:.1f}s; the promise is 10 s"
+    out = d.output()
+    assert f"{len(spans) + len(logs)} records were not delivered" in out, out[-1500:]
+    assert "Traceback" not in out
+    status = json.loads((state / "status.json").read_text())
+    assert status["backlog_spans"] == len(spans) + len(logs)
+    # and they are: the next start delivers them (nothing was checkpointed)
+    receiver.start()
+    d2 = DaemonProcess(root, state, receiver.http_endpoint, tmp_path / "daemon.log").start()
+    try:
+        receiver.wait_for(lambda r: {s["span_id"] for s in r.spans()} >= set(spans), 30)
+    finally:
+        assert d2.terminate() == 0
