@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import signal
 import threading
 import time
 from collections import deque
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from ._platform import current
 from .config import Config
 from .content import ContentKind
 from .discover import Discovery
@@ -757,21 +757,18 @@ def _last_line_boundary(path: Path, size: int) -> int:
 
 
 def run(config: Config) -> int:
-    """The ``run`` command: start the daemon, stop cleanly on SIGTERM/SIGINT, exit 0."""
+    """The ``run`` command: start the daemon, stop cleanly on SIGTERM/SIGINT (and their Windows kin), exit 0."""
     stop = threading.Event()
     daemon = Daemon(config, stop=stop)
 
-    def on_signal(signum: int, _frame: Any) -> None:
+    def on_stop(name: str) -> None:
         if stop.is_set():
             raise KeyboardInterrupt  # a second signal: stop waiting for the flush
-        logger.info("received %s", signal.Signals(signum).name)
+        logger.info("received %s", name)
         stop.set()
         daemon._wake.set()
 
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
+    # SIGTERM/SIGINT; on Windows also Ctrl+Break and the console closing (the platform seam knows which).
+    with current.watch_stop(on_stop):
         daemon.run()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
     return 0

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from ._platform import current
 from .config import SETTINGS, Config
 from .errors import ConfigError, StateError
 
@@ -178,9 +179,9 @@ def _write_atomic(path: Path, data: bytes, mode: int) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | current.open_flags, mode)
         try:
-            os.fchmod(fd, mode)
+            os.chmod(tmp, mode)  # exactly mode, whatever the umask (Windows keeps only the read-only bit)
             os.write(fd, data)
             os.fsync(fd)
         finally:
@@ -433,12 +434,20 @@ def _unreachable(ran: _Ran) -> bool:
 
 
 # ------------------------------------------------------------------------------------------------ launchd
+def _uid() -> int:
+    if (
+        sys.platform == "win32"
+    ):  # launchd is macOS only; this keeps the module importable and typed everywhere
+        return 0
+    return os.getuid()
+
+
 class _Launchd(_Manager):
     def __init__(self, config: Config) -> None:
         self.config = config
         self.plist = _home() / "Library" / "LaunchAgents" / f"{LAUNCHD_LABEL}.plist"
         self.launchctl = _tool(LAUNCHCTL_ENV, "launchctl")
-        self.domain = f"gui/{os.getuid()}"
+        self.domain = f"gui/{_uid()}"
 
     def render(self, environment: ServiceEnvironment) -> dict[str, object]:
         state_dir = Path(os.path.abspath(self.config.state_dir))
