@@ -57,6 +57,10 @@ MAX_OPEN_TAILERS = 256
 IDLE_CLOSE_S = 60.0
 # How often prompts still open are checked for a vanished owner process.
 OWNER_CHECK_S = 2.0
+# Files with an open prompt are stat()ed this often, on every OS: change notifications are a hint that Windows
+# delays or drops for appended files (and FSEvents coalesces), so a late or missing one costs at most this much
+# latency, never data. A few hundred stats a second at most: files with an open prompt are the live ones.
+LIVE_POLL_S = 0.25
 # How often idle descriptors are closed (and the cap on open ones enforced).
 FD_CHECK_S = 10.0
 # A CLI that just started may not have written its inuse lock yet: wait this long after the last line.
@@ -225,6 +229,7 @@ class Daemon:
         self._discovery.start()
         self._rescan()
         last_rescan = last_flush = last_status = last_owner_check = last_fd_check = time.monotonic()
+        last_live_poll = last_rescan
         try:
             while not self.stop.is_set():
                 busy = self._pass()
@@ -235,6 +240,9 @@ class Daemon:
                     last_rescan = now
                     self._rescan()
                     self._sweep()
+                if now - last_live_poll >= LIVE_POLL_S:
+                    last_live_poll = now
+                    self._poll_live()
                 if now - last_owner_check >= OWNER_CHECK_S:
                     last_owner_check = now
                     self._close_abandoned()
@@ -249,8 +257,10 @@ class Daemon:
                     last_status = now
                     self._write_status()
                 if not busy:
-                    # Files announce themselves (inotify wakes us); the timeout only paces the periodic checks.
-                    self._wake.wait(timeout=min(OWNER_CHECK_S, self.config.rescan_interval))
+                    # Files announce themselves (inotify wakes us); the timeout only paces the periodic checks,
+                    # and the stat poll of files with an open prompt.
+                    pace = min(OWNER_CHECK_S, self.config.rescan_interval)
+                    self._wake.wait(timeout=min(pace, LIVE_POLL_S) if self._attention else pace)
                     self._wake.clear()
         finally:
             self._shutdown()
@@ -320,6 +330,13 @@ class Daemon:
         """Periodic truth check: any idle file whose stat changed has work (inotify can miss events)."""
         for f in self._files.values():
             if not f.pending and f.tailer.stat_changed():
+                self._set_pending(f, True)
+
+    def _poll_live(self) -> None:
+        """The live path without notifications: a file with an open prompt whose stat changed has work."""
+        for key in self._attention:
+            f = self._files.get(key)
+            if f is not None and not f.pending and f.tailer.stat_changed():
                 self._set_pending(f, True)
 
     def _track(self, path: Path) -> _File | None:
