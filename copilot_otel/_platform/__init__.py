@@ -15,6 +15,7 @@ Nothing else in the package calls an OS-specific function: only the modules here
 ``default_dirs``           where state and config live by default (XDG / Application Support / AppData)
 ``worker_start_method``    how replay starts worker processes (fork only on Linux)
 ``service_manager``        which per-user service manager ``copilot-otel service`` drives
+``text_streams``           stdout/stderr that never fail on a cp1252 console (:mod:`._console`)
 =========================  =========================================================================
 
 Implementations: :class:`~._linux.Linux`, :class:`~._darwin.Darwin` (both :class:`~._posix.Posix`) and
@@ -27,20 +28,19 @@ from __future__ import annotations
 
 import sys
 
-from ._console import ASCII, UNICODE, Glyphs, glyphs_for, prepare_text_stream, utf8_stdout
+from ._console import can_encode_glyphs, text_streams, utf8_stdout
+from ._darwin import launchd_domains
 from ._portable import DefaultDirs, LockHeld, Platform
 
 __all__ = [
-    "ASCII",
-    "UNICODE",
     "DefaultDirs",
-    "Glyphs",
     "LockHeld",
     "Platform",
+    "can_encode_glyphs",
     "current",
     "for_platform",
-    "glyphs_for",
-    "prepare_text_stream",
+    "launchd_domains",
+    "text_streams",
     "utf8_stdout",
 ]
 
