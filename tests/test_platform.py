@@ -14,15 +14,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from watchdog.observers import Observer
 
 from copilot_otel._platform import LockHeld, Platform, current, for_platform
 from copilot_otel._platform._darwin import Darwin, launchd_domains
 from copilot_otel._platform._linux import Linux
 from copilot_otel._platform._windows import Windows
+from copilot_otel.discover import Discovery
 from copilot_otel.sessions import owner_pids, pid_alive
 from tests.conftest import CLI_GENERATED
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver
+from tests.test_discover import Changes
 
 ROOT = Path(__file__).resolve().parent.parent
 NO_POSIX = ROOT / ".ci" / "no_posix"
@@ -271,3 +274,35 @@ def test_linux_default_dirs_are_unchanged(_isolated_home: Path) -> None:
     assert Linux().default_dirs(env).config == _isolated_home / ".config" / "copilot-otel"
     xdg = Linux().default_dirs({**env, "XDG_STATE_HOME": "/s", "XDG_CONFIG_HOME": "relative"})
     assert xdg.state == Path("/s/copilot-otel") and xdg.config == _isolated_home / ".config" / "copilot-otel"
+
+
+class _RealPathObserver(Observer):  # type: ignore[misc,valid-type]  # watchdog's platform alias
+    """The native watcher, scheduled on the resolved path: it then reports real paths, as FSEvents does."""
+
+    def schedule(self, handler: Any, path: str, **kwargs: Any) -> Any:
+        return super().schedule(handler, os.path.realpath(path), **kwargs)
+
+
+def test_a_symlinked_session_root_matches_real_path_events(tmp_path: Path) -> None:
+    """A session root reached through a symlink (macOS's /tmp, a synced folder) whose watcher reports real
+    paths: changes are still reported, under the root as configured."""
+    real = tmp_path / "real-session-state"
+    real.mkdir()
+    root = tmp_path / "via-link"
+    root.symlink_to(real, target_is_directory=True)
+    changes = Changes()
+    discovery = Discovery(root, changes, poll_interval_s=0.05, observer_factory=_RealPathObserver)
+    discovery.start()
+    try:
+        log = root / "0a000001-0000-4000-8000-00000000f00d" / "events.jsonl"
+        log.parent.mkdir()
+        log.write_bytes(b"{}\n")
+        assert changes.wait_for(log, timeout=5.0)
+        changes.clear()
+        with open(real / log.parent.name / "events.jsonl", "ab") as fh:
+            fh.write(b"{}\n")
+        assert changes.wait_for(log, timeout=5.0)
+        assert discovery.mode == "inotify"
+        assert all(str(p).startswith(str(root)) for p in changes.paths)
+    finally:
+        discovery.stop()
