@@ -24,12 +24,14 @@ class Darwin(Posix):
         XDG variable names a directory, or an earlier version's ``~/.local/state`` / ``~/.config`` one exists
         (so an upgrade never moves anyone's checkpoints)."""
         xdg = Platform.default_dirs(self, env)
-        support = Path(platformdirs.macos.MacOS(APP_NAME, appauthor=False).user_data_dir)
-        if str(support).startswith("~"):  # no HOME in the process environment: follow env's
-            support = self.home(env) / "Library" / "Application Support" / APP_NAME
+        apple = platformdirs.macos.MacOS(APP_NAME, appauthor=False)
         return DefaultDirs(
-            xdg.state if env.get("XDG_STATE_HOME", "").strip() or xdg.state.is_dir() else support,
-            xdg.config if env.get("XDG_CONFIG_HOME", "").strip() or xdg.config.is_dir() else support,
+            xdg.state
+            if env.get("XDG_STATE_HOME", "").strip() or xdg.state.is_dir()
+            else Path(apple.user_state_dir),
+            xdg.config
+            if env.get("XDG_CONFIG_HOME", "").strip() or xdg.config.is_dir()
+            else Path(apple.user_config_dir),
         )
 
     def worker_start_method(self, protocol: str) -> str:

@@ -97,7 +97,8 @@ class Windows(Platform):
             if handle in (None, _INVALID_HANDLE):
                 code = ctypes.get_last_error()
                 raise OSError(0, ctypes.FormatError(code), os.fspath(path), code)
-            return msvcrt.open_osfhandle(handle, os.O_RDONLY | os.O_BINARY | os.O_NOINHERIT)
+            # Binary unless O_TEXT is given; O_NOINHERIT as for every descriptor of ours.
+            return msvcrt.open_osfhandle(handle, os.O_RDONLY | os.O_NOINHERIT)
 
         def _rename(self, src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
             # MOVEFILE_WRITE_THROUGH: returns once the rename is on disk, what fsync of the directory does on Unix.
