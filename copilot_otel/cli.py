@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from . import __version__
+from ._platform import text_streams
 from .config import Config, add_arguments, describe, load_config
 from .errors import CopilotOtelError
 
@@ -128,6 +129,12 @@ def _setup_logging(level: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
+    # A cp1252 console or a redirected stream gets ASCII glyphs instead of a UnicodeEncodeError.
+    with text_streams():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command is None:

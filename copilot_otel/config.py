@@ -37,6 +37,7 @@ from types import MappingProxyType, ModuleType
 from typing import Any, Generic, Literal, TypeVar, get_args
 from urllib.parse import urlsplit, urlunsplit
 
+from ._platform import current
 from .errors import ConfigError
 
 
@@ -158,8 +159,7 @@ class Setting(Generic[T]):
 
 
 def _home(env: Env) -> Path:
-    home = env.get("HOME", "").strip()
-    return Path(home) if home else Path.home()
+    return current.home(env)  # HOME; on Windows USERPROFILE first (where Copilot CLI puts .copilot)
 
 
 def _expand(text: str, env: Env) -> Path:
@@ -298,12 +298,6 @@ def _backfill(raw: object, env: Env) -> Backfill:
 # --- environment-dependent defaults -------------------------------------------------------------------------
 
 
-def _xdg(env: Env, var: str, fallback: str) -> Path:
-    """``$var`` when it is an absolute path (the XDG spec ignores relative ones), else ``~/<fallback>``."""
-    value = env.get(var, "").strip()
-    return Path(value) if value and os.path.isabs(value) else _home(env) / fallback
-
-
 def _default_session_state(env: Env) -> Path:
     copilot_home = env.get("COPILOT_HOME", "").strip()
     base = _expand(copilot_home, env) if copilot_home else _home(env) / ".copilot"
@@ -311,11 +305,12 @@ def _default_session_state(env: Env) -> Path:
 
 
 def _default_state_dir(env: Env) -> Path:
-    return _xdg(env, "XDG_STATE_HOME", ".local/state") / "copilot-otel"
+    # XDG on Linux (as always); ~/Library/Application Support on macOS, %LOCALAPPDATA% on Windows.
+    return current.default_dirs(env).state
 
 
 def _default_config_file(env: Env) -> Path:
-    return _xdg(env, "XDG_CONFIG_HOME", ".config") / "copilot-otel" / "config.toml"
+    return current.default_dirs(env).config / "config.toml"
 
 
 # --- the table ----------------------------------------------------------------------------------------------

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import signal
 import threading
 import time
 from collections import deque
@@ -30,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from ._platform import current
 from .activity import Detection, PromptRun
 from .agentloop import FoldSettings
 from .config import Config
@@ -58,6 +58,10 @@ MAX_OPEN_TAILERS = 256
 IDLE_CLOSE_S = 60.0
 # How often prompts still open are checked for a vanished owner process.
 OWNER_CHECK_S = 2.0
+# Files with an open prompt are stat()ed this often, on every OS: change notifications are a hint that Windows
+# delays or drops for appended files (and FSEvents coalesces), so a late or missing one costs at most this much
+# latency, never data. A few hundred stats a second at most: files with an open prompt are the live ones.
+LIVE_POLL_S = 0.25
 # How often idle descriptors are closed (and the cap on open ones enforced).
 FD_CHECK_S = 10.0
 # A CLI that just started may not have written its inuse lock yet: wait this long after the last line.
@@ -227,6 +231,7 @@ class Daemon:
         self._discovery.start()
         self._rescan()
         last_rescan = last_flush = last_status = last_owner_check = last_fd_check = time.monotonic()
+        last_live_poll = last_rescan
         try:
             while not self.stop.is_set():
                 busy = self._pass()
@@ -237,6 +242,9 @@ class Daemon:
                     last_rescan = now
                     self._rescan()
                     self._sweep()
+                if now - last_live_poll >= LIVE_POLL_S:
+                    last_live_poll = now
+                    self._poll_live()
                 if now - last_owner_check >= OWNER_CHECK_S:
                     last_owner_check = now
                     self._close_abandoned()
@@ -251,8 +259,10 @@ class Daemon:
                     last_status = now
                     self._write_status()
                 if not busy:
-                    # Files announce themselves (inotify wakes us); the timeout only paces the periodic checks.
-                    self._wake.wait(timeout=min(OWNER_CHECK_S, self.config.rescan_interval))
+                    # Files announce themselves (inotify wakes us); the timeout only paces the periodic checks,
+                    # and the stat poll of files with an open prompt.
+                    pace = min(OWNER_CHECK_S, self.config.rescan_interval)
+                    self._wake.wait(timeout=min(pace, LIVE_POLL_S) if self._attention else pace)
                     self._wake.clear()
         finally:
             self._shutdown()
@@ -322,6 +332,13 @@ class Daemon:
         """Periodic truth check: any idle file whose stat changed has work (inotify can miss events)."""
         for f in self._files.values():
             if not f.pending and f.tailer.stat_changed():
+                self._set_pending(f, True)
+
+    def _poll_live(self) -> None:
+        """The live path without notifications: a file with an open prompt whose stat changed has work."""
+        for key in self._attention:
+            f = self._files.get(key)
+            if f is not None and not f.pending and f.tailer.stat_changed():
                 self._set_pending(f, True)
 
     def _track(self, path: Path) -> _File | None:
@@ -792,21 +809,18 @@ def _last_line_boundary(path: Path, size: int) -> int:
 
 
 def run(config: Config) -> int:
-    """The ``run`` command: start the daemon, stop cleanly on SIGTERM/SIGINT, exit 0."""
+    """The ``run`` command: start the daemon, stop cleanly on SIGTERM/SIGINT (and their Windows kin), exit 0."""
     stop = threading.Event()
     daemon = Daemon(config, stop=stop)
 
-    def on_signal(signum: int, _frame: Any) -> None:
+    def on_stop(name: str) -> None:
         if stop.is_set():
             raise KeyboardInterrupt  # a second signal: stop waiting for the flush
-        logger.info("received %s", signal.Signals(signum).name)
+        logger.info("received %s", name)
         stop.set()
         daemon._wake.set()
 
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
+    # SIGTERM/SIGINT; on Windows also Ctrl+Break and the console closing (the platform seam knows which).
+    with current.watch_stop(on_stop):
         daemon.run()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
     return 0

@@ -116,6 +116,9 @@ class Discovery:
         self._observer_factory = observer_factory
         self._observer: BaseObserver | None = None
         self._watched_root: tuple[int, int] | None = None  # (dev, ino) of the root being watched
+        # The root with symlinks resolved, when that differs: FSEvents (macOS) reports real paths, so a root reached
+        # through a symlink (/tmp is /private/tmp there; synced folders) would match no event.
+        self._real_prefix: str | None = None
         self._polled: dict[str, _StatKey] = {}
         self._mode: DiscoveryMode = "stopped"
         self._stop = threading.Event()
@@ -246,9 +249,16 @@ class Discovery:
 
     # -- watchdog callbacks (watchdog's thread) ---------------------------------------------------
 
+    def _as_given(self, path: str) -> str:
+        """An event path under the resolved root, spelled under the root as configured."""
+        real = self._real_prefix
+        if real is not None and (path == real or path.startswith(real + os.sep)):
+            return self._root_str + path[len(real) :]
+        return path
+
     def _on_event(self, event: FileSystemEvent) -> None:
-        src = os.fsdecode(event.src_path)
-        dest = os.fsdecode(event.dest_path) if event.dest_path else ""
+        src = self._as_given(os.fsdecode(event.src_path))
+        dest = self._as_given(os.fsdecode(event.dest_path)) if event.dest_path else ""
         if event.is_directory:
             if src == self._root_str and isinstance(event, (DirDeletedEvent, DirMovedEvent)):
                 self._wake.set()  # the root itself went away: the supervisor re-establishes the watch
@@ -309,6 +319,8 @@ class Discovery:
                 return
             # Need a (new) watch: first start, root (re-)created, or the observer died.
             self._stop_observer(5.0)
+            real = os.path.realpath(self._root_str)
+            self._real_prefix = real if real != self._root_str else None
             if self._force_polling or not self._start_observer():
                 self._mode = "polling"
                 self._poll_once()

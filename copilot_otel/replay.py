@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ._platform import current
 from .agentloop import FoldSettings
 from .config import Config
 from .content import ContentKind
@@ -457,15 +458,8 @@ def _replay_in_workers(
 
     # Config holds a read-only mapping proxy, which does not pickle.
     portable = dataclasses.replace(config, sources=dict(config.sources))
-    # fork starts workers without re-importing anything; the parent holds no threads at this point (metrics are
-    # aggregated, not given to the SDK) and its HTTP session is not used by the children. gRPC channels must not
-    # cross a fork, so gRPC replays spawn fresh interpreters instead.
-    method = (
-        "spawn"
-        if config.protocol == "grpc" or "fork" not in multiprocessing.get_all_start_methods()
-        else "fork"
-    )
-    context = multiprocessing.get_context(method)
+    # fork only on Linux and never for gRPC (the platform seam says why); spawn everywhere else.
+    context = multiprocessing.get_context(current.worker_start_method(config.protocol))
     done = 0
     with ProcessPoolExecutor(
         workers, mp_context=context, initializer=_init_worker, initargs=(portable, config.log_level)

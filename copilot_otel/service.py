@@ -5,6 +5,11 @@
   they go to ``~/.config/copilot-otel/service.env`` (mode 0600), named by ``EnvironmentFile=``.
 * macOS: a launchd agent ``~/Library/LaunchAgents/io.github.copilot-otel.plist`` (``RunAtLoad``, ``KeepAlive``
   unless it exits cleanly, output logged to the state dir); the plist is mode 0600 when it carries headers.
+  It is bootstrapped into ``gui/<uid>`` and, where that domain does not exist (an SSH session), ``user/<uid>``.
+* Windows: a per-user Task Scheduler task ``copilot-otel`` (at log-on of this user, restarted on failure, no
+  time limit), registered with ``schtasks /Create /XML``. Task Scheduler has no environment setting, so the
+  task runs ``pythonw -m copilot_otel._platform._launch`` with a JSON file of the settings (in the config
+  folder, under the user's profile) and the state dir's ``service.log``.
 
 "Current settings" are every ``OTEL_*`` and ``COPILOT_OTEL_*`` variable set now, plus the flags given to
 ``service install`` and any path that would resolve differently in the service's bare environment (e.g. a
@@ -13,13 +18,14 @@ state dir derived from ``XDG_STATE_HOME``). Re-run ``install`` after changing th
 Enabling uses ``systemctl --user`` / ``launchctl``. Where those are missing or fail (no user bus in a
 container, an SSH session without a login manager) the file is still written and the exact commands to run
 are printed; ``--no-enable`` only writes. ``COPILOT_OTEL_SERVICE_PLATFORM=linux|darwin``,
-``COPILOT_OTEL_SYSTEMCTL`` and ``COPILOT_OTEL_LAUNCHCTL`` override the platform and the tools (for tests and
-unusual installs).
+``COPILOT_OTEL_SYSTEMCTL``, ``COPILOT_OTEL_LAUNCHCTL`` and ``COPILOT_OTEL_SCHTASKS`` override the platform and
+the tools (for tests and unusual installs).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import plistlib
 import shlex
@@ -30,27 +36,33 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+from xml.sax.saxutils import escape
 
+from ._platform import current, launchd_domains
 from .config import SETTINGS, Config
 from .errors import ConfigError, StateError
 
 __all__ = [
     "LAUNCHD_LABEL",
     "SYSTEMD_UNIT",
+    "TASK_NAME",
     "ServiceEnvironment",
     "executable",
     "service",
     "service_environment",
+    "task_xml",
 ]
 
-Platform = Literal["linux", "darwin"]
+Platform = Literal["linux", "darwin", "win32"]
 SYSTEMD_UNIT = "copilot-otel.service"
 LAUNCHD_LABEL = "io.github.copilot-otel"
 PLATFORM_ENV = "COPILOT_OTEL_SERVICE_PLATFORM"
 SYSTEMCTL_ENV = "COPILOT_OTEL_SYSTEMCTL"
 LAUNCHCTL_ENV = "COPILOT_OTEL_LAUNCHCTL"
+SCHTASKS_ENV = "COPILOT_OTEL_SCHTASKS"
+TASK_NAME = "copilot-otel"
 # Variables that steer this command, not the daemon: never copied into the service.
-_NOT_COPIED = frozenset({PLATFORM_ENV, SYSTEMCTL_ENV, LAUNCHCTL_ENV})
+_NOT_COPIED = frozenset({PLATFORM_ENV, SYSTEMCTL_ENV, LAUNCHCTL_ENV, SCHTASKS_ENV})
 # systemctl/launchctl normally answer at once; a hung user bus must not hang the install.
 _TOOL_TIMEOUT_S = 30.0
 
@@ -66,7 +78,7 @@ def service(config: Config, action: str, enable: bool = True) -> int:
         StateError: A file cannot be written or removed, or the state dir the service needs is not writable.
     """
     platform = _platform()
-    manager: _Manager = _Systemd(config) if platform == "linux" else _Launchd(config)
+    manager: _Manager = {"linux": _Systemd, "darwin": _Launchd, "win32": _TaskScheduler}[platform](config)
     if action == "install":
         return manager.install(enable)
     if action == "uninstall":
@@ -86,8 +98,11 @@ def _platform() -> Platform:
         return "linux"
     if sys.platform == "darwin":
         return "darwin"
+    if sys.platform == "win32":
+        return "win32"
     raise ConfigError(
-        f"copilot-otel service supports Linux (systemd) and macOS (launchd), not {sys.platform!r}; run "
+        f"copilot-otel service supports Linux (systemd), macOS (launchd) and Windows (Task Scheduler), not "
+        f"{sys.platform!r}; run "
         "'copilot-otel run' under your own service manager instead"
     )
 
@@ -178,9 +193,9 @@ def _write_atomic(path: Path, data: bytes, mode: int) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | current.open_flags, mode)
         try:
-            os.fchmod(fd, mode)
+            os.chmod(tmp, mode)  # exactly mode, whatever the umask (Windows keeps only the read-only bit)
             os.write(fd, data)
             os.fsync(fd)
         finally:
@@ -433,12 +448,21 @@ def _unreachable(ran: _Ran) -> bool:
 
 
 # ------------------------------------------------------------------------------------------------ launchd
+def _uid() -> int:
+    if (
+        sys.platform == "win32"
+    ):  # launchd is macOS only; this keeps the module importable and typed everywhere
+        return 0
+    return os.getuid()
+
+
 class _Launchd(_Manager):
     def __init__(self, config: Config) -> None:
         self.config = config
         self.plist = _home() / "Library" / "LaunchAgents" / f"{LAUNCHD_LABEL}.plist"
         self.launchctl = _tool(LAUNCHCTL_ENV, "launchctl")
-        self.domain = f"gui/{os.getuid()}"
+        self.domains = launchd_domains(_uid())
+        self.domain = self.domains[0]
 
     def render(self, environment: ServiceEnvironment) -> dict[str, object]:
         state_dir = Path(os.path.abspath(self.config.state_dir))
@@ -475,6 +499,14 @@ class _Launchd(_Manager):
             return 0
         _run([self.launchctl, "bootout", target])  # not loaded yet is fine: this only replaces an old version
         ran = _run([self.launchctl, "bootstrap", self.domain, str(self.plist)])
+        for fallback in self.domains[1:]:
+            if ran.ok:
+                break
+            # Over SSH there is no gui/<uid> domain ("Domain does not support specified action"): user/<uid>.
+            _run([self.launchctl, "bootout", f"{fallback}/{LAUNCHD_LABEL}"])
+            retry = _run([self.launchctl, "bootstrap", fallback, str(self.plist)])
+            if retry.ok:
+                ran, self.domain = retry, fallback
         if not ran.ok:
             _print_commands(
                 f"Could not load it with launchctl ({_first_line(ran.output)}). The agent is written; "
@@ -491,6 +523,9 @@ class _Launchd(_Manager):
             return 0
         target = f"{self.domain}/{LAUNCHD_LABEL}"
         ran = _run([self.launchctl, "bootout", target])
+        for fallback in self.domains[1:]:
+            if not ran.ok:
+                ran = _run([self.launchctl, "bootout", f"{fallback}/{LAUNCHD_LABEL}"])
         _remove(self.plist)
         print(f"Removed {self.plist}")
         if ran.ok:
@@ -514,6 +549,9 @@ class _Launchd(_Manager):
         except (OSError, plistlib.InvalidFileException, ValueError) as exc:
             print(f"  cannot read it: {exc}")
         ran = _run([self.launchctl, "print", f"{self.domain}/{LAUNCHD_LABEL}"])
+        for fallback in self.domains[1:]:
+            if not ran.ok:
+                ran = _run([self.launchctl, "print", f"{fallback}/{LAUNCHD_LABEL}"])
         if not ran.ok:
             print(f"  launchctl: {_first_line(ran.output) or 'not loaded'}")
             return 0
@@ -521,4 +559,160 @@ class _Launchd(_Manager):
             stripped = line.strip()
             if stripped.startswith(("state =", "pid =", "last exit code =")):
                 print(f"  {stripped}")
+        return 0
+
+
+# ------------------------------------------------------------------------------------------------ Task Scheduler
+def task_xml(command: str, arguments: Sequence[str], working_dir: str, user: str) -> str:
+    """A Task Scheduler task definition (schema ``http://schemas.microsoft.com/windows/2004/02/mit/task``, 1.2):
+    start at log-on of ``user`` in their session, with no time limit, restarted every minute when it fails."""
+    args = subprocess.list2cmdline(list(arguments))
+    return "\n".join(
+        [
+            '<?xml version="1.0" encoding="UTF-16"?>',
+            '<Task version="1.2" xmlns="http://schemas.microsoft.com/windows/2004/02/mit/task">',
+            "  <RegistrationInfo>",
+            "    <Description>copilot-otel: GitHub Copilot CLI sessions to OpenTelemetry. Written by "
+            "'copilot-otel service install'; remove with 'copilot-otel service uninstall'.</Description>",
+            f"    <URI>\\{TASK_NAME}</URI>",
+            "  </RegistrationInfo>",
+            "  <Triggers>",
+            "    <LogonTrigger>",
+            "      <Enabled>true</Enabled>",
+            f"      <UserId>{escape(user)}</UserId>",
+            "    </LogonTrigger>",
+            "  </Triggers>",
+            "  <Principals>",
+            '    <Principal id="Author">',
+            f"      <UserId>{escape(user)}</UserId>",
+            "      <LogonType>InteractiveToken</LogonType>",
+            "      <RunLevel>LeastPrivilege</RunLevel>",
+            "    </Principal>",
+            "  </Principals>",
+            "  <Settings>",
+            "    <MultipleInstancesPolicy>IgnoreNew</MultipleInstancesPolicy>",
+            "    <DisallowStartIfOnBatteries>false</DisallowStartIfOnBatteries>",
+            "    <StopIfGoingOnBatteries>false</StopIfGoingOnBatteries>",
+            "    <StartWhenAvailable>true</StartWhenAvailable>",
+            "    <IdleSettings>",
+            "      <StopOnIdleEnd>false</StopOnIdleEnd>",
+            "      <RestartOnIdle>false</RestartOnIdle>",
+            "    </IdleSettings>",
+            "    <Enabled>true</Enabled>",
+            "    <ExecutionTimeLimit>PT0S</ExecutionTimeLimit>",
+            "    <Priority>7</Priority>",
+            "    <RestartOnFailure>",
+            "      <Interval>PT1M</Interval>",
+            "      <Count>255</Count>",
+            "    </RestartOnFailure>",
+            "  </Settings>",
+            '  <Actions Context="Author">',
+            "    <Exec>",
+            f"      <Command>{escape(command)}</Command>",
+            f"      <Arguments>{escape(args)}</Arguments>",
+            f"      <WorkingDirectory>{escape(working_dir)}</WorkingDirectory>",
+            "    </Exec>",
+            "  </Actions>",
+            "</Task>",
+            "",
+        ]
+    )
+
+
+def _windows_python() -> str:
+    """``pythonw.exe`` next to this interpreter (no console window for a log-on task), else this interpreter."""
+    here = Path(sys.executable)
+    windowless = here.with_name("pythonw" + here.suffix)
+    return str(windowless if windowless.is_file() else here)
+
+
+class _TaskScheduler(_Manager):
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        folder = current.default_dirs(os.environ).config
+        self.xml_file = folder / "copilot-otel-task.xml"
+        self.env_file = folder / "service-env.json"
+        self.log_file = Path(os.path.abspath(config.state_dir)) / "service.log"
+        self.schtasks = _tool(SCHTASKS_ENV, "schtasks")
+        domain, user = os.environ.get("USERDOMAIN", ""), os.environ.get("USERNAME", "")
+        self.user = f"{domain}\\{user}" if domain and user else user or os.environ.get("USER", "")
+
+    def command(self) -> tuple[str, list[str]]:
+        """The task's program and arguments: the launcher, which loads the settings file and runs ``run``."""
+        return _windows_python(), [
+            "-m",
+            "copilot_otel._platform._launch",
+            str(self.env_file),
+            str(self.log_file),
+        ]
+
+    def render(self) -> str:
+        program, arguments = self.command()
+        return task_xml(program, arguments, str(Path(os.path.abspath(self.config.state_dir))), self.user)
+
+    def install(self, enable: bool) -> int:
+        _check_state_dir(self.config.state_dir)
+        environment = service_environment(self.config)
+        settings = {**environment.public, **environment.secret}
+        _write_atomic(self.env_file, json.dumps(settings, indent=2).encode("utf-8"), 0o600)
+        _write_atomic(self.xml_file, self.render().encode("utf-16"), 0o644)
+        print(f"Wrote {self.xml_file}")
+        print(f"Wrote {self.env_file} (only your account can read your profile folder)")
+        for line in _describe_env(environment):
+            print(line)
+        print(f"  log: {self.log_file}")
+        steps = [
+            ["/Create", "/TN", TASK_NAME, "/XML", str(self.xml_file), "/F"],
+            ["/Run", "/TN", TASK_NAME],
+        ]
+        shown = [subprocess.list2cmdline(["schtasks", *step]) for step in steps]
+        if not enable:
+            _print_commands("Not registered (--no-enable). To register and start it:", shown)
+            return 0
+        for step in steps:
+            ran = _run([self.schtasks, *step])
+            if not ran.ok:
+                _print_commands(
+                    f"Could not register it with schtasks ({_first_line(ran.output)}). The task file is "
+                    "written; register and start it with:",
+                    shown,
+                )
+                return 0
+        print(f"Registered and started the scheduled task {TASK_NAME} (it starts at every log-on)")
+        return 0
+
+    def uninstall(self) -> int:
+        present = [p for p in (self.xml_file, self.env_file) if p.exists()]
+        _run([self.schtasks, "/End", "/TN", TASK_NAME])
+        ran = _run([self.schtasks, "/Delete", "/TN", TASK_NAME, "/F"])
+        for path in present:
+            _remove(path)
+            print(f"Removed {path}")
+        if ran.ok:
+            print(f"Stopped and deleted the scheduled task {TASK_NAME}")
+        elif not present:
+            print(f"Not installed: no scheduled task {TASK_NAME} and no {self.xml_file}.")
+        else:
+            _print_commands(
+                f"Could not delete the task with schtasks ({_first_line(ran.output)}). If it exists, delete it "
+                "with:",
+                [subprocess.list2cmdline(["schtasks", "/Delete", "/TN", TASK_NAME, "/F"])],
+            )
+        return 0
+
+    def status(self) -> int:
+        ran = _run([self.schtasks, "/Query", "/TN", TASK_NAME, "/FO", "LIST", "/V"])
+        if not ran.ok and not self.xml_file.exists():
+            print(
+                f"Not installed (no scheduled task {TASK_NAME}); install with: copilot-otel service install"
+            )
+            return 1
+        print(f"Installed: scheduled task {TASK_NAME} ({self.xml_file})")
+        if not ran.ok:
+            print(f"  schtasks: {_first_line(ran.output) or 'not registered'}")
+            return 0
+        for line in ran.output.splitlines():
+            key = line.split(":", 1)[0].strip()
+            if key in ("Status", "Last Run Time", "Last Result", "Next Run Time"):
+                print(f"  {line.strip()}")
         return 0

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._platform import current
 from .errors import SourceError
 
 EVENTS_FILE = "events.jsonl"
@@ -133,7 +134,11 @@ def read_workspace(folder: Path | None) -> dict[str, str]:
 
 
 def owner_pids(folder: Path | None) -> list[int]:
-    """Process ids named by ``inuse.<pid>.lock`` files: the CLI processes holding the session."""
+    """Process ids named by ``inuse.<pid>.lock`` files: the CLI processes holding the session.
+
+    A pid whose process was created after its lock file was written is left out: the CLI that wrote the lock is
+    gone and the system gave its pid to another program (which must not keep the session's prompt open).
+    """
     if folder is None:
         return []
     pids = []
@@ -142,20 +147,19 @@ def owner_pids(folder: Path | None) -> list[int]:
             name = entry.name
             if name.startswith("inuse.") and name.endswith(".lock"):
                 try:
-                    pids.append(int(name[len("inuse.") : -len(".lock")]))
-                except ValueError:
+                    pid = int(name[len("inuse.") : -len(".lock")])
+                    written = entry.stat().st_mtime
+                except (ValueError, OSError):
                     continue
+                if current.process_alive(pid) and not current.process_alive(pid, started_before=written):
+                    continue  # alive, but started after the lock was written: a recycled pid
+                pids.append(pid)
     except OSError:
         return []
     return pids
 
 
-def pid_alive(pid: int) -> bool:
-    """Whether a process exists (a stale ``inuse`` lock after SIGINT names a dead one)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def pid_alive(pid: int, started_before: float | None = None) -> bool:
+    """Whether a process exists (a stale ``inuse`` lock after SIGINT names a dead one); with ``started_before``
+    (Unix seconds), also that it is not a newer process that was given a dead one's pid. Never signals it."""
+    return current.process_alive(pid, started_before)

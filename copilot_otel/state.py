@@ -2,7 +2,7 @@
 
 The state directory holds::
 
-    lock               flock()ed by the running daemon; contains its pid (never deleted)
+    lock               locked by the running daemon (filelock: flock / LockFileEx); holds its pid (never deleted)
     state.json         the checkpoints, replaced atomically by every flush
     state.json.prev    the previous generation (the fallback when state.json is torn or corrupt)
     state.json.tmp     a flush in progress (removed at startup if a crash left it)
@@ -10,7 +10,8 @@ The state directory holds::
     status.json        the running daemon's status for ``copilot-otel status`` (not durable)
 
 A flush is ``state.json.tmp`` → fsync → ``state.json`` renamed to ``state.json.prev`` → tmp renamed to
-``state.json`` → fsync the directory (reliability rule 10; checklist #22-#25). At any instant one of
+``state.json`` → fsync the directory (reliability rule 10; checklist #22-#25; on Windows the renames are
+write-through instead, and retried briefly while another process holds the target open). At any instant one of
 ``state.json`` / ``state.json.prev`` is complete, so a crash or power loss never leaves nothing.
 
 Loading never crashes and never starts at end-of-file: a torn or corrupt ``state.json`` is renamed to
@@ -33,7 +34,6 @@ from __future__ import annotations
 import contextlib
 import enum
 import errno
-import fcntl
 import logging
 import os
 import threading
@@ -44,7 +44,9 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from filelock import BaseFileLock
 
+from ._platform import LockHeld, current
 from .errors import StateError
 from .tail import FileIdentity
 
@@ -134,7 +136,7 @@ class StateStore:
         self._checkpoints: dict[str, Checkpoint] = {}
         self._generation = 0
         self._flushed_generation = 0
-        self._lock_fd: int | None = None
+        self._dir_lock: BaseFileLock | None = None
         self._last_failure_log = float("-inf")
         self.load_outcome = LoadOutcome.FRESH
         """What was found at startup (see :class:`LoadOutcome`)."""
@@ -217,7 +219,7 @@ class StateStore:
         in memory, the previous ``state.json`` stays intact, :attr:`flush_failures` is incremented, the
         failure is logged (rate-limited) and the next call retries. Never raises ``OSError``.
         """
-        if self._lock_fd is None:
+        if self._dir_lock is None:
             raise StateError(f"the state store for {self._dir} is closed")
         with self._flush_lock:
             with self._lock:
@@ -252,7 +254,7 @@ class StateStore:
         tmp = self._dir / _STATUS_TMP_FILE
         try:
             _write_file(tmp, orjson.dumps(status, option=orjson.OPT_INDENT_2), sync=False)
-            os.replace(tmp, self._dir / STATUS_FILE)
+            current.replace(tmp, self._dir / STATUS_FILE)
         except OSError as exc:
             logger.debug("cannot write %s: %s", self._dir / STATUS_FILE, exc)
             with contextlib.suppress(OSError):
@@ -284,9 +286,9 @@ class StateStore:
 
     def close(self) -> None:
         """Release the directory lock (idempotent). Does not flush: call :meth:`flush` first."""
-        fd, self._lock_fd = self._lock_fd, None
-        if fd is not None:
-            os.close(fd)  # closing the only descriptor releases the flock
+        lock, self._dir_lock = self._dir_lock, None
+        if lock is not None:
+            lock.release()
 
     def __enter__(self) -> StateStore:
         return self
@@ -302,27 +304,14 @@ class StateStore:
     def _acquire_lock(self) -> None:
         try:
             self._dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd = os.open(self._dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            self._dir_lock = current.lock_exclusive(self._dir / LOCK_FILE)
+        except LockHeld as exc:
+            raise StateError(
+                f"another copilot-otel daemon is already using {self._dir} (pid {exc.owner})"
+            ) from None
         except OSError as exc:
             hint = " (not a directory)" if isinstance(exc, (FileExistsError, NotADirectoryError)) else ""
             raise StateError(f"cannot use state directory {self._dir}: {exc.strerror or exc}{hint}") from exc
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            pid = _read_pid(fd)
-            os.close(fd)
-            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise StateError(
-                    f"another copilot-otel daemon is already using {self._dir} (pid {pid})"
-                ) from exc
-            raise StateError(f"cannot lock {self._dir / LOCK_FILE}: {exc.strerror or exc}") from exc
-        try:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        except OSError as exc:
-            os.close(fd)
-            raise StateError(f"cannot write {self._dir / LOCK_FILE}: {exc.strerror or exc}") from exc
-        self._lock_fd = fd
 
     # -- load ------------------------------------------------------------------------------------
 
@@ -395,13 +384,13 @@ class StateStore:
         try:
             _write_file(tmp, payload, sync=True)
             with contextlib.suppress(FileNotFoundError):
-                os.replace(state, self._dir / PREV_FILE)
-            os.replace(tmp, state)
+                current.replace(state, self._dir / PREV_FILE)
+            current.replace(tmp, state)
         except OSError:
             with contextlib.suppress(OSError):
                 tmp.unlink()
             raise
-        _fsync_dir(self._dir)
+        current.fsync_dir(self._dir)
 
     def _flush_failed(self, exc: OSError) -> None:
         self.flush_failures += 1
@@ -480,14 +469,14 @@ def _set_aside(path: Path) -> Path:
         n += 1
         target = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
     try:
-        os.replace(path, target)
+        current.replace(path, target)
     except OSError as exc:
         raise StateError(f"cannot set aside the corrupt {path}: {exc.strerror or exc}") from exc
     return target
 
 
 def _write_file(path: Path, payload: bytes, *, sync: bool) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | current.open_flags, 0o600)
     try:
         view = memoryview(payload)
         while view:
@@ -497,19 +486,3 @@ def _write_file(path: Path, payload: bytes, *, sync: bool) -> None:
             os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _read_pid(fd: int) -> str:
-    try:
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-    except OSError:
-        return "unknown"
-    return text if text.isdigit() else "unknown"

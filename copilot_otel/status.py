@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ._platform import utf8_stdout
 from .config import Config
 from .sessions import pid_alive
 from .state import STATUS_FILE, StateStore
@@ -53,9 +54,9 @@ def print_status(config: Config, as_json: bool = False) -> int:
     running = isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 and pid_alive(pid)
     if as_json:
         if status is not None:
-            sys.stdout.write(
-                orjson.dumps(status, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n"
-            )
+            out = utf8_stdout()  # JSON is UTF-8 bytes, whatever the console's code page
+            out.write(orjson.dumps(status, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+            out.flush()
         if not running:
             print(_not_running(path, status, pid), file=sys.stderr)
         return 0 if running else 1

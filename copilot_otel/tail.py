@@ -54,6 +54,7 @@ import stat
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from ._platform import current
 from .errors import SourceError
 
 __all__ = [
@@ -82,7 +83,11 @@ _MIN_READ_BYTES = 4 * 1024
 DEFAULT_BATCH_BYTES = 1024 * 1024
 # 128-bit digest: collision-free in practice for a prefix comparison, 32 hex chars in the state file.
 _DIGEST_BYTES = 16
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+# Positional reads and the open go through the platform seam: pread/preadv on Unix, and on Windows a handle
+# opened with FILE_SHARE_DELETE, so the CLI can still rename or delete a log while we follow it.
+_pread = current.pread
+_read_into = current.read_into
+_open = current.open_shared
 
 
 def _fingerprint(data: bytes) -> str:
@@ -91,13 +96,13 @@ def _fingerprint(data: bytes) -> str:
 
 def _pread_full(fd: int, length: int, offset: int) -> bytes:
     """Read exactly ``length`` bytes unless EOF comes first (pread may return short reads)."""
-    data = os.pread(fd, length, offset)
+    data = _pread(fd, length, offset)
     if len(data) == length or not data:
         return data
     parts = [data]
     got = len(data)
     while got < length:
-        more = os.pread(fd, length - got, offset + got)
+        more = _pread(fd, length - got, offset + got)
         if not more:
             break
         parts.append(more)
@@ -137,7 +142,7 @@ class FileIdentity:
     @classmethod
     def of_path(cls, path: str | os.PathLike[str]) -> FileIdentity:
         """Take the identity of the file at ``path``; raises :class:`OSError` (e.g. FileNotFoundError)."""
-        fd = os.open(path, _OPEN_FLAGS)
+        fd = _open(path)
         try:
             return cls.of_fd(fd)
         finally:
@@ -153,7 +158,7 @@ class FileIdentity:
     def matches_path(self, path: str | os.PathLike[str]) -> bool:
         """Like :meth:`matches_fd` for a path; a missing file does not match."""
         try:
-            fd = os.open(path, _OPEN_FLAGS)
+            fd = _open(path)
         except (FileNotFoundError, NotADirectoryError):
             return False
         try:
@@ -438,7 +443,7 @@ class FileTailer:
     def _open(self) -> bool:
         """Open the path and validate identity/offset; False if the file does not exist."""
         try:
-            fd = os.open(self._path, _OPEN_FLAGS)
+            fd = _open(self._path)
         except (FileNotFoundError, NotADirectoryError):
             return False
         try:
@@ -499,7 +504,7 @@ class FileTailer:
                 st = os.fstat(fd)
                 self._identity = FileIdentity(st.st_dev, st.st_ino, _fingerprint(head), len(head))
         # Datadog's check: a valid offset has a newline right before it.
-        if self._offset > 0 and os.pread(fd, 1, self._offset - 1) != b"\n":
+        if self._offset > 0 and _pread(fd, 1, self._offset - 1) != b"\n":
             return ResetReason.CONTENT_CHANGED
         return None
 
@@ -541,7 +546,7 @@ class FileTailer:
                 # one chunk between iterations (~2 transiently), whatever the line lengths.
                 # A small budget reads less (but at least _MIN_READ_BYTES, so tiny budgets still move).
                 want = min(chunk - len(buf), max(max_bytes - consumed, _MIN_READ_BYTES))
-                data = os.pread(fd, want, pos + len(buf))
+                data = _pread(fd, want, pos + len(buf))
                 if not data:
                     self._offset = pos
                     return out, True
@@ -577,7 +582,7 @@ class FileTailer:
         while True:
             if long.scanned_to >= limit:
                 return None, False
-            n = os.preadv(fd, [scratch], long.scanned_to)
+            n = _read_into(fd, scratch, long.scanned_to)
             if n == 0:
                 return None, True
             idx = scratch.find(b"\n", 0, n)
@@ -607,7 +612,7 @@ class FileTailer:
             scan = _LongScan(pos, pos)
             scratch = bytearray(self._chunk)
             while scan.scanned_to < size:
-                n = os.preadv(fd, [scratch], scan.scanned_to)
+                n = _read_into(fd, scratch, scan.scanned_to)
                 if n == 0:
                     break
                 if scratch.find(b"\n", 0, n) >= 0:

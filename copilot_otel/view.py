@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -27,6 +26,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from ._platform import utf8_stdout
 from .agentloop import FoldSettings
 from .config import Config
 from .content import ContentKind, ContentPolicy
@@ -110,11 +110,11 @@ def span_json(span: SpanRecord) -> dict[str, Any]:
 
 
 def _print_json(sessions: Sequence[SessionFile], settings: FoldSettings) -> None:
-    out = sys.stdout
+    out = utf8_stdout()  # JSON is UTF-8 bytes, whatever the console's code page
     for session in sessions:
         for record in fold_session(session, settings).emissions:
             if isinstance(record, SpanRecord):
-                out.write(orjson.dumps(span_json(record)).decode() + "\n")
+                out.write(orjson.dumps(span_json(record)) + b"\n")
     out.flush()
 
 

@@ -1,0 +1,68 @@
+"""Everything that differs between Linux, macOS and Windows, behind one small interface.
+
+Nothing else in the package calls an OS-specific function: only the modules here may. The interface is
+:class:`~._portable.Platform`; :data:`current` is the implementation for this machine:
+
+=========================  =========================================================================
+``open_shared(path)``      read-only descriptor that lets the writer rename or delete the file meanwhile
+``pread`` / ``read_into``  positional reads (``os.pread`` / ``os.preadv`` where they exist)
+``open_flags``             extra ``os.open`` flags for files we write: binary, not inherited by children
+``replace(src, dst)``      atomic rename over ``dst``, retried briefly on a Windows sharing violation
+``fsync_dir(path)``        make a rename durable (a no-op where a directory cannot be opened)
+``lock_exclusive``         the one-daemon lock (:mod:`filelock`), with the holder's pid readable
+``process_alive``          liveness and identity of a process (:mod:`psutil`): a reused pid is not the CLI
+``watch_stop``             what asks a daemon to stop: SIGTERM/SIGINT; Ctrl+Break and console close on Windows
+``default_dirs``           where state and config live by default (XDG / Application Support / AppData)
+``worker_start_method``    how replay starts worker processes (fork only on Linux)
+``service_manager``        which per-user service manager ``copilot-otel service`` drives
+``text_streams``           stdout/stderr that never fail on a cp1252 console (:mod:`._console`)
+=========================  =========================================================================
+
+Implementations: :class:`~._linux.Linux`, :class:`~._darwin.Darwin` (both :class:`~._posix.Posix`) and
+:class:`~._windows.Windows`, each built on :class:`~._portable.Platform`, which uses only calls every OS has.
+Where ``os`` lacks the POSIX calls (the CI's "no POSIX" run, ``.ci/no_posix``) that portable base is used as it
+is, so the code paths Windows shares with it run on Linux too. Every module here imports on every OS.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ._console import can_encode_glyphs, text_streams, utf8_stdout
+from ._darwin import launchd_domains
+from ._portable import DefaultDirs, LockHeld, Platform
+
+__all__ = [
+    "DefaultDirs",
+    "LockHeld",
+    "Platform",
+    "can_encode_glyphs",
+    "current",
+    "for_platform",
+    "launchd_domains",
+    "text_streams",
+    "utf8_stdout",
+]
+
+
+def for_platform(name: str) -> Platform:
+    """The implementation for ``sys.platform`` value ``name`` (the portable one where its calls are missing)."""
+    if name == "win32":
+        from ._windows import Windows
+
+        return Windows()
+    from ._posix import posix_calls_present
+
+    if not posix_calls_present():
+        return Platform()
+    if name == "darwin":
+        from ._darwin import Darwin
+
+        return Darwin()
+    from ._linux import Linux
+
+    return Linux()
+
+
+current: Platform = for_platform(sys.platform)
+"""The implementation in use on this machine."""

@@ -1,0 +1,46 @@
+"""macOS: launchd agents, ``~/Library/Application Support``, spawned replay workers."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import platformdirs.macos
+
+from ._portable import APP_NAME, DefaultDirs, Platform, ServiceManager
+from ._posix import Posix
+
+__all__ = ["Darwin", "launchd_domains"]
+
+
+class Darwin(Posix):
+    """macOS."""
+
+    name = "darwin"
+    service_manager: ServiceManager | None = "launchd"
+
+    def default_dirs(self, env: Mapping[str, str]) -> DefaultDirs:
+        """``~/Library/Application Support/copilot-otel`` for state and config (as platformdirs says), unless an
+        XDG variable names a directory, or an earlier version's ``~/.local/state`` / ``~/.config`` one exists
+        (so an upgrade never moves anyone's checkpoints)."""
+        xdg = Platform.default_dirs(self, env)
+        apple = platformdirs.macos.MacOS(APP_NAME, appauthor=False)
+        return DefaultDirs(
+            xdg.state
+            if env.get("XDG_STATE_HOME", "").strip() or xdg.state.is_dir()
+            else Path(apple.user_state_dir),
+            xdg.config
+            if env.get("XDG_CONFIG_HOME", "").strip() or xdg.config.is_dir()
+            else Path(apple.user_config_dir),
+        )
+
+    def worker_start_method(self, protocol: str) -> str:
+        # Forking after network libraries (and Apple's frameworks) have started threads can crash on macOS; spawn
+        # has been Python's default there since 3.8 for that reason.
+        return "spawn"
+
+
+def launchd_domains(uid: int) -> list[str]:
+    """The launchd domains to try for a per-user agent: ``gui/<uid>`` (a desktop login), then ``user/<uid>``
+    (the one that exists over SSH, where ``gui/<uid>`` refuses to bootstrap)."""
+    return [f"gui/{uid}", f"user/{uid}"]

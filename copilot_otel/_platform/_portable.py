@@ -1,0 +1,219 @@
+"""The platform interface, implemented with calls every OS has; the base of every implementation.
+
+Linux and macOS (:mod:`._posix`) replace the reads and the directory fsync with the POSIX calls; Windows
+(:mod:`._windows`) replaces the open, the rename and the stop events with Win32 ones. What stays here is shared
+by all: the one-daemon lock (:mod:`filelock`), process liveness (:mod:`psutil`) and the XDG default directories.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import io
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Literal
+
+import psutil
+from filelock import FileLock, Timeout
+
+__all__ = ["APP_NAME", "DefaultDirs", "LockHeld", "Platform", "ServiceManager"]
+
+APP_NAME = "copilot-otel"
+ServiceManager = Literal["systemd", "launchd", "task-scheduler"]
+StopHandler = Callable[[str], None]
+# A process created this long after its ``inuse`` lock file was written cannot be the one that wrote it
+# (creation times are rounded to clock ticks, the lock's mtime to the filesystem's granularity).
+_START_SLACK_S = 2.0
+# os.replace over a file that another process has open without share-delete (an indexer, antivirus, `status`
+# reading status.json) fails on Windows with a sharing violation for a few milliseconds: retry for this long.
+_REPLACE_RETRY_S = 1.0
+# The pid starts at byte 1 of the lock file: byte 0 is the one Windows locks, unreadable by others while held.
+_PID_OFFSET = 1
+
+
+class LockHeld(Exception):
+    """Another process holds the lock; ``owner`` is its pid as text (``"unknown"`` if unreadable)."""
+
+    def __init__(self, owner: str) -> None:
+        super().__init__(f"held by pid {owner}")
+        self.owner = owner
+
+
+@dataclass(frozen=True, slots=True)
+class DefaultDirs:
+    """Where copilot-otel keeps its files when no setting says otherwise."""
+
+    state: Path
+    """Checkpoints, the lock, ``status.json``, the embedded OTLP file, service logs."""
+    config: Path
+    """The folder of ``config.toml`` (and ``service.env`` on Linux)."""
+
+
+class Platform:
+    """Portable implementation of the interface (see :mod:`copilot_otel._platform`)."""
+
+    name = "portable"
+    service_manager: ServiceManager | None = None
+    open_flags: int = getattr(os, "O_BINARY", 0) | getattr(os, "O_NOINHERIT", 0) | getattr(os, "O_CLOEXEC", 0)
+    """Added to every ``os.open`` of ours: no text-mode translation (Windows), not inherited by children."""
+
+    # -- files ---------------------------------------------------------------------------------------
+
+    def open_shared(self, path: str | os.PathLike[str]) -> int:
+        """Open ``path`` read-only; the writer may append to, rename or delete it while it is open."""
+        return os.open(path, os.O_RDONLY | self.open_flags)
+
+    def pread(self, fd: int, length: int, offset: int) -> bytes:
+        """Read up to ``length`` bytes at ``offset`` (may return fewer). Here: seek + read, so one thread per fd
+        (the tailer's rule anyway)."""
+        os.lseek(fd, offset, os.SEEK_SET)
+        return os.read(fd, length)
+
+    def read_into(self, fd: int, buffer: bytearray, offset: int) -> int:
+        """Read into ``buffer`` at ``offset``; returns the byte count (0 at end of file). No copy: scanning a
+        20 MB line stays within one buffer of memory."""
+        os.lseek(fd, offset, os.SEEK_SET)
+        with io.FileIO(fd, "rb", closefd=False) as raw:
+            return raw.readinto(buffer) or 0
+
+    def replace(self, src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+        """Rename ``src`` over ``dst`` atomically, retrying for up to a second while ``dst`` is held open."""
+        deadline = time.monotonic() + _REPLACE_RETRY_S
+        delay = 0.005
+        while True:
+            try:
+                self._rename(src, dst)
+                return
+            except PermissionError as exc:
+                if not _is_sharing_violation(exc) or time.monotonic() + delay > deadline:
+                    raise
+            # A short bounded retry in the caller's own thread (there is no stop event to wait on here).
+            time.sleep(delay)
+            delay = min(delay * 2, 0.1)
+
+    def _rename(self, src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+        os.replace(src, dst)
+
+    def fsync_dir(self, directory: str | os.PathLike[str]) -> None:
+        """Make renames in ``directory`` durable; a no-op where a directory cannot be opened as a file."""
+
+    # -- the one-daemon lock -------------------------------------------------------------------------
+
+    def lock_exclusive(self, path: str | os.PathLike[str]) -> FileLock:
+        """Take the lock file ``path`` without waiting and write our pid in it.
+
+        The lock is :class:`filelock.FileLock` (``flock`` on Unix, ``LockFileEx`` on Windows): the OS drops it
+        when the process dies, so a crash never leaves a stale lock. The file stays on release.
+
+        Raises:
+            LockHeld: Another process (or another store in this one) holds it.
+            OSError: The file cannot be created or locked.
+        """
+        lock = FileLock(
+            os.fspath(path),
+            timeout=0,
+            mode=0o600,
+            thread_local=False,  # taken by the daemon's constructor, released by whichever thread closes it
+            preserve_lock_file=True,
+            on_acquired=_write_pid,
+        )
+        try:
+            lock.acquire()
+        except Timeout:
+            raise LockHeld(self.read_lock_owner(path)) from None
+        return lock
+
+    def read_lock_owner(self, path: str | os.PathLike[str]) -> str:
+        """The pid written in a lock file, or ``"unknown"``."""
+        try:
+            with open(path, "rb") as fh:
+                fh.seek(_PID_OFFSET)
+                text = fh.read(32).decode("ascii", "replace").strip()
+        except OSError:
+            return "unknown"
+        return text if text.isdigit() else "unknown"
+
+    # -- processes -----------------------------------------------------------------------------------
+
+    def process_alive(self, pid: int, started_before: float | None = None) -> bool:
+        """Whether process ``pid`` runs, and (with ``started_before``, Unix seconds) started no later than that.
+
+        ``started_before`` is when the process is known to have existed already (the mtime of the lock file it
+        wrote): a process with that pid created afterwards is another program that got the pid recycled. Never
+        sends a signal (on Windows ``os.kill(pid, 0)`` would send Ctrl+C).
+        """
+        if pid <= 0:
+            return False
+        try:
+            process = psutil.Process(pid)
+            if started_before is not None and process.create_time() > started_before + _START_SLACK_S:
+                return False
+            return bool(process.is_running())
+        except psutil.NoSuchProcess:
+            return False
+        except psutil.AccessDenied:
+            return True  # it exists; someone else's
+
+    # -- stopping ------------------------------------------------------------------------------------
+
+    def stop_signals(self) -> tuple[signal.Signals, ...]:
+        """The signals that ask a daemon to stop."""
+        return (signal.SIGTERM, signal.SIGINT)
+
+    @contextlib.contextmanager
+    def watch_stop(self, on_stop: StopHandler) -> Iterator[None]:
+        """Call ``on_stop(name)`` (in the main thread) for every stop request while the block runs."""
+
+        def handler(signum: int, _frame: FrameType | None) -> None:
+            on_stop(signal.Signals(signum).name)
+
+        previous = {sig: signal.signal(sig, handler) for sig in self.stop_signals()}
+        try:
+            yield
+        finally:
+            for sig, old in previous.items():
+                signal.signal(sig, old)
+
+    # -- defaults ------------------------------------------------------------------------------------
+
+    def home(self, env: Mapping[str, str]) -> Path:
+        """The user's home directory under ``env`` (``HOME``, else the OS's idea of it)."""
+        value = env.get("HOME", "").strip()
+        return Path(value) if value else Path.home()
+
+    def default_dirs(self, env: Mapping[str, str]) -> DefaultDirs:
+        """XDG base directories: ``$XDG_STATE_HOME`` / ``$XDG_CONFIG_HOME`` when absolute, else ``~/.local/state``
+        and ``~/.config``."""
+        return DefaultDirs(
+            self._xdg(env, "XDG_STATE_HOME", ".local/state") / APP_NAME,
+            self._xdg(env, "XDG_CONFIG_HOME", ".config") / APP_NAME,
+        )
+
+    def _xdg(self, env: Mapping[str, str], var: str, fallback: str) -> Path:
+        """``$var`` when it is an absolute path (the XDG spec ignores relative ones), else ``~/<fallback>``."""
+        value = env.get(var, "").strip()
+        return Path(value) if value and os.path.isabs(value) else self.home(env) / fallback
+
+    def worker_start_method(self, protocol: str) -> str:
+        """How replay starts worker processes: ``spawn`` (a fresh interpreter) unless forking is known safe."""
+        return "spawn"
+
+
+def _write_pid(fd: int) -> None:
+    """filelock's ``on_acquired``: the holder's pid, for the "already running (pid N)" message."""
+    payload = b"\n" * _PID_OFFSET + f"{os.getpid()}\n".encode()
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.write(fd, payload)
+    os.ftruncate(fd, len(payload))
+
+
+def _is_sharing_violation(exc: OSError) -> bool:
+    # ERROR_ACCESS_DENIED (5), ERROR_SHARING_VIOLATION (32), ERROR_LOCK_VIOLATION (33); EACCES elsewhere
+    # means permissions, which a retry does not fix.
+    return getattr(exc, "winerror", None) in (5, 32, 33) or (os.name == "nt" and exc.errno == errno.EACCES)

@@ -1,0 +1,43 @@
+"""Linux and macOS: positional reads with ``pread``/``preadv``, directory fsync, close-on-exec descriptors."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ._portable import Platform
+
+__all__ = ["Posix", "posix_calls_present"]
+
+# What this implementation calls beyond the portable set; Windows has none of it.
+_POSIX_CALLS = ("pread", "preadv", "O_CLOEXEC", "O_NONBLOCK", "O_DIRECTORY")
+
+
+def posix_calls_present() -> bool:
+    """Whether ``os`` has the POSIX calls :class:`Posix` uses (not on Windows, nor in the CI's no-POSIX run)."""
+    return all(hasattr(os, name) for name in _POSIX_CALLS)
+
+
+class Posix(Platform):
+    """What Linux and macOS share."""
+
+    name = "posix"
+
+    if sys.platform != "win32":  # (so that `mypy --platform win32` does not look for these calls there)
+
+        def open_shared(self, path: str | os.PathLike[str]) -> int:
+            # O_NONBLOCK: opening a FIFO someone put in place of a log must not hang the daemon.
+            return os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+
+        def pread(self, fd: int, length: int, offset: int) -> bytes:
+            return os.pread(fd, length, offset)
+
+        def read_into(self, fd: int, buffer: bytearray, offset: int) -> int:
+            return os.preadv(fd, [buffer], offset)
+
+        def fsync_dir(self, directory: str | os.PathLike[str]) -> None:
+            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)

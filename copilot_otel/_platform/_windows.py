@@ -1,0 +1,132 @@
+"""Windows: share-delete opens, write-through renames, console control events, AppData directories.
+
+Importable on every OS (the pure parts are tested on Linux); the Win32 calls are made through :mod:`ctypes`
+only on Windows, in the ``sys.platform == "win32"`` blocks below.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import platformdirs.windows
+
+from ._portable import APP_NAME, DefaultDirs, Platform, ServiceManager, StopHandler
+
+__all__ = ["CONSOLE_EVENTS", "Windows"]
+
+# Console control events that mean "this process is going away" (CTRL_CLOSE_EVENT, CTRL_LOGOFF_EVENT,
+# CTRL_SHUTDOWN_EVENT). Ctrl+C and Ctrl+Break arrive as SIGINT / SIGBREAK through Python's own handler.
+CONSOLE_EVENTS = {2: "CTRL_CLOSE_EVENT", 5: "CTRL_LOGOFF_EVENT", 6: "CTRL_SHUTDOWN_EVENT"}
+# Windows ends the process once a close/logoff/shutdown handler returns, and at the latest after 5 s
+# (SPI_GETHUNGAPPTIMEOUT): wait this long for the daemon's shutdown (flush, save state) to finish.
+_CONSOLE_EVENT_WAIT_S = 4.5
+
+
+if sys.platform == "win32":
+    import ctypes
+    import msvcrt
+    from ctypes import wintypes
+
+    _kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+    _kernel32.CreateFileW.argtypes = [
+        wintypes.LPCWSTR,
+        wintypes.DWORD,
+        wintypes.DWORD,
+        wintypes.LPVOID,
+        wintypes.DWORD,
+        wintypes.DWORD,
+        wintypes.HANDLE,
+    ]
+    _kernel32.CreateFileW.restype = wintypes.HANDLE
+    _kernel32.MoveFileExW.argtypes = [wintypes.LPCWSTR, wintypes.LPCWSTR, wintypes.DWORD]
+    _kernel32.MoveFileExW.restype = wintypes.BOOL
+    _HANDLER = ctypes.WINFUNCTYPE(wintypes.BOOL, wintypes.DWORD)
+    _kernel32.SetConsoleCtrlHandler.argtypes = [_HANDLER, wintypes.BOOL]
+    _kernel32.SetConsoleCtrlHandler.restype = wintypes.BOOL
+    _INVALID_HANDLE = wintypes.HANDLE(-1).value
+
+
+class Windows(Platform):
+    """Windows 10 and later."""
+
+    name = "windows"
+    service_manager: ServiceManager | None = "task-scheduler"
+
+    def home(self, env: Mapping[str, str]) -> Path:
+        """``%USERPROFILE%`` first: that is where Copilot CLI (Node's ``os.homedir()``) puts ``.copilot``, while
+        ``HOME`` is often an MSYS/Git Bash path set for other tools."""
+        for var in ("USERPROFILE", "HOME"):
+            value = env.get(var, "").strip()
+            if value:
+                return Path(value)
+        return Path.home()
+
+    def default_dirs(self, env: Mapping[str, str]) -> DefaultDirs:
+        r"""State in ``%LOCALAPPDATA%\copilot-otel`` (machine-local), config in ``%APPDATA%\copilot-otel`` (roams
+        with the profile), as platformdirs resolves them; an explicit ``XDG_STATE_HOME``/``XDG_CONFIG_HOME`` wins."""
+        xdg = Platform.default_dirs(self, env)
+        state = xdg.state if env.get("XDG_STATE_HOME", "").strip() else None
+        config = xdg.config if env.get("XDG_CONFIG_HOME", "").strip() else None
+        return DefaultDirs(
+            state or Path(platformdirs.windows.Windows(APP_NAME, appauthor=False).user_state_dir),
+            config
+            or Path(platformdirs.windows.Windows(APP_NAME, appauthor=False, roaming=True).user_config_dir),
+        )
+
+    def stop_signals(self) -> tuple[signal.Signals, ...]:
+        # A console process gets Ctrl+C as SIGINT and Ctrl+Break (what `taskkill` without /F and many service
+        # wrappers send to a console group) as SIGBREAK; SIGTERM is only ever raised from inside the process.
+        sigbreak = getattr(signal, "SIGBREAK", None)
+        return (signal.SIGINT, signal.SIGTERM) + ((sigbreak,) if sigbreak is not None else ())
+
+    if sys.platform == "win32":
+
+        def open_shared(self, path: str | os.PathLike[str]) -> int:
+            """``CreateFileW`` with FILE_SHARE_DELETE, so the CLI can rename or delete a log we are reading (an
+            ``os.open`` descriptor would make that fail with a sharing violation)."""
+            generic_read, share_all, open_existing, normal = 0x80000000, 0x1 | 0x2 | 0x4, 3, 0x80
+            handle = _kernel32.CreateFileW(
+                os.fspath(path), generic_read, share_all, None, open_existing, normal, None
+            )
+            if handle in (None, _INVALID_HANDLE):
+                code = ctypes.get_last_error()
+                raise OSError(0, ctypes.FormatError(code), os.fspath(path), code)
+            # Binary unless O_TEXT is given; O_NOINHERIT as for every descriptor of ours.
+            return msvcrt.open_osfhandle(handle, os.O_RDONLY | os.O_NOINHERIT)
+
+        def _rename(self, src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+            # MOVEFILE_WRITE_THROUGH: returns once the rename is on disk, what fsync of the directory does on Unix.
+            replace_existing, write_through = 0x1, 0x8
+            if not _kernel32.MoveFileExW(os.fspath(src), os.fspath(dst), replace_existing | write_through):
+                code = ctypes.get_last_error()
+                raise OSError(0, ctypes.FormatError(code), os.fspath(src), code, os.fspath(dst))
+
+        @contextlib.contextmanager
+        def watch_stop(self, on_stop: StopHandler) -> Iterator[None]:
+            """Signals as everywhere, plus the console closing, log-off and shutdown: those are answered on
+            their own thread, which holds Windows off until the daemon has saved its state."""
+            finished = threading.Event()
+
+            def console_event(event: int) -> bool:
+                name = CONSOLE_EVENTS.get(event)
+                if name is None:
+                    return False  # Ctrl+C / Ctrl+Break: Python's own handler turns them into signals
+                with contextlib.suppress(KeyboardInterrupt):
+                    on_stop(name)
+                finished.wait(_CONSOLE_EVENT_WAIT_S)
+                return True
+
+            callback = _HANDLER(console_event)
+            _kernel32.SetConsoleCtrlHandler(callback, True)
+            try:
+                with Platform.watch_stop(self, on_stop):
+                    yield
+            finally:
+                finished.set()
+                _kernel32.SetConsoleCtrlHandler(callback, False)
