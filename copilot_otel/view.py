@@ -1,9 +1,10 @@
 """``copilot-otel show``: a session in the terminal, without any backend.
 
-Every session log is folded exactly as ``replay`` would fold it (:func:`~copilot_otel.replay.fold_session`);
-the resulting spans are drawn as one :class:`rich.tree.Tree` per prompt (turns → model calls and tool calls →
-sub-agents), with durations, token counts, statuses (failures in red) and the runaway detections the fold
-attached to the prompt's root span. ``--json`` prints the span records themselves, one JSON object per line.
+Every session log is read through the same pipeline as ``replay`` (:func:`copilot_otel.read_session`) and its
+activity records are drawn as one :class:`rich.tree.Tree` per prompt (turns → model calls and tool calls →
+sub-agents, permission waits), with durations, token counts, statuses (failures in red) and what happened during
+the prompt (runaway detections, aborts, errors, compactions, mode changes, task completion). ``--json`` prints
+what would be exported: the span records, one JSON object per line.
 Without a session argument, the most recently active sessions under the session-state root are listed.
 
 The tree view shows the prompt text (scrubbed of secrets, cut to :data:`PROMPT_PREVIEW_CHARS`): it never
@@ -27,12 +28,33 @@ from rich.text import Text
 from rich.tree import Tree
 
 from ._platform import utf8_stdout
+from .activity import (
+    Abort,
+    AgentRun,
+    Compaction,
+    Detection,
+    ModeChange,
+    ModelCall,
+    Note,
+    Notification,
+    Outcome,
+    PermissionWait,
+    PromptRun,
+    Record,
+    SessionError,
+    SessionStarted,
+    TaskComplete,
+    ToolCall,
+    Truncation,
+    Turn,
+)
 from .agentloop import FoldSettings
 from .config import Config
 from .content import ContentKind, ContentPolicy
 from .errors import SourceError
-from .records import SpanRecord, StatusCode
-from .replay import FoldedSession, fold_session
+from .library import SessionRecords, read_session
+from .records import SpanRecord
+from .replay import fold_session
 from .sessions import SessionFile, read_workspace, resolve, scan_root
 from .telemetry import fold_settings
 
@@ -40,12 +62,6 @@ __all__ = ["PROMPT_PREVIEW_CHARS", "SessionSummary", "show", "span_json", "summa
 
 # The prompt text shown under each prompt's heading; longer prompts are cut (the fold marks the cut).
 PROMPT_PREVIEW_CHARS = 160
-# Root span events worth a line in the tree (user messages and shutdown totals are not).
-_RUNAWAY = "copilot_otel.runaway.detected"
-_ABORT = "github.copilot.session.abort"
-_EXCEPTION = "gen_ai.client.operation.exception"
-_TRUNCATION = "github.copilot.session.truncation"
-_COMPACTED = "github.copilot.session.compaction_complete"
 _OUTCOME_STYLE = {"completed": "green", "error": "bold red", "aborted": "yellow", "incomplete": "yellow"}
 
 
@@ -85,7 +101,7 @@ def show(config: Config, session: str | None, as_json: bool = False, limit: int 
     for index, one in enumerate(sessions):
         if index:
             console.print()
-        console.print(render_session(fold_session(one, settings)))
+        console.print(render_session(read_records(one, settings)))
     return 0
 
 
@@ -153,25 +169,24 @@ def _recent(root: Path, limit: int) -> list[SessionFile]:
 
 
 def summarize(session: SessionFile, settings: FoldSettings) -> SessionSummary:
-    """Fold one session and count what the listing shows (a session that cannot be read says why)."""
+    """Read one session and count what the listing shows (a session that cannot be read says why)."""
     workspace = read_workspace(session.folder)
     title = workspace.get("summary") or workspace.get("name") or ""
     modified = _mtime(session)
     try:
-        folded = fold_session(session, settings)
+        read = read_records(session, settings)
     except SourceError as exc:
         return SessionSummary(session, modified, title, workspace.get("cwd", ""), 0, 0, 0, 0, str(exc))
-    spans = _spans(folded)
-    roots = [s for s in spans if s.parent_span_id is None]
+    facts = read.prompts[-1].facts if read.prompts else None
     return SessionSummary(
         session=session,
         modified_s=modified,
         title=title,
-        cwd=folded.fold.ctx.cwd or workspace.get("cwd", ""),
-        prompts=len(roots),
-        turns=sum(1 for s in spans if s.name.startswith("turn ")),
-        tool_calls=sum(1 for s in spans if s.name.startswith("execute_tool ")),
-        errors=sum(1 for s in spans if s.status is StatusCode.ERROR),
+        cwd=(facts.cwd if facts else None) or workspace.get("cwd", ""),
+        prompts=len(read.prompts),
+        turns=len(read.turns),
+        tool_calls=len(read.tool_calls),
+        errors=sum(1 for r in read.records if _failed(r)),
     )
 
 
@@ -223,234 +238,237 @@ def _print_listing(
 
 # ------------------------------------------------------------------------------------------------ trees
 def _tree_settings(settings: FoldSettings) -> FoldSettings:
-    """Fold settings for drawing: prompts captured (short, scrubbed) so each tree says what was asked."""
+    """Settings for drawing: prompts captured (short, scrubbed) so each tree says what was asked."""
     content = settings.content
     enabled = frozenset(content.enabled | {ContentKind.PROMPTS})
     policy = ContentPolicy(enabled=enabled, max_length=PROMPT_PREVIEW_CHARS, on_spans=True, on_events=False)
     return dataclasses.replace(settings, content=policy)
 
 
-def _spans(folded: FoldedSession) -> list[SpanRecord]:
-    return [record for record in folded.emissions if isinstance(record, SpanRecord)]
+Work = PromptRun | Turn | ModelCall | ToolCall | AgentRun | PermissionWait
 
 
-def render_session(folded: FoldedSession) -> Group:
-    """A session as renderables: a heading, then one tree per prompt in the order they were asked."""
-    spans = _spans(folded)
-    by_id = {s.span_id: s for s in spans}
-    children: dict[int, list[SpanRecord]] = defaultdict(list)
-    trace_roots = {s.trace_id: s for s in spans if s.parent_span_id is None}
-    roots: list[SpanRecord] = []
-    for span in spans:
-        parent = span.parent_span_id
-        if parent is None:
-            roots.append(span)
-        elif parent in by_id:
-            children[parent].append(span)
-        elif span.trace_id in trace_roots:  # parent not emitted (cut-off log): hang it under its prompt
-            children[trace_roots[span.trace_id].span_id].append(span)
-        else:
-            roots.append(span)
+def _failed(record: Record) -> bool:
+    """A piece of work that failed: a tool that did not succeed (denied, cut short), a model call or agent in
+    error, a prompt that ended in error (a model call cancelled by an abort is not a failure of its own)."""
+    if isinstance(record, ToolCall):
+        return not record.success
+    if isinstance(record, (ModelCall, AgentRun)):
+        return record.outcome is Outcome.ERROR
+    if isinstance(record, PromptRun):
+        return record.error and record.outcome == "error"
+    return False
+
+
+def render_session(read: SessionRecords) -> Group:
+    """A session as renderables: a heading, then one tree per prompt in the order they were asked.
+
+    Drawn from the agent loop's records themselves (not from spans): each piece of work hangs under the one
+    that started it, by the ids the loop gave them.
+    """
+    work: list[Work] = [
+        r
+        for r in read.records
+        if isinstance(r, (PromptRun, Turn, ModelCall, ToolCall, AgentRun, PermissionWait))
+    ]
+    by_id = {r.span_id: r for r in work}
+    children: dict[int, list[Work]] = defaultdict(list)
+    prompts = sorted((r for r in work if isinstance(r, PromptRun)), key=lambda r: (r.start_ns, r.end_ns))
+    prompt_of_trace = {p.trace_id: p for p in prompts}
+    for r in work:
+        if isinstance(r, PromptRun):
+            continue
+        parent = r.parent_span_id
+        if parent is not None and parent in by_id:
+            children[parent].append(r)
+        elif r.trace_id in prompt_of_trace:  # parent not in the log (cut off): hang it under its prompt
+            children[prompt_of_trace[r.trace_id].span_id].append(r)
     for kids in children.values():
-        kids.sort(key=lambda s: (s.start_ns, s.end_ns))
-    roots.sort(key=lambda s: (s.start_ns, s.end_ns))
+        kids.sort(key=lambda r: (r.start_ns, r.end_ns))
 
-    parts: list[Any] = [_session_heading(folded, roots)]
-    prompt_roots = [r for r in roots if r.name == "invoke_agent"]
+    parts: list[Any] = [_session_heading(read, prompts)]
+    human = [p for p in prompts if p.human]
     number = 0
-    for root in roots:
-        if root.name == "invoke_agent":
+    for prompt in prompts:
+        in_trace = [r for r in work if r.trace_id == prompt.trace_id]
+        if prompt.human:
             number += 1
-            failed = sum(
-                1
-                for s in spans
-                if s.trace_id == root.trace_id
-                and s.status is StatusCode.ERROR
-                and s.name.startswith("execute_tool ")
-            )
-            label = _prompt_label(root, number, len(prompt_roots), failed)
-        else:
-            label = _span_label(root, root.start_ns)
+        label = _prompt_label(prompt, number, len(human), in_trace)
         tree = Tree(label, guide_style="dim")
-        for event in root.events:
-            line = _event_label(event.name, event.attributes, event.time_ns - root.start_ns)
+        for note in prompt.notes:
+            line = _note_label(note, note.time_ns - prompt.start_ns)
             if line is not None:
                 tree.add(line)
-        _add_children(tree, root, children, root.start_ns)
+        _add_children(tree, prompt, children, prompt.start_ns)
         parts.append(Text())
         parts.append(tree)
-    if not roots:
+    if not prompts:
         parts.append(Text("(no prompts in this log)", style="dim"))
-    if folded.bad_lines:
-        parts.append(Text(f"{len(folded.bad_lines)} unreadable line(s) skipped", style="yellow"))
+    if read.drops:
+        parts.append(Text(f"{len(read.drops)} unreadable line(s) skipped", style="yellow"))
     return Group(*parts)
 
 
-def _add_children(
-    node: Tree, span: SpanRecord, children: Mapping[int, list[SpanRecord]], origin_ns: int
-) -> None:
-    for child in children.get(span.span_id, ()):
-        branch = node.add(_span_label(child, origin_ns))
-        if child.name.startswith("invoke_agent"):
-            for event in child.events:
-                line = _event_label(event.name, event.attributes, event.time_ns - origin_ns)
-                if line is not None:
-                    branch.add(line)
+def _add_children(node: Tree, parent: Work, children: Mapping[int, list[Work]], origin_ns: int) -> None:
+    for child in children.get(parent.span_id, ()):
+        branch = node.add(_work_label(child, origin_ns))
         _add_children(branch, child, children, origin_ns)
 
 
-def _session_heading(folded: FoldedSession, roots: Sequence[SpanRecord]) -> Text:
-    ctx = folded.fold.ctx
-    workspace = read_workspace(folded.session.folder)
-    title = ctx.title or workspace.get("summary") or workspace.get("name")
+def _session_heading(read: SessionRecords, prompts: Sequence[PromptRun]) -> Text:
+    workspace = read_workspace(read.session.folder)
+    facts = prompts[-1].facts if prompts else None
+    started = next((r for r in read.records if isinstance(r, SessionStarted)), None)
+    title = (facts.title if facts else None) or workspace.get("summary") or workspace.get("name")
     text = Text()
     text.append("Session ", style="bold")
-    text.append(ctx.session_id or folded.session.session_id, style="bold cyan")
+    text.append(prompts[0].session_id if prompts else read.session_id, style="bold cyan")
     if title:
         text.append(f"  {_one_line(title, 80)}", style="bold")
-    facts = [
-        _home_relative(ctx.cwd) if ctx.cwd else None,
-        f"copilot {ctx.copilot_version}" if ctx.copilot_version else None,
-        ctx.model,
-        _clock(roots[0].start_ns, with_date=True) if roots else None,
-        _plural(sum(1 for r in roots if r.name == "invoke_agent"), "prompt"),
+    version = (facts.cli_version if facts else None) or (started.cli_version if started else None)
+    model = (prompts[-1].model if prompts else None) or (started.model if started else None)
+    line = [
+        _home_relative(facts.cwd) if facts and facts.cwd else None,
+        f"copilot {version}" if version else None,
+        model,
+        _clock(prompts[0].start_ns, with_date=True) if prompts else None,
+        _plural(sum(1 for p in prompts if p.human), "prompt"),
     ]
-    text.append("\n" + " · ".join(f for f in facts if f), style="dim")
+    text.append("\n" + " · ".join(f for f in line if f), style="dim")
     return text
 
 
-def _prompt_label(root: SpanRecord, number: int, total: int, failed_tools: int) -> Text:
-    a = root.attributes
-    outcome = str(a.get("copilot_otel.prompt.outcome", "completed"))
+def _prompt_label(prompt: PromptRun, number: int, total: int, work: Sequence[Work]) -> Text:
     text = Text()
-    text.append(f"Prompt {number}/{total}", style="bold")
-    text.append(f"  {_clock(root.start_ns)}  ", style="dim")
-    text.append(_duration(root.end_ns - root.start_ns), style="bold")
+    text.append(f"Prompt {number}/{total}" if prompt.human else "Background work", style="bold")
+    text.append(f"  {_clock(prompt.start_ns)}  ", style="dim")
+    text.append(_duration(prompt.end_ns - prompt.start_ns), style="bold")
     text.append("  ")
-    text.append(outcome, style=_OUTCOME_STYLE.get(outcome, "yellow"))
-    incomplete = a.get("copilot_otel.incomplete.reason")
-    if incomplete and incomplete != outcome:
-        text.append(f" ({incomplete})", style="yellow")
-    facts = [
-        _plural(_int(a.get("copilot_otel.prompt.turns_total", a.get("github.copilot.turn_count"))), "turn")
-    ]
-    tools = _plural(_int(a.get("copilot_otel.prompt.tool_calls")), "tool call")
+    text.append(prompt.outcome, style=_OUTCOME_STYLE.get(prompt.outcome, "yellow"))
+    if prompt.incomplete_reason and prompt.incomplete_reason != prompt.outcome:
+        text.append(f" ({prompt.incomplete_reason})", style="yellow")
+    failed_tools = sum(1 for r in work if isinstance(r, ToolCall) and _failed(r))
+    facts = [_plural(prompt.turns_total, "turn")]
+    tools = _plural(prompt.tool_calls, "tool call")
     facts.append(f"{tools} ({failed_tools} failed)" if failed_tools else tools)
-    tokens = _tokens(a)
+    # Tokens of every model call of the prompt, sub-agents' included (as its turn count counts theirs).
+    calls = [r for r in work if isinstance(r, ModelCall)]
+    tokens = _tokens(sum(c.usage.input for c in calls), sum(c.usage.output for c in calls))
     if tokens:
         facts.append(tokens)
-    model = a.get("gen_ai.request.model")
-    if model:
-        facts.append(str(model))
+    if prompt.model:
+        facts.append(prompt.model)
     text.append("\n" + " · ".join(facts), style="dim")
-    explained = any(ev.name in (_ABORT, _EXCEPTION) for ev in root.events)
-    if root.status is StatusCode.ERROR and root.status_message and not explained:
-        text.append(f"\n{_one_line(root.status_message, 120)}", style="red")
-    prompt = a.get("input.value")
-    if isinstance(prompt, str) and prompt.strip():
-        text.append(f"\n“{_one_line(prompt, PROMPT_PREVIEW_CHARS)}”", style="italic")
+    explained = any(isinstance(n, (Abort, SessionError)) for n in prompt.notes)
+    if prompt.error and prompt.status_message and not explained:
+        text.append(f"\n{_one_line(prompt.status_message, 120)}", style="red")
+    if prompt.input_text and prompt.input_text.strip():
+        text.append(f"\n“{_one_line(prompt.input_text, PROMPT_PREVIEW_CHARS)}”", style="italic")
     return text
 
 
-def _span_label(span: SpanRecord, origin_ns: int) -> Text:
-    a = span.attributes
-    failed = span.status is StatusCode.ERROR
-    offset = f"+{_duration(span.start_ns - origin_ns, fine=True)}"
+def _work_label(r: Work, origin_ns: int) -> Text:
+    failed = _failed(r)
+    offset = f"+{_duration(r.start_ns - origin_ns, fine=True)}"
+    took = _duration(r.end_ns - r.start_ns)
     text = Text()
-    if span.name.startswith("turn "):
-        text.append(span.name, style="blue")
-        text.append(f"  {offset}  {_duration(span.end_ns - span.start_ns)}", style="dim")
-        if a.get("copilot_otel.incomplete.reason"):
-            text.append(f"  incomplete ({a['copilot_otel.incomplete.reason']})", style="yellow")
+    if isinstance(r, Turn):
+        text.append(f"turn {r.index}", style="blue")
+        text.append(f"  {offset}  {took}", style="dim")
+        if r.incomplete_reason:
+            text.append(f"  incomplete ({r.incomplete_reason})", style="yellow")
         return text
-    if span.name.startswith("chat"):
-        text.append(span.name, style="red" if failed else "cyan")
-        text.append(f"  {_duration(span.end_ns - span.start_ns)}", style="dim")
-        tokens = _tokens(a)
+    if isinstance(r, ModelCall):
+        text.append(f"chat {r.model}", style="red" if failed else "cyan")
+        text.append(f"  {took}", style="dim")
+        if r.origin == "compaction":
+            text.append("  (compaction)", style="yellow")
+        tokens = _tokens(r.usage.input, r.usage.output)
         if tokens:
             text.append(f"  {tokens}", style="dim")
-        finish = a.get("gen_ai.response.finish_reasons")
-        if isinstance(finish, tuple) and finish:
-            text.append(f"  → {', '.join(map(str, finish))}", style="dim")
+        if r.finish_reason:
+            text.append(f"  → {r.finish_reason}", style="dim")
         if failed:
-            text.append(
-                f"  failed: {_one_line(span.status_message or str(a.get('error.type', 'error')), 100)}",
-                style="red",
-            )
+            text.append(f"  failed: {_one_line(r.message or r.error_type or 'error', 100)}", style="red")
         return text
-    if span.name.startswith("execute_tool "):
-        tool = str(a.get("gen_ai.tool.name") or span.name[len("execute_tool ") :])
+    if isinstance(r, ToolCall):
         if failed:
-            text.append(f"✗ {tool}", style="bold red")
+            text.append(f"✗ {r.name}", style="bold red")
         else:
             text.append("✓ ", style="green")
-            text.append(tool, style="bold")
-        text.append(f"  {offset}  {_duration(span.end_ns - span.start_ns)}", style="dim")
-        exit_code = a.get("process.exit.code")
-        if exit_code is not None:
-            text.append(f"  exit {exit_code}", style="yellow" if exit_code else "dim")
-        if failed:
-            reason = span.status_message or str(a.get("error.type", "error"))
-            text.append(f"  failed: {_one_line(reason, 100)}", style="red")
+            text.append(r.name, style="bold")
+        text.append(f"  {offset}  {took}", style="dim")
+        if r.cli_initiated:
+            text.append("  (by the CLI)", style="dim")
+        if r.exit_code is not None:
+            text.append(f"  exit {r.exit_code}", style="yellow" if r.exit_code else "dim")
+        if r.error_type == "denied":
+            text.append(f"  denied: {_one_line(r.message or 'not allowed', 100)}", style="red")
+        elif failed:
+            text.append(f"  failed: {_one_line(r.message or r.error_type or 'error', 100)}", style="red")
         return text
-    if span.name.startswith("invoke_agent"):
-        name = str(a.get("gen_ai.agent.name") or span.name[len("invoke_agent ") :] or "agent")
-        text.append("sub-agent ", style="magenta")
-        text.append(name, style="bold magenta")
-        display = a.get("copilot_otel.agent.display_name")
-        if display and display != name:
-            text.append(f" ({display})", style="magenta")
-        text.append(f"  {offset}  {_duration(span.end_ns - span.start_ns)}", style="dim")
-        facts = [
-            _plural(_int(a.get("github.copilot.turn_count")), "turn"),
-            _plural(_int(a.get("copilot_otel.agent.tool_calls")), "tool call"),
-        ]
-        tokens = _tokens(a)
-        if tokens:
-            facts.append(tokens)
-        text.append("  " + " · ".join(facts), style="dim")
-        description = a.get("gen_ai.agent.description")
-        if description:
-            text.append(f"  {_one_line(str(description), 60)}", style="italic dim")
-        if failed:
-            text.append(f"  failed: {_one_line(span.status_message or 'error', 100)}", style="red")
+    if isinstance(r, PermissionWait):
+        text.append("waited for permission", style="yellow")
+        if r.kind:
+            text.append(f" ({r.kind})", style="yellow")
+        text.append(f"  {offset}  {took}", style="dim")
+        text.append(f"  {r.result or r.incomplete_reason or 'no answer'}", style="dim")
         return text
-    text.append(span.name, style="red" if failed else "")
-    text.append(f"  {offset}  {_duration(span.end_ns - span.start_ns)}", style="dim")
-    if failed and span.status_message:
-        text.append(f"  {_one_line(span.status_message, 100)}", style="red")
+    assert isinstance(r, AgentRun)
+    name = r.name or "agent"
+    text.append("sub-agent ", style="magenta")
+    text.append(name, style="bold magenta")
+    if r.display_name and r.display_name != name:
+        text.append(f" ({r.display_name})", style="magenta")
+    if r.background:
+        text.append(" in the background", style="magenta")
+    text.append(f"  {offset}  {took}", style="dim")
+    facts = [_plural(r.turn_count, "turn"), _plural(r.tool_calls, "tool call")]
+    tokens = _tokens(r.usage.input, r.usage.output)
+    if tokens:
+        facts.append(tokens)
+    text.append("  " + " · ".join(facts), style="dim")
+    if r.description:
+        text.append(f"  {_one_line(r.description, 60)}", style="italic dim")
+    if failed:
+        text.append(f"  failed: {_one_line(r.status_message or 'error', 100)}", style="red")
     return text
 
 
-def _event_label(name: str, attributes: Mapping[str, Any], offset_ns: int) -> Text | None:
+def _note_label(note: Note, offset_ns: int) -> Text | None:
+    """What happened during a prompt that deserves a line of its own (user messages and totals do not)."""
     at = f"  at +{_duration(offset_ns, fine=True)}"
-    if name == _RUNAWAY:
-        reason = attributes.get("copilot_otel.runaway.reason", "?")
-        threshold = attributes.get("copilot_otel.runaway.threshold")
+    if isinstance(note, Detection):
         text = Text("⚠ runaway detected: ", style="bold red")
-        text.append(str(reason), style="bold red")
-        if threshold is not None:
-            text.append(f" (threshold {threshold})", style="red")
-        tool = attributes.get("gen_ai.tool.name")
-        if tool:
-            text.append(f" tool {tool}", style="red")
-        text.append(at, style="dim")
-        return text
-    if name == _ABORT:
-        text = Text(f"■ aborted: {attributes.get('github.copilot.abort_reason', 'unknown')}", style="yellow")
-        text.append(at, style="dim")
-        return text
-    if name == _EXCEPTION:
-        kind = attributes.get("exception.type", "error")
-        message = _one_line(str(attributes.get("exception.message", "")), 100)
-        text = Text(f"✗ {kind}: {message}", style="red")
-        text.append(at, style="dim")
-        return text
-    if name in (_TRUNCATION, _COMPACTED):
-        text = Text("context compacted" if name == _COMPACTED else "context truncated", style="yellow")
-        text.append(at, style="dim")
-        return text
-    return None
+        text.append(note.reason, style="bold red")
+        text.append(f" (threshold {note.threshold})", style="red")
+        if note.tool_name:
+            text.append(f" tool {note.tool_name}", style="red")
+    elif isinstance(note, Abort):
+        text = Text(f"■ aborted: {note.reason}", style="yellow")
+    elif isinstance(note, SessionError):
+        text = Text(f"✗ {note.error_type}: {_one_line(note.message, 100)}", style="red")
+    elif isinstance(note, Compaction) and note.complete:
+        text = Text("context compacted", style="yellow")
+    elif isinstance(note, Truncation):
+        text = Text("context truncated", style="yellow")
+    elif isinstance(note, TaskComplete):
+        text = Text(
+            "task complete" if note.success is not False else "task ended unsuccessfully", style="green"
+        )
+    elif isinstance(note, ModeChange):
+        text = Text(f"mode {note.previous or '?'} → {note.new or '?'}", style="cyan")
+    elif isinstance(note, Notification):
+        text = Text(f"background {note.kind.replace('_', ' ')}", style="dim")
+    else:
+        return None
+    text.append(at, style="dim")
+    return text
+
+
+def read_records(session: SessionFile, settings: FoldSettings) -> SessionRecords:
+    """The session's records, as the library reads them (the same pipeline as replay and the daemon)."""
+    return read_session(session.path, settings)
 
 
 # ------------------------------------------------------------------------------------------------ formatting
@@ -458,9 +476,7 @@ def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _tokens(attributes: Mapping[str, Any]) -> str:
-    tokens_in = _int(attributes.get("gen_ai.usage.input_tokens"))
-    tokens_out = _int(attributes.get("gen_ai.usage.output_tokens"))
+def _tokens(tokens_in: int, tokens_out: int) -> str:
     if not tokens_in and not tokens_out:
         return ""
     return f"{tokens_in:,} in / {tokens_out:,} out tokens"

@@ -51,7 +51,8 @@ def _fold(
 ) -> tuple[Pipeline, list[Step], list[Emission]]:
     fold = Pipeline("hint", FoldSettings(runaway=thresholds))
     steps = [
-        Step(i, raw, event, list(fold.feed_event(event).emissions)) for i, (raw, event) in enumerate(_events(lines))
+        Step(i, raw, event, list(fold.feed_event(event).emissions))
+        for i, (raw, event) in enumerate(_events(lines))
     ]
     closing = list(fold.close("file_ended").emissions)
     return fold, steps, closing
