@@ -10,6 +10,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from datetime import datetime
 
 from . import __version__
 from ._platform import text_streams
@@ -112,9 +113,21 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _TimestampFormatter(logging.Formatter):
+    """Prefixes each line with its local time in ISO 8601 with milliseconds and the UTC offset."""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        return datetime.fromtimestamp(record.created).astimezone().isoformat(timespec="milliseconds")
+
+
 def _setup_logging(level: str) -> None:
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("copilot-otel: %(levelname)s: %(message)s"))
+    # On a terminal someone watches the lines as they come; anywhere else (a service's log file, a pipe, a
+    # container log) each line has to say when it happened.
+    if sys.stderr.isatty():
+        handler.setFormatter(logging.Formatter("copilot-otel: %(levelname)s: %(message)s"))
+    else:
+        handler.setFormatter(_TimestampFormatter("%(asctime)s copilot-otel: %(levelname)s: %(message)s"))
     root = logging.getLogger("copilot_otel")
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

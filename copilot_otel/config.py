@@ -19,13 +19,14 @@ resolve ``OTEL_EXPORTER_OTLP_*`` (endpoint, headers, timeout, compression) thems
 are never read or stored; the config only records whether ``OTEL_EXPORTER_OTLP_[TRACES_]HEADERS`` is set.
 
 Every bad value fails at load with a :class:`~copilot_otel.errors.ConfigError` that names where the value came
-from and quotes it, e.g. ``Expected OTEL_EXPORTER_OTLP_PROTOCOL to be one of grpc, http/protobuf, http/json,
-got 'udp'``.
+from and quotes it, e.g. ``Expected OTEL_EXPORTER_OTLP_PROTOCOL to be one of grpc, http/protobuf, got
+'udp'``.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import math
 import os
@@ -38,6 +39,7 @@ from typing import Any, Generic, Literal, TypeVar, get_args
 from urllib.parse import urlsplit, urlunsplit
 
 from ._platform import current
+from .content import CAPTURE_ENV, EMIT_EVENT_ENV, KIND_ENV, MAX_LENGTH_ENV, ContentKind, ContentPolicy
 from .errors import ConfigError
 
 
@@ -57,16 +59,20 @@ _toml = _toml_module()
 __all__ = [
     "SETTINGS",
     "Backfill",
+    "CaptureState",
     "Config",
     "LogLevel",
     "OtlpProtocol",
     "Setting",
     "add_arguments",
+    "capture_state",
     "describe",
     "load_config",
 ]
 
-OtlpProtocol = Literal["grpc", "http/protobuf", "http/json"]
+# OTLP/JSON over HTTP is not offered: the metric exporters (the OTel SDK's) cannot send it, and every collector
+# takes http/protobuf. ``http/json`` is refused with a message saying so (see :func:`_protocol`).
+OtlpProtocol = Literal["grpc", "http/protobuf"]
 LogLevel = Literal["debug", "info", "warning", "error"]
 
 T = TypeVar("T")
@@ -249,6 +255,18 @@ def _choice(choices: tuple[str, ...]) -> Parser[Any]:
     return parse
 
 
+def _protocol(raw: object, env: Env) -> str:
+    expected = f"one of {', '.join(_PROTOCOLS)}"
+    text = _text(raw, expected).lower()
+    if text == "http/json":
+        raise _Invalid(
+            f"{expected} (copilot-otel does not send OTLP/JSON; every collector accepts http/protobuf)"
+        )
+    if text not in _PROTOCOLS:
+        raise _Invalid(expected)
+    return text
+
+
 def _string(raw: object, env: Env) -> str:
     return _text(raw, "a non-empty string")
 
@@ -363,7 +381,7 @@ SETTINGS: tuple[Setting[Any], ...] = (
     Setting(
         "protocol",
         "OTLP transport",
-        _choice(_PROTOCOLS),
+        _protocol,
         default="http/protobuf",
         flags=("--protocol",),
         env_vars=("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"),
@@ -384,6 +402,13 @@ SETTINGS: tuple[Setting[Any], ...] = (
         _string,
         default="copilot-otel",
         env_vars=("OTEL_SERVICE_NAME",),
+    ),
+    Setting(
+        "include_user_name",
+        "Add the login name as the user.name resource attribute (for teams sending to one collector)",
+        _boolean,
+        default=False,
+        env_vars=("COPILOT_OTEL_INCLUDE_USER_NAME",),
     ),
     Setting(
         "max_retry_time",
@@ -529,6 +554,8 @@ SETTINGS: tuple[Setting[Any], ...] = (
     ),
 )
 
+#: The variables that decide what content is captured (their values are switches, never secrets).
+_CONTENT_ENV_VARS = (CAPTURE_ENV, EMIT_EVENT_ENV, *KIND_ENV.values(), MAX_LENGTH_ENV)
 _BY_NAME: Mapping[str, Setting[Any]] = {setting.name: setting for setting in SETTINGS}
 _FILE_KEYS: tuple[str, ...] = tuple(setting.name for setting in SETTINGS if setting.file)
 #: Header values may hold credentials: only whether one is set is ever recorded.
@@ -551,6 +578,7 @@ class Config:
     protocol: OtlpProtocol
     output_file: Path | None
     service_name: str
+    include_user_name: bool
     max_retry_time: float
     export_delay: float
     metric_interval: float
@@ -571,6 +599,9 @@ class Config:
     sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     #: Whether ``OTEL_EXPORTER_OTLP_[TRACES_]HEADERS`` is set; the value is left to the SDK, never stored.
     otlp_headers_set: bool = False
+    #: The content-capture policy of the same environment (``OTEL_INSTRUMENTATION_GENAI_*``,
+    #: ``COPILOT_OTEL_CAPTURE_*``), so ``config``, ``doctor`` and ``run`` can say what content leaves.
+    content: ContentPolicy = field(default_factory=ContentPolicy)
 
     @property
     def embedded_output(self) -> Path | None:
@@ -656,8 +687,10 @@ def _read_file(path: Path, source: str) -> dict[str, Any] | None:
             flags = " or ".join((*_BY_NAME[key].flags, *_BY_NAME[key].env_vars))
             raise ConfigError(f"Key {key!r} cannot be set in config file {path}; use {flags}")
         if key not in _FILE_KEYS:
+            close = difflib.get_close_matches(key, _FILE_KEYS, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
             raise ConfigError(
-                f"Unknown key {key!r} in config file {path}; allowed keys: {', '.join(_FILE_KEYS)}"
+                f"Unknown key {key!r} in config file {path}{hint} (allowed keys: {', '.join(_FILE_KEYS)})"
             )
     return values
 
@@ -693,7 +726,16 @@ def load_config(cli: Mapping[str, object] | None = None, env: Mapping[str, str] 
 
     header_var = next((var for var in _HEADER_ENV_VARS if env.get(var, "").strip()), None)
     sources["otlp_headers"] = f"env {header_var}" if header_var else "default"
-    return Config(**values, sources=MappingProxyType(sources), otlp_headers_set=header_var is not None)
+    content_vars = [var for var in _CONTENT_ENV_VARS if env.get(var, "").strip()]
+    sources["content_capture"] = (
+        "env " + ", ".join(f"{var}={env[var].strip()}" for var in content_vars) if content_vars else "default"
+    )
+    return Config(
+        **values,
+        sources=MappingProxyType(sources),
+        otlp_headers_set=header_var is not None,
+        content=ContentPolicy.from_env(env),
+    )
 
 
 # --- CLI and display ----------------------------------------------------------------------------------------
@@ -768,4 +810,73 @@ def describe(config: Config) -> list[tuple[str, str, str]]:
             config.sources.get("otlp_headers", "default"),
         )
     )
+    capture = capture_state(config)
+    rows.append(("content_capture", capture.summary, capture.source))
     return rows
+
+
+_KIND_WORDS = {
+    ContentKind.PROMPTS: "prompts",
+    ContentKind.RESPONSES: "responses",
+    ContentKind.TOOL_ARGUMENTS: "tool arguments",
+    ContentKind.TOOL_RESULTS: "tool results",
+    ContentKind.SYSTEM_PROMPT: "the system prompt",
+    ContentKind.REASONING: "model reasoning",
+}
+
+
+@dataclass(frozen=True)
+class CaptureState:
+    """What content leaves the machine, and where, in one line.
+
+    Attributes:
+        on: Some prompt, response, tool argument/result, system prompt or reasoning text is exported.
+        summary: ``off: …`` or ``ON: <kinds> on <spans/log events> to <destination>``.
+        source: The content variables that are set (``env NAME=value, …``), else ``default``.
+    """
+
+    on: bool
+    summary: str
+    source: str
+
+    @property
+    def line(self) -> str:
+        """The summary as a sentence of its own: ``content capture: …`` (with its source)."""
+        return f"content capture: {self.summary} ({self.source})"
+
+
+def _join(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def capture_state(config: Config) -> CaptureState:
+    """Describe the content-capture state of ``config``: which content is exported, on what, to where.
+
+    Content goes on spans and/or on log events (the latter only while ``logs_enabled``), to the endpoint, or
+    to the embedded file when there is none (then it stays on this machine, in that file).
+    """
+    policy = config.content
+    source = config.sources.get("content_capture", "default")
+    places = [
+        place
+        for place, used in (
+            ("spans", policy.on_spans),
+            ("log events", policy.on_events and config.logs_enabled),
+        )
+        if used
+    ]
+    kinds = [word for kind, word in _KIND_WORDS.items() if policy.allows(kind)]
+    if not kinds or not places:
+        dropped = " (the log events that would carry it are off: logs_enabled is false)" if kinds else ""
+        return CaptureState(
+            False, f"off: no prompt, response, tool argument or tool result is exported{dropped}", source
+        )
+    if config.endpoint is None:
+        where = f"are written on {_join(places)} to the embedded file {config.embedded_output}"
+    else:
+        where = f"leave this machine on {_join(places)} to {_redact_url(config.endpoint)}"
+    return CaptureState(
+        True,
+        f"ON: {_join(kinds)} {where} (secrets scrubbed, at most {policy.max_length:,} characters per value)",
+        source,
+    )

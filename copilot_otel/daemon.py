@@ -32,7 +32,7 @@ from . import __version__
 from ._platform import current
 from .activity import Detection, PromptRun
 from .agentloop import FoldSettings
-from .config import Config
+from .config import Config, capture_state
 from .content import ContentKind
 from .discover import Discovery
 from .errors import SourceError
@@ -226,6 +226,8 @@ class Daemon:
             self.telemetry.description,
             self.config.state_dir,
         )
+        if (capture := capture_state(self.config)).on:
+            logger.warning("%s", capture.line)  # the most privacy-critical switch: said at every start
         self.outbox.start()
         self._restore()
         self._discovery.start()

@@ -4,8 +4,10 @@ Each check prints one line: a mark (``✓``/``✗``/``!`` on a terminal, ``ok``/
 was checked, what was found and, when something is wrong, what to do about it. Header values are never shown,
 only whether they are set. The exit code is 0 when no check failed (warnings do not fail), else 1.
 
-The test span goes through the exporter ``run`` and ``replay`` use (:class:`~copilot_otel.telemetry.Telemetry`
-built from the same config), so "doctor passes" means "the daemon's spans will arrive".
+The test span, then a test log event and a test metric point (for each signal that is enabled), go through the
+exporter ``run`` and ``replay`` use (:class:`~copilot_otel.telemetry.Telemetry` built from the same config), so
+"doctor passes" means "the daemon's spans, log events and metrics will arrive". The test trace id is printed
+so the span can be looked up in the backend.
 """
 
 from __future__ import annotations
@@ -25,16 +27,37 @@ from urllib.parse import urlsplit
 from rich.console import Console
 from rich.text import Text
 
-from .config import Config, describe
+from .config import Config, capture_state, describe
 from .errors import CopilotOtelError, SourceError
-from .records import SpanKind, SpanRecord
+from .export import Delivery, Signal
+from .metrics import Aggregator
+from .records import LogRecord, Severity, SpanKind, SpanRecord
 from .sessions import scan_root
-from .telemetry import Telemetry
+from .telemetry import Telemetry, resource_attributes
 
 __all__ = ["Check", "Mark", "doctor", "run_checks"]
 
 TEST_SPAN_NAME = "copilot-otel doctor"
+#: The test log event's ``event.name`` and the test metric's name (a counter of 1; doctor's probes only).
+TEST_EVENT_NAME = "copilot_otel.doctor"
+TEST_METRIC_NAME = "copilot_otel.doctor.probes"
 _SUGGESTED_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318"
+# How a permanent refusal reads (HTTP 4xx but 429, gRPC codes that retrying cannot fix), as opposed to an outage.
+_PERMANENT = (
+    "does not accept",
+    "HTTP 400",
+    "HTTP 401",
+    "HTTP 403",
+    "HTTP 404",
+    "HTTP 405",
+    "HTTP 413",
+    "HTTP 415",
+    "UNIMPLEMENTED",
+    "INVALID_ARGUMENT",
+    "PERMISSION_DENIED",
+    "UNAUTHENTICATED",
+    "NOT_FOUND",
+)
 # Bytes read from the collector port when sniffing which protocol it speaks after a failed export.
 _SNIFF_BYTES = 64
 
@@ -94,6 +117,7 @@ def run_checks(config: Config, timeout_s: float = 10.0) -> Iterator[Check]:
     """The checks, in order; each is yielded as soon as it is done so slow ones show progress."""
     shown = {name: (value, source) for name, value, source in describe(config)}
     yield _config_file(config)
+    yield _capture(config)
     yield _state_dir(config.state_dir)
     yield _session_logs(config.session_state)
     if config.endpoint is None:
@@ -110,8 +134,7 @@ def run_checks(config: Config, timeout_s: float = 10.0) -> Iterator[Check]:
             f"to send to a collector instead, set {_SUGGESTED_ENDPOINT}",
         )
         return
-    endpoint, endpoint_source = shown["endpoint"]
-    yield Check(Mark.OK, "endpoint", f"{endpoint} ({endpoint_source})")
+    yield _endpoint(config, *shown["endpoint"])
     protocol = _protocol(config)
     yield protocol
     header_source = config.sources.get("otlp_headers", "default")
@@ -132,7 +155,7 @@ def run_checks(config: Config, timeout_s: float = 10.0) -> Iterator[Check]:
     if reach.mark is Mark.FAIL:
         yield Check(Mark.FAIL, "test span", "not sent", "the collector cannot be reached")
         return
-    yield _test_span(config, timeout_s)
+    yield from _test_export(config, timeout_s)
 
 
 # ----------------------------------------------------------------------------------------------- local checks
@@ -145,6 +168,40 @@ def _config_file(config: Config) -> Check:
             f"{config.config_file} not found (optional: flags, environment variables and defaults are used)",
         )
     return Check(Mark.OK, "config file", f"{config.config_file} ({source})")
+
+
+def _capture(config: Config) -> Check:
+    """Which content leaves the machine: off is fine; on is a warning, so nobody ships prompts unaware."""
+    state = capture_state(config)
+    if not state.on:
+        return Check(Mark.OK, "content capture", f"{state.summary} ({state.source})")
+    return Check(
+        Mark.WARN,
+        "content capture",
+        f"{state.summary} ({state.source})",
+        "intended? unset OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT and COPILOT_OTEL_CAPTURE_* "
+        "to keep content on this machine",
+    )
+
+
+def _endpoint(config: Config, shown: str, source: str) -> Check:
+    """The endpoint in effect; a base URL that already names the traces path is a mistake (the exporters
+    append ``/v1/traces``, ``/v1/metrics``, ``/v1/logs`` themselves), except in the per-signal variable."""
+    path = urlsplit(config.endpoint or "").path.rstrip("/")
+    if (
+        config.protocol != "grpc"
+        and path.endswith(("/v1/traces", "/v1/metrics", "/v1/logs"))
+        and source != "env OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+    ):
+        base = shown.rstrip("/").rsplit("/v1/", 1)[0]
+        return Check(
+            Mark.FAIL,
+            "endpoint",
+            f"{shown} ({source}) ends in {path[path.rindex('/v1/') :]}",
+            f"give the base URL {base}: the signal paths (/v1/traces, /v1/metrics, /v1/logs) are appended "
+            "to it (or set OTEL_EXPORTER_OTLP_TRACES_ENDPOINT to the full traces URL)",
+        )
+    return Check(Mark.OK, "endpoint", f"{shown} ({source})")
 
 
 def _state_dir(path: Path) -> Check:
@@ -217,14 +274,6 @@ def _writable_file(what: str, path: Path, note: str) -> Check:
 def _protocol(config: Config) -> Check:
     source = config.sources.get("protocol", "default")
     port = urlsplit(config.endpoint or "").port
-    if config.protocol == "http/json":
-        return Check(
-            Mark.FAIL,
-            "protocol",
-            f"http/json ({source})",
-            "copilot-otel sends OTLP over gRPC or HTTP/protobuf: set OTEL_EXPORTER_OTLP_PROTOCOL="
-            "http/protobuf (every collector accepts it)",
-        )
     if config.protocol == "grpc" and port == 4318:
         return Check(
             Mark.WARN,
@@ -301,17 +350,20 @@ def _quiet_export_logs() -> Iterator[None]:
         log.setLevel(level)
 
 
-def _test_span(config: Config, timeout_s: float) -> Check:
+def _test_export(config: Config, timeout_s: float) -> Iterator[Check]:
+    """Send a test span, then a test log event and metric point (when those signals are on), one check each."""
     try:
         telemetry = Telemetry.from_config(config, with_metrics=False)
     except CopilotOtelError as exc:
-        return Check(Mark.FAIL, "test span", "not sent", str(exc))
+        yield Check(Mark.FAIL, "test span", "not sent", str(exc))
+        return
     sender = telemetry.sender
     sender.dead_letter = None  # a rejected probe is reported here, not kept
     sender.timeout_s = min(sender.timeout_s, max(timeout_s, 0.5))
     now = time.time_ns()
+    trace_id = int.from_bytes(os.urandom(16), "big") or 1
     span = SpanRecord(
-        trace_id=int.from_bytes(os.urandom(16), "big") or 1,
+        trace_id=trace_id,
         span_id=int.from_bytes(os.urandom(8), "big") or 1,
         parent_span_id=None,
         name=TEST_SPAN_NAME,
@@ -320,23 +372,73 @@ def _test_span(config: Config, timeout_s: float) -> Check:
         end_ns=now + 1_000_000,
         attributes={"copilot_otel.doctor": True},
     )
-    started = time.monotonic()
+    event = LogRecord(
+        event_name=TEST_EVENT_NAME,
+        time_ns=now,
+        severity=Severity.INFO,
+        body="copilot-otel doctor test event",
+        attributes={"copilot_otel.doctor": True},
+        trace_id=trace_id,
+        span_id=span.span_id,
+    )
+    probes = Aggregator()
+    probes.count(TEST_METRIC_NAME, 1)
+    metric_body = probes.encode(resource_attributes(config), now, now + 1_000_000)
     try:
         with _quiet_export_logs():
+            started = time.monotonic()
             outcome = sender.deliver([span], max_retry_s=timeout_s)
+            took = time.monotonic() - started
+            span_check = _verdict(
+                config, "test span", outcome, sender.stats.last_error, timeout_s, telemetry.description
+            )
+            if span_check.mark is Mark.OK:
+                span_check = Check(
+                    Mark.OK,
+                    "test span",
+                    f"accepted by {telemetry.description} in {took:.2f}s; trace id {trace_id:032x} "
+                    f"(span {TEST_SPAN_NAME!r}: look it up in your backend)",
+                )
+            yield span_check
+            if span_check.mark is Mark.FAIL:
+                return
+            if config.logs_enabled:
+                outcome = sender.deliver([], [event], max_retry_s=timeout_s)
+                yield _verdict(config, "test log event", outcome, sender.stats.last_error, timeout_s, "")
+            else:
+                yield Check(Mark.OK, "test log event", "not sent: log events are off (logs_enabled false)")
+            if config.metrics_enabled:
+                outcome = sender.deliver_body(Signal.METRICS, metric_body, max_retry_s=timeout_s)
+                yield _verdict(config, "test metric", outcome, sender.stats.last_error, timeout_s, "")
+            else:
+                yield Check(Mark.OK, "test metric", "not sent: metrics are off (metrics_enabled false)")
     finally:
         telemetry.close()
-    took = time.monotonic() - started
+
+
+def _verdict(
+    config: Config, what: str, outcome: Delivery, last_error: str, timeout_s: float, description: str
+) -> Check:
+    """One probe's check line from its delivery outcome."""
     if outcome.delivered and not outcome.dead_lettered:
-        return Check(Mark.OK, "test span", f"accepted by {telemetry.description} in {took:.2f}s")
-    error = sender.stats.last_error or outcome.error
-    if outcome.delivered:  # delivered = dead-lettered: a permanent rejection
+        return Check(Mark.OK, what, f"accepted{' by ' + description if description else ''}")
+    error = outcome.error or last_error
+    signal = {"test log event": "logs", "test metric": "metrics"}.get(what)
+    if signal and (outcome.delivered or any(marker in error for marker in _PERMANENT)):
+        # The traces went through, so the endpoint is right: this signal is what the backend refuses.
         return Check(
-            Mark.FAIL, "test span", f"rejected by the collector: {error}", _rejection_hint(config, error)
+            Mark.FAIL,
+            what,
+            f"refused: {error}",
+            f"the collector takes traces but not {signal} (a traces-only backend?): point "
+            f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT at one that does, or set "
+            f"COPILOT_OTEL_{signal.upper()}=false",
         )
+    if outcome.delivered:  # delivered = dead-lettered: a permanent rejection
+        return Check(Mark.FAIL, what, f"rejected by the collector: {error}", _rejection_hint(config, error))
     return Check(
         Mark.FAIL,
-        "test span",
+        what,
         f"not accepted within {timeout_s:g}s: {error}",
         _failure_hint(config, error, timeout_s),
     )

@@ -4,6 +4,7 @@ from a :class:`~copilot_otel.config.Config`, sharing one resource. Used by ``rep
 
 from __future__ import annotations
 
+import getpass
 import os
 import socket
 import threading
@@ -27,7 +28,8 @@ _TRACES_ENV = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 
 
 def resource_attributes(config: Config) -> dict[str, Any]:
-    """service.name/version, host.name, plus ``OTEL_RESOURCE_ATTRIBUTES`` (merged by the SDK)."""
+    """service.name/version, host.name, plus ``OTEL_RESOURCE_ATTRIBUTES`` (merged by the SDK), and
+    ``user.name`` (the login name) when ``include_user_name`` opts in and that variable does not name one."""
     host = socket.gethostname()
     # A stable instance id (the SDK would pick a random one per process): replays of the same history from
     # the same machine and state dir then produce identical resources, not a new instance each run.
@@ -40,6 +42,8 @@ def resource_attributes(config: Config) -> dict[str, Any]:
     }
     attrs = dict(Resource.create(base).attributes)
     attrs["service.name"] = config.service_name
+    if config.include_user_name and "user.name" not in attrs:
+        attrs["user.name"] = getpass.getuser()
     return attrs
 
 
@@ -99,11 +103,6 @@ class Telemetry:
         with_metrics: bool = True,
     ) -> Telemetry:
         env = os.environ if env is None else env
-        if config.protocol == "http/json":
-            raise ConfigError(
-                "Expected OTEL_EXPORTER_OTLP_PROTOCOL to be grpc or http/protobuf: copilot-otel does not send "
-                "OTLP/JSON over HTTP (use http/protobuf; every collector accepts it), got 'http/json'"
-            )
         endpoint, transport_env = _base_endpoint(config, env)
         resource = resource_attributes(config)
         transport = build_transport(endpoint, config.protocol, config.embedded_output, transport_env)

@@ -47,6 +47,9 @@ GRAFANA_MACROS = {
     "$__range_s": "3600",
     "$__range_ms": "3600000",
     "$__range": "1h",
+    # The dashboards' host and user variables at their default, All (their allValue).
+    "$host": ".*",
+    "$user": ".*",
 }
 
 QueryKind = Literal["instant", "range", "record", "alert", "grafana-alert", "datasource"]

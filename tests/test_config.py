@@ -45,7 +45,7 @@ def error(cli: dict[str, object] | None = None, env: dict[str, str] | None = Non
 
 def test_every_setting_is_a_config_field_in_table_order() -> None:
     names = [f.name for f in dataclasses.fields(Config)]
-    assert names == [s.name for s in SETTINGS] + ["sources", "otlp_headers_set"]
+    assert names == [s.name for s in SETTINGS] + ["sources", "otlp_headers_set", "content"]
 
 
 def test_settings_declared_once() -> None:
@@ -221,7 +221,8 @@ def test_unknown_file_key(env: dict[str, str], home: Path) -> None:
     path = write_config(home, "idle_timout = 5\n")
     message = error(None, env)
     assert message.startswith(
-        f"Unknown key 'idle_timout' in config file {path}; allowed keys: session_state, "
+        f"Unknown key 'idle_timout' in config file {path}; did you mean 'idle_timeout'? "
+        "(allowed keys: session_state, "
     )
     assert "idle_timeout" in message
     assert "config_file" not in message
@@ -249,7 +250,7 @@ def test_unreadable_config_file(env: dict[str, str], tmp_path: Path) -> None:
 def test_bad_file_value_names_the_key_and_file(env: dict[str, str], home: Path) -> None:
     path = write_config(home, 'protocol = "udp"\nbacklog_cap = true\n')
     assert error(None, env) == (
-        f"Expected config file key protocol in {path} to be one of grpc, http/protobuf, http/json, got 'udp'"
+        f"Expected config file key protocol in {path} to be one of grpc, http/protobuf, got 'udp'"
     )
     write_config(home, "backlog_cap = true\n")
     assert (
@@ -288,12 +289,12 @@ def test_no_toml_parser_means_no_config_file(
         (
             None,
             {"OTEL_EXPORTER_OTLP_PROTOCOL": "udp"},
-            "Expected OTEL_EXPORTER_OTLP_PROTOCOL to be one of grpc, http/protobuf, http/json, got 'udp'",
+            "Expected OTEL_EXPORTER_OTLP_PROTOCOL to be one of grpc, http/protobuf, got 'udp'",
         ),
         (
             {"protocol": "udp"},
             {},
-            "Expected --protocol to be one of grpc, http/protobuf, http/json, got 'udp'",
+            "Expected --protocol to be one of grpc, http/protobuf, got 'udp'",
         ),
         (
             None,
@@ -529,9 +530,9 @@ def test_endpoint_override_only_for_flag_or_file(env: dict[str, str], home: Path
 
 
 def test_per_signal_protocol_wins_over_generic(env: dict[str, str]) -> None:
-    env.update(OTEL_EXPORTER_OTLP_PROTOCOL="grpc", OTEL_EXPORTER_OTLP_TRACES_PROTOCOL="http/json")
+    env.update(OTEL_EXPORTER_OTLP_PROTOCOL="grpc", OTEL_EXPORTER_OTLP_TRACES_PROTOCOL="http/protobuf")
     config = load_config(None, env)
-    assert config.protocol == "http/json"
+    assert config.protocol == "http/protobuf"
     assert config.sources["protocol"] == "env OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
 
 
@@ -549,7 +550,11 @@ def test_embedded_output(env: dict[str, str], home: Path, tmp_path: Path) -> Non
 def test_describe_rows(env: dict[str, str]) -> None:
     env["OTEL_BSP_SCHEDULE_DELAY"] = "500"
     rows = describe(load_config({"protocol": "grpc"}, env))
-    assert [row[0] for row in rows] == [s.name for s in SETTINGS] + ["embedded_output", "otlp_headers"]
+    assert [row[0] for row in rows] == [s.name for s in SETTINGS] + [
+        "embedded_output",
+        "otlp_headers",
+        "content_capture",
+    ]
     by_name = {name: (value, source) for name, value, source in rows}
     assert by_name["protocol"] == ("grpc", "flag --protocol")
     assert by_name["export_delay"] == ("0.5", "env OTEL_BSP_SCHEDULE_DELAY")

@@ -71,3 +71,23 @@ def test_every_subcommand_has_help(command: str, capsys: pytest.CaptureFixture[s
     assert exit_info.value.code == 0
     assert f"copilot-otel {command}" in capsys.readouterr().out
     assert f"copilot-otel {command}" in README
+
+
+def _first_sh_block(section: str) -> str:
+    """The first line of the first ```sh block under ``## section`` (as ``.ci/run`` reads it)."""
+    body = README.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    return body.split("```sh\n", 1)[1].split("\n", 1)[0]
+
+
+def test_ci_runs_the_readme_commands_as_written_in_a_fresh_clone() -> None:
+    """``.ci/run`` takes both commands from the README itself and runs them in a clone with nothing beside it
+    (no ``../shared``), the quick start against the embedded default until a clean Ctrl-C."""
+    ci = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text()
+    assert _first_sh_block("Run the tests") == ".venv/bin/python -m pytest -q"
+    assert _first_sh_block("Quick start") == (
+        "python3 -m venv .venv && .venv/bin/pip install -q . && .venv/bin/copilot-otel run"
+    )
+    assert 'readme_command "Run the tests"' in ci and 'readme_command "Quick start"' in ci
+    assert 'git clone -q "$root" "$clone"' in ci and 'cd "$clone"' in ci
+    assert 'bash -c "$test_command"' in ci and "rc == 5" in ci
+    assert 'setsid bash -c "$quick_start"' in ci and 'kill -INT -- "-$pid"' in ci

@@ -327,6 +327,7 @@ def test_promtool_check_config(tmp_path: Path) -> None:
         "service.name",
         "service.instance.id",
         "host.name",
+        "user.name",
     ]
     assert config["storage"]["tsdb"]["out_of_order_time_window"]
     assert config["rule_files"] == ["/etc/prometheus/rules/*.rules.yml"]
@@ -579,7 +580,8 @@ def test_dashboard_json_lint(path: Path) -> None:
     dashboard = json.loads(path.read_text())
     uids = set(_datasources())
     assert dashboard["uid"] == path.stem
-    assert not dashboard["templating"]["list"], "dashboards use fixed datasource uids, no variables"
+    # Fixed datasource uids; the only variables are the host and user filters (tests/test_firstrun.py).
+    assert {v["name"] for v in dashboard["templating"]["list"]} == {"host", "user"}
     panels = list(all_panels(dashboard["panels"]))
     ids = [panel["id"] for panel in panels]
     assert len(ids) == len(set(ids)), "duplicate panel ids"
