@@ -283,21 +283,26 @@ class Daemon:
         work = [self._files[key] for key in list(self._pending) if key in self._files]
         live = [f for f in work if f.live]
         backfill = [f for f in work if not f.live]
+        read = False
         for f in live:
             if self.stop.is_set():
                 return False
             if self.outbox.has_room(True):
                 self._read(f, LIVE_READ_BYTES)
+                read = True
         deadline = time.monotonic() + BACKFILL_SLICE_S
         for f in sorted(backfill, key=lambda f: f.last_used):
             if self.stop.is_set() or time.monotonic() > deadline or not self.outbox.has_room(False):
                 break
             self._read(f, BACKFILL_READ_BYTES)
+            read = True
         self._update_live_snapshot()
         if self.telemetry.metrics is not None:
             self.telemetry.record_delivery_stats()
             self.telemetry.metrics.drain()
-        return bool(self._pending) and (self.outbox.has_room(True) or self.outbox.has_room(False))
+        # Busy only while something could be read: a lane at its cap (the collector is down) waits for the next
+        # pace tick like an idle loop instead of spinning on files it may not read.
+        return read and bool(self._pending)
 
     # ------------------------------------------------------------------ files
     def _set_pending(self, f: _File, pending: bool) -> None:

@@ -258,7 +258,10 @@ def test_the_daemon_log_has_no_timestamps_on_a_terminal(tmp_path: Path) -> None:
             ).stdout.strip()
             return shown[2:] if shown.startswith("1:") else ""
 
-        _wait_for(lambda: dead_status() != "")
+        try:
+            _wait_for(lambda: dead_status() != "", timeout_s=60.0)
+        except AssertionError:
+            raise AssertionError(f"the daemon did not stop on Ctrl-C; its screen:\n{screen()}") from None
         text = screen()
         status = dead_status()
     finally:
