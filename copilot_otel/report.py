@@ -1,0 +1,871 @@
+"""``copilot-otel report``: usage added up from the logs on disk (daily, weekly, monthly, per session, repo, model).
+
+Every session log is read through the library (:func:`copilot_otel.library.read_session`: the same parse and
+agent loop as ``replay``, ``run`` and ``show``, content capture off), and each record adds its figures to the
+row its own timestamp (in the chosen time zone), session, repository or model falls in. Nothing is sent
+anywhere; a log whose file was last written before ``since`` is not read at all.
+
+Where each figure comes from (``docs/report.md`` says the same for users):
+
+* ``prompts``: :class:`~copilot_otel.activity.PromptRun` records with ``human`` set, at their start.
+* ``turns``: :class:`~copilot_otel.activity.Turn` records (sub-agents' included), at their start.
+* ``tool_calls`` / ``failed_tool_calls``: :class:`~copilot_otel.activity.ToolCall` records; failed = completed
+  with ``success`` false (a call cut short by an abort is counted, not as failed).
+* tokens, ``premium_requests``, ``ai_units``: from the per-call usage records (``session.usage_record``,
+  CLI >= 1.0.102) when the session has any: each :class:`~copilot_otel.activity.ModelCall`'s ``usage`` at its
+  start; premium requests count a call's ``cost`` only when its ``initiator`` is ``user`` or absent (billing is
+  per prompt, as the project's metric counts it). Otherwise from ``session.shutdown``'s cumulative totals, each
+  shutdown adding what grew since the previous one of the same log (a resumed session is counted once), at the
+  shutdown's time. A session with neither (older CLI, killed before its shutdown) has only the output tokens
+  the model messages state: those rows are marked *estimated*.
+* ``lines_added`` / ``lines_removed``: ``session.shutdown``'s ``codeChanges`` growth; a session without a
+  shutdown has none, and its row is marked *estimated* for them.
+* ``runaway_detections``: :class:`~copilot_otel.activity.Detection` records.
+* ``wall_time_s``: each prompt's start to end, at its start.
+* ``cost_usd``: ``premium_requests`` x the price per premium request.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import os
+import re
+from collections.abc import Callable, Iterable, Sequence
+from datetime import date, datetime, timedelta, timezone, tzinfo
+from pathlib import Path
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from .activity import Detection, ModelCall, PromptRun, SessionFacts, SessionShutdown, ToolCall, Turn
+from .agentloop import FoldSettings
+from .config import Config
+from .content import ContentPolicy
+from .errors import ConfigError, SourceError
+from .library import SessionRecords, read_session
+from .sessions import SessionFile, resolve
+
+__all__ = [
+    "FIGURES",
+    "PERIODS",
+    "PREMIUM_REQUEST_PRICE_USD",
+    "PRICE_SOURCE",
+    "Period",
+    "Report",
+    "Row",
+    "build_report",
+    "parse_bound",
+    "parse_zone",
+    "render_csv",
+    "render_json",
+    "render_table",
+    "report",
+    "report_sessions",
+    "split_period",
+]
+
+Period = Literal["daily", "weekly", "monthly", "session", "repo", "model"]
+PERIODS: tuple[Period, ...] = ("daily", "weekly", "monthly", "session", "repo", "model")
+
+# The public price of a premium request beyond the plan's allowance: "$0.04 USD per request" (GitHub Docs,
+# "Requests in GitHub Copilot" / "GitHub Copilot premium requests", billing since 2025-06-18; read 2026-12-01,
+# when GitHub marks request-based billing "legacy" for plans that stayed on it after 2026-06-01).
+PREMIUM_REQUEST_PRICE_USD = 0.04
+PRICE_SOURCE = (
+    "GitHub Docs, 'GitHub Copilot premium requests': $0.04 USD per additional premium request "
+    "(billing since 2025-06-18; read 2026-12-01)"
+)
+
+# The figures of a row, in the order the JSON, the CSV and the wide table give them.
+FIGURES: tuple[str, ...] = (
+    "sessions",
+    "prompts",
+    "turns",
+    "tool_calls",
+    "failed_tool_calls",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "premium_requests",
+    "ai_units",
+    "lines_added",
+    "lines_removed",
+    "runaway_detections",
+    "wall_time_s",
+    "cost_usd",
+)
+_FLOAT_FIGURES = frozenset({"premium_requests", "ai_units", "wall_time_s", "cost_usd"})
+# session.shutdown's totalNanoAiu and the usage records' copilotUsage.totalNanoAiu are in billionths of an AIU.
+_NANO = 1e9
+_UNKNOWN = "(unknown)"
+
+
+@dataclasses.dataclass
+class Row:
+    """One line of a report: a period, session, repository or model, and its figures.
+
+    Attributes:
+        key: What the row groups by: ``2026-12-01`` (daily), ``2026-W49`` (weekly, ISO week), ``2026-12``
+            (monthly), a session id, ``owner/name`` or a folder (repo), a model name.
+        figures: Each name of :data:`FIGURES` (but ``sessions`` and ``cost_usd``, computed) to its value.
+        session_ids: The sessions that added to the row.
+        estimated: The figures that are lower bounds or estimates for this row (see the module docstring).
+        first_ns, last_ns: The earliest and latest record time in the row.
+        repository, branch, cwd: The session's (session and repo rows).
+    """
+
+    key: str
+    figures: dict[str, float] = dataclasses.field(default_factory=dict)
+    session_ids: set[str] = dataclasses.field(default_factory=set)
+    estimated: set[str] = dataclasses.field(default_factory=set)
+    first_ns: int = 0
+    last_ns: int = 0
+    repository: str | None = None
+    branch: str | None = None
+    cwd: str | None = None
+
+    def value(self, name: str, price: float) -> float:
+        """A figure's value, ``sessions`` and ``cost_usd`` included."""
+        if name == "sessions":
+            return len(self.session_ids)
+        if name == "cost_usd":
+            return self.figures.get("premium_requests", 0.0) * price
+        return self.figures.get(name, 0.0)
+
+    def _add(self, name: str, value: float, time_ns: int) -> None:
+        self.figures[name] = self.figures.get(name, 0.0) + value
+        if time_ns:
+            self.first_ns = time_ns if not self.first_ns else min(self.first_ns, time_ns)
+            self.last_ns = max(self.last_ns, time_ns)
+
+
+@dataclasses.dataclass
+class Report:
+    """A usage report: its rows (sorted, cut to ``limit``), the totals over every matching row, and the quota.
+
+    Attributes:
+        quota_used: Premium requests since the 1st of the current month, 00:00 UTC (when GitHub resets the
+            allowance), whatever ``since`` / ``until`` say; ``None`` without a quota.
+    """
+
+    period: Period
+    zone: str
+    since_ns: int | None
+    until_ns: int | None
+    price: float
+    rows: list[Row]
+    totals: Row
+    matched_rows: int
+    quota: float | None = None
+    quota_used: float | None = None
+    quota_month: str | None = None
+
+
+def split_period(targets: Sequence[str]) -> tuple[Period, list[str]]:
+    """``report [PERIOD] [PATH ...]``: the period when the first word names one (default daily), and the paths."""
+    for period in PERIODS:
+        if targets and targets[0] == period:
+            return period, list(targets[1:])
+    return "daily", list(targets)
+
+
+# ------------------------------------------------------------------------------------------------ time
+def parse_zone(name: str | None) -> tzinfo | None:
+    """A time zone by IANA name (``UTC``, ``Europe/Paris``); ``None`` or ``local`` is the local zone (None).
+
+    Raises:
+        ConfigError: The name is not a known zone.
+    """
+    if name is None or name.lower() == "local":
+        return None
+    if name.upper() == "UTC":
+        return timezone.utc
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ConfigError(
+            f"Expected --tz to be an IANA time zone such as UTC or Europe/Paris, got {name!r}"
+        ) from exc
+
+
+def _zone_name(zone: tzinfo | None) -> str:
+    if zone is None:
+        return f"local ({datetime.now().astimezone().tzname()})"
+    return str(zone) if not isinstance(zone, timezone) else "UTC"
+
+
+def _local(time_ns: int, zone: tzinfo | None) -> datetime:
+    seconds = time_ns / 1e9
+    return (
+        datetime.fromtimestamp(seconds).astimezone()
+        if zone is None
+        else datetime.fromtimestamp(seconds, zone)
+    )
+
+
+def _start_of(day: date, zone: tzinfo | None) -> int:
+    naive = datetime(day.year, day.month, day.day)
+    aware = naive.astimezone() if zone is None else naive.replace(tzinfo=zone)
+    return int(aware.timestamp()) * 1_000_000_000
+
+
+_DAYS = re.compile(r"^(\d+)d$")
+
+
+def parse_bound(text: str, now_ns: int, zone: tzinfo | None, *, end: bool) -> int:
+    """A ``--since`` (``end=False``: the first moment) or ``--until`` (``end=True``: just after the last).
+
+    Accepts ``YYYY-MM-DD``, ``YYYY-MM`` (a month), ``today``, ``yesterday``, ``Nd`` (the last N days, today
+    included), ``this-week`` (from Monday), ``this-month`` and ``last-month``, each read in ``zone``.
+
+    Returns:
+        Nanoseconds since the epoch; ``until`` is exclusive (the start of the day after).
+
+    Raises:
+        ConfigError: The text is none of these.
+    """
+    today = _local(now_ns, zone).date()
+    first: date
+    last: date
+    value = text.strip().lower()
+    match = _DAYS.match(value)
+    if match:
+        first, last = today - timedelta(days=max(int(match.group(1)), 1) - 1), today
+    elif value == "today":
+        first = last = today
+    elif value == "yesterday":
+        first = last = today - timedelta(days=1)
+    elif value == "this-week":
+        first, last = today - timedelta(days=today.weekday()), today
+    elif value == "this-month":
+        first, last = today.replace(day=1), _month_end(today)
+    elif value == "last-month":
+        last = today.replace(day=1) - timedelta(days=1)
+        first = last.replace(day=1)
+    else:
+        try:
+            if re.fullmatch(r"\d{4}-\d{2}", value):
+                first = date.fromisoformat(value + "-01")
+                last = _month_end(first)
+            else:
+                first = last = date.fromisoformat(value)
+        except ValueError:
+            raise ConfigError(
+                "Expected a date (YYYY-MM-DD or YYYY-MM), Nd, today, yesterday, this-week, this-month or "
+                f"last-month, got {text!r}"
+            ) from None
+    return _start_of(last + timedelta(days=1), zone) if end else _start_of(first, zone)
+
+
+def _month_end(day: date) -> date:
+    following = (day.replace(day=28) + timedelta(days=4)).replace(day=1)
+    return following - timedelta(days=1)
+
+
+def _quota_month_start(now_ns: int) -> tuple[int, str]:
+    """The 1st of the current month at 00:00 UTC: when GitHub resets the premium request allowance."""
+    now = datetime.fromtimestamp(now_ns / 1e9, timezone.utc)
+    start = datetime(now.year, now.month, 1, tzinfo=timezone.utc)
+    return int(start.timestamp()) * 1_000_000_000, f"{now.year:04d}-{now.month:02d}"
+
+
+# ------------------------------------------------------------------------------------------------ figures
+@dataclasses.dataclass(slots=True)
+class _Item:
+    """One record's contribution: figures at a moment, for a model, in a prompt (trace)."""
+
+    time_ns: int
+    model: str | None
+    trace_id: int | None
+    figures: tuple[tuple[str, float], ...]
+    estimated: tuple[str, ...] = ()
+
+
+def session_items(session: SessionRecords) -> tuple[list[_Item], dict[int, PromptRun]]:
+    """What one session adds to a report, record by record (and its prompts by trace id)."""
+    prompts = {p.trace_id: p for p in session.records if isinstance(p, PromptRun)}
+    model_calls = [r for r in session.records if isinstance(r, ModelCall)]
+    with_usage = any(m.calls for m in model_calls)
+    shutdowns = [r for r in session.records if isinstance(r, SessionShutdown)]
+    items: list[_Item] = []
+    for record in session.records:
+        if isinstance(record, PromptRun):
+            figures: list[tuple[str, float]] = [
+                ("wall_time_s", max(record.end_ns - record.start_ns, 0) / 1e9)
+            ]
+            if record.human:
+                figures.append(("prompts", 1))
+            items.append(_Item(record.start_ns, record.model, record.trace_id, tuple(figures)))
+        elif isinstance(record, Turn):
+            items.append(_Item(record.start_ns, None, record.trace_id, (("turns", 1),)))
+        elif isinstance(record, ToolCall):
+            failed = 1 if record.completed and not record.success else 0
+            items.append(
+                _Item(
+                    record.start_ns, None, record.trace_id, (("tool_calls", 1), ("failed_tool_calls", failed))
+                )
+            )
+        elif isinstance(record, Detection):
+            items.append(_Item(record.time_ns, None, record.trace_id, (("runaway_detections", 1),)))
+        elif isinstance(record, ModelCall):
+            u = record.usage
+            if with_usage:
+                premium = u.cost if record.initiator in (None, "user") else 0.0
+                items.append(
+                    _Item(
+                        record.start_ns,
+                        record.model,
+                        record.trace_id,
+                        (
+                            ("input_tokens", u.input),
+                            ("output_tokens", u.output),
+                            ("cache_read_tokens", u.cache_read),
+                            ("cache_write_tokens", u.cache_write),
+                            ("premium_requests", premium),
+                            ("ai_units", u.nano_aiu / _NANO),
+                        ),
+                    )
+                )
+            elif not shutdowns:
+                # No usage record and no shutdown totals: only the output tokens the message states.
+                items.append(
+                    _Item(
+                        record.start_ns,
+                        record.model,
+                        record.trace_id,
+                        (("output_tokens", u.output),),
+                        (
+                            "input_tokens",
+                            "output_tokens",
+                            "cache_read_tokens",
+                            "cache_write_tokens",
+                            "premium_requests",
+                            "ai_units",
+                        ),
+                    )
+                )
+    items.extend(_shutdown_items(shutdowns, with_usage, prompts))
+    if not shutdowns:
+        # A killed CLI writes no shutdown: the code-change totals are missing, the rest came from the records.
+        first = min((i.time_ns for i in items), default=0)
+        items.append(_Item(first, None, None, (), ("lines_added", "lines_removed")))
+    return items, prompts
+
+
+def _shutdown_items(
+    shutdowns: Sequence[SessionShutdown], with_usage: bool, prompts: dict[int, PromptRun]
+) -> list[_Item]:
+    """Each shutdown's growth over the previous one of the log (a resumed session's runs, counted once)."""
+    out: list[_Item] = []
+    seen_tokens: dict[tuple[str, str], float] = {}
+    seen_premium = 0.0
+    for rec in shutdowns:
+        out.append(
+            _Item(
+                rec.time_ns,
+                None,
+                rec.trace_id,
+                (("lines_added", rec.lines_added_delta), ("lines_removed", rec.lines_removed_delta)),
+            )
+        )
+        if with_usage:
+            continue
+        # Logs without usage records (CLI < 1.0.102): the session's totals per model are the source.
+        for totals in rec.models:
+            figures: list[tuple[str, float]] = []
+            for name, total in (
+                ("input_tokens", totals.input_tokens),
+                ("output_tokens", totals.output_tokens),
+                ("cache_read_tokens", totals.cache_read_tokens),
+                ("cache_write_tokens", totals.cache_write_tokens),
+            ):
+                if total is None:
+                    continue
+                grown = total - seen_tokens.get((totals.model, name), 0.0)
+                if grown > 0:
+                    figures.append((name, grown))
+                    seen_tokens[(totals.model, name)] = total
+            if figures:
+                out.append(_Item(rec.time_ns, totals.model, None, tuple(figures)))
+        for model, delta in rec.premium_delta:
+            out.append(_Item(rec.time_ns, model, None, (("premium_requests", delta),)))
+        for model, delta in rec.nano_aiu_delta:
+            out.append(_Item(rec.time_ns, model, None, (("ai_units", delta / _NANO),)))
+        if not rec.premium_delta and rec.premium_requests is not None:
+            # Only the session-wide totalPremiumRequests (no per-model cost): attribute it to the prompt's model.
+            grown = rec.premium_requests - seen_premium
+            if grown > 0:
+                prompt = prompts.get(rec.trace_id) if rec.trace_id is not None else None
+                out.append(
+                    _Item(rec.time_ns, prompt.model if prompt else None, None, (("premium_requests", grown),))
+                )
+        if rec.premium_requests is not None:
+            seen_premium = max(seen_premium, rec.premium_requests)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ grouping
+def _facts(prompts: dict[int, PromptRun]) -> SessionFacts | None:
+    latest = max(prompts.values(), key=lambda p: p.start_ns, default=None)
+    return latest.facts if latest is not None else None
+
+
+def _repo_key(facts: SessionFacts | None) -> tuple[str, str | None, str | None, str | None]:
+    """A repository row's key and labels: ``owner/name``, else the git root, else the working folder."""
+    if facts is None:
+        return _UNKNOWN, None, None, None
+    where = facts.repository or facts.git_root or facts.cwd or _UNKNOWN
+    key = f"{where}@{facts.branch}" if facts.branch else where
+    return key, facts.repository, facts.branch, facts.cwd
+
+
+def build_report(
+    sessions: Iterable[SessionRecords],
+    period: Period = "daily",
+    *,
+    zone: tzinfo | None = None,
+    since_ns: int | None = None,
+    until_ns: int | None = None,
+    now_ns: int,
+    price: float = PREMIUM_REQUEST_PRICE_USD,
+    quota: float | None = None,
+    sort: str | None = None,
+    descending: bool | None = None,
+    limit: int | None = None,
+) -> Report:
+    """Add up sessions' records into a report's rows.
+
+    Args:
+        sessions: The sessions' records (:func:`copilot_otel.library.iter_sessions`).
+        period: What a row is.
+        zone: The time zone days, weeks and months are cut in (``None``: the local zone).
+        since_ns, until_ns: Only records at or after ``since_ns`` and before ``until_ns`` count.
+        now_ns: "Now", for the quota's month (injected so the same logs give the same report).
+        price: USD per premium request.
+        quota: The monthly premium request allowance; the report says how much of it this month used.
+        sort: ``key`` or a figure name (default: ``key`` for periods, ``premium_requests`` otherwise).
+        descending: Sort order (default: ascending for ``key``, descending for a figure).
+        limit: Keep this many rows after sorting (the totals still count every row).
+
+    Raises:
+        ConfigError: ``sort`` is neither ``key`` nor a figure name.
+    """
+    if period not in PERIODS:
+        raise ConfigError(f"Expected period to be one of {', '.join(PERIODS)}, got {period!r}")
+    sort = sort or ("key" if period in ("daily", "weekly", "monthly") else "premium_requests")
+    if sort != "key" and sort not in FIGURES:
+        raise ConfigError(f"Expected --sort to be key or one of {', '.join(FIGURES)}, got {sort!r}")
+    descending = (sort != "key") if descending is None else descending
+    quota_start, quota_month = _quota_month_start(now_ns)
+    rows: dict[str, Row] = {}
+    totals = Row("total")
+    quota_used = 0.0
+    day_keys: dict[date, str] = {}
+
+    for session in sessions:
+        items, prompts = session_items(session)
+        facts = _facts(prompts)
+        repo_key, repository, branch, cwd = _repo_key(facts)
+        session_model = next((p.model for p in prompts.values() if p.model), None)
+        for item in items:
+            for name, value in item.figures:
+                if name == "premium_requests" and item.time_ns >= quota_start:
+                    quota_used += value
+            if since_ns is not None and item.time_ns < since_ns:
+                continue
+            if until_ns is not None and item.time_ns >= until_ns:
+                continue
+            if period == "session":
+                key = session.session_id
+            elif period == "repo":
+                key = repo_key
+            elif period == "model":
+                prompt = prompts.get(item.trace_id) if item.trace_id is not None else None
+                key = item.model or (prompt.model if prompt else None) or session_model or _UNKNOWN
+            else:
+                day = _local(item.time_ns, zone).date()
+                key = day_keys.get(day) or day_keys.setdefault(day, _period_key(day, period))
+            row = rows.get(key)
+            if row is None:
+                row = rows[key] = Row(key)
+                if period in ("session", "repo"):
+                    row.repository, row.branch = repository, branch
+                    row.cwd = cwd if period == "session" or not repository else None
+            for target in (row, totals):
+                target.session_ids.add(session.session_id)
+                target.estimated.update(item.estimated)
+                for name, value in item.figures:
+                    target._add(name, value, item.time_ns)
+
+    ordered = sorted(rows.values(), key=lambda r: r.key)  # ties keep the key order
+    if sort != "key":
+        ordered.sort(key=lambda r: r.value(sort, price), reverse=descending)
+    elif descending:
+        ordered.reverse()
+    matched = len(ordered)
+    if limit is not None and limit >= 0:
+        ordered = ordered[:limit]
+    return Report(
+        period=period,
+        zone=_zone_name(zone),
+        since_ns=since_ns,
+        until_ns=until_ns,
+        price=price,
+        rows=ordered,
+        totals=totals,
+        matched_rows=matched,
+        quota=quota,
+        quota_used=quota_used if quota is not None else None,
+        quota_month=quota_month if quota is not None else None,
+    )
+
+
+def _period_key(day: date, period: Period) -> str:
+    if period == "daily":
+        return day.isoformat()
+    if period == "weekly":
+        year, week, _ = day.isocalendar()
+        return f"{year:04d}-W{week:02d}"
+    return f"{day.year:04d}-{day.month:02d}"
+
+
+def report_sessions(
+    targets: Sequence[str | Path], settings: FoldSettings | None = None, *, since_ns: int | None = None
+) -> Iterable[SessionRecords]:
+    """Read the session logs under ``targets``, skipping files last written before ``since_ns``.
+
+    A log is only ever appended to, so a file whose modification time is before ``since`` holds no event
+    after it: it is not opened. A file that cannot be read is skipped (the report is about the rest).
+
+    Raises:
+        SourceError: A target is neither a readable path nor a session log folder.
+    """
+    settings = settings or FoldSettings()
+    found: list[SessionFile] = resolve([os.path.expanduser(str(t)) for t in targets])
+    for session in found:
+        if since_ns is not None:
+            try:
+                if session.path.stat().st_mtime_ns < since_ns:
+                    continue
+            except OSError:
+                continue
+        try:
+            yield read_session(session.path, settings)
+        except SourceError:
+            continue
+
+
+# ------------------------------------------------------------------------------------------------ output
+def _iso(time_ns: int, zone: tzinfo | None) -> str | None:
+    return _local(time_ns, zone).isoformat(timespec="seconds") if time_ns else None
+
+
+def _number(name: str, value: float) -> float | int:
+    if name in _FLOAT_FIGURES:
+        return round(value, 6)
+    return round(value)
+
+
+def row_json(row: Row, report: Report, zone: tzinfo | None) -> dict[str, Any]:
+    """One row as the JSON document's (and the CSV's) flat dict: see ``docs/report.schema.json``."""
+    out: dict[str, Any] = {"key": row.key}
+    if report.period in ("session", "repo"):
+        out["repository"] = row.repository
+        out["branch"] = row.branch
+        out["cwd"] = row.cwd
+    out["first_seen"] = _iso(row.first_ns, zone)
+    out["last_seen"] = _iso(row.last_ns, zone)
+    for name in FIGURES:
+        out[name] = _number(name, row.value(name, report.price))
+    out["estimated"] = sorted(row.estimated)
+    return out
+
+
+def render_json(report: Report, zone: tzinfo | None) -> dict[str, Any]:
+    """The report as one JSON document ``{"report": {...}, "rows": [...], "totals": {...}}``."""
+    quota = None
+    if report.quota is not None and report.quota_used is not None:
+        quota = {
+            "month": report.quota_month,
+            "allowance": report.quota,
+            "used": round(report.quota_used, 6),
+            "left": round(report.quota - report.quota_used, 6),
+        }
+    return {
+        "report": {
+            "period": report.period,
+            "time_zone": report.zone,
+            "since": _iso(report.since_ns, zone) if report.since_ns else None,
+            "until": _iso(report.until_ns, zone) if report.until_ns else None,
+            "price_per_premium_request_usd": report.price,
+            "rows_matched": report.matched_rows,
+            "quota": quota,
+        },
+        "rows": [row_json(row, report, zone) for row in report.rows],
+        "totals": row_json(report.totals, report, zone),
+    }
+
+
+def render_csv(report: Report, zone: tzinfo | None) -> str:
+    """The rows and a last ``total`` row as CSV, with the JSON rows' keys as the header."""
+    rows = [row_json(row, report, zone) for row in report.rows] + [row_json(report.totals, report, zone)]
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow(
+            {k: ";".join(v) if isinstance(v, list) else ("" if v is None else v) for k, v in row.items()}
+        )
+    return buffer.getvalue()
+
+
+# Table columns: (figure, heading, width, formatter), in the order they are dropped last-first when the
+# terminal is narrow: the first eight fit 80 columns with a 10-character key.
+def _count(value: float) -> str:
+    return f"{round(value):,}"
+
+
+def _tokens(value: float) -> str:
+    value = round(value)
+    if value < 10_000:
+        return f"{int(value):,}"
+    if value < 1_000_000:
+        return f"{value / 1000:.1f}k"
+    if value < 1_000_000_000:
+        return f"{value / 1e6:.1f}M"
+    return f"{value / 1e9:.1f}B"
+
+
+def _float(value: float) -> str:
+    return f"{value:,.2f}" if value < 1000 else f"{value:,.0f}"
+
+
+def _duration(seconds: float) -> str:
+    whole = round(seconds)
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
+_COLUMNS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
+    ("sessions", "sess", _count),
+    ("prompts", "prompts", _count),
+    ("tool_calls", "tools", _count),
+    ("input_tokens", "input", _tokens),
+    ("output_tokens", "output", _tokens),
+    ("premium_requests", "premium", _float),
+    ("cost_usd", "cost $", _float),
+    ("failed_tool_calls", "failed", _count),
+    ("turns", "turns", _count),
+    ("cache_read_tokens", "cache rd", _tokens),
+    ("cache_write_tokens", "cache wr", _tokens),
+    ("ai_units", "AIU", _float),
+    ("lines_added", "+lines", _count),
+    ("lines_removed", "-lines", _count),
+    ("runaway_detections", "runaway", _count),
+    ("wall_time_s", "wall", _duration),
+)
+_KEY_HEADING = {
+    "daily": "date",
+    "weekly": "week",
+    "monthly": "month",
+    "session": "session",
+    "repo": "repository",
+    "model": "model",
+}
+# The key column is at least this wide (a date, a week, a month; a session id's 8 characters and the end of its
+# folder) and takes what the figures leave.
+_MIN_KEY_WIDTH = {"daily": 10, "weekly": 8, "monthly": 7, "session": 24, "repo": 24, "model": 18}
+
+
+def table_columns(report: Report, width: int) -> list[tuple[str, str, Callable[[float], str]]]:
+    """The figure columns that fit ``width`` (1 space between columns), most wanted first."""
+    cells = [*report.rows, report.totals]
+    chosen: list[tuple[str, str, Callable[[float], str]]] = []
+    used = max(_MIN_KEY_WIDTH[report.period], len("total"))
+    for column in _COLUMNS:
+        name, heading, fmt = column
+        size = max(len(heading), *(len(fmt(r.value(name, report.price))) + 1 for r in cells))
+        if used + 1 + size > width:
+            continue
+        used += 1 + size
+        chosen.append(column)
+    order = {name: i for i, (name, _, _) in enumerate(sorted(_COLUMNS, key=lambda c: FIGURES.index(c[0])))}
+    return sorted(chosen, key=lambda c: order[c[0]])
+
+
+def render_table(report: Report, width: int, zone: tzinfo | None) -> Any:
+    """The report as a :class:`rich.table.Table` no wider than ``width`` (figures that do not fit are left out)."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    columns = table_columns(report, width)
+    figure_width = sum(
+        1 + max(len(h), *(len(f(r.value(n, report.price))) + 1 for r in [*report.rows, report.totals]))
+        for n, h, f in columns
+    )
+    key_width = max(width - figure_width, _MIN_KEY_WIDTH[report.period])
+    title = f"Copilot CLI usage, {report.period}"
+    span = _span_label(report, zone)
+    if span:
+        title += f", {span}"
+    table = Table(
+        title=f"{title} ({report.zone})",
+        title_justify="left",
+        box=None,
+        header_style="bold",
+        pad_edge=False,
+        padding=(0, 0, 0, 1),
+        show_footer=False,
+    )
+    table.add_column(_KEY_HEADING[report.period], no_wrap=True, overflow="ellipsis", max_width=key_width)
+    for _, heading, _fmt in columns:
+        table.add_column(heading, justify="right", no_wrap=True)
+
+    def cells(row: Row, style: str | None) -> list[Any]:
+        out: list[Any] = [Text(_key_label(row, report.period, key_width), style=style or "")]
+        for name, _, fmt in columns:
+            text = fmt(row.value(name, report.price))
+            if name in row.estimated or (name == "cost_usd" and "premium_requests" in row.estimated):
+                out.append(Text("~" + text, style="yellow"))
+            elif name == "failed_tool_calls" and row.value(name, report.price):
+                out.append(Text(text, style="red"))
+            elif name == "runaway_detections" and row.value(name, report.price):
+                out.append(Text(text, style="bold red"))
+            else:
+                out.append(Text(text, style=style or ""))
+        return out
+
+    for row in report.rows:
+        table.add_row(*cells(row, None))
+    table.add_section()
+    table.add_row(*cells(report.totals, "bold"))
+    parts: list[Any] = [table]
+    notes: list[str] = []
+    if report.matched_rows > len(report.rows):
+        notes.append(f"{len(report.rows)} of {report.matched_rows} rows shown; the total counts all.")
+    if report.totals.estimated:
+        notes.append("~ estimated: an older CLI's log or a killed session lacks the exact figure.")
+    left_out = [n for n, _, _ in _COLUMNS if n not in {c[0] for c in columns}]
+    if left_out:
+        notes.append(f"{len(left_out)} more figures with a wider terminal or --json.")
+    for note in notes:
+        parts.append(Text(note, style="dim"))
+    if report.quota is not None and report.quota_used is not None:
+        left = report.quota - report.quota_used
+        parts.append(
+            Text(
+                f"Premium requests in {report.quota_month} (UTC month): {report.quota_used:,.2f} of "
+                f"{report.quota:,.0f} used, {left:,.2f} left",
+                style="bold red" if left < 0 else "bold",
+            )
+        )
+    return Group(*parts)
+
+
+def _key_label(row: Row, period: Period, width: int) -> str:
+    """A row's first cell: a session's short id and the end of its folder; a folder's end (the telling part)."""
+    if period == "session" and row.key != "total":
+        where = row.repository or (_home_relative(row.cwd) if row.cwd else "")
+        return row.key[:8] + (" " + _tail(where, width - 9) if where else "")
+    if period == "repo" and row.key != "total":
+        return _tail(row.key if row.repository else _home_relative(row.key), width)
+    return row.key
+
+
+def _tail(text: str, limit: int) -> str:
+    return text if len(text) <= limit else "…" + text[-(limit - 1) :]
+
+
+def _span_label(report: Report, zone: tzinfo | None) -> str:
+    since = _local(report.since_ns, zone).date().isoformat() if report.since_ns else None
+    until = (
+        (_local(report.until_ns, zone) - timedelta(seconds=1)).date().isoformat() if report.until_ns else None
+    )
+    if since and until:
+        return f"{since} to {until}"
+    if since:
+        return f"since {since}"
+    if until:
+        return f"until {until}"
+    return ""
+
+
+def _home_relative(path: str) -> str:
+    home = os.path.expanduser("~")
+    if home not in ("", "/") and (path == home or path.startswith(home + os.sep)):
+        return "~" + path[len(home) :]
+    return path
+
+
+def report(
+    config: Config,
+    period: Period = "daily",
+    *,
+    paths: Sequence[str] = (),
+    since: str | None = None,
+    until: str | None = None,
+    tz: str | None = None,
+    sort: str | None = None,
+    order: Literal["asc", "desc"] | None = None,
+    limit: int | None = None,
+    price: float = PREMIUM_REQUEST_PRICE_USD,
+    quota: float | None = None,
+    output: Literal["table", "json", "csv"] = "table",
+    now_ns: int,
+) -> int:
+    """Print a usage report of the session logs under ``paths`` (default: the session-state root).
+
+    Returns:
+        The exit code (0).
+
+    Raises:
+        ConfigError: A bad ``since`` / ``until`` / ``tz`` / ``sort`` value.
+        SourceError: A path is not a session log, or the session-state root does not exist.
+    """
+    import sys
+
+    import orjson
+    from rich.console import Console
+
+    from .telemetry import fold_settings
+
+    zone = parse_zone(tz)
+    since_ns = parse_bound(since, now_ns, zone, end=False) if since else None
+    until_ns = parse_bound(until, now_ns, zone, end=True) if until else None
+    targets = list(paths) or [str(config.session_state)]
+    if not paths and not config.session_state.is_dir():
+        raise SourceError(
+            f"no Copilot CLI sessions: {config.session_state} does not exist (has the Copilot CLI run as this "
+            "user? set --session-state or COPILOT_OTEL_SESSION_STATE)"
+        )
+    # The quota counts this month whatever --since says, so the files of this month must be read too.
+    read_since = since_ns
+    if quota is not None and read_since is not None:
+        read_since = min(read_since, _quota_month_start(now_ns)[0])
+    settings = dataclasses.replace(fold_settings(config), content=ContentPolicy())
+    built = build_report(
+        report_sessions(targets, settings, since_ns=read_since),
+        period,
+        zone=zone,
+        since_ns=since_ns,
+        until_ns=until_ns,
+        now_ns=now_ns,
+        price=price,
+        quota=quota,
+        sort=sort,
+        descending=None if order is None else order == "desc",
+        limit=limit,
+    )
+    if output == "json":
+        sys.stdout.write(orjson.dumps(render_json(built, zone), option=orjson.OPT_INDENT_2).decode() + "\n")
+    elif output == "csv":
+        sys.stdout.write(render_csv(built, zone))
+    else:
+        console = Console(highlight=False, soft_wrap=False)
+        console.print(render_table(built, console.width, zone))
+    sys.stdout.flush()
+    return 0
