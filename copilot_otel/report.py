@@ -8,7 +8,8 @@ anywhere; a log whose file was last written before ``since`` is not read at all.
 Where each figure comes from (``docs/report.md`` says the same for users):
 
 * ``prompts``: :class:`~copilot_otel.activity.PromptRun` records with ``human`` set, at their start.
-* ``turns``: :class:`~copilot_otel.activity.Turn` records (sub-agents' included), at their start.
+* ``turns``: :class:`~copilot_otel.activity.Turn` records (sub-agents' included), at their start; in a log that
+  writes turn events, the loop's synthetic turns (a message the CLI wrote with no model turn) are left out.
 * ``tool_calls`` / ``failed_tool_calls``: :class:`~copilot_otel.activity.ToolCall` records; failed = completed
   with ``success`` false (a call cut short by an abort is counted, not as failed).
 * tokens, ``premium_requests``, ``ai_units``: from the per-call usage records (``session.usage_record``,
@@ -289,6 +290,7 @@ def session_items(session: SessionRecords) -> tuple[list[_Item], dict[int, Promp
     model_calls = [r for r in session.records if isinstance(r, ModelCall)]
     with_usage = any(m.calls for m in model_calls)
     shutdowns = [r for r in session.records if isinstance(r, SessionShutdown)]
+    has_turn_events = any(isinstance(r, Turn) and not r.synthetic for r in session.records)
     items: list[_Item] = []
     for record in session.records:
         if isinstance(record, PromptRun):
@@ -299,6 +301,8 @@ def session_items(session: SessionRecords) -> tuple[list[_Item], dict[int, Promp
                 figures.append(("prompts", 1))
             items.append(_Item(record.start_ns, record.model, record.trace_id, tuple(figures)))
         elif isinstance(record, Turn):
+            if record.synthetic and has_turn_events:
+                continue  # a message the CLI wrote itself (no model turn), in a log that logs its turns
             items.append(_Item(record.start_ns, None, record.trace_id, (("turns", 1),)))
         elif isinstance(record, ToolCall):
             failed = 1 if record.completed and not record.success else 0
