@@ -31,9 +31,11 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+import multiprocessing
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from datetime import date, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any, Literal
@@ -55,14 +57,18 @@ __all__ = [
     "Period",
     "Report",
     "Row",
+    "SessionPart",
     "build_report",
     "parse_bound",
     "parse_zone",
+    "read_parts",
     "render_csv",
     "render_json",
     "render_table",
     "report",
     "report_sessions",
+    "session_items",
+    "session_part",
     "split_period",
 ]
 
@@ -425,8 +431,36 @@ def _repo_key(facts: SessionFacts | None) -> tuple[str, str | None, str | None, 
     return key, facts.repository, facts.branch, facts.cwd
 
 
+@dataclasses.dataclass(slots=True)
+class SessionPart:
+    """What one session adds to a report: its contributions, each with its model resolved, and its labels.
+
+    Small and picklable: worker processes hand these back instead of the session's records.
+    """
+
+    session_id: str
+    repo_key: str
+    repository: str | None
+    branch: str | None
+    cwd: str | None
+    items: list[_Item]
+
+
+def session_part(session: SessionRecords) -> SessionPart:
+    """A session's contributions (:func:`session_items`), each attributed to a model (its own, else its
+    prompt's, else the session's first)."""
+    items, prompts = session_items(session)
+    repo_key, repository, branch, cwd = _repo_key(_facts(prompts))
+    session_model = next((p.model for p in prompts.values() if p.model), None)
+    for item in items:
+        if item.model is None:
+            prompt = prompts.get(item.trace_id) if item.trace_id is not None else None
+            item.model = (prompt.model if prompt else None) or session_model
+    return SessionPart(session.session_id, repo_key, repository, branch, cwd, items)
+
+
 def build_report(
-    sessions: Iterable[SessionRecords],
+    sessions: Iterable[SessionRecords | SessionPart],
     period: Period = "daily",
     *,
     zone: tzinfo | None = None,
@@ -442,7 +476,8 @@ def build_report(
     """Add up sessions' records into a report's rows.
 
     Args:
-        sessions: The sessions' records (:func:`copilot_otel.library.iter_sessions`).
+        sessions: The sessions' records (:func:`copilot_otel.library.iter_sessions`), or what
+            :func:`read_parts` made of them.
         period: What a row is.
         zone: The time zone days, weeks and months are cut in (``None``: the local zone).
         since_ns, until_ns: Only records at or after ``since_ns`` and before ``until_ns`` count.
@@ -468,12 +503,9 @@ def build_report(
     quota_used = 0.0
     day_keys: dict[date, str] = {}
 
-    for session in sessions:
-        items, prompts = session_items(session)
-        facts = _facts(prompts)
-        repo_key, repository, branch, cwd = _repo_key(facts)
-        session_model = next((p.model for p in prompts.values() if p.model), None)
-        for item in items:
+    for one in sessions:
+        part = one if isinstance(one, SessionPart) else session_part(one)
+        for item in part.items:
             for name, value in item.figures:
                 if name == "premium_requests" and item.time_ns >= quota_start:
                     quota_used += value
@@ -482,12 +514,11 @@ def build_report(
             if until_ns is not None and item.time_ns >= until_ns:
                 continue
             if period == "session":
-                key = session.session_id
+                key = part.session_id
             elif period == "repo":
-                key = repo_key
+                key = part.repo_key
             elif period == "model":
-                prompt = prompts.get(item.trace_id) if item.trace_id is not None else None
-                key = item.model or (prompt.model if prompt else None) or session_model or _UNKNOWN
+                key = item.model or _UNKNOWN
             else:
                 day = _local(item.time_ns, zone).date()
                 key = day_keys.get(day) or day_keys.setdefault(day, _period_key(day, period))
@@ -495,10 +526,10 @@ def build_report(
             if row is None:
                 row = rows[key] = Row(key)
                 if period in ("session", "repo"):
-                    row.repository, row.branch = repository, branch
-                    row.cwd = cwd if period == "session" or not repository else None
+                    row.repository, row.branch = part.repository, part.branch
+                    row.cwd = part.cwd if period == "session" or not part.repository else None
             for target in (row, totals):
-                target.session_ids.add(session.session_id)
+                target.session_ids.add(part.session_id)
                 target.estimated.update(item.estimated)
                 for name, value in item.figures:
                     target._add(name, value, item.time_ns)
@@ -537,28 +568,100 @@ def _period_key(day: date, period: Period) -> str:
 
 def report_sessions(
     targets: Sequence[str | Path], settings: FoldSettings | None = None, *, since_ns: int | None = None
-) -> Iterable[SessionRecords]:
-    """Read the session logs under ``targets``, skipping files last written before ``since_ns``.
-
-    A log is only ever appended to, so a file whose modification time is before ``since`` holds no event
-    after it: it is not opened. A file that cannot be read is skipped (the report is about the rest).
+) -> Iterator[SessionRecords]:
+    """Read the session logs under ``targets`` (in-process), skipping files last written before ``since_ns``
+    and files that cannot be read.
 
     Raises:
         SourceError: A target is neither a readable path nor a session log folder.
     """
     settings = settings or FoldSettings()
-    found: list[SessionFile] = resolve([os.path.expanduser(str(t)) for t in targets])
-    for session in found:
-        if since_ns is not None:
-            try:
-                if session.path.stat().st_mtime_ns < since_ns:
-                    continue
-            except OSError:
-                continue
+    for session in _wanted(targets, since_ns):
         try:
             yield read_session(session.path, settings)
         except SourceError:
             continue
+
+
+# A history smaller than this is read in-process: starting worker processes costs more than it saves (as
+# replay decides).
+PARALLEL_MIN_BYTES = 32 * 1024 * 1024
+# Sessions go to workers in chunks of about this many bytes (balance vs. per-chunk overhead).
+CHUNK_BYTES = 8 * 1024 * 1024
+_MAX_WORKERS = 4
+
+
+def read_parts(
+    targets: Sequence[str | Path],
+    settings: FoldSettings | None = None,
+    *,
+    since_ns: int | None = None,
+    workers: int | None = None,
+) -> Iterator[SessionPart]:
+    """The report's input from the session logs under ``targets``: each session folded, then reduced to its
+    :class:`SessionPart`; a history over :data:`PARALLEL_MIN_BYTES` is folded by worker processes (sessions
+    are independent, the fold is pure), ``workers`` of them (default: the CPUs, at most 4).
+
+    Raises:
+        SourceError: A target is neither a readable path nor a session log folder.
+    """
+    settings = settings or FoldSettings()
+    found = _wanted(targets, since_ns)
+    sizes = []
+    for session in found:
+        try:
+            sizes.append(session.path.stat().st_size)
+        except OSError:
+            sizes.append(0)
+    count = workers if workers is not None else min(os.cpu_count() or 1, _MAX_WORKERS)
+    if count <= 1 or sum(sizes) < PARALLEL_MIN_BYTES or "fork" not in multiprocessing.get_all_start_methods():
+        for session in found:
+            part = _part_of(session.path, settings)
+            if part is not None:
+                yield part
+        return
+    chunks: list[list[str]] = [[]]
+    size = 0
+    for session, length in zip(found, sizes, strict=True):
+        chunks[-1].append(str(session.path))
+        size += length
+        if size >= CHUNK_BYTES:
+            chunks.append([])
+            size = 0
+    # fork: the workers need nothing re-imported, and the parent holds no threads or connections here.
+    with ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("fork")) as pool:
+        for parts in pool.map(_parts_of_chunk, [c for c in chunks if c], [settings] * len(chunks)):
+            yield from parts
+
+
+def _parts_of_chunk(paths: list[str], settings: FoldSettings) -> list[SessionPart]:
+    return [part for path in paths if (part := _part_of(Path(path), settings)) is not None]
+
+
+def _part_of(path: Path, settings: FoldSettings) -> SessionPart | None:
+    try:
+        return session_part(read_session(path, settings))
+    except SourceError:
+        return None  # unreadable now (removed, permissions): the report is about the rest
+
+
+def _wanted(targets: Sequence[str | Path], since_ns: int | None) -> list[SessionFile]:
+    """The session logs under ``targets``, but those last written before ``since_ns``.
+
+    A log is only ever appended to, so a file whose modification time is before ``since`` holds no event
+    after it: it is not opened.
+    """
+    found: list[SessionFile] = resolve([os.path.expanduser(str(t)) for t in targets])
+    if since_ns is None:
+        return found
+    kept = []
+    for session in found:
+        try:
+            if session.path.stat().st_mtime_ns >= since_ns:
+                kept.append(session)
+        except OSError:
+            continue
+    return kept
 
 
 # ------------------------------------------------------------------------------------------------ output
@@ -852,7 +955,7 @@ def report(
         read_since = min(read_since, _quota_month_start(now_ns)[0])
     settings = dataclasses.replace(fold_settings(config), content=ContentPolicy())
     built = build_report(
-        report_sessions(targets, settings, since_ns=read_since),
+        read_parts(targets, settings, since_ns=read_since),
         period,
         zone=zone,
         since_ns=since_ns,

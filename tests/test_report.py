@@ -406,3 +406,32 @@ def _validate(value: Any, schema: dict[str, Any], root: dict[str, Any], where: s
     if isinstance(value, list) and "items" in schema:
         for index, item in enumerate(value):
             _validate(item, schema["items"], root, f"{where}[{index}]")
+
+
+def test_worker_processes_give_the_same_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over 32 MB the sessions are folded by worker processes: the same rows as in one process."""
+    from copilot_otel import report as report_module
+
+    roots = [CLI_GENERATED, SHAPES, PUBLIC]
+    serial = build_report(report_module.read_parts(roots, workers=1), "session", zone=timezone.utc, now_ns=0)
+    monkeypatch.setattr(report_module, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(report_module, "CHUNK_BYTES", 64 * 1024)  # several chunks
+    parallel = build_report(
+        report_module.read_parts(roots, workers=2), "session", zone=timezone.utc, now_ns=0
+    )
+    assert render_json(parallel, timezone.utc) == render_json(serial, timezone.utc)
+    assert parallel.totals.value("sessions", 0.04) == 32
+
+
+def test_reads_nothing_over_the_network(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import socket
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("report opened a network connection")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    doc = _report(capsys, "monthly", str(CLI_GENERATED), "--quota", "300")
+    assert doc["totals"]["sessions"] == len(GENERATED)

@@ -109,8 +109,11 @@ def test_piped_output_is_plain_and_80_columns() -> None:
 
 @pytest.mark.parametrize("period", ["monthly", "repo"])
 def test_readme_captures(tmp_path: Path, period: str) -> None:
+    limit = ["--limit", "5"] if period == "repo" else []
     screen, _ = _tmux_capture(
-        tmp_path, [*_console_script(), "report", period, *ROOTS, "--tz", "UTC", "--quota", "300"], width=80
+        tmp_path,
+        [*_console_script(), "report", period, *ROOTS, "--tz", "UTC", "--quota", "300", *limit],
+        width=80,
     )
     assert max(len(line) for line in _lines(screen)) <= 80
     assert "Premium requests in" in screen and "of 300 used" in screen
