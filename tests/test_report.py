@@ -435,3 +435,9 @@ def test_reads_nothing_over_the_network(
     monkeypatch.setattr(socket, "create_connection", refuse)
     doc = _report(capsys, "monthly", str(CLI_GENERATED), "--quota", "300")
     assert doc["totals"]["sessions"] == len(GENERATED)
+
+
+def test_without_a_session_state_root_it_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report"]) == 3  # the test HOME has no ~/.copilot
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("copilot-otel: error: no Copilot CLI sessions:") and "\n" not in err
