@@ -34,6 +34,7 @@ import io
 import multiprocessing
 import os
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from datetime import date, datetime, timedelta, timezone, tzinfo
@@ -291,11 +292,19 @@ class _Item:
 
 
 def session_items(session: SessionRecords) -> tuple[list[_Item], dict[int, PromptRun]]:
-    """What one session adds to a report, record by record (and its prompts by trace id)."""
+    """What one session adds to a report, record by record (and its prompts by trace id).
+
+    A log holds one or more runs of the CLI, each ended by a ``session.shutdown`` (but the last, if the CLI was
+    killed). A run's tokens and premium requests come from its usage records when it has any, else from its
+    shutdown's growth, else (a killed run of an older CLI) from the messages' output tokens, estimated.
+    """
     prompts = {p.trace_id: p for p in session.records if isinstance(p, PromptRun)}
-    model_calls = [r for r in session.records if isinstance(r, ModelCall)]
-    with_usage = any(m.calls for m in model_calls)
     shutdowns = [r for r in session.records if isinstance(r, SessionShutdown)]
+    ends = sorted(r.time_ns for r in shutdowns)
+    # run i is what happened up to the i-th shutdown; run len(ends) is what came after the last one
+    runs_with_usage = {
+        bisect_left(ends, r.start_ns) for r in session.records if isinstance(r, ModelCall) and r.calls
+    }
     has_turn_events = any(isinstance(r, Turn) and not r.synthetic for r in session.records)
     items: list[_Item] = []
     for record in session.records:
@@ -320,43 +329,8 @@ def session_items(session: SessionRecords) -> tuple[list[_Item], dict[int, Promp
         elif isinstance(record, Detection):
             items.append(_Item(record.time_ns, None, record.trace_id, (("runaway_detections", 1),)))
         elif isinstance(record, ModelCall):
-            u = record.usage
-            if with_usage:
-                premium = u.cost if record.initiator in (None, "user") else 0.0
-                items.append(
-                    _Item(
-                        record.start_ns,
-                        record.model,
-                        record.trace_id,
-                        (
-                            ("input_tokens", u.input),
-                            ("output_tokens", u.output),
-                            ("cache_read_tokens", u.cache_read),
-                            ("cache_write_tokens", u.cache_write),
-                            ("premium_requests", premium),
-                            ("ai_units", u.nano_aiu / _NANO),
-                        ),
-                    )
-                )
-            elif not shutdowns:
-                # No usage record and no shutdown totals: only the output tokens the message states.
-                items.append(
-                    _Item(
-                        record.start_ns,
-                        record.model,
-                        record.trace_id,
-                        (("output_tokens", u.output),),
-                        (
-                            "input_tokens",
-                            "output_tokens",
-                            "cache_read_tokens",
-                            "cache_write_tokens",
-                            "premium_requests",
-                            "ai_units",
-                        ),
-                    )
-                )
-    items.extend(_shutdown_items(shutdowns, with_usage, prompts))
+            items.extend(_model_call_items(record, bisect_left(ends, record.start_ns), ends, runs_with_usage))
+    items.extend(_shutdown_items(shutdowns, runs_with_usage, prompts))
     if not shutdowns:
         # A killed CLI writes no shutdown: the code-change totals are missing, the rest came from the records.
         first = min((i.time_ns for i in items), default=0)
@@ -364,14 +338,53 @@ def session_items(session: SessionRecords) -> tuple[list[_Item], dict[int, Promp
     return items, prompts
 
 
-def _shutdown_items(
-    shutdowns: Sequence[SessionShutdown], with_usage: bool, prompts: dict[int, PromptRun]
+_USAGE_FIGURES = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "premium_requests",
+)
+
+
+def _model_call_items(
+    record: ModelCall, run: int, ends: Sequence[int], runs_with_usage: set[int]
 ) -> list[_Item]:
-    """Each shutdown's growth over the previous one of the log (a resumed session's runs, counted once)."""
+    u = record.usage
+    if record.calls:
+        premium = u.cost if record.initiator in (None, "user") else 0.0
+        figures = (
+            ("input_tokens", u.input),
+            ("output_tokens", u.output),
+            ("cache_read_tokens", u.cache_read),
+            ("cache_write_tokens", u.cache_write),
+            ("premium_requests", premium),
+            ("ai_units", u.nano_aiu / _NANO),
+        )
+        return [_Item(record.start_ns, record.model, record.trace_id, figures)]
+    if run < len(ends) or run in runs_with_usage:
+        return []  # its run's shutdown totals (or the run's usage records) count it
+    # A run with no usage record and no shutdown (older CLI, killed): only the output tokens the message states.
+    return [
+        _Item(
+            record.start_ns,
+            record.model,
+            record.trace_id,
+            (("output_tokens", u.output),),
+            (*_USAGE_FIGURES, "ai_units"),
+        )
+    ]
+
+
+def _shutdown_items(
+    shutdowns: Sequence[SessionShutdown], runs_with_usage: set[int], prompts: dict[int, PromptRun]
+) -> list[_Item]:
+    """Each shutdown's growth over the previous one of the log (a resumed session's runs, counted once); the
+    tokens and premium requests only for a run without usage records (CLI < 1.0.102)."""
     out: list[_Item] = []
     seen_tokens: dict[tuple[str, str], float] = {}
     seen_premium = 0.0
-    for rec in shutdowns:
+    for run, rec in enumerate(sorted(shutdowns, key=lambda r: r.time_ns)):
         out.append(
             _Item(
                 rec.time_ns,
@@ -380,9 +393,7 @@ def _shutdown_items(
                 (("lines_added", rec.lines_added_delta), ("lines_removed", rec.lines_removed_delta)),
             )
         )
-        if with_usage:
-            continue
-        # Logs without usage records (CLI < 1.0.102): the session's totals per model are the source.
+        counted = run in runs_with_usage  # then the usage records have the figures; the totals are a baseline
         for totals in rec.models:
             figures: list[tuple[str, float]] = []
             for name, total in (
@@ -394,25 +405,32 @@ def _shutdown_items(
                 if total is None:
                     continue
                 grown = total - seen_tokens.get((totals.model, name), 0.0)
+                seen_tokens[(totals.model, name)] = max(total, seen_tokens.get((totals.model, name), 0.0))
                 if grown > 0:
                     figures.append((name, grown))
-                    seen_tokens[(totals.model, name)] = total
-            if figures:
+            if figures and not counted:
                 out.append(_Item(rec.time_ns, totals.model, None, tuple(figures)))
+        grown_premium = (rec.premium_requests or 0.0) - seen_premium
+        if rec.premium_requests is not None:
+            seen_premium = max(seen_premium, rec.premium_requests)
+        if counted:
+            continue
+        # The fold reports per-model cost growth only while the log has had no usage record.
         for model, delta in rec.premium_delta:
             out.append(_Item(rec.time_ns, model, None, (("premium_requests", delta),)))
         for model, delta in rec.nano_aiu_delta:
             out.append(_Item(rec.time_ns, model, None, (("ai_units", delta / _NANO),)))
-        if not rec.premium_delta and rec.premium_requests is not None:
-            # Only the session-wide totalPremiumRequests (no per-model cost): attribute it to the prompt's model.
-            grown = rec.premium_requests - seen_premium
-            if grown > 0:
-                prompt = prompts.get(rec.trace_id) if rec.trace_id is not None else None
-                out.append(
-                    _Item(rec.time_ns, prompt.model if prompt else None, None, (("premium_requests", grown),))
+        if not rec.premium_delta and grown_premium > 0:
+            # Only the session-wide totalPremiumRequests grew (no per-model cost): the prompt's model gets it.
+            prompt = prompts.get(rec.trace_id) if rec.trace_id is not None else None
+            out.append(
+                _Item(
+                    rec.time_ns,
+                    prompt.model if prompt else None,
+                    None,
+                    (("premium_requests", grown_premium),),
                 )
-        if rec.premium_requests is not None:
-            seen_premium = max(seen_premium, rec.premium_requests)
+            )
     return out
 
 
