@@ -441,3 +441,21 @@ def test_without_a_session_state_root_it_says_so(capsys: pytest.CaptureFixture[s
     assert main(["report"]) == 3  # the test HOME has no ~/.copilot
     err = capsys.readouterr().err.strip()
     assert err.startswith("copilot-otel: error: no Copilot CLI sessions:") and "\n" not in err
+
+
+def test_a_log_last_written_before_since_is_not_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Logs are only appended to: a file whose mtime is before --since cannot hold a later event, so it is
+    skipped unopened (shown here by a copy whose mtime was set back: its November events are not counted)."""
+    import os
+
+    root = tmp_path / "root"
+    for name in ("plain-question", "capi-multi-tool"):
+        shutil.copytree(CLI_GENERATED / name, root / name, ignore=shutil.ignore_patterns("_capture"))
+    old = datetime(2026, 1, 1, tzinfo=timezone.utc).timestamp()
+    os.utime(root / "plain-question" / "events.jsonl", (old, old))
+    doc = _report(capsys, "session", str(root), "--tz", "UTC", "--since", "2026-11-01")
+    assert [r["key"] for r in doc["rows"]] == ["capi-multi-tool"]
+    doc = _report(capsys, "session", str(root), "--tz", "UTC", "--since", "2025-12-31")
+    assert sorted(r["key"] for r in doc["rows"]) == ["capi-multi-tool", "plain-question"]
