@@ -7,8 +7,8 @@ finds, grouped by the line's date; the baseline here does the same for Copilot C
 ``orjson`` for reference) on every line, summing ``session.usage_record`` tokens and user-initiated cost per
 UTC day. It knows nothing of prompts, turns, tool failures, resumed sessions or older CLIs. Ours is the real
 command (``copilot-otel report daily --json --tz UTC``) in a subprocess, so start-up and imports are included,
-and in-process (:func:`copilot_otel.report.build_report` over :func:`~copilot_otel.report.read_parts`, with
-worker processes as the command uses them over 32 MB, and in one process).
+and in-process (:func:`copilot_otel.report.tally_logs`, with worker processes as the command uses them over
+32 MB, and in one process).
 Both must agree on the totals they share (tokens, premium requests): the script exits 1 when they do not.
 """
 
@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE))
 
 import history  # noqa: E402
 
-from copilot_otel.report import build_report, read_parts, render_json  # noqa: E402
+from copilot_otel.report import finish_report, make_cut, render_json, tally_logs  # noqa: E402
 
 _SHARED = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "premium_requests")
 
@@ -95,8 +95,9 @@ def main(argv: list[str] | None = None) -> int:
             return doc
 
         def in_process(workers: int | None) -> dict[str, Any]:
-            parts = read_parts([root], since_ns=None, workers=workers)
-            report = build_report(parts, "daily", zone=timezone.utc, now_ns=time.time_ns())
+            now = time.time_ns()
+            cut = make_cut("daily", zone=timezone.utc, now_ns=now)
+            report = finish_report(tally_logs([root], cut, workers=workers), now_ns=now)
             return render_json(report, timezone.utc)
 
         empty = work / "empty"

@@ -55,14 +55,17 @@ __all__ = [
     "PERIODS",
     "PREMIUM_REQUEST_PRICE_USD",
     "PRICE_SOURCE",
+    "Cut",
     "Period",
     "Report",
     "Row",
     "SessionPart",
+    "Tally",
     "build_report",
+    "finish_report",
+    "make_cut",
     "parse_bound",
     "parse_zone",
-    "read_parts",
     "render_csv",
     "render_json",
     "render_table",
@@ -71,6 +74,7 @@ __all__ = [
     "session_items",
     "session_part",
     "split_period",
+    "tally_logs",
 ]
 
 Period = Literal["daily", "weekly", "monthly", "session", "repo", "model"]
@@ -141,6 +145,16 @@ class Row:
         if name == "cost_usd":
             return self.figures.get("premium_requests", 0.0) * price
         return self.figures.get(name, 0.0)
+
+    def merge(self, other: Row) -> None:
+        """Add another row of the same key (from another worker's share of the logs)."""
+        for name, value in other.figures.items():
+            self.figures[name] = self.figures.get(name, 0.0) + value
+        self.session_ids |= other.session_ids
+        self.estimated |= other.estimated
+        if other.first_ns:
+            self.first_ns = other.first_ns if not self.first_ns else min(self.first_ns, other.first_ns)
+        self.last_ns = max(self.last_ns, other.last_ns)
 
     def _add(self, name: str, value: float, time_ns: int) -> None:
         self.figures[name] = self.figures.get(name, 0.0) + value
@@ -451,10 +465,7 @@ def _repo_key(facts: SessionFacts | None) -> tuple[str, str | None, str | None, 
 
 @dataclasses.dataclass(slots=True)
 class SessionPart:
-    """What one session adds to a report: its contributions, each with its model resolved, and its labels.
-
-    Small and picklable: worker processes hand these back instead of the session's records.
-    """
+    """What one session adds to a report: its contributions, each with its model resolved, and its labels."""
 
     session_id: str
     repo_key: str
@@ -477,6 +488,91 @@ def session_part(session: SessionRecords) -> SessionPart:
     return SessionPart(session.session_id, repo_key, repository, branch, cwd, items)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Cut:
+    """How records are cut into rows: the period, the zone days are cut in, the time window, and the start of
+    the quota's month. Picklable: worker processes add up their share of the logs with it."""
+
+    period: Period
+    zone: tzinfo | None
+    since_ns: int | None
+    until_ns: int | None
+    quota_start_ns: int
+
+
+def make_cut(
+    period: Period,
+    *,
+    zone: tzinfo | None = None,
+    since_ns: int | None = None,
+    until_ns: int | None = None,
+    now_ns: int,
+) -> Cut:
+    """A :class:`Cut` (``now_ns`` only says which month the quota counts).
+
+    Raises:
+        ConfigError: ``period`` is not one of :data:`PERIODS`.
+    """
+    if period not in PERIODS:
+        raise ConfigError(f"Expected period to be one of {', '.join(PERIODS)}, got {period!r}")
+    return Cut(period, zone, since_ns, until_ns, _quota_month_start(now_ns)[0])
+
+
+@dataclasses.dataclass
+class Tally:
+    """Rows being added up (by :func:`build_report`, or by each worker process, merged after)."""
+
+    cut: Cut
+    rows: dict[str, Row] = dataclasses.field(default_factory=dict)
+    totals: Row = dataclasses.field(default_factory=lambda: Row("total"))
+    quota_used: float = 0.0
+    _day_keys: dict[date, str] = dataclasses.field(default_factory=dict)
+
+    def add(self, part: SessionPart) -> None:
+        """Add one session's contributions to the rows they fall in."""
+        cut = self.cut
+        period = cut.period
+        for item in part.items:
+            for name, value in item.figures:
+                if name == "premium_requests" and item.time_ns >= cut.quota_start_ns:
+                    self.quota_used += value
+            if cut.since_ns is not None and item.time_ns < cut.since_ns:
+                continue
+            if cut.until_ns is not None and item.time_ns >= cut.until_ns:
+                continue
+            if period == "session":
+                key = part.session_id
+            elif period == "repo":
+                key = part.repo_key
+            elif period == "model":
+                key = item.model or _UNKNOWN
+            else:
+                day = _local(item.time_ns, cut.zone).date()
+                key = self._day_keys.get(day) or self._day_keys.setdefault(day, _period_key(day, period))
+            row = self.rows.get(key)
+            if row is None:
+                row = self.rows[key] = Row(key)
+                if period in ("session", "repo"):
+                    row.repository, row.branch = part.repository, part.branch
+                    row.cwd = part.cwd if period == "session" or not part.repository else None
+            for target in (row, self.totals):
+                target.session_ids.add(part.session_id)
+                target.estimated.update(item.estimated)
+                for name, value in item.figures:
+                    target._add(name, value, item.time_ns)
+
+    def merge(self, other: Tally) -> None:
+        """Add another tally of the same cut (a worker's share of the logs)."""
+        for key, row in other.rows.items():
+            mine = self.rows.get(key)
+            if mine is None:
+                self.rows[key] = row
+            else:
+                mine.merge(row)
+        self.totals.merge(other.totals)
+        self.quota_used += other.quota_used
+
+
 def build_report(
     sessions: Iterable[SessionRecords | SessionPart],
     period: Period = "daily",
@@ -494,12 +590,40 @@ def build_report(
     """Add up sessions' records into a report's rows.
 
     Args:
-        sessions: The sessions' records (:func:`copilot_otel.library.iter_sessions`), or what
-            :func:`read_parts` made of them.
+        sessions: The sessions' records (:func:`copilot_otel.library.iter_sessions`), or their
+            :func:`session_part`.
         period: What a row is.
         zone: The time zone days, weeks and months are cut in (``None``: the local zone).
         since_ns, until_ns: Only records at or after ``since_ns`` and before ``until_ns`` count.
         now_ns: "Now", for the quota's month (injected so the same logs give the same report).
+        price, quota, sort, descending, limit: As :func:`finish_report`.
+
+    Raises:
+        ConfigError: An unknown period or sort key.
+    """
+    tally = Tally(make_cut(period, zone=zone, since_ns=since_ns, until_ns=until_ns, now_ns=now_ns))
+    for one in sessions:
+        tally.add(one if isinstance(one, SessionPart) else session_part(one))
+    return finish_report(
+        tally, now_ns=now_ns, price=price, quota=quota, sort=sort, descending=descending, limit=limit
+    )
+
+
+def finish_report(
+    tally: Tally,
+    *,
+    now_ns: int,
+    price: float = PREMIUM_REQUEST_PRICE_USD,
+    quota: float | None = None,
+    sort: str | None = None,
+    descending: bool | None = None,
+    limit: int | None = None,
+) -> Report:
+    """Sort a tally's rows into a report.
+
+    Args:
+        tally: The rows added up.
+        now_ns: "Now", for the quota's month.
         price: USD per premium request.
         quota: The monthly premium request allowance; the report says how much of it this month used.
         sort: ``key`` or a figure name (default: ``key`` for periods, ``premium_requests`` otherwise).
@@ -509,50 +633,12 @@ def build_report(
     Raises:
         ConfigError: ``sort`` is neither ``key`` nor a figure name.
     """
-    if period not in PERIODS:
-        raise ConfigError(f"Expected period to be one of {', '.join(PERIODS)}, got {period!r}")
-    sort = sort or ("key" if period in ("daily", "weekly", "monthly") else "premium_requests")
+    cut = tally.cut
+    sort = sort or ("key" if cut.period in ("daily", "weekly", "monthly") else "premium_requests")
     if sort != "key" and sort not in FIGURES:
         raise ConfigError(f"Expected --sort to be key or one of {', '.join(FIGURES)}, got {sort!r}")
     descending = (sort != "key") if descending is None else descending
-    quota_start, quota_month = _quota_month_start(now_ns)
-    rows: dict[str, Row] = {}
-    totals = Row("total")
-    quota_used = 0.0
-    day_keys: dict[date, str] = {}
-
-    for one in sessions:
-        part = one if isinstance(one, SessionPart) else session_part(one)
-        for item in part.items:
-            for name, value in item.figures:
-                if name == "premium_requests" and item.time_ns >= quota_start:
-                    quota_used += value
-            if since_ns is not None and item.time_ns < since_ns:
-                continue
-            if until_ns is not None and item.time_ns >= until_ns:
-                continue
-            if period == "session":
-                key = part.session_id
-            elif period == "repo":
-                key = part.repo_key
-            elif period == "model":
-                key = item.model or _UNKNOWN
-            else:
-                day = _local(item.time_ns, zone).date()
-                key = day_keys.get(day) or day_keys.setdefault(day, _period_key(day, period))
-            row = rows.get(key)
-            if row is None:
-                row = rows[key] = Row(key)
-                if period in ("session", "repo"):
-                    row.repository, row.branch = part.repository, part.branch
-                    row.cwd = part.cwd if period == "session" or not part.repository else None
-            for target in (row, totals):
-                target.session_ids.add(part.session_id)
-                target.estimated.update(item.estimated)
-                for name, value in item.figures:
-                    target._add(name, value, item.time_ns)
-
-    ordered = sorted(rows.values(), key=lambda r: r.key)  # ties keep the key order
+    ordered = sorted(tally.rows.values(), key=lambda r: r.key)  # ties keep the key order
     if sort != "key":
         ordered.sort(key=lambda r: r.value(sort, price), reverse=descending)
     elif descending:
@@ -561,17 +647,17 @@ def build_report(
     if limit is not None and limit >= 0:
         ordered = ordered[:limit]
     return Report(
-        period=period,
-        zone=_zone_name(zone),
-        since_ns=since_ns,
-        until_ns=until_ns,
+        period=cut.period,
+        zone=_zone_name(cut.zone),
+        since_ns=cut.since_ns,
+        until_ns=cut.until_ns,
         price=price,
         rows=ordered,
-        totals=totals,
+        totals=tally.totals,
         matched_rows=matched,
         quota=quota,
-        quota_used=quota_used if quota is not None else None,
-        quota_month=quota_month if quota is not None else None,
+        quota_used=tally.quota_used if quota is not None else None,
+        quota_month=_quota_month_start(now_ns)[1] if quota is not None else None,
     )
 
 
@@ -609,22 +695,28 @@ CHUNK_BYTES = 8 * 1024 * 1024
 _MAX_WORKERS = 4
 
 
-def read_parts(
+def tally_logs(
     targets: Sequence[str | Path],
+    cut: Cut,
     settings: FoldSettings | None = None,
     *,
-    since_ns: int | None = None,
+    read_since_ns: int | None = None,
     workers: int | None = None,
-) -> Iterator[SessionPart]:
-    """The report's input from the session logs under ``targets``: each session folded, then reduced to its
-    :class:`SessionPart`; a history over :data:`PARALLEL_MIN_BYTES` is folded by worker processes (sessions
-    are independent, the fold is pure), ``workers`` of them (default: the CPUs, at most 4).
+) -> Tally:
+    """Read and add up the session logs under ``targets``.
+
+    Each log is folded (:func:`copilot_otel.library.read_session`) and added to the tally; a history over
+    :data:`PARALLEL_MIN_BYTES` is shared among worker processes (sessions are independent, the fold is pure),
+    ``workers`` of them (default: the CPUs, at most 4), each handing back its tally (a few rows, not records).
+
+    Args:
+        read_since_ns: Skip logs last written before this (default: the cut's ``since``).
 
     Raises:
         SourceError: A target is neither a readable path nor a session log folder.
     """
     settings = settings or FoldSettings()
-    found = _wanted(targets, since_ns)
+    found = _wanted(targets, cut.since_ns if read_since_ns is None else read_since_ns)
     sizes = []
     for session in found:
         try:
@@ -633,11 +725,7 @@ def read_parts(
             sizes.append(0)
     count = workers if workers is not None else min(os.cpu_count() or 1, _MAX_WORKERS)
     if count <= 1 or sum(sizes) < PARALLEL_MIN_BYTES or "fork" not in multiprocessing.get_all_start_methods():
-        for session in found:
-            part = _part_of(session.path, settings)
-            if part is not None:
-                yield part
-        return
+        return _tally_chunk([str(s.path) for s in found], settings, cut)
     chunks: list[list[str]] = [[]]
     size = 0
     for session, length in zip(found, sizes, strict=True):
@@ -646,14 +734,22 @@ def read_parts(
         if size >= CHUNK_BYTES:
             chunks.append([])
             size = 0
+    chunks = [c for c in chunks if c]
+    tally = Tally(cut)
     # fork: the workers need nothing re-imported, and the parent holds no threads or connections here.
     with ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("fork")) as pool:
-        for parts in pool.map(_parts_of_chunk, [c for c in chunks if c], [settings] * len(chunks)):
-            yield from parts
+        for part in pool.map(_tally_chunk, chunks, [settings] * len(chunks), [cut] * len(chunks)):
+            tally.merge(part)
+    return tally
 
 
-def _parts_of_chunk(paths: list[str], settings: FoldSettings) -> list[SessionPart]:
-    return [part for path in paths if (part := _part_of(Path(path), settings)) is not None]
+def _tally_chunk(paths: list[str], settings: FoldSettings, cut: Cut) -> Tally:
+    tally = Tally(cut)
+    for path in paths:
+        part = _part_of(Path(path), settings)
+        if part is not None:
+            tally.add(part)
+    return tally
 
 
 def _part_of(path: Path, settings: FoldSettings) -> SessionPart | None:
@@ -972,12 +1068,9 @@ def report(
     if quota is not None and read_since is not None:
         read_since = min(read_since, _quota_month_start(now_ns)[0])
     settings = dataclasses.replace(fold_settings(config), content=ContentPolicy())
-    built = build_report(
-        read_parts(targets, settings, since_ns=read_since),
-        period,
-        zone=zone,
-        since_ns=since_ns,
-        until_ns=until_ns,
+    cut = make_cut(period, zone=zone, since_ns=since_ns, until_ns=until_ns, now_ns=now_ns)
+    built = finish_report(
+        tally_logs(targets, cut, settings, read_since_ns=read_since),
         now_ns=now_ns,
         price=price,
         quota=quota,

@@ -22,7 +22,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from copilot_otel.cli import main
-from copilot_otel.report import build_report, parse_bound, render_json, report_sessions
+from copilot_otel.report import Period, build_report, parse_bound, render_json, report_sessions
 from tests.conftest import CLI_GENERATED, FIXTURES, ROOT, read_events
 
 SCHEMA = ROOT / "docs" / "report.schema.json"
@@ -408,18 +408,21 @@ def _validate(value: Any, schema: dict[str, Any], root: dict[str, Any], where: s
             _validate(item, schema["items"], root, f"{where}[{index}]")
 
 
-def test_worker_processes_give_the_same_report(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Over 32 MB the sessions are folded by worker processes: the same rows as in one process."""
+@pytest.mark.parametrize("period", ["daily", "session", "model"])
+def test_worker_processes_give_the_same_report(monkeypatch: pytest.MonkeyPatch, period: Period) -> None:
+    """Over 32 MB the logs are shared among worker processes, each adding up its share: the same report as
+    one process (and as build_report over the library's records)."""
     from copilot_otel import report as report_module
 
     roots = [CLI_GENERATED, SHAPES, PUBLIC]
-    serial = build_report(report_module.read_parts(roots, workers=1), "session", zone=timezone.utc, now_ns=0)
+    cut = report_module.make_cut(period, zone=timezone.utc, now_ns=0)
+    serial = report_module.finish_report(report_module.tally_logs(roots, cut, workers=1), now_ns=0)
     monkeypatch.setattr(report_module, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(report_module, "CHUNK_BYTES", 64 * 1024)  # several chunks
-    parallel = build_report(
-        report_module.read_parts(roots, workers=2), "session", zone=timezone.utc, now_ns=0
-    )
+    parallel = report_module.finish_report(report_module.tally_logs(roots, cut, workers=2), now_ns=0)
     assert render_json(parallel, timezone.utc) == render_json(serial, timezone.utc)
+    direct = build_report(report_sessions(roots), period, zone=timezone.utc, now_ns=0)
+    assert render_json(direct, timezone.utc) == render_json(serial, timezone.utc)
     assert parallel.totals.value("sessions", 0.04) == 32
 
 
