@@ -82,6 +82,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=20, help="sessions to list (default 20)")
     add_arguments(p, ["session_state", "config_file", "log_level", "runaway_turns"])
 
+    _add_report_parser(sub)
+
     p = sub.add_parser(
         "doctor",
         help="check the configuration and the collector, send a test span",
@@ -118,6 +120,42 @@ class _TimestampFormatter(logging.Formatter):
 
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
         return datetime.fromtimestamp(record.created).astimezone().isoformat(timespec="milliseconds")
+
+
+def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from .report import PERIODS, PREMIUM_REQUEST_PRICE_USD
+
+    p = sub.add_parser(
+        "report",
+        help="add up usage from the logs on disk: daily, weekly, monthly, per session, repo or model",
+        description="Sessions, prompts, tool calls, tokens, premium requests, AI units, lines changed and "
+        "runaway detections per day, week, month, session, repository or model, with a total row. Reads the "
+        "local logs only; nothing is sent anywhere.",
+    )
+    p.add_argument(
+        "targets",
+        nargs="*",
+        metavar="[PERIOD] [PATH ...]",
+        help=f"what a row is: {', '.join(PERIODS)} (default daily); then session folders, events.jsonl files "
+        "or session-state roots (default: the session-state root)",
+    )
+    p.add_argument("--since", help="from this day: YYYY-MM-DD, YYYY-MM, Nd, today, this-week, this-month…")
+    p.add_argument("--until", help="up to and including this day (same forms as --since)")
+    p.add_argument("--tz", help="IANA time zone days are cut in, e.g. UTC (default: the local zone)")
+    p.add_argument("--sort", help="key or a figure name, e.g. premium_requests (default: key for periods)")
+    p.add_argument("--order", choices=["asc", "desc"], help="sort order (default: asc for key, else desc)")
+    p.add_argument("--limit", type=int, help="rows to show after sorting (the total counts all)")
+    p.add_argument(
+        "--price",
+        type=float,
+        default=PREMIUM_REQUEST_PRICE_USD,
+        help=f"USD per premium request (default {PREMIUM_REQUEST_PRICE_USD}, GitHub's public price)",
+    )
+    p.add_argument("--quota", type=float, help="monthly premium request allowance: show what is left")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print one JSON document (docs/report.schema.json)")
+    out.add_argument("--csv", action="store_true", help="print CSV: the JSON rows' keys, then a total row")
+    add_arguments(p, ["session_state", "config_file", "log_level", "runaway_turns"])
 
 
 def _setup_logging(level: str) -> None:
@@ -184,6 +222,27 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
         from .view import show
 
         return show(config, args.session, as_json=args.json, limit=args.limit)
+    if args.command == "report":
+        import time
+
+        from .report import report, split_period
+
+        period, paths = split_period(args.targets)
+        return report(
+            config,
+            period,
+            paths=paths,
+            since=args.since,
+            until=args.until,
+            tz=args.tz,
+            sort=args.sort,
+            order=args.order,
+            limit=args.limit,
+            price=args.price,
+            quota=args.quota,
+            output="json" if args.json else "csv" if args.csv else "table",
+            now_ns=time.time_ns(),
+        )
     if args.command == "doctor":
         from .doctor import doctor
 

@@ -1,0 +1,1089 @@
+"""``copilot-otel report``: usage added up from the logs on disk (daily, weekly, monthly, per session, repo, model).
+
+Every session log is read through the library (:func:`copilot_otel.library.read_session`: the same parse and
+agent loop as ``replay``, ``run`` and ``show``, content capture off), and each record adds its figures to the
+row its own timestamp (in the chosen time zone), session, repository or model falls in. Nothing is sent
+anywhere; a log whose file was last written before ``since`` is not read at all.
+
+Where each figure comes from (``docs/report.md`` says the same for users):
+
+* ``prompts``: :class:`~copilot_otel.activity.PromptRun` records with ``human`` set, at their start.
+* ``turns``: :class:`~copilot_otel.activity.Turn` records (sub-agents' included), at their start; in a log that
+  writes turn events, the loop's synthetic turns (a message the CLI wrote with no model turn) are left out.
+* ``tool_calls`` / ``failed_tool_calls``: :class:`~copilot_otel.activity.ToolCall` records; failed = completed
+  with ``success`` false (a call cut short by an abort is counted, not as failed).
+* tokens, ``premium_requests``, ``ai_units``: from the per-call usage records (``session.usage_record``,
+  CLI >= 1.0.102) when the session has any: each :class:`~copilot_otel.activity.ModelCall`'s ``usage`` at its
+  start; premium requests count a call's ``cost`` only when its ``initiator`` is ``user`` or absent (billing is
+  per prompt, as the project's metric counts it). Otherwise from ``session.shutdown``'s cumulative totals, each
+  shutdown adding what grew since the previous one of the same log (a resumed session is counted once), at the
+  shutdown's time. A session with neither (older CLI, killed before its shutdown) has only the output tokens
+  the model messages state: those rows are marked *estimated*.
+* ``lines_added`` / ``lines_removed``: ``session.shutdown``'s ``codeChanges`` growth; a session without a
+  shutdown has none, and its row is marked *estimated* for them.
+* ``runaway_detections``: :class:`~copilot_otel.activity.Detection` records.
+* ``wall_time_s``: each prompt's start to end, at its start.
+* ``cost_usd``: ``premium_requests`` x the price per premium request.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import multiprocessing
+import os
+import re
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from datetime import date, datetime, timedelta, timezone, tzinfo
+from pathlib import Path
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from .activity import Detection, ModelCall, PromptRun, SessionFacts, SessionShutdown, ToolCall, Turn
+from .agentloop import FoldSettings
+from .config import Config
+from .content import ContentPolicy
+from .errors import ConfigError, SourceError
+from .library import SessionRecords, read_session
+from .sessions import SessionFile, resolve
+
+__all__ = [
+    "FIGURES",
+    "PERIODS",
+    "PREMIUM_REQUEST_PRICE_USD",
+    "PRICE_SOURCE",
+    "Cut",
+    "Period",
+    "Report",
+    "Row",
+    "SessionPart",
+    "Tally",
+    "build_report",
+    "finish_report",
+    "make_cut",
+    "parse_bound",
+    "parse_zone",
+    "render_csv",
+    "render_json",
+    "render_table",
+    "report",
+    "report_sessions",
+    "session_items",
+    "session_part",
+    "split_period",
+    "tally_logs",
+]
+
+Period = Literal["daily", "weekly", "monthly", "session", "repo", "model"]
+PERIODS: tuple[Period, ...] = ("daily", "weekly", "monthly", "session", "repo", "model")
+
+# The public price of a premium request beyond the plan's allowance: "$0.04 USD per request" (GitHub Docs,
+# "Requests in GitHub Copilot" / "GitHub Copilot premium requests", billing since 2025-06-18; read 2026-12-01,
+# when GitHub marks request-based billing "legacy" for plans that stayed on it after 2026-06-01).
+PREMIUM_REQUEST_PRICE_USD = 0.04
+PRICE_SOURCE = (
+    "GitHub Docs, 'GitHub Copilot premium requests': $0.04 USD per additional premium request "
+    "(billing since 2025-06-18; read 2026-12-01)"
+)
+
+# The figures of a row, in the order the JSON, the CSV and the wide table give them.
+FIGURES: tuple[str, ...] = (
+    "sessions",
+    "prompts",
+    "turns",
+    "tool_calls",
+    "failed_tool_calls",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "premium_requests",
+    "ai_units",
+    "lines_added",
+    "lines_removed",
+    "runaway_detections",
+    "wall_time_s",
+    "cost_usd",
+)
+_FLOAT_FIGURES = frozenset({"premium_requests", "ai_units", "wall_time_s", "cost_usd"})
+# session.shutdown's totalNanoAiu and the usage records' copilotUsage.totalNanoAiu are in billionths of an AIU.
+_NANO = 1e9
+_UNKNOWN = "(unknown)"
+
+
+@dataclasses.dataclass
+class Row:
+    """One line of a report: a period, session, repository or model, and its figures.
+
+    Attributes:
+        key: What the row groups by: ``2026-12-01`` (daily), ``2026-W49`` (weekly, ISO week), ``2026-12``
+            (monthly), a session id, ``owner/name`` or a folder (repo), a model name.
+        figures: Each name of :data:`FIGURES` (but ``sessions`` and ``cost_usd``, computed) to its value.
+        session_ids: The sessions that added to the row.
+        estimated: The figures that are lower bounds or estimates for this row (see the module docstring).
+        first_ns, last_ns: The earliest and latest record time in the row.
+        repository, branch, cwd: The session's (session and repo rows).
+    """
+
+    key: str
+    figures: dict[str, float] = dataclasses.field(default_factory=dict)
+    session_ids: set[str] = dataclasses.field(default_factory=set)
+    estimated: set[str] = dataclasses.field(default_factory=set)
+    first_ns: int = 0
+    last_ns: int = 0
+    repository: str | None = None
+    branch: str | None = None
+    cwd: str | None = None
+
+    def value(self, name: str, price: float) -> float:
+        """A figure's value, ``sessions`` and ``cost_usd`` included."""
+        if name == "sessions":
+            return len(self.session_ids)
+        if name == "cost_usd":
+            return self.figures.get("premium_requests", 0.0) * price
+        return self.figures.get(name, 0.0)
+
+    def merge(self, other: Row) -> None:
+        """Add another row of the same key (from another worker's share of the logs)."""
+        for name, value in other.figures.items():
+            self.figures[name] = self.figures.get(name, 0.0) + value
+        self.session_ids |= other.session_ids
+        self.estimated |= other.estimated
+        if other.first_ns:
+            self.first_ns = other.first_ns if not self.first_ns else min(self.first_ns, other.first_ns)
+        self.last_ns = max(self.last_ns, other.last_ns)
+
+    def _add(self, name: str, value: float, time_ns: int) -> None:
+        self.figures[name] = self.figures.get(name, 0.0) + value
+        if time_ns:
+            self.first_ns = time_ns if not self.first_ns else min(self.first_ns, time_ns)
+            self.last_ns = max(self.last_ns, time_ns)
+
+
+@dataclasses.dataclass
+class Report:
+    """A usage report: its rows (sorted, cut to ``limit``), the totals over every matching row, and the quota.
+
+    Attributes:
+        quota_used: Premium requests since the 1st of the current month, 00:00 UTC (when GitHub resets the
+            allowance), whatever ``since`` / ``until`` say; ``None`` without a quota.
+    """
+
+    period: Period
+    zone: str
+    since_ns: int | None
+    until_ns: int | None
+    price: float
+    rows: list[Row]
+    totals: Row
+    matched_rows: int
+    quota: float | None = None
+    quota_used: float | None = None
+    quota_month: str | None = None
+
+
+def split_period(targets: Sequence[str]) -> tuple[Period, list[str]]:
+    """``report [PERIOD] [PATH ...]``: the period when the first word names one (default daily), and the paths."""
+    for period in PERIODS:
+        if targets and targets[0] == period:
+            return period, list(targets[1:])
+    return "daily", list(targets)
+
+
+# ------------------------------------------------------------------------------------------------ time
+def parse_zone(name: str | None) -> tzinfo | None:
+    """A time zone by IANA name (``UTC``, ``Europe/Paris``); ``None`` or ``local`` is the local zone (None).
+
+    Raises:
+        ConfigError: The name is not a known zone.
+    """
+    if name is None or name.lower() == "local":
+        return None
+    if name.upper() == "UTC":
+        return timezone.utc
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ConfigError(
+            f"Expected --tz to be an IANA time zone such as UTC or Europe/Paris, got {name!r}"
+        ) from exc
+
+
+def _zone_name(zone: tzinfo | None) -> str:
+    if zone is None:
+        return f"local ({datetime.now().astimezone().tzname()})"
+    return str(zone) if not isinstance(zone, timezone) else "UTC"
+
+
+def _local(time_ns: int, zone: tzinfo | None) -> datetime:
+    seconds = time_ns / 1e9
+    return (
+        datetime.fromtimestamp(seconds).astimezone()
+        if zone is None
+        else datetime.fromtimestamp(seconds, zone)
+    )
+
+
+def _start_of(day: date, zone: tzinfo | None) -> int:
+    naive = datetime(day.year, day.month, day.day)
+    aware = naive.astimezone() if zone is None else naive.replace(tzinfo=zone)
+    return int(aware.timestamp()) * 1_000_000_000
+
+
+_DAYS = re.compile(r"^(\d+)d$")
+
+
+def parse_bound(text: str, now_ns: int, zone: tzinfo | None, *, end: bool) -> int:
+    """A ``--since`` (``end=False``: the first moment) or ``--until`` (``end=True``: just after the last).
+
+    Accepts ``YYYY-MM-DD``, ``YYYY-MM`` (a month), ``today``, ``yesterday``, ``Nd`` (the last N days, today
+    included), ``this-week`` (from Monday), ``this-month`` and ``last-month``, each read in ``zone``.
+
+    Returns:
+        Nanoseconds since the epoch; ``until`` is exclusive (the start of the day after).
+
+    Raises:
+        ConfigError: The text is none of these.
+    """
+    today = _local(now_ns, zone).date()
+    first: date
+    last: date
+    value = text.strip().lower()
+    match = _DAYS.match(value)
+    if match:
+        first, last = today - timedelta(days=max(int(match.group(1)), 1) - 1), today
+    elif value == "today":
+        first = last = today
+    elif value == "yesterday":
+        first = last = today - timedelta(days=1)
+    elif value == "this-week":
+        first, last = today - timedelta(days=today.weekday()), today
+    elif value == "this-month":
+        first, last = today.replace(day=1), _month_end(today)
+    elif value == "last-month":
+        last = today.replace(day=1) - timedelta(days=1)
+        first = last.replace(day=1)
+    else:
+        try:
+            if re.fullmatch(r"\d{4}-\d{2}", value):
+                first = date.fromisoformat(value + "-01")
+                last = _month_end(first)
+            else:
+                first = last = date.fromisoformat(value)
+        except ValueError:
+            raise ConfigError(
+                "Expected a date (YYYY-MM-DD or YYYY-MM), Nd, today, yesterday, this-week, this-month or "
+                f"last-month, got {text!r}"
+            ) from None
+    return _start_of(last + timedelta(days=1), zone) if end else _start_of(first, zone)
+
+
+def _month_end(day: date) -> date:
+    following = (day.replace(day=28) + timedelta(days=4)).replace(day=1)
+    return following - timedelta(days=1)
+
+
+def _quota_month_start(now_ns: int) -> tuple[int, str]:
+    """The 1st of the current month at 00:00 UTC: when GitHub resets the premium request allowance."""
+    now = datetime.fromtimestamp(now_ns / 1e9, timezone.utc)
+    start = datetime(now.year, now.month, 1, tzinfo=timezone.utc)
+    return int(start.timestamp()) * 1_000_000_000, f"{now.year:04d}-{now.month:02d}"
+
+
+# ------------------------------------------------------------------------------------------------ figures
+@dataclasses.dataclass(slots=True)
+class _Item:
+    """One record's contribution: figures at a moment, for a model, in a prompt (trace)."""
+
+    time_ns: int
+    model: str | None
+    trace_id: int | None
+    figures: tuple[tuple[str, float], ...]
+    estimated: tuple[str, ...] = ()
+
+
+def session_items(session: SessionRecords) -> tuple[list[_Item], dict[int, PromptRun]]:
+    """What one session adds to a report, record by record (and its prompts by trace id).
+
+    A log holds one or more runs of the CLI, each ended by a ``session.shutdown`` (but the last, if the CLI was
+    killed). A run's tokens and premium requests come from its usage records when it has any, else from its
+    shutdown's growth, else (a killed run of an older CLI) from the messages' output tokens, estimated.
+    """
+    prompts = {p.trace_id: p for p in session.records if isinstance(p, PromptRun)}
+    shutdowns = [r for r in session.records if isinstance(r, SessionShutdown)]
+    ends = sorted(r.time_ns for r in shutdowns)
+    # run i is what happened up to the i-th shutdown; run len(ends) is what came after the last one
+    runs_with_usage = {
+        bisect_left(ends, r.start_ns) for r in session.records if isinstance(r, ModelCall) and r.calls
+    }
+    has_turn_events = any(isinstance(r, Turn) and not r.synthetic for r in session.records)
+    items: list[_Item] = []
+    for record in session.records:
+        if isinstance(record, PromptRun):
+            figures: list[tuple[str, float]] = [
+                ("wall_time_s", max(record.end_ns - record.start_ns, 0) / 1e9)
+            ]
+            if record.human:
+                figures.append(("prompts", 1))
+            items.append(_Item(record.start_ns, record.model, record.trace_id, tuple(figures)))
+        elif isinstance(record, Turn):
+            if record.synthetic and has_turn_events:
+                continue  # a message the CLI wrote itself (no model turn), in a log that logs its turns
+            items.append(_Item(record.start_ns, None, record.trace_id, (("turns", 1),)))
+        elif isinstance(record, ToolCall):
+            failed = 1 if record.completed and not record.success else 0
+            items.append(
+                _Item(
+                    record.start_ns, None, record.trace_id, (("tool_calls", 1), ("failed_tool_calls", failed))
+                )
+            )
+        elif isinstance(record, Detection):
+            items.append(_Item(record.time_ns, None, record.trace_id, (("runaway_detections", 1),)))
+        elif isinstance(record, ModelCall):
+            items.extend(_model_call_items(record, bisect_left(ends, record.start_ns), ends, runs_with_usage))
+    items.extend(_shutdown_items(shutdowns, runs_with_usage, prompts))
+    if not shutdowns:
+        # A killed CLI writes no shutdown: the code-change totals are missing, the rest came from the records.
+        first = min((i.time_ns for i in items), default=0)
+        items.append(_Item(first, None, None, (), ("lines_added", "lines_removed")))
+    return items, prompts
+
+
+_USAGE_FIGURES = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "premium_requests",
+)
+
+
+def _model_call_items(
+    record: ModelCall, run: int, ends: Sequence[int], runs_with_usage: set[int]
+) -> list[_Item]:
+    u = record.usage
+    if record.calls:
+        premium = u.cost if record.initiator in (None, "user") else 0.0
+        figures = (
+            ("input_tokens", u.input),
+            ("output_tokens", u.output),
+            ("cache_read_tokens", u.cache_read),
+            ("cache_write_tokens", u.cache_write),
+            ("premium_requests", premium),
+            ("ai_units", u.nano_aiu / _NANO),
+        )
+        return [_Item(record.start_ns, record.model, record.trace_id, figures)]
+    if run < len(ends) or run in runs_with_usage:
+        return []  # its run's shutdown totals (or the run's usage records) count it
+    # A run with no usage record and no shutdown (older CLI, killed): only the output tokens the message states.
+    return [
+        _Item(
+            record.start_ns,
+            record.model,
+            record.trace_id,
+            (("output_tokens", u.output),),
+            (*_USAGE_FIGURES, "ai_units"),
+        )
+    ]
+
+
+def _shutdown_items(
+    shutdowns: Sequence[SessionShutdown], runs_with_usage: set[int], prompts: dict[int, PromptRun]
+) -> list[_Item]:
+    """Each shutdown's growth over the previous one of the log (a resumed session's runs, counted once); the
+    tokens and premium requests only for a run without usage records (CLI < 1.0.102)."""
+    out: list[_Item] = []
+    seen_tokens: dict[tuple[str, str], float] = {}
+    seen_premium = 0.0
+    for run, rec in enumerate(sorted(shutdowns, key=lambda r: r.time_ns)):
+        out.append(
+            _Item(
+                rec.time_ns,
+                None,
+                rec.trace_id,
+                (("lines_added", rec.lines_added_delta), ("lines_removed", rec.lines_removed_delta)),
+            )
+        )
+        counted = run in runs_with_usage  # then the usage records have the figures; the totals are a baseline
+        for totals in rec.models:
+            figures: list[tuple[str, float]] = []
+            for name, total in (
+                ("input_tokens", totals.input_tokens),
+                ("output_tokens", totals.output_tokens),
+                ("cache_read_tokens", totals.cache_read_tokens),
+                ("cache_write_tokens", totals.cache_write_tokens),
+            ):
+                if total is None:
+                    continue
+                grown = total - seen_tokens.get((totals.model, name), 0.0)
+                seen_tokens[(totals.model, name)] = max(total, seen_tokens.get((totals.model, name), 0.0))
+                if grown > 0:
+                    figures.append((name, grown))
+            if figures and not counted:
+                out.append(_Item(rec.time_ns, totals.model, None, tuple(figures)))
+        grown_premium = (rec.premium_requests or 0.0) - seen_premium
+        if rec.premium_requests is not None:
+            seen_premium = max(seen_premium, rec.premium_requests)
+        if counted:
+            continue
+        # The fold reports per-model cost growth only while the log has had no usage record.
+        for model, delta in rec.premium_delta:
+            out.append(_Item(rec.time_ns, model, None, (("premium_requests", delta),)))
+        for model, delta in rec.nano_aiu_delta:
+            out.append(_Item(rec.time_ns, model, None, (("ai_units", delta / _NANO),)))
+        if not rec.premium_delta and grown_premium > 0:
+            # Only the session-wide totalPremiumRequests grew (no per-model cost): the prompt's model gets it.
+            prompt = prompts.get(rec.trace_id) if rec.trace_id is not None else None
+            out.append(
+                _Item(
+                    rec.time_ns,
+                    prompt.model if prompt else None,
+                    None,
+                    (("premium_requests", grown_premium),),
+                )
+            )
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ grouping
+def _facts(prompts: dict[int, PromptRun]) -> SessionFacts | None:
+    latest = max(prompts.values(), key=lambda p: p.start_ns, default=None)
+    return latest.facts if latest is not None else None
+
+
+def _repo_key(facts: SessionFacts | None) -> tuple[str, str | None, str | None, str | None]:
+    """A repository row's key and labels: ``owner/name``, else the git root, else the working folder."""
+    if facts is None:
+        return _UNKNOWN, None, None, None
+    where = facts.repository or facts.git_root or facts.cwd or _UNKNOWN
+    key = f"{where}@{facts.branch}" if facts.branch else where
+    return key, facts.repository, facts.branch, facts.cwd
+
+
+@dataclasses.dataclass(slots=True)
+class SessionPart:
+    """What one session adds to a report: its contributions, each with its model resolved, and its labels."""
+
+    session_id: str
+    repo_key: str
+    repository: str | None
+    branch: str | None
+    cwd: str | None
+    items: list[_Item]
+
+
+def session_part(session: SessionRecords) -> SessionPart:
+    """A session's contributions (:func:`session_items`), each attributed to a model (its own, else its
+    prompt's, else the session's first)."""
+    items, prompts = session_items(session)
+    repo_key, repository, branch, cwd = _repo_key(_facts(prompts))
+    session_model = next((p.model for p in prompts.values() if p.model), None)
+    for item in items:
+        if item.model is None:
+            prompt = prompts.get(item.trace_id) if item.trace_id is not None else None
+            item.model = (prompt.model if prompt else None) or session_model
+    return SessionPart(session.session_id, repo_key, repository, branch, cwd, items)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Cut:
+    """How records are cut into rows: the period, the zone days are cut in, the time window, and the start of
+    the quota's month. Picklable: worker processes add up their share of the logs with it."""
+
+    period: Period
+    zone: tzinfo | None
+    since_ns: int | None
+    until_ns: int | None
+    quota_start_ns: int
+
+
+def make_cut(
+    period: Period,
+    *,
+    zone: tzinfo | None = None,
+    since_ns: int | None = None,
+    until_ns: int | None = None,
+    now_ns: int,
+) -> Cut:
+    """A :class:`Cut` (``now_ns`` only says which month the quota counts).
+
+    Raises:
+        ConfigError: ``period`` is not one of :data:`PERIODS`.
+    """
+    if period not in PERIODS:
+        raise ConfigError(f"Expected period to be one of {', '.join(PERIODS)}, got {period!r}")
+    return Cut(period, zone, since_ns, until_ns, _quota_month_start(now_ns)[0])
+
+
+@dataclasses.dataclass
+class Tally:
+    """Rows being added up (by :func:`build_report`, or by each worker process, merged after)."""
+
+    cut: Cut
+    rows: dict[str, Row] = dataclasses.field(default_factory=dict)
+    totals: Row = dataclasses.field(default_factory=lambda: Row("total"))
+    quota_used: float = 0.0
+    _day_keys: dict[date, str] = dataclasses.field(default_factory=dict)
+
+    def add(self, part: SessionPart) -> None:
+        """Add one session's contributions to the rows they fall in."""
+        cut = self.cut
+        period = cut.period
+        for item in part.items:
+            for name, value in item.figures:
+                if name == "premium_requests" and item.time_ns >= cut.quota_start_ns:
+                    self.quota_used += value
+            if cut.since_ns is not None and item.time_ns < cut.since_ns:
+                continue
+            if cut.until_ns is not None and item.time_ns >= cut.until_ns:
+                continue
+            if period == "session":
+                key = part.session_id
+            elif period == "repo":
+                key = part.repo_key
+            elif period == "model":
+                key = item.model or _UNKNOWN
+            else:
+                day = _local(item.time_ns, cut.zone).date()
+                key = self._day_keys.get(day) or self._day_keys.setdefault(day, _period_key(day, period))
+            row = self.rows.get(key)
+            if row is None:
+                row = self.rows[key] = Row(key)
+                if period in ("session", "repo"):
+                    row.repository, row.branch = part.repository, part.branch
+                    row.cwd = part.cwd if period == "session" or not part.repository else None
+            for target in (row, self.totals):
+                target.session_ids.add(part.session_id)
+                target.estimated.update(item.estimated)
+                for name, value in item.figures:
+                    target._add(name, value, item.time_ns)
+
+    def merge(self, other: Tally) -> None:
+        """Add another tally of the same cut (a worker's share of the logs)."""
+        for key, row in other.rows.items():
+            mine = self.rows.get(key)
+            if mine is None:
+                self.rows[key] = row
+            else:
+                mine.merge(row)
+        self.totals.merge(other.totals)
+        self.quota_used += other.quota_used
+
+
+def build_report(
+    sessions: Iterable[SessionRecords | SessionPart],
+    period: Period = "daily",
+    *,
+    zone: tzinfo | None = None,
+    since_ns: int | None = None,
+    until_ns: int | None = None,
+    now_ns: int,
+    price: float = PREMIUM_REQUEST_PRICE_USD,
+    quota: float | None = None,
+    sort: str | None = None,
+    descending: bool | None = None,
+    limit: int | None = None,
+) -> Report:
+    """Add up sessions' records into a report's rows.
+
+    Args:
+        sessions: The sessions' records (:func:`copilot_otel.library.iter_sessions`), or their
+            :func:`session_part`.
+        period: What a row is.
+        zone: The time zone days, weeks and months are cut in (``None``: the local zone).
+        since_ns, until_ns: Only records at or after ``since_ns`` and before ``until_ns`` count.
+        now_ns: "Now", for the quota's month (injected so the same logs give the same report).
+        price, quota, sort, descending, limit: As :func:`finish_report`.
+
+    Raises:
+        ConfigError: An unknown period or sort key.
+    """
+    tally = Tally(make_cut(period, zone=zone, since_ns=since_ns, until_ns=until_ns, now_ns=now_ns))
+    for one in sessions:
+        tally.add(one if isinstance(one, SessionPart) else session_part(one))
+    return finish_report(
+        tally, now_ns=now_ns, price=price, quota=quota, sort=sort, descending=descending, limit=limit
+    )
+
+
+def finish_report(
+    tally: Tally,
+    *,
+    now_ns: int,
+    price: float = PREMIUM_REQUEST_PRICE_USD,
+    quota: float | None = None,
+    sort: str | None = None,
+    descending: bool | None = None,
+    limit: int | None = None,
+) -> Report:
+    """Sort a tally's rows into a report.
+
+    Args:
+        tally: The rows added up.
+        now_ns: "Now", for the quota's month.
+        price: USD per premium request.
+        quota: The monthly premium request allowance; the report says how much of it this month used.
+        sort: ``key`` or a figure name (default: ``key`` for periods, ``premium_requests`` otherwise).
+        descending: Sort order (default: ascending for ``key``, descending for a figure).
+        limit: Keep this many rows after sorting (the totals still count every row).
+
+    Raises:
+        ConfigError: ``sort`` is neither ``key`` nor a figure name.
+    """
+    cut = tally.cut
+    sort = sort or ("key" if cut.period in ("daily", "weekly", "monthly") else "premium_requests")
+    if sort != "key" and sort not in FIGURES:
+        raise ConfigError(f"Expected --sort to be key or one of {', '.join(FIGURES)}, got {sort!r}")
+    descending = (sort != "key") if descending is None else descending
+    ordered = sorted(tally.rows.values(), key=lambda r: r.key)  # ties keep the key order
+    if sort != "key":
+        ordered.sort(key=lambda r: r.value(sort, price), reverse=descending)
+    elif descending:
+        ordered.reverse()
+    matched = len(ordered)
+    if limit is not None and limit >= 0:
+        ordered = ordered[:limit]
+    return Report(
+        period=cut.period,
+        zone=_zone_name(cut.zone),
+        since_ns=cut.since_ns,
+        until_ns=cut.until_ns,
+        price=price,
+        rows=ordered,
+        totals=tally.totals,
+        matched_rows=matched,
+        quota=quota,
+        quota_used=tally.quota_used if quota is not None else None,
+        quota_month=_quota_month_start(now_ns)[1] if quota is not None else None,
+    )
+
+
+def _period_key(day: date, period: Period) -> str:
+    if period == "daily":
+        return day.isoformat()
+    if period == "weekly":
+        year, week, _ = day.isocalendar()
+        return f"{year:04d}-W{week:02d}"
+    return f"{day.year:04d}-{day.month:02d}"
+
+
+def report_sessions(
+    targets: Sequence[str | Path], settings: FoldSettings | None = None, *, since_ns: int | None = None
+) -> Iterator[SessionRecords]:
+    """Read the session logs under ``targets`` (in-process), skipping files last written before ``since_ns``
+    and files that cannot be read.
+
+    Raises:
+        SourceError: A target is neither a readable path nor a session log folder.
+    """
+    settings = settings or FoldSettings()
+    for session in _wanted(targets, since_ns):
+        try:
+            yield read_session(session.path, settings)
+        except SourceError:
+            continue
+
+
+# A history smaller than this is read in-process: starting worker processes costs more than it saves (as
+# replay decides).
+PARALLEL_MIN_BYTES = 32 * 1024 * 1024
+# Sessions go to workers in chunks of about this many bytes (balance vs. per-chunk overhead).
+CHUNK_BYTES = 8 * 1024 * 1024
+_MAX_WORKERS = 4
+
+
+def tally_logs(
+    targets: Sequence[str | Path],
+    cut: Cut,
+    settings: FoldSettings | None = None,
+    *,
+    read_since_ns: int | None = None,
+    workers: int | None = None,
+) -> Tally:
+    """Read and add up the session logs under ``targets``.
+
+    Each log is folded (:func:`copilot_otel.library.read_session`) and added to the tally; a history over
+    :data:`PARALLEL_MIN_BYTES` is shared among worker processes (sessions are independent, the fold is pure),
+    ``workers`` of them (default: the CPUs, at most 4), each handing back its tally (a few rows, not records).
+
+    Args:
+        read_since_ns: Skip logs last written before this (default: the cut's ``since``).
+
+    Raises:
+        SourceError: A target is neither a readable path nor a session log folder.
+    """
+    settings = settings or FoldSettings()
+    found = _wanted(targets, cut.since_ns if read_since_ns is None else read_since_ns)
+    sizes = []
+    for session in found:
+        try:
+            sizes.append(session.path.stat().st_size)
+        except OSError:
+            sizes.append(0)
+    count = workers if workers is not None else min(os.cpu_count() or 1, _MAX_WORKERS)
+    if count <= 1 or sum(sizes) < PARALLEL_MIN_BYTES or "fork" not in multiprocessing.get_all_start_methods():
+        return _tally_chunk([str(s.path) for s in found], settings, cut)
+    chunks: list[list[str]] = [[]]
+    size = 0
+    for session, length in zip(found, sizes, strict=True):
+        chunks[-1].append(str(session.path))
+        size += length
+        if size >= CHUNK_BYTES:
+            chunks.append([])
+            size = 0
+    chunks = [c for c in chunks if c]
+    tally = Tally(cut)
+    # fork: the workers need nothing re-imported, and the parent holds no threads or connections here.
+    with ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("fork")) as pool:
+        for part in pool.map(_tally_chunk, chunks, [settings] * len(chunks), [cut] * len(chunks)):
+            tally.merge(part)
+    return tally
+
+
+def _tally_chunk(paths: list[str], settings: FoldSettings, cut: Cut) -> Tally:
+    tally = Tally(cut)
+    for path in paths:
+        part = _part_of(Path(path), settings)
+        if part is not None:
+            tally.add(part)
+    return tally
+
+
+def _part_of(path: Path, settings: FoldSettings) -> SessionPart | None:
+    try:
+        return session_part(read_session(path, settings))
+    except SourceError:
+        return None  # unreadable now (removed, permissions): the report is about the rest
+
+
+def _wanted(targets: Sequence[str | Path], since_ns: int | None) -> list[SessionFile]:
+    """The session logs under ``targets``, but those last written before ``since_ns``.
+
+    A log is only ever appended to, so a file whose modification time is before ``since`` holds no event
+    after it: it is not opened.
+    """
+    found: list[SessionFile] = resolve([os.path.expanduser(str(t)) for t in targets])
+    if since_ns is None:
+        return found
+    kept = []
+    for session in found:
+        try:
+            if session.path.stat().st_mtime_ns >= since_ns:
+                kept.append(session)
+        except OSError:
+            continue
+    return kept
+
+
+# ------------------------------------------------------------------------------------------------ output
+def _iso(time_ns: int, zone: tzinfo | None) -> str | None:
+    return _local(time_ns, zone).isoformat(timespec="seconds") if time_ns else None
+
+
+def _number(name: str, value: float) -> float | int:
+    if name in _FLOAT_FIGURES:
+        return round(value, 6)
+    return round(value)
+
+
+def row_json(row: Row, report: Report, zone: tzinfo | None) -> dict[str, Any]:
+    """One row as the JSON document's (and the CSV's) flat dict: see ``docs/report.schema.json``."""
+    out: dict[str, Any] = {"key": row.key}
+    if report.period in ("session", "repo"):
+        out["repository"] = row.repository
+        out["branch"] = row.branch
+        out["cwd"] = row.cwd
+    out["first_seen"] = _iso(row.first_ns, zone)
+    out["last_seen"] = _iso(row.last_ns, zone)
+    for name in FIGURES:
+        out[name] = _number(name, row.value(name, report.price))
+    out["estimated"] = sorted(row.estimated)
+    return out
+
+
+def render_json(report: Report, zone: tzinfo | None) -> dict[str, Any]:
+    """The report as one JSON document ``{"report": {...}, "rows": [...], "totals": {...}}``."""
+    quota = None
+    if report.quota is not None and report.quota_used is not None:
+        quota = {
+            "month": report.quota_month,
+            "allowance": report.quota,
+            "used": round(report.quota_used, 6),
+            "left": round(report.quota - report.quota_used, 6),
+        }
+    return {
+        "report": {
+            "period": report.period,
+            "time_zone": report.zone,
+            "since": _iso(report.since_ns, zone) if report.since_ns else None,
+            "until": _iso(report.until_ns, zone) if report.until_ns else None,
+            "price_per_premium_request_usd": report.price,
+            "rows_matched": report.matched_rows,
+            "quota": quota,
+        },
+        "rows": [row_json(row, report, zone) for row in report.rows],
+        "totals": row_json(report.totals, report, zone),
+    }
+
+
+def render_csv(report: Report, zone: tzinfo | None) -> str:
+    """The rows and a last ``total`` row as CSV, with the JSON rows' keys as the header."""
+    rows = [row_json(row, report, zone) for row in report.rows] + [row_json(report.totals, report, zone)]
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow(
+            {k: ";".join(v) if isinstance(v, list) else ("" if v is None else v) for k, v in row.items()}
+        )
+    return buffer.getvalue()
+
+
+# Table columns: (figure, heading, width, formatter), in the order they are dropped last-first when the
+# terminal is narrow: the first eight fit 80 columns with a 10-character key.
+def _count(value: float) -> str:
+    return f"{round(value):,}"
+
+
+def _tokens(value: float) -> str:
+    value = round(value)
+    if value < 10_000:
+        return f"{int(value):,}"
+    if value < 1_000_000:
+        return f"{value / 1000:.1f}k"
+    if value < 1_000_000_000:
+        return f"{value / 1e6:.1f}M"
+    return f"{value / 1e9:.1f}B"
+
+
+def _float(value: float) -> str:
+    return f"{value:,.2f}" if value < 1000 else f"{value:,.0f}"
+
+
+def _duration(seconds: float) -> str:
+    whole = round(seconds)
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
+_COLUMNS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
+    ("sessions", "sess", _count),
+    ("prompts", "prompts", _count),
+    ("tool_calls", "tools", _count),
+    ("input_tokens", "input", _tokens),
+    ("output_tokens", "output", _tokens),
+    ("premium_requests", "premium", _float),
+    ("cost_usd", "cost $", _float),
+    ("failed_tool_calls", "failed", _count),
+    ("turns", "turns", _count),
+    ("cache_read_tokens", "cache rd", _tokens),
+    ("cache_write_tokens", "cache wr", _tokens),
+    ("ai_units", "AIU", _float),
+    ("lines_added", "+lines", _count),
+    ("lines_removed", "-lines", _count),
+    ("runaway_detections", "runaway", _count),
+    ("wall_time_s", "wall", _duration),
+)
+_KEY_HEADING = {
+    "daily": "date",
+    "weekly": "week",
+    "monthly": "month",
+    "session": "session",
+    "repo": "repository",
+    "model": "model",
+}
+# The key column is at least this wide (a date, a week, a month; a session id's 8 characters and the end of its
+# folder) and takes what the figures leave.
+_MIN_KEY_WIDTH = {"daily": 10, "weekly": 8, "monthly": 7, "session": 24, "repo": 24, "model": 18}
+
+
+def table_columns(report: Report, width: int) -> list[tuple[str, str, Callable[[float], str]]]:
+    """The figure columns that fit ``width`` (1 space between columns), most wanted first."""
+    cells = [*report.rows, report.totals]
+    chosen: list[tuple[str, str, Callable[[float], str]]] = []
+    used = max(_MIN_KEY_WIDTH[report.period], len("total"))
+    for column in _COLUMNS:
+        name, heading, fmt = column
+        size = max(len(heading), *(len(fmt(r.value(name, report.price))) + 1 for r in cells))
+        if used + 1 + size > width:
+            continue
+        used += 1 + size
+        chosen.append(column)
+    order = {name: i for i, (name, _, _) in enumerate(sorted(_COLUMNS, key=lambda c: FIGURES.index(c[0])))}
+    return sorted(chosen, key=lambda c: order[c[0]])
+
+
+def render_table(report: Report, width: int, zone: tzinfo | None) -> Any:
+    """The report as a :class:`rich.table.Table` no wider than ``width`` (figures that do not fit are left out)."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    columns = table_columns(report, width)
+    figure_width = sum(
+        1 + max(len(h), *(len(f(r.value(n, report.price))) + 1 for r in [*report.rows, report.totals]))
+        for n, h, f in columns
+    )
+    key_width = max(width - figure_width, _MIN_KEY_WIDTH[report.period])
+    title = f"Copilot CLI usage, {report.period}"
+    span = _span_label(report, zone)
+    if span:
+        title += f", {span}"
+    table = Table(
+        title=f"{title} ({report.zone})",
+        title_justify="left",
+        box=None,
+        header_style="bold",
+        pad_edge=False,
+        padding=(0, 0, 0, 1),
+        show_footer=False,
+    )
+    table.add_column(_KEY_HEADING[report.period], no_wrap=True, overflow="ellipsis", max_width=key_width)
+    for _, heading, _fmt in columns:
+        table.add_column(heading, justify="right", no_wrap=True)
+
+    def cells(row: Row, style: str | None) -> list[Any]:
+        out: list[Any] = [Text(_key_label(row, report.period, key_width), style=style or "")]
+        for name, _, fmt in columns:
+            text = fmt(row.value(name, report.price))
+            if name in row.estimated or (name == "cost_usd" and "premium_requests" in row.estimated):
+                out.append(Text("~" + text, style="yellow"))
+            elif name == "failed_tool_calls" and row.value(name, report.price):
+                out.append(Text(text, style="red"))
+            elif name == "runaway_detections" and row.value(name, report.price):
+                out.append(Text(text, style="bold red"))
+            else:
+                out.append(Text(text, style=style or ""))
+        return out
+
+    for row in report.rows:
+        table.add_row(*cells(row, None))
+    table.add_section()
+    table.add_row(*cells(report.totals, "bold"))
+    parts: list[Any] = [table]
+    notes: list[str] = []
+    if report.matched_rows > len(report.rows):
+        notes.append(f"{len(report.rows)} of {report.matched_rows} rows shown; the total counts all.")
+    if report.totals.estimated:
+        notes.append("~ estimated: an older CLI's log or a killed session lacks the exact figure.")
+    left_out = [n for n, _, _ in _COLUMNS if n not in {c[0] for c in columns}]
+    if left_out:
+        notes.append(f"{len(left_out)} more figures with a wider terminal or --json.")
+    for note in notes:
+        parts.append(Text(note, style="dim"))
+    if report.quota is not None and report.quota_used is not None:
+        left = report.quota - report.quota_used
+        parts.append(
+            Text(
+                f"Premium requests in {report.quota_month} (UTC month): {report.quota_used:,.2f} of "
+                f"{report.quota:,.0f} used, {left:,.2f} left",
+                style="bold red" if left < 0 else "bold",
+            )
+        )
+    return Group(*parts)
+
+
+def _key_label(row: Row, period: Period, width: int) -> str:
+    """A row's first cell: a session's short id and the end of its folder; a folder's end (the telling part)."""
+    if period == "session" and row.key != "total":
+        where = row.repository or (_home_relative(row.cwd) if row.cwd else "")
+        return row.key[:8] + (" " + _tail(where, width - 9) if where else "")
+    if period == "repo" and row.key != "total":
+        return _tail(row.key if row.repository else _home_relative(row.key), width)
+    return row.key
+
+
+def _tail(text: str, limit: int) -> str:
+    return text if len(text) <= limit else "…" + text[-(limit - 1) :]
+
+
+def _span_label(report: Report, zone: tzinfo | None) -> str:
+    since = _local(report.since_ns, zone).date().isoformat() if report.since_ns else None
+    until = (
+        (_local(report.until_ns, zone) - timedelta(seconds=1)).date().isoformat() if report.until_ns else None
+    )
+    if since and until:
+        return f"{since} to {until}"
+    if since:
+        return f"since {since}"
+    if until:
+        return f"until {until}"
+    return ""
+
+
+def _home_relative(path: str) -> str:
+    home = os.path.expanduser("~")
+    if home not in ("", "/") and (path == home or path.startswith(home + os.sep)):
+        return "~" + path[len(home) :]
+    return path
+
+
+def report(
+    config: Config,
+    period: Period = "daily",
+    *,
+    paths: Sequence[str] = (),
+    since: str | None = None,
+    until: str | None = None,
+    tz: str | None = None,
+    sort: str | None = None,
+    order: Literal["asc", "desc"] | None = None,
+    limit: int | None = None,
+    price: float = PREMIUM_REQUEST_PRICE_USD,
+    quota: float | None = None,
+    output: Literal["table", "json", "csv"] = "table",
+    now_ns: int,
+) -> int:
+    """Print a usage report of the session logs under ``paths`` (default: the session-state root).
+
+    Returns:
+        The exit code (0).
+
+    Raises:
+        ConfigError: A bad ``since`` / ``until`` / ``tz`` / ``sort`` value.
+        SourceError: A path is not a session log, or the session-state root does not exist.
+    """
+    import sys
+
+    import orjson
+    from rich.console import Console
+
+    from .telemetry import fold_settings
+
+    zone = parse_zone(tz)
+    since_ns = parse_bound(since, now_ns, zone, end=False) if since else None
+    until_ns = parse_bound(until, now_ns, zone, end=True) if until else None
+    targets = list(paths) or [str(config.session_state)]
+    if not paths and not config.session_state.is_dir():
+        raise SourceError(
+            f"no Copilot CLI sessions: {config.session_state} does not exist (has the Copilot CLI run as this "
+            "user? set --session-state or COPILOT_OTEL_SESSION_STATE)"
+        )
+    # The quota counts this month whatever --since says, so the files of this month must be read too.
+    read_since = since_ns
+    if quota is not None and read_since is not None:
+        read_since = min(read_since, _quota_month_start(now_ns)[0])
+    settings = dataclasses.replace(fold_settings(config), content=ContentPolicy())
+    cut = make_cut(period, zone=zone, since_ns=since_ns, until_ns=until_ns, now_ns=now_ns)
+    built = finish_report(
+        tally_logs(targets, cut, settings, read_since_ns=read_since),
+        now_ns=now_ns,
+        price=price,
+        quota=quota,
+        sort=sort,
+        descending=None if order is None else order == "desc",
+        limit=limit,
+    )
+    if output == "json":
+        sys.stdout.write(orjson.dumps(render_json(built, zone), option=orjson.OPT_INDENT_2).decode() + "\n")
+    elif output == "csv":
+        sys.stdout.write(render_csv(built, zone))
+    else:
+        console = Console(highlight=False, soft_wrap=False)
+        console.print(render_table(built, console.width, zone))
+    sys.stdout.flush()
+    return 0
