@@ -59,7 +59,8 @@ def _raw(events: list[dict[str, Any]]) -> dict[str, float]:
     usage += [
         e["data"]["compactionTokensUsed"]
         for e in events
-        if e["type"] == "session.compaction_complete" and isinstance(e["data"].get("compactionTokensUsed"), dict)
+        if e["type"] == "session.compaction_complete"
+        and isinstance(e["data"].get("compactionTokensUsed"), dict)
     ]
     shutdowns = [e["data"] for e in events if e["type"] == "session.shutdown"]
     last = shutdowns[-1] if shutdowns else {}
