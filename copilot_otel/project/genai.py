@@ -45,39 +45,60 @@ EXECUTE_TOOL: Final = "execute_tool"
 INVOKE_AGENT: Final = "invoke_agent"
 
 
-def common(attrs: dict[str, Any], operation: str | None, provider: str, session_id: str) -> None:
+# The names the hot paths use, looked up once (a module attribute costs a lookup per span otherwise).
+USAGE_INPUT: Final = g.GEN_AI_USAGE_INPUT_TOKENS
+USAGE_OUTPUT: Final = g.GEN_AI_USAGE_OUTPUT_TOKENS
+USAGE_CACHE_READ: Final = g.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS
+USAGE_CACHE_CREATION: Final = g.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS
+TIME_TO_FIRST_CHUNK: Final = g.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK
+TOOL_CALL_ID: Final = g.GEN_AI_TOOL_CALL_ID
+TOOL_DESCRIPTION: Final = g.GEN_AI_TOOL_DESCRIPTION
+
+# Each function below starts a span's attributes (GenAI first); the other vocabularies add theirs.
+
+
+def common(operation: str | None, provider: str, session_id: str) -> dict[str, Any]:
     """What every span of a session carries: the operation, the provider and the conversation (= session)."""
+    attrs: dict[str, Any] = {PROVIDER: provider, CONVERSATION: session_id, SESSION_ID: session_id}
     if operation:
         attrs[OPERATION] = operation
-    attrs[PROVIDER] = provider
-    attrs[CONVERSATION] = session_id
-    attrs[SESSION_ID] = session_id
+    return attrs
 
 
 def usage(attrs: dict[str, Any], u: Usage) -> None:
-    attrs[g.GEN_AI_USAGE_INPUT_TOKENS] = u.input
-    attrs[g.GEN_AI_USAGE_OUTPUT_TOKENS] = u.output
-    attrs[g.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = u.cache_read
+    attrs[USAGE_INPUT] = u.input
+    attrs[USAGE_OUTPUT] = u.output
+    attrs[USAGE_CACHE_READ] = u.cache_read
     attrs[USAGE_CACHE_WRITE] = u.cache_write
-    attrs[g.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = u.cache_write
+    attrs[USAGE_CACHE_CREATION] = u.cache_write
 
 
-def model_call(attrs: dict[str, Any], rec: ModelCall) -> None:
-    common(attrs, CHAT, rec.provider, rec.session_id)
-    attrs[REQUEST_MODEL] = rec.model
-    attrs[RESPONSE_MODEL] = rec.response_model
+def model_call(rec: ModelCall) -> dict[str, Any]:
+    u = rec.usage
+    attrs: dict[str, Any] = {
+        OPERATION: CHAT,
+        PROVIDER: rec.provider,
+        CONVERSATION: rec.session_id,
+        SESSION_ID: rec.session_id,
+        REQUEST_MODEL: rec.model,
+        RESPONSE_MODEL: rec.response_model,
+        USAGE_INPUT: u.input,
+        USAGE_OUTPUT: u.output,
+        USAGE_CACHE_READ: u.cache_read,
+        USAGE_CACHE_WRITE: u.cache_write,
+        USAGE_CACHE_CREATION: u.cache_write,
+    }
     if rec.response_id is not None:
         attrs[RESPONSE_ID] = rec.response_id
     if rec.finish_reason:
         attrs[FINISH_REASONS] = (rec.finish_reason,)
-    usage(attrs, rec.usage)
     if rec.ttft_ms is not None:
-        attrs[g.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = rec.ttft_ms / 1000.0
+        attrs[TIME_TO_FIRST_CHUNK] = rec.ttft_ms / 1000.0
     if rec.agent_name:
         attrs[AGENT_NAME] = rec.agent_name
-    error_type = model_call_error(rec)
-    if error_type is not None:
-        attrs[ERROR_TYPE] = error_type
+    if rec.outcome is not Outcome.OK:
+        attrs[ERROR_TYPE] = model_call_error(rec)
+    return attrs
 
 
 def model_call_error(rec: ModelCall) -> str | None:
@@ -94,13 +115,18 @@ def tool_type(rec: ToolCall) -> str:
     return "extension" if rec.mcp_server else "function"
 
 
-def tool_call(attrs: dict[str, Any], rec: ToolCall) -> None:
-    common(attrs, EXECUTE_TOOL, rec.provider, rec.session_id)
-    attrs[TOOL_NAME] = rec.name
-    attrs[g.GEN_AI_TOOL_CALL_ID] = rec.call_id
-    attrs[TOOL_TYPE] = tool_type(rec)
+def tool_call(rec: ToolCall) -> dict[str, Any]:
+    attrs: dict[str, Any] = {
+        OPERATION: EXECUTE_TOOL,
+        PROVIDER: rec.provider,
+        CONVERSATION: rec.session_id,
+        SESSION_ID: rec.session_id,
+        TOOL_NAME: rec.name,
+        TOOL_CALL_ID: rec.call_id,
+        TOOL_TYPE: tool_type(rec),
+    }
     if rec.description is not None:
-        attrs[g.GEN_AI_TOOL_DESCRIPTION] = rec.description
+        attrs[TOOL_DESCRIPTION] = rec.description
     if rec.agent_name:
         attrs[AGENT_NAME] = rec.agent_name
     if not rec.success:
@@ -109,16 +135,18 @@ def tool_call(attrs: dict[str, Any], rec: ToolCall) -> None:
         attrs[PROCESS_EXIT_CODE] = rec.exit_code
     if rec.arguments_json is not None:
         attrs[TOOL_CALL_ARGUMENTS] = rec.arguments_json
+    return attrs
 
 
-def turn(attrs: dict[str, Any], rec: Turn) -> None:
-    common(attrs, None, rec.provider, rec.session_id)
+def turn(rec: Turn) -> dict[str, Any]:
+    attrs: dict[str, Any] = {PROVIDER: rec.provider, CONVERSATION: rec.session_id, SESSION_ID: rec.session_id}
     if rec.agent_name:
         attrs[AGENT_NAME] = rec.agent_name
+    return attrs
 
 
-def agent_run(attrs: dict[str, Any], rec: AgentRun) -> None:
-    common(attrs, INVOKE_AGENT, rec.provider, rec.session_id)
+def agent_run(rec: AgentRun) -> dict[str, Any]:
+    attrs = common(INVOKE_AGENT, rec.provider, rec.session_id)
     if rec.name is not None:
         attrs[AGENT_NAME] = rec.name
     if rec.agent_id is not None:
@@ -130,10 +158,11 @@ def agent_run(attrs: dict[str, Any], rec: AgentRun) -> None:
     usage(attrs, rec.usage)
     if rec.error_type:
         attrs[ERROR_TYPE] = rec.error_type
+    return attrs
 
 
-def prompt_run(attrs: dict[str, Any], rec: PromptRun) -> None:
-    common(attrs, INVOKE_AGENT, rec.provider, rec.session_id)
+def prompt_run(rec: PromptRun) -> dict[str, Any]:
+    attrs = common(INVOKE_AGENT, rec.provider, rec.session_id)
     if rec.model is not None:
         attrs[REQUEST_MODEL] = rec.model
     usage(attrs, rec.usage)
@@ -141,11 +170,13 @@ def prompt_run(attrs: dict[str, Any], rec: PromptRun) -> None:
         attrs[FINISH_REASONS] = (rec.last_finish_reason,)
     if rec.error_type:
         attrs[ERROR_TYPE] = rec.error_type
+    return attrs
 
 
-def permission(attrs: dict[str, Any], rec: PermissionWait) -> None:
-    common(attrs, None, rec.provider, rec.session_id)
+def permission(rec: PermissionWait) -> dict[str, Any]:
+    attrs = common(None, rec.provider, rec.session_id)
     if rec.tool_call_id is not None:
-        attrs[g.GEN_AI_TOOL_CALL_ID] = rec.tool_call_id
+        attrs[TOOL_CALL_ID] = rec.tool_call_id
     if rec.tool_name is not None:
         attrs[TOOL_NAME] = rec.tool_name
+    return attrs

@@ -17,7 +17,6 @@ span names, kinds and statuses, and where captured content goes (on spans only w
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from .. import messages
 from ..activity import (
@@ -51,8 +50,7 @@ STATUS_MESSAGE_MAX = 512
 
 def model_call(rec: ModelCall, content: Mapping[str, str] | None) -> SpanRecord:
     """``chat {model}``; ``content`` is the captured conversation when it goes on spans."""
-    attrs: dict[str, Any] = {}
-    genai.model_call(attrs, rec)
+    attrs = genai.model_call(rec)
     copilot.model_call(attrs, rec)
     oi.model_call(attrs, rec)
     ours.model_call(attrs, rec)
@@ -89,8 +87,7 @@ def chat_content(rec: ModelCall) -> dict[str, str]:
 
 def tool_call(rec: ToolCall, content_on_spans: bool) -> SpanRecord:
     """``execute_tool {name}``."""
-    attrs: dict[str, Any] = {}
-    genai.tool_call(attrs, rec)
+    attrs = genai.tool_call(rec)
     copilot.tool_call(attrs, rec)
     oi.tool_call(attrs, rec, content_on_spans)
     ours.tool_call(attrs, rec)
@@ -129,8 +126,7 @@ def tool_call(rec: ToolCall, content_on_spans: bool) -> SpanRecord:
 
 def permission(rec: PermissionWait) -> SpanRecord:
     """``permission``: the time the agent waited for the user to allow a tool (under that tool's span)."""
-    attrs: dict[str, Any] = {}
-    genai.permission(attrs, rec)
+    attrs = genai.permission(rec)
     copilot.permission(attrs, rec)
     ours.permission(attrs, rec)
     return SpanRecord(
@@ -148,8 +144,7 @@ def permission(rec: PermissionWait) -> SpanRecord:
 
 def turn(rec: Turn) -> SpanRecord:
     """``turn {index}``: one assistant turn (the model call and the tools it asked for)."""
-    attrs: dict[str, Any] = {}
-    genai.turn(attrs, rec)
+    attrs = genai.turn(rec)
     copilot.turn(attrs, rec)
     oi.turn(attrs, rec)
     ours.turn(attrs, rec)
@@ -168,8 +163,7 @@ def turn(rec: Turn) -> SpanRecord:
 
 def agent_run(rec: AgentRun) -> SpanRecord:
     """``invoke_agent {name}``: a sub-agent."""
-    attrs: dict[str, Any] = {}
-    genai.agent_run(attrs, rec)
+    attrs = genai.agent_run(rec)
     copilot.agent_run(attrs, rec)
     oi.agent_run(attrs, rec)
     ours.agent_run(attrs, rec)
@@ -197,8 +191,7 @@ def agent_run(rec: AgentRun) -> SpanRecord:
 
 def prompt_run(rec: PromptRun) -> SpanRecord:
     """``invoke_agent``: the prompt's root span, with what happened during it as span events."""
-    attrs: dict[str, Any] = {}
-    genai.prompt_run(attrs, rec)
+    attrs = genai.prompt_run(rec)
     copilot.prompt_run(attrs, rec)
     oi.prompt_run(attrs, rec)
     langfuse.prompt_run(attrs, rec)
