@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any
 
 __all__ = [
     "Abort",
     "AgentRun",
     "Compaction",
     "Detection",
+    "InputMessage",
     "ModeChange",
     "ModelCall",
     "ModelTotals",
@@ -307,6 +307,15 @@ Note = (
 
 
 @dataclass(slots=True)
+class InputMessage:
+    """Something a model call was the first to see: the user's (or a sub-agent's caller's) message, or a tool's
+    result (``call_id`` set). ``text`` has passed the content gate."""
+
+    text: str
+    call_id: str | None = None
+
+
+@dataclass(slots=True)
 class ToolRequest:
     """A tool call the model asked for in its answer (``assistant.message.toolRequests``)."""
 
@@ -345,7 +354,7 @@ class ModelCall:
     outcome: Outcome
     error_type: str | None
     message: str | None
-    input_messages: list[dict[str, Any]]
+    input_messages: list[InputMessage]
     reasoning: list[str]
     output_text: str | None
     tool_requests: list[ToolRequest]

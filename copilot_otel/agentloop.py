@@ -27,12 +27,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import ids, messages
+from . import ids
 from .activity import (
     Abort,
     AgentRun,
     Compaction,
     Detection,
+    InputMessage,
     ModeChange,
     ModelCall,
     ModelTotals,
@@ -756,7 +757,7 @@ class AgentLoop:
         """Keep a user message (or a sub-agent's task prompt) for the input messages of the agent's next call."""
         text = self.gate.text(content, ContentKind.PROMPTS, events=True)
         if text is not None:
-            agent.pending_input.append(messages.user_message(text))
+            agent.pending_input.append(InputMessage(text))
 
     def _on_turn_start(self, event: Event) -> None:
         prompt, agent = self._route(event)
@@ -1097,7 +1098,7 @@ class AgentLoop:
             result_text = self.gate.text(text, ContentKind.TOOL_RESULTS, events=True)
             if result_text is not None:
                 # The result goes back to the model in the agent's next call, in the order tools complete.
-                tool.agent.pending_input.append(messages.tool_result_message(tool.call_id, result_text))
+                tool.agent.pending_input.append(InputMessage(result_text, tool.call_id))
         end = max(end_ns, tool.start_ns)
         self._ended(prompt, end)
         # Positional, in the record's field order: a backfill builds one per span, and matching keywords

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .activity import Note, Outcome, Usage
+from .activity import InputMessage, Note, Outcome, Usage
 
 # The SDK and most backends cap span events at 128; a runaway autopilot loop can inject thousands of
 # messages, so we keep the first ones and count the rest.
@@ -83,7 +83,7 @@ class Chat:
     emitted: bool = False
     # Captured messages the call sent that no earlier call of its agent did (gen_ai.input.messages); empty
     # unless content capture is on.
-    input_messages: list[dict[str, Any]] = field(default_factory=list)
+    input_messages: list[InputMessage] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -148,7 +148,7 @@ class Agent:
     system_text: str | None = None  # a sub-agent's system prompt, captured only with its own switch
     # Captured messages (the prompt, tool results) that arrived since this agent's last model call: the log
     # has no record of what each call sent, so the next turn's chat takes these as its input messages.
-    pending_input: list[dict[str, Any]] = field(default_factory=list)
+    pending_input: list[InputMessage] = field(default_factory=list)
 
 
 @dataclass(slots=True)

@@ -80,9 +80,13 @@ def model_call(rec: ModelCall, content: Mapping[str, str] | None) -> SpanRecord:
 def chat_content(rec: ModelCall) -> dict[str, str]:
     """A model call's captured messages, as span or details-event attributes (empty when nothing is captured)."""
     calls = [messages.tool_call_part(r.call_id, r.name, r.arguments_json) for r in rec.tool_requests]
-    return messages.chat_attributes(
-        rec.input_messages, rec.reasoning, rec.output_text, calls, rec.finish_reason
-    )
+    sent = [
+        messages.user_message(m.text)
+        if m.call_id is None
+        else messages.tool_result_message(m.call_id, m.text)
+        for m in rec.input_messages
+    ]
+    return messages.chat_attributes(sent, rec.reasoning, rec.output_text, calls, rec.finish_reason)
 
 
 def tool_call(rec: ToolCall, content_on_spans: bool) -> SpanRecord:
