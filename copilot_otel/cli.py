@@ -123,7 +123,7 @@ class _TimestampFormatter(logging.Formatter):
 
 
 def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from .report import PERIODS, PREMIUM_REQUEST_PRICE_USD
+    from ._report_defaults import PERIODS, PREMIUM_REQUEST_PRICE_USD
 
     p = sub.add_parser(
         "report",

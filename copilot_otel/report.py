@@ -77,13 +77,8 @@ __all__ = [
     "tally_logs",
 ]
 
-Period = Literal["daily", "weekly", "monthly", "session", "repo", "model"]
-PERIODS: tuple[Period, ...] = ("daily", "weekly", "monthly", "session", "repo", "model")
+from ._report_defaults import PERIODS, PREMIUM_REQUEST_PRICE_USD, Period
 
-# The public price of a premium request beyond the plan's allowance: "$0.04 USD per request" (GitHub Docs,
-# "Requests in GitHub Copilot" / "GitHub Copilot premium requests", billing since 2025-06-18; read 2026-12-01,
-# when GitHub marks request-based billing "legacy" for plans that stayed on it after 2026-06-01).
-PREMIUM_REQUEST_PRICE_USD = 0.04
 PRICE_SOURCE = (
     "GitHub Docs, 'GitHub Copilot premium requests': $0.04 USD per additional premium request "
     "(billing since 2025-06-18; read 2026-12-01)"

@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import psutil
-from filelock import FileLock, Timeout
+if TYPE_CHECKING:  # imported where used: replay, show and report never lock or look at processes (~65 ms)
+    from filelock import FileLock
 
 __all__ = ["APP_NAME", "DefaultDirs", "LockHeld", "Platform", "ServiceManager"]
 
@@ -115,6 +115,8 @@ class Platform:
             LockHeld: Another process (or another store in this one) holds it.
             OSError: The file cannot be created or locked.
         """
+        from filelock import FileLock, Timeout
+
         lock = FileLock(
             os.fspath(path),
             timeout=0,
@@ -150,6 +152,8 @@ class Platform:
         """
         if pid <= 0:
             return False
+        import psutil
+
         try:
             process = psutil.Process(pid)
             if started_before is not None and process.create_time() > started_before + _START_SLACK_S:
