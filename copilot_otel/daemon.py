@@ -19,6 +19,7 @@ events, so what is re-emitted is byte-identical to what a crash may have cut off
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import logging
 import os
 import threading
@@ -144,6 +145,7 @@ class Daemon:
     ) -> None:
         self.config = config
         self.stop = stop or threading.Event()
+        self.stopped = threading.Event()  # run() returned: delivered what it could, state saved
         self.state = StateStore(config.state_dir)
         try:
             self.settings: FoldSettings = fold_settings(config)
@@ -826,8 +828,35 @@ def run(config: Config) -> int:
         logger.info("received %s", name)
         stop.set()
         daemon._wake.set()
+        _enforce_deadline(daemon)
 
     # SIGTERM/SIGINT; on Windows also Ctrl+Break and the console closing (the platform seam knows which).
     with current.watch_stop(on_stop):
         daemon.run()
+    daemon.stopped.set()
     return 0
+
+
+# How long past its own deadline a stopping daemon may take before it is ended (a thread of a library stuck
+# in an unbounded join once made a stop hang for good).
+_STOP_GRACE_S = 10.0
+
+
+def _enforce_deadline(daemon: Daemon) -> None:
+    """Make the shutdown deadline a promise: a stop that has not finished well past it ends the process.
+
+    If the daemon's own shutdown (deliver, save state) is still running past its deadline, every thread's stack
+    goes to stderr (so the hang can be found) and the process exits 1. If it finished but the process is still
+    there (a library's thread stuck in the interpreter's teardown), it exits 0: the state is saved, nothing lost.
+    """
+
+    def watch() -> None:
+        if not daemon.stopped.wait(SHUTDOWN_FLUSH_S + _STOP_GRACE_S):
+            logger.error("the daemon did not stop within %.0fs; ending it (threads below)", SHUTDOWN_FLUSH_S)
+            faulthandler.dump_traceback(all_threads=True)
+            os._exit(1)
+        time.sleep(_STOP_GRACE_S)  # only reached when the interpreter has not exited by now
+        logger.warning("stopped and saved, but the process did not exit; ending it")
+        os._exit(0)
+
+    threading.Thread(target=watch, name="copilot-otel-stop-deadline", daemon=True).start()

@@ -357,12 +357,23 @@ class Discovery:
         self._watched_root = None
         if observer is None:
             return
-        try:
-            observer.stop()
-            if observer.is_alive() and observer is not threading.current_thread():
-                observer.join(timeout_s)
-        except Exception:
-            logger.exception("stopping the watchdog observer failed")
+
+        # watchdog's stop() joins its inotify reader thread without a timeout, and that thread can miss the
+        # wake-up when the stop comes right after the start (a Ctrl-C as the daemon starts hung it for good).
+        # Stop it on a helper thread and wait a bounded time: a stuck reader is a daemon thread, left behind.
+        def stop() -> None:
+            try:
+                observer.stop()
+                if observer.is_alive() and observer is not threading.current_thread():
+                    observer.join(timeout_s)
+            except Exception:
+                logger.exception("stopping the watchdog observer failed")
+
+        stopper = threading.Thread(target=stop, name="copilot-otel-observer-stop", daemon=True)
+        stopper.start()
+        stopper.join(timeout_s)
+        if stopper.is_alive():
+            logger.warning("the file watcher did not stop within %.0fs; leaving it behind", timeout_s)
 
     def _poll_once(self) -> None:
         current = self._scan_stat()
