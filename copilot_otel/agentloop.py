@@ -23,10 +23,11 @@ sees is decided later, by the projections (:mod:`copilot_otel.project`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from . import events as ev
 from . import ids
 from .activity import (
     Abort,
@@ -58,19 +59,13 @@ from .activity import (
     UserMessage,
 )
 from .content import ContentGate, ContentKind, ContentPolicy, argument_hash
-from .foldstate import (
-    Agent,
-    Prompt,
-    SessionContext,
-    Tool,
-    as_dict,
-    as_float,
-    as_int,
-    as_str,
-)
+from .events import Event
+from .foldstate import Agent, Prompt, SessionContext, Tool
 from .foldstate import Turn as OpenTurn
-from .records import Event
 from .runaway import RunawayThresholds, check_burn, check_errors, check_identical, check_turns
+
+# The provider of model calls when no usage record has said otherwise: the CLI's own model API.
+OWN_API = "github"
 
 __all__ = ["AgentLoop", "FoldSettings", "LiveStats", "RunawayThresholds", "SessionContext"]
 
@@ -197,12 +192,13 @@ class AgentLoop:
         """Fold one event; returns the records it completed (often none)."""
         self._out = []
         self._offset = event.end_offset
+        ctx = self.ctx
         if event.time_ns <= 0:
             # No usable timestamp on this line: date it at the previous event rather than lose it.
-            event = replace(event, time_ns=self.last_event_ns)
-        if event.time_ns > self.last_event_ns:
-            self.last_event_ns = event.time_ns
-        handler = _HANDLERS.get(event.type)
+            event = replace(event, time_ns=ctx.last_event_ns)
+        elif event.time_ns > ctx.last_event_ns:
+            ctx.last_event_ns = event.time_ns
+        handler = _HANDLERS.get(event.__class__)
         if handler is not None:
             handler(self, event)
         return self._out
@@ -233,18 +229,16 @@ class AgentLoop:
         prompt.used_keys[key] = seen + 1
         return self._sid(*parts) if seen == 0 else self._sid(*parts, f"#{seen}")
 
-    @property
-    def _provider(self) -> str:
-        # No usage record has said otherwise: the CLI's own model API.
-        return self.ctx.provider or "github"
-
     def _ended(self, prompt: Prompt, end_ns: int) -> None:
         """Work of ``prompt`` ended at ``end_ns``: the prompt lasts at least until then."""
         if end_ns > prompt.end_ns:
             prompt.end_ns = end_ns
 
     # ------------------------------------------------------------------ prompts
-    def _open_prompt(self, event: Event, human: bool) -> Prompt:
+    def _open_prompt(
+        self, event: Event, message: ev.UserMessage | None = None, human: bool = False
+    ) -> Prompt:
+        """Open a prompt (a trace) at ``event``: a human ``message``, or other activity (then synthetic)."""
         context_at_open = self.ctx.to_dict()
         # The prompt's trace id comes from its first event's id alone, so it is the same whether the log is
         # read from its start or from the middle (--backfill none, a restart). Logs that reuse event ids (trimmed
@@ -271,17 +265,17 @@ class AgentLoop:
             root=root,
             start_ns=event.time_ns,
             start_offset=event.offset,
-            interaction_id=as_str(event.data.get("interactionId")),
+            interaction_id=event.interaction_id,
             human=human,
-            agent_mode=as_str(event.data.get("agentMode")) or self.ctx.mode,
+            agent_mode=(message.agent_mode if message is not None else None) or self.ctx.mode,
             last_ns=event.time_ns,
             context_at_open=context_at_open,
         )
         self._prompts[key] = prompt
         self._current = prompt
         self.ctx.prompts_started += 1
-        if human:
-            root.input_text = self.gate.text(event.data.get("content"), ContentKind.PROMPTS)
+        if human and message is not None:
+            root.input_text = self.gate.text(message.content, ContentKind.PROMPTS)
             self._out.append(
                 PromptStarted(
                     session_id=self.ctx.session_id,
@@ -290,7 +284,7 @@ class AgentLoop:
                     span_id=root.span_id,
                     index=self.ctx.prompts_started - 1,
                     interaction_id=prompt.interaction_id,
-                    delivery=as_str(event.data.get("delivery")),
+                    delivery=message.delivery,
                     source_offset=self._offset,
                 )
             )
@@ -300,9 +294,7 @@ class AgentLoop:
         """The prompt that agent activity belongs to; activity with none open starts a synthetic one."""
         if self._current is not None:
             return self._current
-        prompt = self._open_prompt(event, human=False)
-        prompt.root.input_text = None
-        return prompt
+        return self._open_prompt(event)
 
     def _close_prompt(self, prompt: Prompt, time_ns: int, reason: str | None, incomplete: bool) -> None:
         for request_id in list(prompt.permissions):
@@ -358,21 +350,21 @@ class AgentLoop:
             hit = self._by_agent_id.get(event.agent_id) or self._by_task_call.get(event.agent_id)
             if hit is not None:
                 return hit
-        parent_call = as_str(event.data.get("parentToolCallId"))
+        parent_call = event.parent_tool_call_id
         if parent_call is not None:
             hit = self._by_task_call.get(parent_call)
             if hit is not None:
                 if event.agent_id is not None:
                     self._by_agent_id[event.agent_id] = hit
                 return hit
-            return self._start_subagent(event, parent_call, None)
+            return self._start_subagent(event, parent_call)
         if event.agent_id is not None:
-            return self._start_subagent(event, None, None)
+            return self._start_subagent(event, None)
         prompt = self._ensure_prompt(event)
         return prompt, prompt.root
 
     def _start_subagent(
-        self, event: Event, task_call_id: str | None, data: Mapping[str, Any] | None
+        self, event: Event, task_call_id: str | None, parent_agent_id: str | None = None
     ) -> tuple[Prompt, Agent]:
         """Create a sub-agent under the ``task`` tool call that spawned it."""
         prompt: Prompt | None = None
@@ -383,7 +375,6 @@ class AgentLoop:
                 prompt = owner
                 parent_span = owner.tools[task_call_id].span_id
         if prompt is None:
-            parent_agent_id = as_str((data or {}).get("parentId"))
             hit = self._by_agent_id.get(parent_agent_id) if parent_agent_id else None
             prompt = hit[0] if hit else self._ensure_prompt(event)
         key = event.agent_id or task_call_id or event.id
@@ -408,47 +399,47 @@ class AgentLoop:
         return prompt, agent
 
     # ------------------------------------------------------------------ session events
-    def _on_session_start(self, event: Event) -> None:
-        d = event.data
-        self.ctx.session_id = as_str(d.get("sessionId")) or self.ctx.session_id
-        self.ctx.copilot_version = as_str(d.get("copilotVersion")) or self.ctx.copilot_version
-        self.ctx.producer = as_str(d.get("producer")) or self.ctx.producer
-        self.ctx.model = as_str(d.get("selectedModel")) or self.ctx.model
-        self._apply_context(d.get("context"))
+    def _on_session_start(self, event: ev.SessionStart) -> None:
+        ctx = self.ctx
+        ctx.session_id = event.session_id or ctx.session_id
+        ctx.copilot_version = event.copilot_version or ctx.copilot_version
+        ctx.producer = event.producer or ctx.producer
+        ctx.model = event.selected_model or ctx.model
+        self._apply_context(event.context)
         self._out.append(
             SessionStarted(
                 self.ctx.session_id, event.time_ns, self.ctx.copilot_version, self.ctx.model, self._offset
             )
         )
 
-    def _on_session_resume(self, event: Event) -> None:
-        d = event.data
+    def _on_session_resume(self, event: ev.SessionResume) -> None:
         if self._prompts:
             # The previous process ended without closing its prompt (killed): close it where it stopped.
             for prompt in list(self._prompts.values()):
                 self._close_prompt(prompt, prompt.last_ns, "session_resumed", incomplete=True)
         self._notified.clear()  # a new CLI process: what the previous one was told does not carry over
-        self.ctx.model = as_str(d.get("selectedModel")) or self.ctx.model
-        self._apply_context(d.get("context"))
+        self.ctx.model = event.selected_model or self.ctx.model
+        self._apply_context(event.context)
         self._out.append(SessionResumed(self.ctx.session_id, event.time_ns, self._offset))
 
-    def _apply_context(self, context: Any) -> None:
-        if not isinstance(context, dict):
+    def _apply_context(self, context: ev.Context | None) -> None:
+        if context is None:
             return
-        self.ctx.cwd = as_str(context.get("cwd")) or self.ctx.cwd
-        self.ctx.git_root = as_str(context.get("gitRoot")) or self.ctx.git_root
-        self.ctx.repository = as_str(context.get("repository")) or self.ctx.repository
-        self.ctx.branch = as_str(context.get("branch")) or self.ctx.branch
-        self.ctx.head_commit = as_str(context.get("headCommit")) or self.ctx.head_commit
+        ctx = self.ctx
+        ctx.cwd = context.cwd or ctx.cwd
+        ctx.git_root = context.git_root or ctx.git_root
+        ctx.repository = context.repository or ctx.repository
+        ctx.branch = context.branch or ctx.branch
+        ctx.head_commit = context.head_commit or ctx.head_commit
 
-    def _on_context_changed(self, event: Event) -> None:
-        self._apply_context(event.data)
+    def _on_context_changed(self, event: ev.ContextChanged) -> None:
+        self._apply_context(event.context)
 
-    def _on_model_change(self, event: Event) -> None:
-        model = as_str(event.data.get("newModel"))
+    def _on_model_change(self, event: ev.ModelChange) -> None:
+        model = event.new_model
         if model is None:
             return
-        if event.agent_id is not None or event.data.get("source") == "agent":
+        if event.agent_id is not None or event.from_agent:
             hit = self._by_agent_id.get(event.agent_id or "")
             if hit is not None:
                 hit[1].model = model
@@ -457,39 +448,27 @@ class AgentLoop:
         # between prompts, from the SDK or a resume, belongs to the next one; see _emit_chat).
         self.ctx.model = model
 
-    def _on_shutdown(self, event: Event) -> None:
-        d = event.data
+    def _on_shutdown(self, event: ev.Shutdown) -> None:
         prompt = self._current
-        premium = as_float(d.get("totalPremiumRequests"))
-        snapshot = as_dict(d.get("accountingSnapshot"))
-        if premium is None:
-            premium = as_float(snapshot.get("totalPremiumRequestCost"))
-        changes = as_dict(d.get("codeChanges"))
-        added = as_int(changes.get("linesAdded")) or 0
-        removed = as_int(changes.get("linesRemoved")) or 0
-        files = changes.get("filesModified")
         models: list[ModelTotals] = []
         premium_delta: list[tuple[str, float]] = []
         nano_delta: list[tuple[str, float]] = []
-        for model, m in as_dict(d.get("modelMetrics")).items():
-            if not isinstance(m, dict):
-                continue
-            usage = as_dict(m.get("usage"))
-            req = as_dict(m.get("requests"))
+        for m in event.models:
             models.append(
                 ModelTotals(
-                    model,
-                    as_int(usage.get("inputTokens")),
-                    as_int(usage.get("outputTokens")),
-                    as_int(usage.get("cacheReadTokens")),
-                    as_int(usage.get("cacheWriteTokens")),
-                    as_int(req.get("count")),
+                    m.model,
+                    m.input_tokens,
+                    m.output_tokens,
+                    m.cache_read_tokens,
+                    m.cache_write_tokens,
+                    m.requests,
                 )
             )
             if not self.ctx.saw_usage_records:
                 # Logs without per-call usage records (CLI < 1.0.102): account cost from the session totals.
-                self._grown(premium_delta, model, f"premium:{model}", as_float(req.get("cost")))
-                self._grown(nano_delta, model, f"nano_aiu:{model}", as_float(m.get("totalNanoAiu")))
+                self._grown(premium_delta, m.model, f"premium:{m.model}", m.cost)
+                self._grown(nano_delta, m.model, f"nano_aiu:{m.model}", m.nano_aiu)
+        added, removed = event.lines_added or 0, event.lines_removed or 0
         added_delta: list[tuple[str, float]] = []
         removed_delta: list[tuple[str, float]] = []
         self._grown(added_delta, "", "lines_added", added)
@@ -499,15 +478,13 @@ class AgentLoop:
             time_ns=event.time_ns,
             trace_id=prompt.trace_id if prompt else None,
             span_id=prompt.root.span_id if prompt else None,
-            shutdown_type=as_str(d.get("shutdownType")),
-            premium_requests=premium,
-            nano_aiu=as_float(d.get("totalNanoAiu")),
-            api_duration_ms=as_float(d.get("totalApiDurationMs")),
+            shutdown_type=event.shutdown_type,
+            premium_requests=event.premium_requests,
+            nano_aiu=event.nano_aiu,
+            api_duration_ms=event.api_duration_ms,
             lines_added=added,
             lines_removed=removed,
-            files_modified=(
-                len(files) if isinstance(files, list) else as_int(changes.get("filesModifiedCount")) or 0
-            ),
+            files_modified=event.files_modified,
             models=tuple(models),
             premium_delta=tuple(premium_delta),
             nano_aiu_delta=tuple(nano_delta),
@@ -544,10 +521,9 @@ class AgentLoop:
     def _has_open_work(prompt: Prompt) -> bool:
         return bool(prompt.tools) or (prompt.root.turn is not None and not prompt.root.turn.synthetic)
 
-    def _on_session_error(self, event: Event) -> None:
-        d = event.data
-        error_type = as_str(d.get("errorType")) or "error"
-        message = as_str(d.get("message")) or error_type
+    def _on_session_error(self, event: ev.SessionError) -> None:
+        error_type = event.error_type or "error"
+        message = event.message or error_type
         prompt, agent = self._route(event) if (event.agent_id or self._current) else (None, None)
         record = SessionError(
             session_id=self.ctx.session_id,
@@ -556,7 +532,7 @@ class AgentLoop:
             span_id=prompt.root.span_id if prompt else None,
             error_type=error_type,
             message=message,
-            status_code=as_int(d.get("statusCode")),
+            status_code=event.status_code,
             source_offset=self._offset,
         )
         if prompt is not None and agent is not None:
@@ -572,9 +548,9 @@ class AgentLoop:
                 prompt.outcome = "error"
         self._out.append(record)
 
-    def _on_abort(self, event: Event) -> None:
+    def _on_abort(self, event: ev.Abort) -> None:
         prompt = self._current
-        reason = as_str(event.data.get("reason")) or "unknown"
+        reason = event.reason or "unknown"
         record = Abort(
             session_id=self.ctx.session_id,
             time_ns=event.time_ns,
@@ -613,87 +589,72 @@ class AgentLoop:
         prompt.root.status_message = f"aborted: {reason}"
         self._out.append(record)
 
-    def _on_compaction(self, event: Event) -> None:
-        d = event.data
+    def _on_compaction(self, event: ev.Compaction) -> None:
         # A compaction outside any prompt (/compact) is work of its own: it gets a trace (not a human prompt).
         prompt = self._current or self._ensure_prompt(event)
-        complete = not event.type.endswith("start")
-        success = d.get("success")
         record = Compaction(
             session_id=self.ctx.session_id,
             time_ns=event.time_ns,
-            trace_id=prompt.trace_id if prompt else None,
-            span_id=prompt.root.span_id if prompt else None,
-            complete=complete,
-            trigger=as_str(d.get("trigger")),
-            success=success if isinstance(success, bool) else None,
-            pre_tokens=as_int(d.get("preCompactionTokens")),
-            post_tokens=as_int(d.get("postCompactionTokens")),
-            tokens_removed=as_int(d.get("tokensRemoved")),
-            messages_removed=as_int(d.get("messagesRemoved")),
-            current_tokens=as_int(d.get("currentTokens")),
-            token_limit=as_int(d.get("tokenLimit")),
+            trace_id=prompt.trace_id,
+            span_id=prompt.root.span_id,
+            complete=event.complete,
+            trigger=event.trigger,
+            success=event.success,
+            pre_tokens=event.pre_tokens,
+            post_tokens=event.post_tokens,
+            tokens_removed=event.tokens_removed,
+            messages_removed=event.messages_removed,
+            current_tokens=event.current_tokens,
+            token_limit=event.token_limit,
             source_offset=self._offset,
         )
-        if prompt is not None:
-            prompt.add_note(record)
-            self._touch(prompt, prompt.root, event.time_ns)
-        if not complete:
+        prompt.add_note(record)
+        self._touch(prompt, prompt.root, event.time_ns)
+        if not event.complete:
             return
         self._out.append(record)
-        used = d.get("compactionTokensUsed")
+        call = event.call
         # The compaction's own model call: the CLI writes no usage record for it, only these totals.
-        if isinstance(used, dict) and prompt is not None:
+        if call is not None:
             usage = Usage(
-                input=as_int(used.get("inputTokens")) or 0,
-                output=as_int(used.get("outputTokens")) or 0,
-                cache_read=as_int(used.get("cacheReadTokens")) or 0,
-                cache_write=as_int(used.get("cacheWriteTokens")) or 0,
+                input=call.input_tokens,
+                output=call.output_tokens,
+                cache_read=call.cache_read_tokens,
+                cache_write=call.cache_write_tokens,
                 calls=1,
             )
             self._standalone_chat(
-                prompt,
-                event,
-                usage,
-                as_str(used.get("model")) or self.ctx.model,
-                as_float(used.get("duration")),
-                "compaction",
+                prompt, event, usage, call.model or self.ctx.model, call.duration_ms, "compaction"
             )
 
-    def _on_truncation(self, event: Event) -> None:
+    def _on_truncation(self, event: ev.Truncation) -> None:
         prompt = self._current
         if prompt is None:
             return
-        d = event.data
         prompt.add_note(
             Truncation(
                 time_ns=event.time_ns,
-                token_limit=as_int(d.get("tokenLimit")),
-                pre_tokens=as_int(d.get("preTruncationTokensInMessages")),
-                post_tokens=as_int(d.get("postTruncationTokensInMessages")),
-                tokens_removed=as_int(d.get("tokensRemovedDuringTruncation")),
-                messages_removed=as_int(d.get("messagesRemovedDuringTruncation")),
+                token_limit=event.token_limit,
+                pre_tokens=event.pre_tokens,
+                post_tokens=event.post_tokens,
+                tokens_removed=event.tokens_removed,
+                messages_removed=event.messages_removed,
             )
         )
 
-    def _on_skill(self, event: Event) -> None:
+    def _on_skill(self, event: ev.SkillInvoked) -> None:
         if self._current is None:
             return
-        d = event.data
-        self._current.add_note(
-            SkillInvoked(
-                event.time_ns, as_str(d.get("name")), as_str(d.get("pluginName")), as_str(d.get("trigger"))
-            )
-        )
+        self._current.add_note(SkillInvoked(event.time_ns, event.name, event.plugin, event.trigger))
 
     # ------------------------------------------------------------------ messages
-    def _on_system_message(self, event: Event) -> None:
+    def _on_system_message(self, event: ev.SystemMessage) -> None:
         """The system prompt, decoded only when its own capture switch is on (parse skips it otherwise).
 
         The root agent's goes into the session context (old logs write it once, before the first prompt; newer
         ones with each prompt); a sub-agent's to that agent. Never opens a prompt.
         """
-        text = self.gate.text(event.data.get("content"), ContentKind.SYSTEM_PROMPT)
+        text = self.gate.text(event.content, ContentKind.SYSTEM_PROMPT)
         if text is None:
             return
         if event.agent_id is None:
@@ -703,46 +664,45 @@ class AgentLoop:
         if hit is not None:
             hit[1].system_text = text
 
-    def _on_reasoning(self, event: Event) -> None:
+    def _on_reasoning(self, event: ev.Reasoning) -> None:
         """A reasoning block of the current model call, decoded only when its capture switch is on."""
-        text = self.gate.text(event.data.get("content"), ContentKind.REASONING, events=True)
+        text = self.gate.text(event.content, ContentKind.REASONING, events=True)
         if text is None or (event.agent_id is None and not self._prompts):
             return
         _, agent = self._route(event)
         if agent.turn is not None:
             agent.turn.chat.reasoning_text.append(text)
 
-    def _on_user_message(self, event: Event) -> None:
-        d = event.data
-        source = as_str(d.get("source"))
+    def _on_user_message(self, event: ev.UserMessage) -> None:
+        source = event.source
         if event.agent_id is not None or (source or "").startswith("agent-"):
             # A sub-agent's task prompt: the start of that agent's work, not a human prompt.
             prompt, agent = self._route(event)
             self._touch(prompt, agent, event.time_ns)
             if agent.input_text is None:
-                agent.input_text = self.gate.text(d.get("content"), ContentKind.PROMPTS)
-            self._queue_user_message(agent, d.get("content"))
+                agent.input_text = self.gate.text(event.content, ContentKind.PROMPTS)
+            self._queue_user_message(agent, event.content)
             return
-        delivery = as_str(d.get("delivery"))
-        injected = source is not None or d.get("isAutopilotContinuation") is True or delivery == "steering"
+        delivery = event.delivery
+        injected = source is not None or event.autopilot_continuation or delivery == "steering"
         if injected and self._current is not None:
             prompt = self._current
             prompt.add_note(
                 UserMessage(
                     time_ns=event.time_ns,
                     source=source or delivery or "autopilot",
-                    interaction_id=as_str(d.get("interactionId")),
-                    turn_id=as_str(d.get("turnId")),
-                    autopilot_continuation=d.get("isAutopilotContinuation") is True,
-                    content=self.gate.text(d.get("content"), ContentKind.PROMPTS),
+                    interaction_id=event.interaction_id,
+                    turn_id=event.turn_id,
+                    autopilot_continuation=event.autopilot_continuation,
+                    content=self.gate.text(event.content, ContentKind.PROMPTS),
                 )
             )
             self._touch(prompt, prompt.root, event.time_ns)
-            self._queue_user_message(prompt.root, d.get("content"))
+            self._queue_user_message(prompt.root, event.content)
             return
         # A new human prompt (idle or queued delivery), or an injected message with no prompt open.
         self._finish_current()
-        prompt = self._open_prompt(event, human=not injected)
+        prompt = self._open_prompt(event, event, human=not injected)
         prompt.add_note(
             UserMessage(
                 time_ns=event.time_ns,
@@ -751,7 +711,7 @@ class AgentLoop:
                 opening=True,
             )
         )
-        self._queue_user_message(prompt.root, d.get("content"))
+        self._queue_user_message(prompt.root, event.content)
 
     def _queue_user_message(self, agent: Agent, content: Any) -> None:
         """Keep a user message (or a sub-agent's task prompt) for the input messages of the agent's next call."""
@@ -759,7 +719,7 @@ class AgentLoop:
         if text is not None:
             agent.pending_input.append(InputMessage(text))
 
-    def _on_turn_start(self, event: Event) -> None:
+    def _on_turn_start(self, event: ev.TurnStart) -> None:
         prompt, agent = self._route(event)
         agent.uses_turn_events = True
         if agent.turn is not None:
@@ -769,7 +729,12 @@ class AgentLoop:
         self._touch(prompt, agent, event.time_ns)
 
     def _begin_turn(
-        self, prompt: Prompt, agent: Agent, event: Event, start_ns: int, synthetic: bool
+        self,
+        prompt: Prompt,
+        agent: Agent,
+        event: ev.TurnStart | ev.AssistantMessage,
+        start_ns: int,
+        synthetic: bool,
     ) -> OpenTurn:
         index = agent.turn_count
         agent.turn_count += 1
@@ -777,8 +742,8 @@ class AgentLoop:
         turn = OpenTurn(
             span_id=self._sid("turn", prompt.key, str(agent.span_id), str(index)),
             index=index,
-            turn_id=as_str(event.data.get("turnId")),
-            interaction_id=as_str(event.data.get("interactionId")) or prompt.interaction_id,
+            turn_id=event.turn_id,
+            interaction_id=event.interaction_id or prompt.interaction_id,
             start_ns=start_ns,
             synthetic=synthetic,
             last_ns=max(start_ns, event.time_ns),
@@ -791,7 +756,7 @@ class AgentLoop:
         self._detect(prompt, check_turns(prompt, self.settings.runaway, event.time_ns))
         return turn
 
-    def _on_turn_end(self, event: Event) -> None:
+    def _on_turn_end(self, event: ev.TurnEnd) -> None:
         prompt, agent = self._route(event)
         self._touch(prompt, agent, event.time_ns)
         if agent.turn is None:
@@ -828,7 +793,7 @@ class AgentLoop:
         self._out.append(
             Turn(
                 self.ctx.session_id,  # session_id
-                self._provider,  # provider
+                self.ctx.provider or OWN_API,  # provider
                 prompt.trace_id,  # trace_id
                 turn.span_id,  # span_id
                 agent.span_id,  # parent_span_id
@@ -845,55 +810,39 @@ class AgentLoop:
             )
         )
 
-    def _on_usage_record(self, event: Event) -> None:
-        usage = event.data.get("usage")
-        if not isinstance(usage, dict):
+    def _on_usage_record(self, event: ev.UsageRecord) -> None:
+        report = event.usage
+        if report is None:
             return
         self.ctx.saw_usage_records = True
         prompt, agent = self._route(event)
         self._touch(prompt, agent, event.time_ns)
-        provider = self._provider_from_usage(usage)
-        if provider:
-            self.ctx.provider = provider
-        copilot_usage = usage.get("copilotUsage")
+        if report.provider:
+            self.ctx.provider = report.provider
         u = Usage(
-            input=as_int(usage.get("inputTokens")) or 0,
-            output=as_int(usage.get("outputTokens")) or 0,
-            cache_read=as_int(usage.get("cacheReadTokens")) or 0,
-            cache_write=as_int(usage.get("cacheWriteTokens")) or 0,
-            cost=as_float(usage.get("cost")) or 0.0,
-            nano_aiu=as_float(usage.get("totalNanoAiu"))
-            or as_float(copilot_usage.get("totalNanoAiu") if isinstance(copilot_usage, dict) else None)
-            or 0.0,
+            input=report.input_tokens,
+            output=report.output_tokens,
+            cache_read=report.cache_read_tokens,
+            cache_write=report.cache_write_tokens,
+            cost=report.cost,
+            nano_aiu=report.nano_aiu,
             calls=1,
         )
         self._detect(prompt, check_burn(prompt, self.settings.runaway, event.time_ns, u.input + u.output))
         turn = agent.turn
-        model = as_str(usage.get("model"))
         if turn is None or turn.chat.emitted:
-            self._standalone_chat(
-                prompt, event, u, model, as_float(usage.get("duration")), "usage_record", usage
-            )
+            self._standalone_chat(prompt, event, u, report.model, report.duration_ms, "usage_record", report)
             return
         chat = turn.chat
         chat.usage.add(u)
         chat.records += 1
-        chat.model = chat.model or model
-        chat.response_id = as_str(usage.get("apiCallId")) or chat.response_id
-        chat.finish_reason = as_str(usage.get("finishReason")) or chat.finish_reason
-        chat.ttft_ms = as_float(usage.get("timeToFirstTokenMs")) if chat.ttft_ms is None else chat.ttft_ms
-        server = as_float(usage.get("duration"))
-        if server is not None:
-            chat.server_ms = (chat.server_ms or 0.0) + server
-        chat.initiator = chat.initiator or as_str(usage.get("initiator"))
-
-    @staticmethod
-    def _provider_from_usage(usage: Mapping[str, Any]) -> str | None:
-        if usage.get("isByok") is True:
-            return as_str(usage.get("providerType")) or "byok"
-        if usage.get("isByok") is False:
-            return "github"
-        return None
+        chat.model = chat.model or report.model
+        chat.response_id = report.api_call_id or chat.response_id
+        chat.finish_reason = report.finish_reason or chat.finish_reason
+        chat.ttft_ms = report.ttft_ms if chat.ttft_ms is None else chat.ttft_ms
+        if report.duration_ms is not None:
+            chat.server_ms = (chat.server_ms or 0.0) + report.duration_ms
+        chat.initiator = chat.initiator or report.initiator
 
     def _standalone_chat(
         self,
@@ -903,7 +852,7 @@ class AgentLoop:
         model: str | None,
         duration_ms: float | None,
         origin: str,
-        raw: Mapping[str, Any] | None = None,
+        record: ev.Usage | None = None,
     ) -> None:
         """A model call outside any turn (e.g. compaction): under the agent, not a turn."""
         _, agent = (prompt, prompt.root) if event.agent_id is None else self._route(event)
@@ -920,10 +869,10 @@ class AgentLoop:
         turn.chat.records = 1
         turn.chat.model = model
         turn.chat.server_ms = duration_ms
-        if raw is not None:
-            turn.chat.response_id = as_str(raw.get("apiCallId"))
-            turn.chat.finish_reason = as_str(raw.get("finishReason"))
-            turn.chat.initiator = as_str(raw.get("initiator"))
+        if record is not None:
+            turn.chat.response_id = record.api_call_id
+            turn.chat.finish_reason = record.finish_reason
+            turn.chat.initiator = record.initiator
         self._emit_chat(
             prompt,
             agent,
@@ -937,22 +886,16 @@ class AgentLoop:
             origin=origin,
         )
 
-    def _on_assistant_message(self, event: Event) -> None:
+    def _on_assistant_message(self, event: ev.AssistantMessage) -> None:
         prompt, agent = self._route(event)
-        d = event.data
-        if agent.agent_id in self._notified and not any(
-            d.get(key) for key in ("model", "apiCallId", "interactionId", "turnId")
-        ):
+        if agent.agent_id in self._notified and not event.has_model_call_ids:
             # The CLI's own message after a notification (it reads the finished agent or shell): no model call,
             # no turn. Its tool calls are the CLI's too.
             self._notified.discard(agent.agent_id)
             self._touch(prompt, agent, event.time_ns)
-            requests = d.get("toolRequests")
-            if isinstance(requests, list):
-                for r in requests:
-                    call_id = as_str(r.get("toolCallId")) if isinstance(r, dict) else None
-                    if call_id is not None:
-                        self._cli_calls.add(call_id)
+            for request in event.tool_requests:
+                if request.call_id is not None:
+                    self._cli_calls.add(request.call_id)
             return
         turn = agent.turn
         if turn is None or (turn.synthetic and turn.chat.emitted):
@@ -963,32 +906,30 @@ class AgentLoop:
         self._touch(prompt, agent, event.time_ns)
         chat = turn.chat
         chat.end_ns = event.time_ns
-        chat.response_model = as_str(d.get("model")) or chat.response_model
-        chat.response_id = chat.response_id or as_str(d.get("apiCallId"))
-        if chat.records == 0:
-            out = as_int(d.get("outputTokens"))
-            if out:
-                chat.usage.output += out
-        content = d.get("content")
+        chat.response_model = event.model or chat.response_model
+        chat.response_id = chat.response_id or event.api_call_id
+        if chat.records == 0 and event.output_tokens:
+            chat.usage.output += event.output_tokens
+        content = event.content
         if isinstance(content, str) and content:
             chat.message_text.append(content)
             agent.output_text = content
         if not chat.reasoning_text:
             # The same text as the assistant.reasoning line, which some CLI versions do not persist.
-            reasoning = self.gate.text(d.get("reasoningText"), ContentKind.REASONING, events=True)
+            reasoning = self.gate.text(event.reasoning_text, ContentKind.REASONING, events=True)
             if reasoning is not None:
                 chat.reasoning_text.append(reasoning)
-        requests = d.get("toolRequests")
-        if isinstance(requests, list) and requests:
-            chat.tool_requests.extend(requests)
+        if event.has_tool_requests:
+            chat.asked_for_tools = True
+            if self.settings.content.allows(ContentKind.TOOL_ARGUMENTS):
+                chat.tool_requests.extend(event.tool_requests)
         if turn.synthetic:
             # Old logs: no turn events; the message is the end of the model call.
             self._emit_chat(prompt, agent, turn, event.time_ns, Outcome.OK, None, None)
 
     # ------------------------------------------------------------------ tools
-    def _on_tool_start(self, event: Event) -> None:
-        d = event.data
-        call_id = as_str(d.get("toolCallId"))
+    def _on_tool_start(self, event: ev.ToolStart) -> None:
+        call_id = event.call_id
         if call_id is None:
             return
         prompt, agent = self._route(event)
@@ -998,9 +939,8 @@ class AgentLoop:
         turn = None if cli else agent.turn
         if turn is not None and not turn.chat.emitted:
             self._emit_chat(prompt, agent, turn, turn.chat.end_ns or event.time_ns, Outcome.OK, None, None)
-        name = as_str(d.get("toolName")) or "unknown"
-        arguments = d.get("arguments")
-        desc = d.get("toolDescription")
+        name = event.name or "unknown"
+        arguments = event.arguments
         tool = Tool(
             span_id=self._unique_sid(prompt, "tool", call_id, event.id),
             parent_span_id=turn.span_id if turn is not None else agent.span_id,
@@ -1009,9 +949,9 @@ class AgentLoop:
             start_ns=event.time_ns,
             arguments=arguments,
             args_hash=argument_hash(arguments),
-            mcp_server=as_str(d.get("mcpServerName")),
+            mcp_server=event.mcp_server,
             agent=agent,
-            description=as_str(desc.get("description")) if isinstance(desc, dict) else None,
+            description=event.description,
             cli_initiated=cli,
         )
         if call_id in prompt.tools:
@@ -1037,9 +977,8 @@ class AgentLoop:
                 prompt, check_identical(prompt, self.settings.runaway, event.time_ns, name, tool.args_hash)
             )
 
-    def _on_tool_complete(self, event: Event) -> None:
-        d = event.data
-        call_id = as_str(d.get("toolCallId"))
+    def _on_tool_complete(self, event: ev.ToolComplete) -> None:
+        call_id = event.call_id
         if call_id is None:
             return
         prompt = self._tool_owner.get(call_id)
@@ -1048,19 +987,17 @@ class AgentLoop:
         tool = prompt.tools.pop(call_id)
         self._tool_owner.pop(call_id, None)
         self._touch(prompt, tool.agent, event.time_ns)
-        success = d.get("success") is not False
-        error = as_dict(d.get("error"))
-        message = as_str(error.get("message")) if error else None
+        success = event.success
         # A call the user (or a --deny-tool rule) refused is not a tool failure: it never ran.
-        failure = "denied" if error.get("code") == "denied" else "ToolError"
+        failure = "denied" if event.error_code == "denied" else "ToolError"
         self._end_tool(
             prompt,
             tool,
             event.time_ns,
             success=success,
             error_type=None if success else failure,
-            message=message,
-            data=d,
+            message=event.error_message,
+            completion=event,
         )
 
     def _end_tool(
@@ -1073,26 +1010,20 @@ class AgentLoop:
         error_type: str | None,
         message: str | None,
         incomplete: str | None = None,
-        data: Mapping[str, Any] | None = None,
+        completion: ev.ToolComplete | None = None,
     ) -> None:
+        """Hand on a tool call: completed (``completion``), or cut short (``incomplete`` says why)."""
         exit_code = None
         user_requested = False
         file_edits = None
         error_code = None
         result_text = None
-        if data is not None:
-            shell = data.get("shellExecution")
-            if isinstance(shell, dict):
-                exit_code = as_int(shell.get("exitCode"))
-            user_requested = data.get("isUserRequested") is True
-            edits = data.get("fileEdits")
-            if isinstance(edits, list):
-                file_edits = len(edits)
-            error = data.get("error")
-            if isinstance(error, dict):
-                error_code = as_str(error.get("code"))
-            result = data.get("result")
-            text = result.get("content") if isinstance(result, dict) else None
+        if completion is not None:
+            exit_code = completion.exit_code
+            user_requested = completion.user_requested
+            file_edits = completion.file_edits
+            error_code = completion.error_code
+            text = completion.result
             if text is None and message:
                 text = message
             result_text = self.gate.text(text, ContentKind.TOOL_RESULTS, events=True)
@@ -1106,7 +1037,7 @@ class AgentLoop:
         self._out.append(
             ToolCall(
                 self.ctx.session_id,  # session_id
-                self._provider,  # provider
+                self.ctx.provider or OWN_API,  # provider
                 prompt.trace_id,  # trace_id
                 tool.span_id,  # span_id
                 tool.parent_span_id,  # parent_span_id
@@ -1122,7 +1053,7 @@ class AgentLoop:
                 None if success else (error_type or "ToolError"),  # error_type
                 message,  # message
                 incomplete,  # incomplete_reason
-                data is not None,  # completed
+                completion is not None,  # completed
                 exit_code,  # exit_code
                 user_requested,  # user_requested
                 file_edits,  # file_edits
@@ -1138,31 +1069,29 @@ class AgentLoop:
             self._detect(prompt, check_errors(prompt, self.settings.runaway, end_ns, success))
 
     # ------------------------------------------------------------------ sub-agents
-    def _on_subagent_started(self, event: Event) -> None:
-        d = event.data
-        call_id = as_str(d.get("toolCallId"))
+    def _on_subagent_started(self, event: ev.SubagentStarted) -> None:
+        call_id = event.tool_call_id
         hit = None
         if event.agent_id:
             hit = self._by_agent_id.get(event.agent_id)
         if hit is None and call_id:
             hit = self._by_task_call.get(call_id)
         if hit is None:
-            prompt, agent = self._start_subagent(event, call_id, d)
+            prompt, agent = self._start_subagent(event, call_id, event.parent_agent_id)
         else:
             prompt, agent = hit
             if event.agent_id and event.agent_id not in self._by_agent_id:
                 self._by_agent_id[event.agent_id] = hit
-        agent.name = as_str(d.get("agentName")) or agent.name
-        agent.display_name = as_str(d.get("agentDisplayName"))
-        agent.description = as_str(d.get("agentDescription"))
-        agent.model = as_str(d.get("model")) or agent.model
-        agent.background = d.get("executionMode") == "background"
+        agent.name = event.name or agent.name
+        agent.display_name = event.display_name
+        agent.description = event.description
+        agent.model = event.model or agent.model
+        agent.background = event.background
         agent.start_ns = min(agent.start_ns, event.time_ns)
         self._touch(prompt, agent, event.time_ns)
 
-    def _on_subagent_end(self, event: Event) -> None:
-        d = event.data
-        call_id = as_str(d.get("toolCallId"))
+    def _on_subagent_end(self, event: ev.SubagentEnded) -> None:
+        call_id = event.tool_call_id
         hit = (self._by_agent_id.get(event.agent_id) if event.agent_id else None) or (
             self._by_task_call.get(call_id) if call_id else None
         )
@@ -1170,14 +1099,14 @@ class AgentLoop:
             return
         prompt, agent = hit
         self._touch(prompt, agent, event.time_ns)
-        if event.type == "subagent.failed":
+        if event.failed:
             agent.status = Outcome.ERROR
             agent.error_type = agent.error_type or "SubagentError"
-            agent.status_message = as_str(d.get("error")) or "sub-agent failed"
-        elif d.get("cancelled") is True:
+            agent.status_message = event.error or "sub-agent failed"
+        elif event.cancelled:
             agent.status = Outcome.ERROR
             agent.error_type = "cancelled"
-        self._close_agent(prompt, agent, event.time_ns, None, incomplete=False, totals=d)
+        self._close_agent(prompt, agent, event.time_ns, None, incomplete=False, ended=event)
         self._maybe_close_lingering(prompt)
 
     def _close_agent(
@@ -1187,7 +1116,7 @@ class AgentLoop:
         time_ns: int,
         reason: str | None,
         incomplete: bool,
-        totals: Mapping[str, Any] | None = None,
+        ended: ev.SubagentEnded | None = None,
     ) -> None:
         if agent.closed:
             return
@@ -1222,7 +1151,7 @@ class AgentLoop:
         self._out.append(
             AgentRun(
                 session_id=self.ctx.session_id,
-                provider=self._provider,
+                provider=self.ctx.provider or OWN_API,
                 trace_id=prompt.trace_id,
                 span_id=agent.span_id,
                 parent_span_id=agent.parent_span_id,
@@ -1238,8 +1167,8 @@ class AgentLoop:
                 tool_calls=agent.tool_calls,
                 usage=agent.usage,
                 background=agent.background,
-                total_tokens=as_int(totals.get("totalTokens")) if totals is not None else None,
-                total_tool_calls=as_int(totals.get("totalToolCalls")) if totals is not None else None,
+                total_tokens=ended.total_tokens if ended is not None else None,
+                total_tool_calls=ended.total_tool_calls if ended is not None else None,
                 input_text=agent.input_text,
                 output_text=self.gate.text(agent.output_text, ContentKind.RESPONSES),
                 system_text=agent.system_text,
@@ -1275,26 +1204,18 @@ class AgentLoop:
         if outcome is not Outcome.OK:
             finish = "error"
         elif finish is None and chat.end_ns is not None:
-            finish = "tool_calls" if chat.tool_requests else "stop"
+            finish = "tool_calls" if chat.asked_for_tools else "stop"
         gate = self.gate
         text = (
             gate.text("\n".join(chat.message_text), ContentKind.RESPONSES, events=True)
             if chat.message_text
             else None
         )
-        requests = (
-            [
-                ToolRequest(
-                    as_str(r.get("toolCallId")) or as_str(r.get("id")),
-                    as_str(r.get("name")),
-                    gate.json(r.get("arguments"), ContentKind.TOOL_ARGUMENTS, events=True),
-                )
-                for r in chat.tool_requests
-                if isinstance(r, dict)
-            ]
-            if self.settings.content.allows(ContentKind.TOOL_ARGUMENTS)
-            else []
-        )
+        # Kept only when tool arguments may be captured (see _on_assistant_message).
+        requests = [
+            ToolRequest(r.call_id, r.name, gate.json(r.arguments, ContentKind.TOOL_ARGUMENTS, events=True))
+            for r in chat.tool_requests
+        ]
         start = turn.start_ns
         end = max(end_ns, start)
         self._ended(prompt, end)
@@ -1303,7 +1224,7 @@ class AgentLoop:
         self._out.append(
             ModelCall(
                 self.ctx.session_id,  # session_id
-                self._provider,  # provider
+                self.ctx.provider or OWN_API,  # provider
                 prompt.trace_id,  # trace_id
                 span_id or self._sid("chat", str(turn.span_id)),  # span_id
                 parent or turn.span_id,  # parent_span_id
@@ -1345,7 +1266,7 @@ class AgentLoop:
         self._out.append(
             PromptRun(
                 session_id=ctx.session_id,
-                provider=self._provider,
+                provider=self.ctx.provider or OWN_API,
                 trace_id=prompt.trace_id,
                 span_id=root.span_id,
                 start_ns=prompt.start_ns,
@@ -1384,21 +1305,19 @@ class AgentLoop:
         )
 
     # ------------------------------------------------------------------ what the CLI itself says
-    def _on_notification(self, event: Event) -> None:
+    def _on_notification(self, event: ev.SystemNotification) -> None:
         """Background work finished: noted on the prompt; the CLI's next message for that agent is its own."""
-        d = event.data
-        kind = as_dict(d.get("kind"))
         prompt = self._current
         record = Notification(
             session_id=self.ctx.session_id,
             time_ns=event.time_ns,
             trace_id=prompt.trace_id if prompt else None,
             span_id=prompt.root.span_id if prompt else None,
-            kind=as_str(kind.get("type")) or "unknown",
-            agent_id=as_str(kind.get("agentId")),
-            agent_type=as_str(kind.get("agentType")),
-            shell_id=as_str(kind.get("shellId")),
-            exit_code=as_int(kind.get("exitCode")),
+            kind=event.kind or "unknown",
+            agent_id=event.notified_agent_id,
+            agent_type=event.agent_type,
+            shell_id=event.shell_id,
+            exit_code=event.exit_code,
             source_offset=self._offset,
         )
         # The notification is addressed to the agent that owns the envelope (the main agent when absent).
@@ -1408,18 +1327,16 @@ class AgentLoop:
             self._touch(prompt, prompt.root, event.time_ns)
         self._out.append(record)
 
-    def _on_task_complete(self, event: Event) -> None:
-        d = event.data
+    def _on_task_complete(self, event: ev.TaskComplete) -> None:
         prompt = self._current
-        success = d.get("success")
         record = TaskComplete(
             session_id=self.ctx.session_id,
             time_ns=event.time_ns,
             trace_id=prompt.trace_id if prompt else None,
             span_id=prompt.root.span_id if prompt else None,
-            success=success if isinstance(success, bool) else None,
-            outcome=as_str(d.get("outcome")),
-            summary=self.gate.text(d.get("summary"), ContentKind.RESPONSES),
+            success=event.success,
+            outcome=event.outcome,
+            summary=self.gate.text(event.summary, ContentKind.RESPONSES),
             source_offset=self._offset,
         )
         if prompt is not None:
@@ -1427,16 +1344,15 @@ class AgentLoop:
             self._touch(prompt, prompt.root, event.time_ns)
         self._out.append(record)
 
-    def _on_mode_changed(self, event: Event) -> None:
-        d = event.data
+    def _on_mode_changed(self, event: ev.ModeChanged) -> None:
         prompt = self._current
         record = ModeChange(
             session_id=self.ctx.session_id,
             time_ns=event.time_ns,
             trace_id=prompt.trace_id if prompt else None,
             span_id=prompt.root.span_id if prompt else None,
-            previous=as_str(d.get("previousMode")),
-            new=as_str(d.get("newMode")),
+            previous=event.previous,
+            new=event.new,
             source_offset=self._offset,
         )
         self.ctx.mode = record.new or self.ctx.mode
@@ -1444,27 +1360,23 @@ class AgentLoop:
             prompt.add_note(record)
         self._out.append(record)
 
-    def _on_permission_requested(self, event: Event) -> None:
-        d = event.data
-        request_id = as_str(d.get("requestId"))
+    def _on_permission_requested(self, event: ev.PermissionRequested) -> None:
+        request_id = event.request_id
         if request_id is None:
             return
-        request = as_dict(d.get("permissionRequest"))
-        call_id = as_str(request.get("toolCallId"))
+        call_id = event.tool_call_id
         prompt = self._tool_owner.get(call_id or "") or self._current
         if prompt is None:
             return
-        prompt.permissions[request_id] = (call_id, as_str(request.get("kind")), event.time_ns)
+        prompt.permissions[request_id] = (call_id, event.kind, event.time_ns)
         self._touch(prompt, prompt.root, event.time_ns)
 
-    def _on_permission_completed(self, event: Event) -> None:
-        d = event.data
-        request_id = as_str(d.get("requestId"))
+    def _on_permission_completed(self, event: ev.PermissionCompleted) -> None:
+        request_id = event.request_id
         for prompt in self._prompts.values():
             if request_id in prompt.permissions:
                 self._touch(prompt, prompt.root, event.time_ns)
-                result = as_str(as_dict(d.get("result")).get("kind"))
-                self._end_permission(prompt, request_id, event.time_ns, result, None)
+                self._end_permission(prompt, request_id, event.time_ns, event.result, None)
                 return
 
     def _end_permission(
@@ -1477,7 +1389,7 @@ class AgentLoop:
         self._out.append(
             PermissionWait(
                 session_id=self.ctx.session_id,
-                provider=self._provider,
+                provider=self.ctx.provider or OWN_API,
                 trace_id=prompt.trace_id,
                 span_id=self._unique_sid(prompt, "permission", request_id),
                 parent_span_id=tool.span_id if tool is not None else prompt.root.span_id,
@@ -1508,36 +1420,32 @@ class AgentLoop:
         self._out.append(detection)
 
 
-_HANDLERS = {
-    "session.start": AgentLoop._on_session_start,
-    "session.resume": AgentLoop._on_session_resume,
-    "session.shutdown": AgentLoop._on_shutdown,
-    "session.error": AgentLoop._on_session_error,
-    "session.context_changed": AgentLoop._on_context_changed,
-    "session.model_change": AgentLoop._on_model_change,
-    "session.compaction_start": AgentLoop._on_compaction,
-    "session.compaction_complete": AgentLoop._on_compaction,
-    "session.truncation": AgentLoop._on_truncation,
-    "session.usage_record": AgentLoop._on_usage_record,
-    "skill.invoked": AgentLoop._on_skill,
-    "abort": AgentLoop._on_abort,
-    "user.message": AgentLoop._on_user_message,
-    "system.message": AgentLoop._on_system_message,
-    "assistant.reasoning": AgentLoop._on_reasoning,
-    "assistant.turn_start": AgentLoop._on_turn_start,
-    "assistant.turn_end": AgentLoop._on_turn_end,
-    "assistant.message": AgentLoop._on_assistant_message,
-    "tool.execution_start": AgentLoop._on_tool_start,
-    "tool.execution_complete": AgentLoop._on_tool_complete,
-    "system.notification": AgentLoop._on_notification,
-    "session.task_complete": AgentLoop._on_task_complete,
-    "session.mode_changed": AgentLoop._on_mode_changed,
-    "permission.requested": AgentLoop._on_permission_requested,
-    "permission.completed": AgentLoop._on_permission_completed,
-    "subagent.started": AgentLoop._on_subagent_started,
-    "custom_agent.started": AgentLoop._on_subagent_started,
-    "subagent.completed": AgentLoop._on_subagent_end,
-    "subagent.failed": AgentLoop._on_subagent_end,
-    "custom_agent.completed": AgentLoop._on_subagent_end,
-    "custom_agent.failed": AgentLoop._on_subagent_end,
+# Dispatch by the event's class: one per CLI event type the loop reads (copilot_otel.events decodes them).
+_HANDLERS: dict[type[Event], Callable[[AgentLoop, Any], None]] = {
+    ev.SessionStart: AgentLoop._on_session_start,
+    ev.SessionResume: AgentLoop._on_session_resume,
+    ev.Shutdown: AgentLoop._on_shutdown,
+    ev.SessionError: AgentLoop._on_session_error,
+    ev.ContextChanged: AgentLoop._on_context_changed,
+    ev.ModelChange: AgentLoop._on_model_change,
+    ev.Compaction: AgentLoop._on_compaction,
+    ev.Truncation: AgentLoop._on_truncation,
+    ev.UsageRecord: AgentLoop._on_usage_record,
+    ev.SkillInvoked: AgentLoop._on_skill,
+    ev.Abort: AgentLoop._on_abort,
+    ev.UserMessage: AgentLoop._on_user_message,
+    ev.SystemMessage: AgentLoop._on_system_message,
+    ev.Reasoning: AgentLoop._on_reasoning,
+    ev.TurnStart: AgentLoop._on_turn_start,
+    ev.TurnEnd: AgentLoop._on_turn_end,
+    ev.AssistantMessage: AgentLoop._on_assistant_message,
+    ev.ToolStart: AgentLoop._on_tool_start,
+    ev.ToolComplete: AgentLoop._on_tool_complete,
+    ev.SystemNotification: AgentLoop._on_notification,
+    ev.TaskComplete: AgentLoop._on_task_complete,
+    ev.ModeChanged: AgentLoop._on_mode_changed,
+    ev.PermissionRequested: AgentLoop._on_permission_requested,
+    ev.PermissionCompleted: AgentLoop._on_permission_completed,
+    ev.SubagentStarted: AgentLoop._on_subagent_started,
+    ev.SubagentEnded: AgentLoop._on_subagent_end,
 }

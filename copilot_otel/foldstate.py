@@ -9,9 +9,6 @@ Only :class:`SessionContext` outlives a prompt. It is small and serialisable (:m
 and it is what the live daemon checkpoints; the per-prompt records (:class:`Prompt` and what hangs off it) are
 never saved but rebuilt by re-folding the log from the oldest open prompt's first line, which gives the same
 records because ids and timestamps come only from the events.
-
-The small coercion helpers (:func:`as_str`, :func:`as_int`, ...) read the loosely typed JSON of the events: a
-value of the wrong type counts as absent rather than raising, because a log written by any CLI version must fold.
 """
 
 from __future__ import annotations
@@ -22,44 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .activity import InputMessage, Note, Outcome, Usage
+from .events import ToolRequest
 
 # The SDK and most backends cap span events at 128; a runaway autopilot loop can inject thousands of
 # messages, so we keep the first ones and count the rest.
 MAX_SPAN_EVENTS = 128
-
-
-def as_str(value: Any) -> str | None:
-    """A non-empty string, else ``None`` (an empty string in a log means as little as a missing one)."""
-    return value if isinstance(value, str) and value else None
-
-
-def as_int(value: Any) -> int | None:
-    """An integer, also from a whole float (JSON writers differ); ``None`` for booleans and anything else."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return None
-
-
-def as_float(value: Any) -> float | None:
-    """A number as float; ``None`` for booleans (an ``int`` subclass in Python) and anything else."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
-def as_dict(value: Any) -> Mapping[str, Any]:
-    """A JSON object, else an empty mapping, so nested ``.get`` chains need no checks."""
-    return value if isinstance(value, dict) else {}
-
-
-def put_if_set(attrs: dict[str, Any], key: str, value: Any) -> None:
-    """Set an attribute only when there is a value: OTLP has no null, so an unknown value is left out."""
-    if value is not None:
-        attrs[key] = value
 
 
 @dataclass(slots=True)
@@ -78,7 +42,10 @@ class Chat:
     end_ns: int | None = None
     message_text: list[str] = field(default_factory=list)
     reasoning_text: list[str] = field(default_factory=list)  # captured only with the reasoning switch
-    tool_requests: list[Any] = field(default_factory=list)  # the messages' raw toolRequests entries
+    asked_for_tools: bool = False  # the model's answer asked for tool calls
+    tool_requests: list[ToolRequest] = field(
+        default_factory=list
+    )  # those calls, kept only with their content
     byok_provider: str | None = None
     emitted: bool = False
     # Captured messages the call sent that no earlier call of its agent did (gen_ai.input.messages); empty

@@ -1,7 +1,9 @@
-"""Parse stage: one complete line of ``events.jsonl`` → :class:`Event` or :class:`BadLine`.
+"""Parse stage: one complete line of ``events.jsonl`` → a typed :class:`~copilot_otel.events.Event` or a
+:class:`BadLine`.
 
-Never raises: a bad line costs that line only. Unknown event types and unknown fields are passed through
-untouched (the fold ignores what it does not know), so logs from CLI versions we have not seen still work.
+Never raises: a bad line costs that line only. This module frames and decodes the line and reads the envelope
+(type, id, timestamp, agent); :mod:`copilot_otel.events` reads the payload. Unknown event types and unknown
+fields are ignored, so logs from CLI versions we have not seen still work.
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ from datetime import datetime, timezone
 
 import orjson
 
-from .records import BadLine, DropReason, Event
+from .events import CLASSES, Event
+from .records import BadLine, DropReason
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 # One-entry cache: neighbouring events very often share the timestamp's date-and-hour prefix, but parsing the
@@ -118,15 +121,13 @@ def parse_line(
         # Ids seed span ids; a line without one gets a stable id from its position in the file.
         event_id = f"offset-{offset}"
     data = obj.get("data")
-    if not isinstance(data, dict):
-        data = {}
     agent_id = obj.get("agentId")
     # Positional: a backfill builds one per line (type, id, time_ns, data, agent_id, offset, end_offset).
-    return Event(
+    return CLASSES.get(kind, Event)(
         kind,
         event_id,
         time_ns,
-        data,
+        data if isinstance(data, dict) else {},
         agent_id if isinstance(agent_id, str) and agent_id else None,
         offset,
         end_offset,

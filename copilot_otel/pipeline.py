@@ -18,9 +18,10 @@ from typing import Any, NamedTuple
 
 from .activity import Record
 from .agentloop import AgentLoop, FoldSettings, LiveStats, RunawayThresholds, SessionContext
+from .events import Event
 from .parse import parse_line
 from .project import Projector
-from .records import BadLine, DropReason, Emission, Event
+from .records import BadLine, DropReason, Emission
 from .tail import DEFAULT_MAX_LINE_BYTES, Line, TailItem, TooLong
 
 __all__ = ["MAX_LINE_BYTES", "FoldSettings", "Pipeline", "RunawayThresholds", "Step", "split_lines"]

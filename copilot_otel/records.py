@@ -1,8 +1,8 @@
 """Typed records that flow between the pipeline stages.
 
-``parse`` turns a line into an :class:`Event`; ``fold`` turns events into :class:`SpanRecord`,
-:class:`LogRecord` and :class:`Measurement` values; ``export`` turns those into OTLP. Raw dicts stop
-at ``parse`` except for ``Event.data``, which the fold reads through small typed accessors.
+``parse`` turns a line into a typed event (:mod:`copilot_otel.events`) or a :class:`BadLine`; the projections
+turn activity records into :class:`SpanRecord`, :class:`LogRecord` and :class:`Measurement` values; ``export``
+turns those into OTLP. Raw dicts stop at ``parse``.
 
 Records are slotted (created by the hundred thousand during a backfill) and not frozen: a frozen dataclass
 sets each field through ``object.__setattr__``, which made building a span cost more than filling in its
@@ -15,33 +15,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 AttrValue = str | bool | int | float | tuple[str, ...] | tuple[int, ...] | tuple[float, ...]
 Attributes = Mapping[str, AttrValue]
-
-
-@dataclass(slots=True)
-class Event:
-    """One decoded line of an ``events.jsonl`` file.
-
-    Attributes:
-        type: The event discriminator, e.g. ``assistant.turn_start``.
-        id: The event's own id (UUID); synthesised from the byte offset when missing.
-        time_ns: The event timestamp in Unix nanoseconds (never the wall clock).
-        data: The type-specific payload as decoded JSON (read it, never mutate it).
-        agent_id: The envelope ``agentId`` (sub-agent instance) or ``None`` for the main agent.
-        offset: Byte offset of the line's first byte in its file.
-        end_offset: Byte offset just past the line's ``\\n``: the checkpoint after this event.
-    """
-
-    type: str
-    id: str
-    time_ns: int
-    data: Mapping[str, Any]
-    agent_id: str | None = None
-    offset: int = 0
-    end_offset: int = 0
 
 
 class DropReason(str, enum.Enum):
@@ -57,7 +33,7 @@ class DropReason(str, enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class BadLine:
-    """A line that could not be turned into an :class:`Event`; counted and skipped, never fatal."""
+    """A line that could not be turned into an event; counted and skipped, never fatal."""
 
     reason: DropReason
     offset: int
