@@ -7,7 +7,7 @@ its own), carrying ``session.id`` and the conversation id so logs join traces in
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from ..activity import (
     Abort,
@@ -29,20 +29,51 @@ from . import copilot, genai, ours
 from .spans import STATUS_MESSAGE_MAX
 
 
+class _Moment(Protocol):
+    """What every record of a log event carries: its session and the line that completed it."""
+
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def source_offset(self) -> int: ...
+
+
+class _InTrace(_Moment, Protocol):
+    """A record that happened during a prompt (trace and span ids ``None`` when outside any)."""
+
+    @property
+    def trace_id(self) -> int | None: ...
+    @property
+    def span_id(self) -> int | None: ...
+
+
 def _log(
-    name: str,
+    rec: _Moment,
     time_ns: int,
+    name: str,
     body: str,
     attrs: dict[str, Any],
-    session_id: str,
-    trace_id: int | None,
-    span_id: int | None,
-    offset: int,
     severity: Severity = Severity.INFO,
+    trace_id: int | None = None,
+    span_id: int | None = None,
 ) -> LogRecord:
+    """The log event of ``rec`` (session-level unless given a trace); its session id joins the attributes."""
+    session_id = rec.session_id
     attrs.setdefault(genai.SESSION_ID, session_id)
     attrs.setdefault(genai.CONVERSATION, session_id)
-    return LogRecord(name, time_ns, severity, body, attrs, trace_id, span_id, offset)
+    return LogRecord(name, time_ns, severity, body, attrs, trace_id, span_id, rec.source_offset)
+
+
+def _traced(
+    rec: _InTrace,
+    time_ns: int,
+    name: str,
+    body: str,
+    attrs: dict[str, Any],
+    severity: Severity = Severity.INFO,
+) -> LogRecord:
+    """The log event of a record on its prompt's trace and span."""
+    return _log(rec, time_ns, name, body, attrs, severity, rec.trace_id, rec.span_id)
 
 
 def session_started(rec: SessionStarted) -> LogRecord:
@@ -51,41 +82,16 @@ def session_started(rec: SessionStarted) -> LogRecord:
         attrs[ours.CLI_VERSION] = rec.cli_version
     if rec.model is not None:
         attrs[genai.REQUEST_MODEL] = rec.model
-    return _log(
-        "copilot_otel.session.started",
-        rec.time_ns,
-        "session started",
-        attrs,
-        rec.session_id,
-        None,
-        None,
-        rec.source_offset,
-    )
+    return _log(rec, rec.time_ns, "copilot_otel.session.started", "session started", attrs)
 
 
 def session_resumed(rec: SessionResumed) -> LogRecord:
-    return _log(
-        "copilot_otel.session.resumed",
-        rec.time_ns,
-        "session resumed",
-        {},
-        rec.session_id,
-        None,
-        None,
-        rec.source_offset,
-    )
+    return _log(rec, rec.time_ns, "copilot_otel.session.resumed", "session resumed", {})
 
 
 def session_shutdown(rec: SessionShutdown) -> LogRecord:
-    return _log(
-        "copilot_otel.session.shutdown",
-        rec.time_ns,
-        "session shutdown",
-        copilot.shutdown_totals(rec),
-        rec.session_id,
-        rec.trace_id,
-        rec.span_id,
-        rec.source_offset,
+    return _traced(
+        rec, rec.time_ns, "copilot_otel.session.shutdown", "session shutdown", copilot.shutdown_totals(rec)
     )
 
 
@@ -94,45 +100,16 @@ def session_error(rec: SessionError) -> LogRecord:
     attrs: dict[str, Any] = {genai.ERROR_TYPE: rec.error_type, genai.EXCEPTION_MESSAGE: message}
     if rec.status_code is not None:
         attrs[copilot.ERROR_STATUS_CODE] = rec.status_code
-    return _log(
-        "copilot_otel.session.error",
-        rec.time_ns,
-        message,
-        attrs,
-        rec.session_id,
-        rec.trace_id,
-        rec.span_id,
-        rec.source_offset,
-        Severity.ERROR,
-    )
+    return _traced(rec, rec.time_ns, "copilot_otel.session.error", message, attrs, Severity.ERROR)
 
 
 def abort(rec: Abort) -> LogRecord:
     body = f"prompt aborted: {rec.reason}" if rec.trace_id is not None else f"aborted: {rec.reason}"
-    return _log(
-        "copilot_otel.abort",
-        rec.time_ns,
-        body,
-        copilot.abort(rec),
-        rec.session_id,
-        rec.trace_id,
-        rec.span_id,
-        rec.source_offset,
-        Severity.WARN,
-    )
+    return _traced(rec, rec.time_ns, "copilot_otel.abort", body, copilot.abort(rec), Severity.WARN)
 
 
 def compaction(rec: Compaction) -> LogRecord:
-    return _log(
-        "copilot_otel.compaction",
-        rec.time_ns,
-        "context compacted",
-        copilot.compaction(rec),
-        rec.session_id,
-        rec.trace_id,
-        rec.span_id,
-        rec.source_offset,
-    )
+    return _traced(rec, rec.time_ns, "copilot_otel.compaction", "context compacted", copilot.compaction(rec))
 
 
 def prompt_started(rec: PromptStarted) -> LogRecord:
@@ -141,16 +118,7 @@ def prompt_started(rec: PromptStarted) -> LogRecord:
         attrs[copilot.INTERACTION_ID] = rec.interaction_id
     if rec.delivery is not None:
         attrs["copilot_otel.prompt.delivery"] = rec.delivery
-    return _log(
-        "copilot_otel.prompt.started",
-        rec.time_ns,
-        "prompt started",
-        attrs,
-        rec.session_id,
-        rec.trace_id,
-        rec.span_id,
-        rec.source_offset,
-    )
+    return _traced(rec, rec.time_ns, "copilot_otel.prompt.started", "prompt started", attrs)
 
 
 def prompt_ended(rec: PromptRun) -> LogRecord:
@@ -165,15 +133,12 @@ def prompt_ended(rec: PromptRun) -> LogRecord:
     }
     if rec.incomplete_reason is not None:
         attrs[ours.INCOMPLETE_REASON] = rec.incomplete_reason
-    return _log(
-        "copilot_otel.prompt.ended",
+    return _traced(
+        rec,
         rec.end_ns,
+        "copilot_otel.prompt.ended",
         f"prompt {rec.outcome}",
         attrs,
-        rec.session_id,
-        rec.trace_id,
-        rec.span_id,
-        rec.source_offset,
         Severity.WARN if rec.outcome in ("error", "aborted") else Severity.INFO,
     )
 
@@ -182,16 +147,8 @@ def detection(rec: Detection) -> LogRecord:
     attrs = ours.detection(rec, genai.TOOL_NAME)
     attrs[ours.TURNS_TOTAL] = rec.turns_total
     attrs[ours.PROMPT_TOOL_CALLS] = rec.tool_calls
-    return _log(
-        ours.RUNAWAY_EVENT,
-        rec.time_ns,
-        f"runaway agent detected: {rec.reason}",
-        attrs,
-        rec.session_id,
-        rec.trace_id,
-        rec.span_id,
-        rec.source_offset,
-        Severity.WARN,
+    return _traced(
+        rec, rec.time_ns, ours.RUNAWAY_EVENT, f"runaway agent detected: {rec.reason}", attrs, Severity.WARN
     )
 
 
@@ -215,53 +172,35 @@ def inference_details(rec: ModelCall, content: Mapping[str, str]) -> LogRecord:
     for key in (genai.INPUT_MESSAGES, genai.OUTPUT_MESSAGES):
         if key in content:
             attrs[key] = content[key]
-    return _log(
-        "gen_ai.client.inference.operation.details",
+    return _traced(
+        rec,
         rec.end_ns,
+        "gen_ai.client.inference.operation.details",
         f"chat {rec.model}",
         attrs,
-        rec.session_id,
-        rec.trace_id,
-        rec.span_id,
-        rec.source_offset,
     )
 
 
 def notification(rec: Notification) -> LogRecord:
-    return _log(
-        "copilot_otel.notification",
+    return _traced(
+        rec,
         rec.time_ns,
+        "copilot_otel.notification",
         f"background work finished: {rec.kind}",
         copilot.notification(rec),
-        rec.session_id,
-        rec.trace_id,
-        rec.span_id,
-        rec.source_offset,
     )
 
 
 def task_complete(rec: TaskComplete) -> LogRecord:
     done = "task complete" if rec.success is not False else "task ended unsuccessfully"
-    return _log(
-        "copilot_otel.task_complete",
-        rec.time_ns,
-        done,
-        ours.task_complete(rec),
-        rec.session_id,
-        rec.trace_id,
-        rec.span_id,
-        rec.source_offset,
-    )
+    return _traced(rec, rec.time_ns, "copilot_otel.task_complete", done, ours.task_complete(rec))
 
 
 def mode_change(rec: ModeChange) -> LogRecord:
-    return _log(
-        "copilot_otel.mode_changed",
+    return _traced(
+        rec,
         rec.time_ns,
+        "copilot_otel.mode_changed",
         f"mode {rec.previous or '?'} -> {rec.new or '?'}",
         ours.mode_change(rec),
-        rec.session_id,
-        rec.trace_id,
-        rec.span_id,
-        rec.source_offset,
     )

@@ -17,6 +17,7 @@ span names, kinds and statuses, and where captured content goes (on spans only w
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Protocol
 
 from .. import messages
 from ..activity import (
@@ -40,12 +41,57 @@ from ..activity import (
     Turn,
     UserMessage,
 )
-from ..records import SpanEventRecord, SpanKind, SpanRecord, StatusCode
+from ..records import AttrValue, SpanEventRecord, SpanKind, SpanRecord, StatusCode
 from . import copilot, genai, langfuse, ours
 from . import openinference as oi
 
 # Status messages (and the messages of exception events) are cut to this many characters.
 STATUS_MESSAGE_MAX = 512
+
+
+class _Work(Protocol):
+    """What every record of a span carries: where it sits in its trace, when, and the line that completed it."""
+
+    @property
+    def trace_id(self) -> int: ...
+    @property
+    def span_id(self) -> int: ...
+    @property
+    def parent_span_id(self) -> int | None: ...
+    @property
+    def start_ns(self) -> int: ...
+    @property
+    def end_ns(self) -> int: ...
+    @property
+    def source_offset(self) -> int: ...
+
+
+def _span(
+    rec: _Work,
+    name: str,
+    kind: SpanKind,
+    attrs: dict[str, AttrValue],
+    failure: str | None = None,
+    events: tuple[SpanEventRecord, ...] = (),
+) -> SpanRecord:
+    """The span of ``rec``; ``failure`` (its status message, cut) marks it as an error for Langfuse too."""
+    if failure is not None:
+        langfuse.failed(attrs, failure)
+    # Positional, in SpanRecord's field order: a backfill builds one per span.
+    return SpanRecord(
+        rec.trace_id,
+        rec.span_id,
+        rec.parent_span_id,
+        name,
+        kind,
+        rec.start_ns,
+        rec.end_ns,
+        attrs,
+        StatusCode.UNSET if failure is None else StatusCode.ERROR,
+        failure,
+        events,
+        rec.source_offset,
+    )
 
 
 def model_call(rec: ModelCall, content: Mapping[str, str] | None) -> SpanRecord:
@@ -56,25 +102,12 @@ def model_call(rec: ModelCall, content: Mapping[str, str] | None) -> SpanRecord:
     ours.model_call(attrs, rec)
     if content:
         attrs.update(content)
-    error = rec.outcome is Outcome.ERROR
-    message = (rec.message or rec.error_type or "model call failed")[:STATUS_MESSAGE_MAX] if error else None
-    if message is not None:
-        langfuse.failed(attrs, message)
-    return SpanRecord(
-        trace_id=rec.trace_id,
-        span_id=rec.span_id,
-        parent_span_id=rec.parent_span_id,
-        name=f"chat {rec.model}",
-        kind=SpanKind.CLIENT,
-        start_ns=rec.start_ns,
-        end_ns=rec.end_ns,
-        attributes=attrs,
-        status=StatusCode.ERROR if error else StatusCode.UNSET,
-        status_message=(rec.message or rec.error_type or "model call failed")[:STATUS_MESSAGE_MAX]
-        if error
-        else None,
-        source_offset=rec.source_offset,
+    failure = (
+        (rec.message or rec.error_type or "model call failed")[:STATUS_MESSAGE_MAX]
+        if rec.outcome is Outcome.ERROR
+        else None
     )
+    return _span(rec, f"chat {rec.model}", SpanKind.CLIENT, attrs, failure)
 
 
 def chat_content(rec: ModelCall) -> dict[str, str]:
@@ -97,35 +130,20 @@ def tool_call(rec: ToolCall, content_on_spans: bool) -> SpanRecord:
     ours.tool_call(attrs, rec)
     if content_on_spans and rec.result_text is not None:
         attrs[genai.TOOL_CALL_RESULT] = rec.result_text
-    status = StatusCode.UNSET
-    status_message = None
+    name = f"execute_tool {rec.name}"
+    if rec.success:
+        return _span(rec, name, SpanKind.INTERNAL, attrs)
+    failure = str(rec.message or attrs[genai.ERROR_TYPE])[:STATUS_MESSAGE_MAX]
     events: tuple[SpanEventRecord, ...] = ()
-    if not rec.success:
-        status = StatusCode.ERROR
-        status_message = (rec.message or attrs[genai.ERROR_TYPE])[:STATUS_MESSAGE_MAX]
-        langfuse.failed(attrs, status_message)
-        if rec.error_type in ("ToolError", "denied"):
-            events = (
-                SpanEventRecord(
-                    "gen_ai.client.operation.exception",
-                    rec.end_ns,
-                    {genai.EXCEPTION_TYPE: rec.error_type, genai.EXCEPTION_MESSAGE: status_message},
-                ),
-            )
-    return SpanRecord(
-        trace_id=rec.trace_id,
-        span_id=rec.span_id,
-        parent_span_id=rec.parent_span_id,
-        name=f"execute_tool {rec.name}",
-        kind=SpanKind.INTERNAL,
-        start_ns=rec.start_ns,
-        end_ns=rec.end_ns,
-        attributes=attrs,
-        status=status,
-        status_message=status_message,
-        events=events,
-        source_offset=rec.source_offset,
-    )
+    if rec.error_type in ("ToolError", "denied"):
+        events = (
+            SpanEventRecord(
+                "gen_ai.client.operation.exception",
+                rec.end_ns,
+                {genai.EXCEPTION_TYPE: rec.error_type, genai.EXCEPTION_MESSAGE: failure},
+            ),
+        )
+    return _span(rec, name, SpanKind.INTERNAL, attrs, failure, events)
 
 
 def permission(rec: PermissionWait) -> SpanRecord:
@@ -133,17 +151,7 @@ def permission(rec: PermissionWait) -> SpanRecord:
     attrs = genai.permission(rec)
     copilot.permission(attrs, rec)
     ours.permission(attrs, rec)
-    return SpanRecord(
-        trace_id=rec.trace_id,
-        span_id=rec.span_id,
-        parent_span_id=rec.parent_span_id,
-        name="permission",
-        kind=SpanKind.INTERNAL,
-        start_ns=rec.start_ns,
-        end_ns=rec.end_ns,
-        attributes=attrs,
-        source_offset=rec.source_offset,
-    )
+    return _span(rec, "permission", SpanKind.INTERNAL, attrs)
 
 
 def turn(rec: Turn) -> SpanRecord:
@@ -152,17 +160,7 @@ def turn(rec: Turn) -> SpanRecord:
     copilot.turn(attrs, rec)
     oi.turn(attrs, rec)
     ours.turn(attrs, rec)
-    return SpanRecord(
-        trace_id=rec.trace_id,
-        span_id=rec.span_id,
-        parent_span_id=rec.parent_span_id,
-        name=f"turn {rec.index}",
-        kind=SpanKind.INTERNAL,
-        start_ns=rec.start_ns,
-        end_ns=rec.end_ns,
-        attributes=attrs,
-        source_offset=rec.source_offset,
-    )
+    return _span(rec, f"turn {rec.index}", SpanKind.INTERNAL, attrs)
 
 
 def agent_run(rec: AgentRun) -> SpanRecord:
