@@ -58,6 +58,9 @@ INTERRUPTED_EVENT = "copilot_otel.runaway.interrupted"
 INTERRUPT_SPAN = "copilot_otel.runaway.interrupt"
 # Prompts remembered for "once per prompt and reason" (oldest forgotten first).
 _REMEMBER = 4096
+# A detection whose line is older than this is history (a backfill, a catch-up after a pause): reported, never
+# acted on. Nobody wants a notification about yesterday's loop, and its lock may name a pid reused since.
+MAX_AGE_S = 120.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +227,12 @@ class RunawayActions:
         action = self.policy.action_for(detection.reason)
         if action == "none" or not self._applies(view):
             return []
+        age_s = (self._clock() - detection.time_ns) / 1e9
+        if age_s > MAX_AGE_S:
+            logger.debug(
+                "not acting on a %s detection in %s: %.0fs old", detection.reason, view.session_id, age_s
+            )
+            return []
         if not self._first(view.session_id, detection.trace_id, detection.reason, "act"):
             return []  # once per prompt and reason (a streak rule re-arms within a prompt)
         out: list[SpanRecord | LogRecord] = []
@@ -238,6 +247,8 @@ class RunawayActions:
     def on_prompt_end(self, run: PromptRun, view: SessionView) -> None:
         """With ``notify_prompt_errors``: notify once when a prompt ends in error."""
         if not self.notify_prompt_errors or run.outcome != "error" or not self._applies(view):
+            return
+        if (self._clock() - run.end_ns) / 1e9 > MAX_AGE_S:
             return
         if not self._first(view.session_id, run.trace_id, "prompt_error", "notify"):
             return
@@ -341,7 +352,7 @@ class RunawayActions:
 
         self.stats.interrupts[outcome.result] = self.stats.interrupts.get(outcome.result, 0) + 1
         acted = outcome.result in ("interrupted", "dry_run")
-        (logger.warning if acted else logger.error)(
+        (logger.error if outcome.result == "failed" else logger.warning)(
             "runaway %s in %s: %s: %s", detection.reason, view.session_id, outcome.result, outcome.detail
         )
         for pid, refusal in outcome.refusals:

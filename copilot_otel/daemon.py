@@ -778,6 +778,14 @@ class Daemon:
             "destination": self.telemetry.description,
             "discovery": self._discovery.mode,
             "state_flush_failures": self.state.flush_failures,
+            **(
+                {
+                    "runaway_interrupts": dict(self.actions.stats.interrupts),
+                    "notifications": dict(self.actions.stats.notifications),
+                }
+                if self.actions is not None
+                else {}
+            ),
         }
 
     def _write_status(self) -> None:

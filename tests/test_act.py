@@ -84,3 +84,17 @@ def test_default_config_acts_on_nothing() -> None:
     config = load_config({}, {"HOME": "/nonexistent"})
     assert RunawayActions.from_config(config) is None
     assert next(c for c in run_checks(config) if c.what == "runaway action").found.startswith("none")
+
+
+def test_history_is_reported_but_never_acted_on() -> None:
+    """A backfilled detection (its line written long ago) neither notifies nor interrupts."""
+    calls: list[Path | None] = []
+
+    def interrupt(folder: Path | None, *, dry_run: bool) -> Outcome:
+        calls.append(folder)
+        return Outcome("interrupted", 1, "sigint", "sent")
+
+    actions = RunawayActions(parse_policy("interrupt"), interrupt=interrupt)
+    old = Detection("turns", time.time_ns() - 3600 * 10**9, 25, session_id="s", trace_id=1, span_id=2)
+    assert actions.on_detection(old, SessionView("s", Path("/a"))) == []
+    assert calls == [] and actions.stats.notified == 0
