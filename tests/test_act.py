@@ -98,3 +98,21 @@ def test_history_is_reported_but_never_acted_on() -> None:
     old = Detection("turns", time.time_ns() - 3600 * 10**9, 25, session_id="s", trace_id=1, span_id=2)
     assert actions.on_detection(old, SessionView("s", Path("/a"))) == []
     assert calls == [] and actions.stats.notified == 0
+
+
+def test_a_prompt_that_ends_in_error_notifies_once_when_asked() -> None:
+    """The real CLI's model-error session (HTTP 500 until the CLI gives up) as the pipeline reads it."""
+    from copilot_otel.activity import PromptRun
+    from copilot_otel.pipeline import Pipeline, split_lines
+
+    log = Path(__file__).parent / "fixtures" / "cli-generated" / "model-error" / "events.jsonl"
+    pipeline = Pipeline("s", project=False)
+    runs = [r for item in split_lines(log.read_bytes()) for r in pipeline.feed(item).records]
+    run = next(r for r in runs if isinstance(r, PromptRun))
+    assert run.outcome == "error"
+    at_end = run.end_ns + 10**9  # "now" is just after the prompt ended: a live prompt
+    for asked, expected in ((False, 0), (True, 1)):
+        actions = RunawayActions(parse_policy("none"), notify_prompt_errors=asked, clock=lambda: at_end)
+        actions.on_prompt_end(run, SessionView("s", None))
+        actions.on_prompt_end(run, SessionView("s", None))
+        assert actions.stats.notified == expected

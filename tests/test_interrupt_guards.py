@@ -300,3 +300,41 @@ def test_desktop_notification_reaches_a_real_notification_service(
     )
     assert hints["urgency"] == ("y", 2)
     assert "copilot-otel show s1" in body
+
+
+def test_windows_notifies_instead_of_interrupting(
+    tmp_path: Path, fake_cli: Path, procs: list[subprocess.Popen[bytes]]
+) -> None:
+    """Windows' implementation (its process checks are the portable psutil ones, so they run here)."""
+    p = _start(procs, [str(fake_cli), "30"])
+    _lock(tmp_path / "s1", p.pid)
+    outcome = interrupt_session(tmp_path / "s1", platform=for_platform("win32"))
+    assert outcome.result == "unsupported" and "cannot interrupt" in outcome.detail
+    assert p.poll() is None
+
+
+class _Slow:
+    """A channel that takes its time (a webhook that hangs), released by the test."""
+
+    name = "slow"
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.sent = 0
+
+    def send(self, notice: Notice) -> None:
+        self.release.wait(5)
+        self.sent += 1
+
+
+def test_a_slow_channel_never_blocks_submit_and_overflow_is_counted() -> None:
+    slow = _Slow()
+    notifier = Notifier([slow], queue_size=1).start()
+    for _ in range(4):
+        # one in the worker's hands, one queued, the rest dropped; a blocking submit would never get past here,
+        # since the channel is released only afterwards
+        notifier.submit(_notice())
+    slow.release.set()
+    notifier.close(5)
+    outcomes = [notifier.outcomes.get_nowait() for _ in range(notifier.outcomes.qsize())]
+    assert outcomes.count(("queue", "dropped")) >= 1 and slow.sent + outcomes.count(("queue", "dropped")) == 4
