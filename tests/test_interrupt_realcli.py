@@ -185,7 +185,14 @@ def test_interrupt_stops_an_autopilot_loop_across_continuations(
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
 @pytest.mark.skipif(os.environ.get("CI") == "true", reason="the p-mode runaway above is CI's scenario")
-def test_interactive_session_in_tmux_survives_the_interrupt(copilot_binary: Path, tmp_path: Path) -> None:  # noqa: F811
+@pytest.mark.parametrize("pane_known", [True, False], ids=["tmux-pane", "no-pane"])
+def test_interactive_session_in_tmux_survives_the_interrupt(
+    copilot_binary: Path,  # noqa: F811
+    tmp_path: Path,
+    pane_known: bool,
+) -> None:
+    """With ``TMUX``/``TMUX_PANE`` in its environment the CLI gets the Ctrl-C key and lives on; without them
+    (a terminal copilot-otel cannot type into) it gets SIGINT, which ends an interactive CLI cleanly."""
     home, workdir, sid = tmp_path / "cli-home", tmp_path / "project", _sid(4)
     home.mkdir(parents=True)
     workdir.mkdir(parents=True)
@@ -217,8 +224,9 @@ def test_interactive_session_in_tmux_survives_the_interrupt(copilot_binary: Path
         _warm_cache(copilot_binary, env["XDG_CACHE_HOME"])
         # A clean environment as everywhere, except what tmux tells its panes (a real user's CLI has it too).
         assigned = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
+        pane = 'TMUX="$TMUX" TMUX_PANE="$TMUX_PANE" ' if pane_known else ""
         command = (
-            f'exec env -i TMUX="$TMUX" TMUX_PANE="$TMUX_PANE" {assigned} '
+            f"exec env -i {pane}{assigned} "
             f"{shlex.quote(str(copilot_binary))} --no-auto-update --allow-all-tools --session-id={sid}"
         )
         daemon = _daemon(tmp_path, home, receiver.http_endpoint, COPILOT_OTEL_RUNAWAY_ACTION="interrupt")
@@ -235,27 +243,39 @@ def test_interactive_session_in_tmux_survives_the_interrupt(copilot_binary: Path
             type_line(prompt_for("runaway"))
             folder = session_dir(home, sid)
             deadline = time.monotonic() + 40
-            while "abort" not in [e["type"] for e in read_events(folder)]:
+            # The key aborts the prompt (abort); the signal ends the interactive CLI (session.shutdown).
+            stopped = "abort" if pane_known else "session.shutdown"
+            while stopped not in [e["type"] for e in read_events(folder)]:
                 assert time.monotonic() < deadline, "the runaway was not interrupted"
                 time.sleep(0.2)
             calls = _bash_calls(read_events(folder))
             time.sleep(1)
             pids = [int(p.name.split(".")[1]) for p in folder.glob("inuse.*.lock")]
-            assert pids and all(_alive(pid) for pid in pids), "the interactive CLI must survive"
-            type_line(prompt_for("plain"))
-            deadline = time.monotonic() + 20
-            while not any(
-                e["type"] == "assistant.message" and "Paris" in (e["data"].get("content") or "")
-                for e in read_events(folder)
-            ):
-                assert time.monotonic() < deadline, f"the next prompt was not answered:\n{screen()}"
-                time.sleep(0.2)
+            if pane_known:
+                assert pids and all(_alive(pid) for pid in pids), "the interactive CLI must survive"
+                type_line(prompt_for("plain"))
+                deadline = time.monotonic() + 20
+                while not any(
+                    e["type"] == "assistant.message" and "Paris" in (e["data"].get("content") or "")
+                    for e in read_events(folder)
+                ):
+                    assert time.monotonic() < deadline, f"the next prompt was not answered:\n{screen()}"
+                    time.sleep(0.2)
+            else:
+                deadline = time.monotonic() + 10
+                while any(_alive(pid) for pid in pids):
+                    assert time.monotonic() < deadline, "SIGINT did not end the interactive CLI"
+                    time.sleep(0.2)
+                assert "abort" not in [e["type"] for e in read_events(folder)]
         finally:
             subprocess.run([*tmux, "kill-server"], capture_output=True)
             assert daemon.terminate() == 0
-    print(f"interactive: {calls} identical calls ran before Ctrl-C reached the pane")
+    print(f"interactive ({'tmux pane' if pane_known else 'no pane'}): {calls} identical calls ran")
     assert IDENTICAL <= calls <= IDENTICAL + 2
-    assert "type Ctrl-C into tmux pane" in daemon.output()
+    expected = (
+        "type Ctrl-C into tmux pane" if pane_known else "an interactive session outside tmux: the CLI exits"
+    )
+    assert expected in daemon.output()
 
 
 def _alive(pid: int) -> bool:
