@@ -359,6 +359,7 @@ class RunawayActions:
             logger.warning("not interrupting pid %d of %s: %s", pid, view.session_id, refusal.detail)
         attrs: dict[str, Any] = {
             "session.id": view.session_id,
+            "gen_ai.conversation.id": view.session_id,
             "copilot_otel.runaway.reason": detection.reason,
             "copilot_otel.interrupt.result": outcome.result,
             "copilot_otel.interrupt.dry_run": self.dry_run,
@@ -371,7 +372,11 @@ class RunawayActions:
             self._pending_counts.append(
                 (
                     "copilot_otel.runaway.interrupted",
-                    {k: v for k, v in attrs.items() if k not in ("session.id", "process.pid")},
+                    {
+                        k: v
+                        for k, v in attrs.items()
+                        if k not in ("session.id", "gen_ai.conversation.id", "process.pid")
+                    },
                 )
             )
         now = self._clock()
