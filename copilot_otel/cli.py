@@ -71,6 +71,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Backfill the history, then tail every Copilot CLI session live.",
     )
     add_arguments(p, _RUN)
+    add_arguments(p, ["runaway_action", "runaway_dry_run", "webhook_format"])  # acting on a runaway
 
     p = sub.add_parser(
         "show",

@@ -39,6 +39,9 @@ from typing import Any, Generic, Literal, TypeVar, get_args
 from urllib.parse import urlsplit, urlunsplit
 
 from ._platform import current
+from .act import RunawayPolicy as _RunawayPolicy
+from .act import parse_policy as _parse_policy
+from .act import parse_repositories as _parse_repositories
 from .content import CAPTURE_ENV, EMIT_EVENT_ENV, KIND_ENV, MAX_LENGTH_ENV, ContentKind, ContentPolicy
 from .errors import ConfigError
 
@@ -316,6 +319,17 @@ def _backfill(raw: object, env: Env) -> Backfill:
 # --- environment-dependent defaults -------------------------------------------------------------------------
 
 
+def _runaway_policy(raw: object, env: Env) -> _RunawayPolicy:
+    try:
+        return _parse_policy(raw)
+    except ValueError as exc:
+        raise _Invalid(f"none, notify, interrupt or action:reason,...;... ({exc})") from None
+
+
+def _repositories(raw: object, env: Env) -> tuple[str, ...]:
+    return _parse_repositories(raw)
+
+
 def _default_session_state(env: Env) -> Path:
     copilot_home = env.get("COPILOT_HOME", "").strip()
     base = _expand(copilot_home, env) if copilot_home else _home(env) / ".copilot"
@@ -511,6 +525,65 @@ SETTINGS: tuple[Setting[Any], ...] = (
         default=2_000_000,
         env_vars=("COPILOT_OTEL_RUNAWAY_TOKENS_PER_MINUTE",),
     ),
+    # --- acting on a runaway (copilot_otel.act): one self-contained block ---------------------------------
+    Setting(
+        "runaway_action",
+        "What a runaway detection does: none, notify, interrupt, or per reason "
+        "(interrupt:identical,errors;notify:turns)",
+        _runaway_policy,
+        default=_RunawayPolicy(),
+        flags=("--runaway-action",),
+        env_vars=("COPILOT_OTEL_RUNAWAY_ACTION",),
+        metavar="ACTION",
+    ),
+    Setting(
+        "runaway_action_repositories",
+        "Act on runaways only in these repositories (owner/name) or folders, comma-separated (empty: all)",
+        _repositories,
+        default=(),
+        default_help="all",
+        env_vars=("COPILOT_OTEL_RUNAWAY_ACTION_REPOSITORIES",),
+    ),
+    Setting(
+        "runaway_dry_run",
+        "Only log what a runaway interrupt would do",
+        _boolean,
+        default=False,
+        flags=("--runaway-dry-run",),
+        env_vars=("COPILOT_OTEL_RUNAWAY_DRY_RUN",),
+        metavar="BOOL",
+    ),
+    Setting(
+        "notify_desktop",
+        "Runaway notifications on the desktop (when runaway_action is notify or interrupt)",
+        _boolean,
+        default=True,
+        env_vars=("COPILOT_OTEL_NOTIFY_DESKTOP",),
+    ),
+    Setting(
+        "notify_webhook",
+        "POST runaway notifications to this URL as JSON",
+        _url,
+        default_help="none",
+        env_vars=("COPILOT_OTEL_NOTIFY_WEBHOOK",),
+    ),
+    Setting(
+        "webhook_format",
+        "Webhook body: json (documented fields) or slack (a Slack-compatible {text})",
+        _choice(("json", "slack")),
+        default="json",
+        flags=("--webhook-format",),
+        env_vars=("COPILOT_OTEL_NOTIFY_WEBHOOK_FORMAT",),
+        metavar="{json,slack}",
+    ),
+    Setting(
+        "notify_prompt_errors",
+        "Also notify when a prompt ends in error",
+        _boolean,
+        default=False,
+        env_vars=("COPILOT_OTEL_NOTIFY_PROMPT_ERRORS",),
+    ),
+    # --- end of the runaway action block ------------------------------------------------------------------
     Setting(
         "prometheus_port",
         "Serve Prometheus metrics on this port (0 picks a free port)",
@@ -591,6 +664,14 @@ class Config:
     runaway_identical_calls: int
     runaway_tool_errors: int
     runaway_tokens_per_minute: int
+    # acting on a runaway (copilot_otel.act)
+    runaway_action: _RunawayPolicy
+    runaway_action_repositories: tuple[str, ...]
+    runaway_dry_run: bool
+    notify_desktop: bool
+    notify_webhook: str | None
+    webhook_format: Literal["json", "slack"]
+    notify_prompt_errors: bool
     prometheus_port: int | None
     prometheus_host: str
     metrics_enabled: bool
@@ -789,6 +870,11 @@ def _show(name: str, value: object) -> str:
         return f"{value:g}"
     if name == "endpoint" and isinstance(value, str):
         return _redact_url(value)
+    if name == "notify_webhook" and isinstance(value, str):  # a Slack webhook's path is its credential
+        parts = urlsplit(value)
+        return f"{parts.scheme}://{parts.hostname}/***"
+    if name == "runaway_action_repositories" and isinstance(value, tuple):
+        return ", ".join(value) if value else "all"
     return str(value)
 
 

@@ -31,6 +31,7 @@ from typing import Any
 
 from . import __version__
 from ._platform import current
+from .act import RunawayActions, SessionView
 from .activity import Detection, PromptRun
 from .agentloop import FoldSettings
 from .config import Config, capture_state
@@ -175,6 +176,7 @@ class Daemon:
         self._log = _RateLimitedLog()
         self._live_snapshot: list[tuple[int, int, int, int, int, int]] = []
         self._started_mono = time.monotonic()
+        self.actions = RunawayActions.from_config(config)  # None unless runaway_action asks for more
         self._install_metrics()
 
     # ------------------------------------------------------------------ wiring
@@ -299,6 +301,8 @@ class Daemon:
             self._read(f, BACKFILL_READ_BYTES)
             read = True
         self._update_live_snapshot()
+        if self.actions is not None:
+            self.actions.drain(self.telemetry.metrics)
         if self.telemetry.metrics is not None:
             self.telemetry.record_delivery_stats()
             self.telemetry.metrics.drain()
@@ -485,8 +489,13 @@ class Daemon:
             if isinstance(rec, Detection):
                 self.stats.detections[rec.reason] = self.stats.detections.get(rec.reason, 0) + 1
                 logger.warning("runaway agent in %s: %s", f.session.session_id, rec.reason)
+                if self.actions is not None:  # notify / interrupt (copilot_otel.act)
+                    acted = self.actions.on_detection(rec, self._session_view(f))
+                    out.extend(r for r in acted if self.config.logs_enabled or not isinstance(r, LogRecord))
             elif isinstance(rec, PromptRun):
                 self.stats.prompts_closed[rec.outcome] = self.stats.prompts_closed.get(rec.outcome, 0) + 1
+                if self.actions is not None:
+                    self.actions.on_prompt_end(rec, self._session_view(f))
         metrics = self.telemetry.metrics
         for record in step.emissions:
             if not force and record.source_offset <= f.suppress_until:
@@ -501,6 +510,17 @@ class Daemon:
                     out.append(record)
             else:
                 out.append(record)
+
+    def _session_view(self, f: _File) -> SessionView:
+        ctx = f.fold.ctx if f.fold is not None else None
+        return SessionView(
+            f.session.session_id,
+            f.session.folder,
+            ctx.repository if ctx else None,
+            ctx.branch if ctx else None,
+            ctx.cwd if ctx else None,
+            ctx.title if ctx else None,
+        )
 
     def _enqueue(
         self,
@@ -758,6 +778,14 @@ class Daemon:
             "destination": self.telemetry.description,
             "discovery": self._discovery.mode,
             "state_flush_failures": self.state.flush_failures,
+            **(
+                {
+                    "runaway_interrupts": dict(self.actions.stats.interrupts),
+                    "notifications": dict(self.actions.stats.notifications),
+                }
+                if self.actions is not None
+                else {}
+            ),
         }
 
     def _write_status(self) -> None:
@@ -767,6 +795,8 @@ class Daemon:
         deadline = time.monotonic() + SHUTDOWN_FLUSH_S
         logger.info("stopping: delivering what is queued (up to %.0fs)", SHUTDOWN_FLUSH_S)
         self._discovery.stop()
+        if self.actions is not None:
+            self.actions.close()
         delivered = self.outbox.close(max(0.0, deadline - SHUTDOWN_RESERVE_S - time.monotonic()))
         self._apply_acks()
         if not self.state.flush():

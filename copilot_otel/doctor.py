@@ -118,6 +118,7 @@ def run_checks(config: Config, timeout_s: float = 10.0) -> Iterator[Check]:
     shown = {name: (value, source) for name, value, source in describe(config)}
     yield _config_file(config)
     yield _capture(config)
+    yield _runaway_action(config)
     yield _state_dir(config.state_dir)
     yield _session_logs(config.session_state)
     if config.endpoint is None:
@@ -168,6 +169,40 @@ def _config_file(config: Config) -> Check:
             f"{config.config_file} not found (optional: flags, environment variables and defaults are used)",
         )
     return Check(Mark.OK, "config file", f"{config.config_file} ({source})")
+
+
+def _runaway_action(config: Config) -> Check:
+    """What a runaway detection does; a warning where it cannot do what was asked (see copilot_otel.act)."""
+    import shutil
+
+    from ._platform import current
+    from .act import describe_policy
+
+    policy = config.runaway_action
+    source = config.sources.get("runaway_action", "default")
+    if not policy.active:
+        return Check(Mark.OK, "runaway action", f"none: detections are only reported ({source})")
+    found = describe_policy(policy, config.runaway_dry_run, config.runaway_action_repositories)
+    found = found.removeprefix("runaway action: ") + f" ({source})"
+    channels = []
+    if config.notify_desktop:
+        channels.append("desktop")
+    if config.notify_webhook:
+        channels.append(f"webhook {urlsplit(config.notify_webhook).hostname} ({config.webhook_format})")
+    found += "; notifies: " + (", ".join(channels) or "the log only")
+    if policy.interrupts and not current.can_interrupt:
+        return Check(
+            Mark.WARN, "runaway action", found, f"{current.name} cannot interrupt the CLI: it notifies"
+        )
+    if config.notify_desktop and current.notification_command("t", "b", shutil.which) is None:
+        return Check(
+            Mark.WARN,
+            "runaway action",
+            found,
+            "no desktop notification command (notify-send or gdbus) on PATH; set notify_desktop = false "
+            "or COPILOT_OTEL_NOTIFY_WEBHOOK",
+        )
+    return Check(Mark.OK, "runaway action", found)
 
 
 def _capture(config: Config) -> Check:

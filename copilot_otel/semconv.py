@@ -235,4 +235,6 @@ HEALTH_METRICS: tuple[tuple[str, str, str, Instrument | None], ...] = (
     ("copilot_otel.export.backlog", "{span}", "Spans waiting for the collector.", None),
     ("copilot_otel.export.last_success", "s", "Unix time of the last accepted export.", None),
     ("copilot_otel.files.tracked", "{file}", "Session log files tracked.", None),
+    ("copilot_otel.runaway.interrupted", "{interrupt}", "Runaway CLIs interrupted (or, dry run, not).", _C),
+    ("copilot_otel.notifications", "{notification}", "Runaway notifications, by channel and outcome.", _C),
 )

@@ -35,6 +35,15 @@ def test_metric_table_matches_the_instrument_definitions() -> None:
         attrs = {"copilot_otel.drop.reason"} if name == "copilot_otel.lines.dropped" else set()
         if name == "copilot_otel.export.spans":
             attrs = {"copilot_otel.export.outcome"}
+        if name == "copilot_otel.runaway.interrupted":
+            attrs = {
+                "copilot_otel.runaway.reason",
+                "copilot_otel.interrupt.result",
+                "copilot_otel.interrupt.method",
+                "copilot_otel.interrupt.dry_run",
+            }
+        if name == "copilot_otel.notifications":
+            attrs = {"copilot_otel.notify.channel", "copilot_otel.notify.outcome"}
         expected[name] = (unit, kind.value if kind else "gauge", attrs)
     assert table == expected
 

@@ -11,6 +11,9 @@ Nothing else in the package calls an OS-specific function: only the modules here
 ``fsync_dir(path)``        make a rename durable (a no-op where a directory cannot be opened)
 ``lock_exclusive``         the one-daemon lock (:mod:`filelock`), with the holder's pid readable
 ``process_alive``          liveness and identity of a process (:mod:`psutil`): a reused pid is not the CLI
+``process_facts``          who a process is (user, executable, start time, terminal) before it is interrupted
+``send_interrupt``         SIGINT to the CLI (``can_interrupt`` is false on Windows: notify instead)
+``notification_command``   the desktop notification: notify-send / gdbus, osascript, a PowerShell toast
 ``watch_stop``             what asks a daemon to stop: SIGTERM/SIGINT; Ctrl+Break and console close on Windows
 ``default_dirs``           where state and config live by default (XDG / Application Support / AppData)
 ``worker_start_method``    how replay starts worker processes (fork only on Linux)
@@ -30,12 +33,13 @@ import sys
 
 from ._console import can_encode_glyphs, text_streams, utf8_stdout
 from ._darwin import launchd_domains
-from ._portable import DefaultDirs, LockHeld, Platform
+from ._portable import DefaultDirs, LockHeld, Platform, ProcessFacts
 
 __all__ = [
     "DefaultDirs",
     "LockHeld",
     "Platform",
+    "ProcessFacts",
     "can_encode_glyphs",
     "current",
     "for_platform",

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import platformdirs.macos
@@ -33,6 +34,17 @@ class Darwin(Posix):
             if env.get("XDG_CONFIG_HOME", "").strip() or xdg.config.is_dir()
             else Path(apple.user_config_dir),
         )
+
+    def notification_command(
+        self, title: str, body: str, find: Callable[[str], str | None]
+    ) -> list[str] | None:
+        """Notification Center, through AppleScript's ``display notification`` (JSON strings are valid
+        AppleScript string literals for what we send: quotes and backslashes escaped)."""
+        osascript = find("osascript")
+        if osascript is None:
+            return None
+        script = f"display notification {json.dumps(body)} with title {json.dumps(title)}"
+        return [osascript, "-e", script]
 
     def worker_start_method(self, protocol: str) -> str:
         # Forking after network libraries (and Apple's frameworks) have started threads can crash on macOS; spawn

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:  # imported where used: replay, show and report never lock or look at processes (~65 ms)
     from filelock import FileLock
 
-__all__ = ["APP_NAME", "DefaultDirs", "LockHeld", "Platform", "ServiceManager"]
+__all__ = ["APP_NAME", "DefaultDirs", "LockHeld", "Platform", "ProcessFacts", "ServiceManager"]
 
 APP_NAME = "copilot-otel"
 ServiceManager = Literal["systemd", "launchd", "task-scheduler"]
@@ -53,6 +53,35 @@ class DefaultDirs:
     """Checkpoints, the lock, ``status.json``, the embedded OTLP file, service logs."""
     config: Path
     """The folder of ``config.toml`` (and ``service.env`` on Linux)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessFacts:
+    """What the runaway interrupt checks about a process before it signals it (:mod:`copilot_otel.interrupt`).
+
+    Attributes:
+        pid: The process id.
+        same_user: Whether it runs as the user this process runs as (``None``: not knowable).
+        name: The process name (``copilot`` for the native CLI binary).
+        exe: Its executable's path ("" when not readable).
+        cmdline: Its arguments ("" ones when not readable).
+        create_time: When it started (Unix seconds).
+        terminal: Its controlling terminal (``/dev/pts/3``) or ``None``.
+        environ: The few environment variables that say which terminal multiplexer pane it runs in
+            (``TMUX``, ``TMUX_PANE``); empty when not readable.
+    """
+
+    pid: int
+    same_user: bool | None
+    name: str
+    exe: str
+    cmdline: tuple[str, ...]
+    create_time: float
+    terminal: str | None
+    environ: Mapping[str, str]
+
+
+_PANE_VARS = ("TMUX", "TMUX_PANE")
 
 
 class Platform:
@@ -164,6 +193,73 @@ class Platform:
         except psutil.AccessDenied:
             return True  # it exists; someone else's
 
+    # -- acting on a runaway (copilot_otel.interrupt, copilot_otel.notify) --------------------------
+
+    can_interrupt = True
+    start_slack_s = _START_SLACK_S
+    """How much later than its ``inuse`` lock's mtime a process may have been created and still be its writer."""
+    """Whether :meth:`send_interrupt` can reach a CLI running in another terminal (not on Windows)."""
+
+    def process_facts(self, pid: int) -> ProcessFacts | None:
+        """What is knowable about process ``pid`` (:mod:`psutil`), or ``None`` when no such process runs."""
+        if pid <= 0:
+            return None
+        import psutil
+
+        try:
+            process = psutil.Process(pid)
+            with process.oneshot():
+                create_time = process.create_time()
+                name = process.name()
+                try:
+                    same_user: bool | None = process.username() == psutil.Process().username()
+                except (psutil.AccessDenied, KeyError):
+                    same_user = None
+                exe, cmdline, terminal, environ = "", (), None, {}
+                with contextlib.suppress(psutil.AccessDenied, psutil.ZombieProcess, OSError):
+                    exe = process.exe()
+                with contextlib.suppress(psutil.AccessDenied, psutil.ZombieProcess, OSError):
+                    cmdline = tuple(process.cmdline())
+                with contextlib.suppress(psutil.AccessDenied, psutil.ZombieProcess, OSError, AttributeError):
+                    terminal = process.terminal()  # type: ignore[attr-defined,unused-ignore]  # not on Windows
+                with contextlib.suppress(psutil.AccessDenied, psutil.ZombieProcess, OSError):
+                    full = process.environ()
+                    environ = {k: full[k] for k in _PANE_VARS if k in full}
+        except psutil.NoSuchProcess:
+            return None
+        return ProcessFacts(pid, same_user, name, exe, cmdline, create_time, terminal, environ)
+
+    def send_interrupt(self, pid: int) -> None:
+        """What a Ctrl-C in the CLI's terminal sends: SIGINT (raises ``OSError`` when it cannot be sent)."""
+        os.kill(pid, signal.SIGINT)
+
+    def notification_command(
+        self, title: str, body: str, find: Callable[[str], str | None]
+    ) -> list[str] | None:
+        """The command that shows a desktop notification, or ``None`` where there is no way to (``find`` is
+        :func:`shutil.which`). Here: the freedesktop notification service, through ``notify-send`` or
+        ``gdbus``."""
+        if (notify_send := find("notify-send")) is not None:
+            return [notify_send, "--app-name=copilot-otel", "--urgency=critical", title, body]
+        if (gdbus := find("gdbus")) is not None:
+            return [
+                gdbus,
+                "call",
+                "--session",
+                "--dest=org.freedesktop.Notifications",
+                "--object-path=/org/freedesktop/Notifications",
+                "--method=org.freedesktop.Notifications.Notify",
+                "'copilot-otel'",
+                "uint32 0",
+                "''",
+                _gvariant_string(title),
+                _gvariant_string(body),
+                "@as []",
+                "@a{sv} {'urgency': <byte 2>}",
+                "int32 -1",
+            ]
+        return None
+
     # -- stopping ------------------------------------------------------------------------------------
 
     def stop_signals(self) -> tuple[signal.Signals, ...]:
@@ -207,6 +303,11 @@ class Platform:
     def worker_start_method(self, protocol: str) -> str:
         """How replay starts worker processes: ``spawn`` (a fresh interpreter) unless forking is known safe."""
         return "spawn"
+
+
+def _gvariant_string(text: str) -> str:
+    """``text`` as a GVariant text-format string literal (what ``gdbus call`` parses its arguments as)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _write_pid(fd: int) -> None:

@@ -11,7 +11,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import platformdirs.windows
@@ -78,6 +78,38 @@ class Windows(Platform):
             config
             or Path(platformdirs.windows.Windows(APP_NAME, appauthor=False, roaming=True).user_config_dir),
         )
+
+    # A console program in another console cannot be sent Ctrl+C (GenerateConsoleCtrlEvent reaches only the
+    # caller's own console group), and TerminateProcess loses the session's shutdown: notify instead.
+    can_interrupt = False
+
+    def send_interrupt(self, pid: int) -> None:
+        raise OSError("Windows cannot send Ctrl+C to a program in another console")
+
+    def notification_command(
+        self, title: str, body: str, find: Callable[[str], str | None]
+    ) -> list[str] | None:
+        """A toast through PowerShell's WinRT projection (Windows 10+), attributed to PowerShell's app id."""
+        shell = find("powershell") or find("pwsh")
+        if shell is None:
+            return None
+
+        def quoted(text: str) -> str:
+            return "'" + text.replace("'", "''") + "'"
+
+        script = (
+            "[Windows.UI.Notifications.ToastNotificationManager, Windows.UI.Notifications, "
+            "ContentType=WindowsRuntime] > $null; "
+            "$t = [Windows.UI.Notifications.ToastNotificationManager]::GetTemplateContent("
+            "[Windows.UI.Notifications.ToastTemplateType]::ToastText02); "
+            "$s = $t.GetElementsByTagName('text'); "
+            f"$s.Item(0).AppendChild($t.CreateTextNode({quoted(title)})) > $null; "
+            f"$s.Item(1).AppendChild($t.CreateTextNode({quoted(body)})) > $null; "
+            "[Windows.UI.Notifications.ToastNotificationManager]::CreateToastNotifier("
+            "'{1AC14E77-02E7-4E5D-B744-2EB1AE5198B7}\\WindowsPowerShell\\v1.0\\powershell.exe')"
+            ".Show([Windows.UI.Notifications.ToastNotification]::new($t))"
+        )
+        return [shell, "-NoProfile", "-NonInteractive", "-Command", script]
 
     def stop_signals(self) -> tuple[signal.Signals, ...]:
         # A console process gets Ctrl+C as SIGINT and Ctrl+Break (what `taskkill` without /F and many service

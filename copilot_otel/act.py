@@ -1,0 +1,415 @@
+"""Act on a runaway, not only report it: notify the user, and (opt-in) interrupt the CLI.
+
+The daemon hands every :class:`~copilot_otel.activity.Detection` it delivers (and, with ``notify_prompt_errors``,
+every prompt that ended in error) to :class:`RunawayActions` together with what it knows of the session
+(:class:`SessionView`). The action per reason comes from :class:`RunawayPolicy` (the ``runaway_action`` setting):
+
+* ``none``: only the span event, metric and log event every detection already gets;
+* ``notify``: also a desktop notification and/or a webhook (:mod:`copilot_otel.notify`);
+* ``interrupt``: notify, and interrupt the session's CLI the way Ctrl-C would (:mod:`copilot_otel.interrupt`),
+  at most once per prompt and reason, only a process verified to be that session's CLI, or in dry-run mode
+  only log what it would do. Every attempt is a WARN log line, a log event and a span event
+  ``copilot_otel.runaway.interrupted`` (on a span ``copilot_otel.runaway.interrupt`` under the prompt's root)
+  and, when it acted (or would have), the counter ``copilot_otel.runaway.interrupted``.
+
+The policy reads ``interrupt:identical,errors;notify:turns`` (the action for each listed reason; a bare action
+is every other reason's), or in the config file a table ``runaway_action = {identical = "interrupt", default =
+"notify"}``. ``runaway_action_repositories`` limits the actions to some repositories (``owner/name``) or
+folders. Parsing is import-light: the config module uses it at every start.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+if TYPE_CHECKING:
+    from .activity import Detection, PromptRun
+    from .config import Config
+    from .interrupt import Outcome
+    from .metrics import Metrics
+    from .notify import Notice, Notifier
+    from .records import LogRecord, SpanRecord
+
+__all__ = ["Action", "RunawayActions", "RunawayPolicy", "SessionView", "parse_policy", "parse_repositories"]
+
+logger = logging.getLogger(__name__)
+
+Action = Literal["none", "notify", "interrupt"]
+ACTIONS: tuple[str, ...] = get_args(Action)
+#: Reason names as the policy may spell them -> the detection's ``reason``.
+REASONS: Mapping[str, str] = {
+    "identical": "identical_tool_calls",
+    "identical_tool_calls": "identical_tool_calls",
+    "errors": "tool_errors",
+    "tool_errors": "tool_errors",
+    "turns": "turns",
+    "burn": "burn_rate",
+    "burn_rate": "burn_rate",
+}
+_SHORT = {"identical_tool_calls": "identical", "tool_errors": "errors", "turns": "turns", "burn_rate": "burn"}
+INTERRUPTED_EVENT = "copilot_otel.runaway.interrupted"
+INTERRUPT_SPAN = "copilot_otel.runaway.interrupt"
+# Prompts remembered for "once per prompt and reason" (oldest forgotten first).
+_REMEMBER = 4096
+# A detection whose line is older than this is history (a backfill, a catch-up after a pause): reported, never
+# acted on. Nobody wants a notification about yesterday's loop, and its lock may name a pid reused since.
+MAX_AGE_S = 120.0
+
+
+@dataclass(frozen=True, slots=True)
+class RunawayPolicy:
+    """The action for each runaway reason (``default`` for those not listed)."""
+
+    default: Action = "none"
+    by_reason: tuple[tuple[str, Action], ...] = ()
+
+    def action_for(self, reason: str) -> Action:
+        return dict(self.by_reason).get(reason, self.default)
+
+    @property
+    def active(self) -> bool:
+        """Whether any reason does more than report."""
+        return self.default != "none" or any(a != "none" for _, a in self.by_reason)
+
+    @property
+    def interrupts(self) -> bool:
+        return self.default == "interrupt" or any(a == "interrupt" for _, a in self.by_reason)
+
+    def __str__(self) -> str:
+        groups: dict[str, list[str]] = {}
+        for reason, action in self.by_reason:
+            groups.setdefault(action, []).append(_SHORT.get(reason, reason))
+        parts = [f"{action}:{','.join(reasons)}" for action, reasons in groups.items()]
+        if self.default != "none" or not parts:
+            parts.append(self.default)
+        return ";".join(parts)
+
+
+def _action(text: object, where: str) -> Action:
+    value = str(text).strip().lower()
+    if value not in ACTIONS:
+        raise ValueError(f"{where}: an action is one of {', '.join(ACTIONS)}")
+    return value  # type: ignore[return-value]
+
+
+def _reason(text: str) -> str:
+    key = text.strip().lower().replace("-", "_")
+    if key not in REASONS:
+        raise ValueError(f"unknown reason {text.strip()!r} (reasons: identical, errors, turns, burn)")
+    return REASONS[key]
+
+
+def parse_policy(raw: object) -> RunawayPolicy:
+    """``"interrupt"``, ``"interrupt:identical,errors;notify:turns"`` or a mapping ``{reason: action}`` (key
+    ``default`` for the rest). Raises ``ValueError`` saying what is wrong."""
+    default: Action = "none"
+    by_reason: dict[str, Action] = {}
+    if isinstance(raw, Mapping):
+        for key, value in raw.items():
+            if str(key).strip().lower() == "default":
+                default = _action(value, "default")
+            else:
+                by_reason[_reason(str(key))] = _action(value, str(key))
+        return RunawayPolicy(default, tuple(by_reason.items()))
+    if not isinstance(raw, str) or not raw.strip():
+        raise ValueError("none, notify, interrupt, or per reason: interrupt:identical,errors;notify:turns")
+    for segment in raw.split(";"):
+        if not segment.strip():
+            continue
+        action_text, sep, reasons = segment.partition(":")
+        action = _action(action_text, repr(segment.strip()))
+        if not sep:
+            default = action
+            continue
+        for reason in reasons.split(","):
+            if reason.strip():
+                by_reason[_reason(reason)] = action
+    return RunawayPolicy(default, tuple(by_reason.items()))
+
+
+def parse_repositories(raw: object) -> tuple[str, ...]:
+    """A TOML list or a comma-separated string of ``owner/name`` repositories and absolute folders."""
+    items = raw if isinstance(raw, (list, tuple)) else str(raw).split(",")
+    return tuple(str(item).strip() for item in items if str(item).strip())
+
+
+@dataclass(frozen=True, slots=True)
+class SessionView:
+    """What the daemon knows of a session when it acts (``title`` only when prompts are captured)."""
+
+    session_id: str
+    folder: Path | None
+    repository: str | None = None
+    branch: str | None = None
+    cwd: str | None = None
+    title: str | None = None
+
+
+@dataclass
+class ActionStats:
+    """What the actions did, for ``status`` (and tests)."""
+
+    notified: int = 0
+    interrupts: dict[str, int] = field(default_factory=dict)
+    notifications: dict[str, int] = field(default_factory=dict)
+
+
+class RunawayActions:
+    """Applies the policy to detections; the daemon calls it on its main loop, notices go out on a worker.
+
+    Args:
+        policy: The action per reason.
+        repositories: Act only for these repositories / folders (empty: everywhere).
+        dry_run: Log what an interrupt would do instead of doing it.
+        notify_prompt_errors: Also notify when a prompt ends in error.
+        notifier: Where notices go (``None``: nowhere, the log line stays).
+        interrupt: Interrupts a session folder's CLI (:func:`copilot_otel.interrupt.interrupt_session`).
+        clock: Unix nanoseconds, for the interrupt's log and span events.
+    """
+
+    def __init__(
+        self,
+        policy: RunawayPolicy,
+        *,
+        repositories: Sequence[str] = (),
+        dry_run: bool = False,
+        notify_prompt_errors: bool = False,
+        notifier: Notifier | None = None,
+        interrupt: Callable[..., Outcome] | None = None,
+        clock: Callable[[], int] = time.time_ns,
+    ) -> None:
+        self.policy = policy
+        self.repositories = tuple(repositories)
+        self.dry_run = dry_run
+        self.notify_prompt_errors = notify_prompt_errors
+        self.notifier = notifier
+        if interrupt is None:
+            from .interrupt import interrupt_session
+
+            interrupt = interrupt_session
+        self._interrupt = interrupt
+        self._clock = clock
+        self._done: OrderedDict[tuple[str, int, str, str], None] = OrderedDict()
+        self.stats = ActionStats()
+        self._pending_counts: list[tuple[str, dict[str, Any]]] = []
+
+    @classmethod
+    def from_config(cls, config: Config) -> RunawayActions | None:
+        """The actions ``config`` asks for, or ``None`` when it asks for none (the default)."""
+        policy: RunawayPolicy = config.runaway_action
+        if not policy.active and not config.notify_prompt_errors:
+            return None
+        from .notify import DesktopChannel, Notifier, WebhookChannel
+
+        channels: list[Any] = []
+        if config.notify_desktop:
+            channels.append(DesktopChannel())
+        if config.notify_webhook:
+            channels.append(WebhookChannel(config.notify_webhook, config.webhook_format))
+        return cls(
+            policy,
+            repositories=config.runaway_action_repositories,
+            dry_run=config.runaway_dry_run,
+            notify_prompt_errors=config.notify_prompt_errors,
+            notifier=Notifier(channels).start(),
+        )
+
+    # ------------------------------------------------------------------ entry points
+    def on_detection(self, detection: Detection, view: SessionView) -> list[SpanRecord | LogRecord]:
+        """Notify and/or interrupt for one detection; returns the interrupt's log and span records to export."""
+        action = self.policy.action_for(detection.reason)
+        if action == "none" or not self._applies(view):
+            return []
+        age_s = (self._clock() - detection.time_ns) / 1e9
+        if age_s > MAX_AGE_S:
+            logger.debug(
+                "not acting on a %s detection in %s: %.0fs old", detection.reason, view.session_id, age_s
+            )
+            return []
+        if not self._first(view.session_id, detection.trace_id, detection.reason, "act"):
+            return []  # once per prompt and reason (a streak rule re-arms within a prompt)
+        out: list[SpanRecord | LogRecord] = []
+        result, detail = "notified", ""
+        if action == "interrupt":
+            outcome = self._interrupt(view.folder, dry_run=self.dry_run)
+            result, detail = outcome.result, outcome.detail
+            out = self._record_interrupt(detection, view, outcome)
+        self._notify(self._notice(detection, view, result, detail))
+        return out
+
+    def on_prompt_end(self, run: PromptRun, view: SessionView) -> None:
+        """With ``notify_prompt_errors``: notify once when a prompt ends in error."""
+        if not self.notify_prompt_errors or run.outcome != "error" or not self._applies(view):
+            return
+        if (self._clock() - run.end_ns) / 1e9 > MAX_AGE_S:
+            return
+        if not self._first(view.session_id, run.trace_id, "prompt_error", "notify"):
+            return
+        from .notify import Notice
+
+        self._notify(
+            Notice(
+                "copilot_otel.prompt.error",
+                view.session_id,
+                "prompt_error",
+                "notified",
+                run.end_ns,
+                turns=run.turns_total,
+                tool_calls=run.tool_calls,
+                repository=view.repository,
+                branch=view.branch,
+                title=view.title,
+            )
+        )
+
+    def drain(self, metrics: Metrics | None) -> None:
+        """On the daemon's thread: count what the notifier did and the interrupts since the last call."""
+        notifier = self.notifier
+        if notifier is not None:
+            while not notifier.outcomes.empty():
+                channel, result = notifier.outcomes.get_nowait()
+                key = f"{channel}:{result}"
+                self.stats.notifications[key] = self.stats.notifications.get(key, 0) + 1
+                if metrics is not None:
+                    metrics.count(
+                        "copilot_otel.notifications",
+                        1,
+                        {"copilot_otel.notify.channel": channel, "copilot_otel.notify.outcome": result},
+                    )
+        pending, self._pending_counts = self._pending_counts, []
+        if metrics is not None:
+            for name, attrs in pending:
+                metrics.count(name, 1, attrs)
+
+    def close(self) -> None:
+        if self.notifier is not None:
+            self.notifier.close()
+
+    def describe(self) -> str:
+        """One line for ``doctor``: what happens on a detection."""
+        if not self.policy.active:
+            return "runaway action: none (detections are only reported)"
+        return describe_policy(self.policy, self.dry_run, self.repositories)
+
+    # ------------------------------------------------------------------ helpers
+    def _applies(self, view: SessionView) -> bool:
+        if not self.repositories:
+            return True
+        for entry in self.repositories:
+            if os.path.isabs(entry):
+                if view.cwd and (view.cwd == entry or view.cwd.startswith(entry.rstrip("/\\") + os.sep)):
+                    return True
+            elif view.repository and view.repository.lower() == entry.lower():
+                return True
+        return False
+
+    def _first(self, session_id: str, trace_id: int, reason: str, what: str) -> bool:
+        key = (session_id, trace_id, reason, what)
+        if key in self._done:
+            return False
+        self._done[key] = None
+        if len(self._done) > _REMEMBER:
+            self._done.popitem(last=False)
+        return True
+
+    def _notice(self, detection: Detection, view: SessionView, result: str, detail: str) -> Notice:
+        from .notify import Notice
+
+        return Notice(
+            "copilot_otel.runaway.detected",
+            view.session_id,
+            detection.reason,
+            result,
+            detection.time_ns,
+            threshold=detection.threshold,
+            turns=detection.turns_total,
+            tool_calls=detection.tool_calls,
+            tool_name=detection.tool_name,
+            repository=view.repository,
+            branch=view.branch,
+            title=view.title,
+            detail=detail,
+        )
+
+    def _notify(self, notice: Notice) -> None:
+        self.stats.notified += 1
+        logger.warning("%s: %s", notice.headline(), notice.body())
+        if self.notifier is not None:
+            self.notifier.submit(notice)
+
+    def _record_interrupt(
+        self, detection: Detection, view: SessionView, outcome: Outcome
+    ) -> list[SpanRecord | LogRecord]:
+        from . import ids
+        from .records import LogRecord, Severity, SpanEventRecord, SpanKind, SpanRecord
+
+        self.stats.interrupts[outcome.result] = self.stats.interrupts.get(outcome.result, 0) + 1
+        acted = outcome.result in ("interrupted", "dry_run")
+        (logger.error if outcome.result == "failed" else logger.warning)(
+            "runaway %s in %s: %s: %s", detection.reason, view.session_id, outcome.result, outcome.detail
+        )
+        for pid, refusal in outcome.refusals:
+            logger.warning("not interrupting pid %d of %s: %s", pid, view.session_id, refusal.detail)
+        attrs: dict[str, Any] = {
+            "session.id": view.session_id,
+            "gen_ai.conversation.id": view.session_id,
+            "copilot_otel.runaway.reason": detection.reason,
+            "copilot_otel.interrupt.result": outcome.result,
+            "copilot_otel.interrupt.dry_run": self.dry_run,
+        }
+        if outcome.pid:
+            attrs["process.pid"] = outcome.pid
+        if outcome.method is not None:
+            attrs["copilot_otel.interrupt.method"] = outcome.method
+        if acted:
+            self._pending_counts.append(
+                (
+                    "copilot_otel.runaway.interrupted",
+                    {
+                        k: v
+                        for k, v in attrs.items()
+                        if k not in ("session.id", "gen_ai.conversation.id", "process.pid")
+                    },
+                )
+            )
+        now = self._clock()
+        span = SpanRecord(
+            detection.trace_id,
+            ids.span_id(view.session_id, INTERRUPT_SPAN, detection.reason, str(detection.source_offset)),
+            detection.span_id,
+            INTERRUPT_SPAN,
+            SpanKind.INTERNAL,
+            now,
+            now,
+            attrs,
+            events=(SpanEventRecord(INTERRUPTED_EVENT, now, attrs),),
+            source_offset=detection.source_offset,
+        )
+        log = LogRecord(
+            INTERRUPTED_EVENT,
+            now,
+            Severity.WARN,
+            f"runaway {detection.reason}: {outcome.result}: {outcome.detail}",
+            attrs,
+            detection.trace_id,
+            detection.span_id,
+            detection.source_offset,
+        )
+        return [span, log]
+
+
+def describe_policy(policy: RunawayPolicy, dry_run: bool, repositories: Sequence[str]) -> str:
+    """What happens on a detection, in one line (``doctor``)."""
+    text = f"runaway action: {policy}"
+    if policy.interrupts:
+        text += " (dry run: interrupts are only logged)" if dry_run else " (interrupts the CLI)"
+    if repositories:
+        text += f"; only in {', '.join(repositories)}"
+    return text
