@@ -622,7 +622,7 @@ class SubagentEnded(Event):
 
     @property
     def failed(self) -> bool:
-        return self.type == "subagent.failed"
+        return self.type.endswith(".failed")  # custom_agent.failed too (CLI 0.0.382-0)
 
 
 # The class of each event type the loop reads; any other type is a plain Event.

@@ -280,3 +280,20 @@ def test_only_parse_knows_the_logs_camel_case() -> None:
             continue
         leaked = strings(module) & log_names
         assert not leaked, f"{module.relative_to(package)} reads the log's own names: {sorted(leaked)}"
+
+
+@pytest.mark.parametrize("end", ["subagent.failed", "custom_agent.failed", "subagent.completed"])
+def test_a_failed_sub_agent_is_an_error_in_every_spelling(tmp_path: Path, end: str) -> None:
+    """CLI 0.0.382-0 wrote ``custom_agent.*`` where later versions write ``subagent.*``: a failure is one in both.
+
+    The real ``subagent`` capture, its sub-agent's end event renamed.
+    """
+    from copilot_otel import read_session
+    from copilot_otel.activity import AgentRun, Outcome
+
+    source = FIXTURES / "cli-generated" / "subagent" / "events.jsonl"
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(source.read_bytes().replace(b'"type":"subagent.completed"', f'"type":"{end}"'.encode()))
+    (agent,) = [r for r in read_session(log).records if isinstance(r, AgentRun)]
+    assert agent.outcome is (Outcome.OK if end == "subagent.completed" else Outcome.ERROR)
+    assert agent.total_tokens == 2480  # the end event's totals are read whatever its spelling
