@@ -18,6 +18,7 @@ content gate (:class:`copilot_otel.content.ContentGate`: allowed, scrubbed, cut)
 
 Records are slotted; they are created by the hundred thousand during a backfill, so they are not frozen (a frozen
 dataclass costs a ``object.__setattr__`` per field), but are never changed once made: treat them as read-only.
+Like every record of the package they are declared with :func:`copilot_otel.records.record`.
 The three made once per span (:class:`ModelCall`, :class:`ToolCall`, :class:`Turn`) are built positionally by the
 loop, one commented argument a line: matching 15-28 keywords costs more than building the record. Their field
 order is therefore part of their interface; add new fields at the end.
@@ -26,7 +27,8 @@ order is therefore part of their interface; add new fields at the end.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+
+from .records import RecordBase, record
 
 __all__ = [
     "Abort",
@@ -60,8 +62,8 @@ __all__ = [
 ]
 
 
-@dataclass(slots=True)
-class Usage:
+@record
+class Usage(RecordBase):
     """Token/cost sums of model calls, kept per chat and summed per agent."""
 
     input: int = 0
@@ -95,8 +97,8 @@ class Outcome(str, enum.Enum):
 # Things that happened during a prompt and belong on its root span as events (in order, capped).
 
 
-@dataclass(slots=True)
-class UserMessage:
+@record
+class UserMessage(RecordBase):
     """A user message: the one that opened the prompt, or one injected into it (autopilot, steering, skill)."""
 
     time_ns: int
@@ -108,8 +110,8 @@ class UserMessage:
     opening: bool = False
 
 
-@dataclass(slots=True)
-class ModelTotals:
+@record
+class ModelTotals(RecordBase):
     """One model's line of ``session.shutdown``'s ``modelMetrics``."""
 
     model: str
@@ -120,8 +122,8 @@ class ModelTotals:
     requests: int | None
 
 
-@dataclass(slots=True)
-class SessionShutdown:
+@record
+class SessionShutdown(RecordBase):
     """``session.shutdown``: the session's cumulative totals, and what grew since they were last reported.
 
     The ``*_delta`` fields are what a counter should add now: totals are cumulative over a session's runs (a
@@ -147,8 +149,8 @@ class SessionShutdown:
     source_offset: int
 
 
-@dataclass(slots=True)
-class SessionError:
+@record
+class SessionError(RecordBase):
     """``session.error``: the CLI gave up (a model call failed after its retries, a query error)."""
 
     session_id: str
@@ -161,8 +163,8 @@ class SessionError:
     source_offset: int
 
 
-@dataclass(slots=True)
-class Abort:
+@record
+class Abort(RecordBase):
     """``abort``: the user stopped the agent (Ctrl-C, cancel)."""
 
     session_id: str
@@ -173,8 +175,8 @@ class Abort:
     source_offset: int
 
 
-@dataclass(slots=True)
-class Compaction:
+@record
+class Compaction(RecordBase):
     """``session.compaction_start`` / ``_complete``: the CLI summarised the conversation to fit the context."""
 
     session_id: str
@@ -193,8 +195,8 @@ class Compaction:
     source_offset: int
 
 
-@dataclass(slots=True)
-class Truncation:
+@record
+class Truncation(RecordBase):
     """``session.truncation``: messages dropped to fit the context window."""
 
     time_ns: int
@@ -205,8 +207,8 @@ class Truncation:
     messages_removed: int | None
 
 
-@dataclass(slots=True)
-class SkillInvoked:
+@record
+class SkillInvoked(RecordBase):
     """``skill.invoked``."""
 
     time_ns: int
@@ -215,8 +217,8 @@ class SkillInvoked:
     trigger: str | None
 
 
-@dataclass(slots=True)
-class Detection:
+@record
+class Detection(RecordBase):
     """A runaway rule fired (:mod:`copilot_otel.runaway`).
 
     Attributes:
@@ -241,8 +243,8 @@ class Detection:
     source_offset: int = 0
 
 
-@dataclass(slots=True)
-class Notification:
+@record
+class Notification(RecordBase):
     """``system.notification``: the CLI told the agent that background work finished (a sub-agent went idle, a
     background shell completed); the CLI then reads the result itself (``read_agent``, ``read_bash``)."""
 
@@ -258,8 +260,8 @@ class Notification:
     source_offset: int
 
 
-@dataclass(slots=True)
-class TaskComplete:
+@record
+class TaskComplete(RecordBase):
     """``session.task_complete``: the agent declared its task done (how autopilot and plan mode end).
 
     ``summary`` is the agent's own words about the result: content, kept only when responses are captured.
@@ -275,8 +277,8 @@ class TaskComplete:
     source_offset: int
 
 
-@dataclass(slots=True)
-class ModeChange:
+@record
+class ModeChange(RecordBase):
     """``session.mode_changed``: interactive, plan or autopilot (also in the middle of a prompt)."""
 
     session_id: str
@@ -306,8 +308,8 @@ Note = (
 # ---------------------------------------------------------------------------------------------- work items
 
 
-@dataclass(slots=True)
-class InputMessage:
+@record
+class InputMessage(RecordBase):
     """Something a model call was the first to see: the user's (or a sub-agent's caller's) message, or a tool's
     result (``call_id`` set). ``text`` has passed the content gate."""
 
@@ -315,8 +317,8 @@ class InputMessage:
     call_id: str | None = None
 
 
-@dataclass(slots=True)
-class ToolRequest:
+@record
+class ToolRequest(RecordBase):
     """A tool call the model asked for in its answer (``assistant.message.toolRequests``)."""
 
     call_id: str | None
@@ -324,8 +326,8 @@ class ToolRequest:
     arguments_json: str | None
 
 
-@dataclass(slots=True)
-class ModelCall:
+@record
+class ModelCall(RecordBase):
     """One model call (one turn's chat, or a call outside any turn such as a compaction's).
 
     ``calls`` counts the usage records folded into it (0: no usage record, tokens estimated from the message).
@@ -361,8 +363,8 @@ class ModelCall:
     source_offset: int
 
 
-@dataclass(slots=True)
-class ToolCall:
+@record
+class ToolCall(RecordBase):
     """One tool execution, from ``tool.execution_start`` to its completion (or to what cut it short).
 
     ``completed`` is false when no ``tool.execution_complete`` was read (aborted, agent ended): the fields that
@@ -398,8 +400,8 @@ class ToolCall:
     cli_initiated: bool = False
 
 
-@dataclass(slots=True)
-class PermissionWait:
+@record
+class PermissionWait(RecordBase):
     """The agent waited for the user to allow a tool (``permission.requested`` … ``permission.completed``).
 
     ``result`` is the CLI's answer kind (``approved``, ``denied-interactively-by-user``, …); ``incomplete_reason``
@@ -422,8 +424,8 @@ class PermissionWait:
     source_offset: int
 
 
-@dataclass(slots=True)
-class Turn:
+@record
+class Turn(RecordBase):
     """One assistant turn (``assistant.turn_start`` to ``turn_end``; synthetic in logs without turn events)."""
 
     session_id: str
@@ -443,8 +445,8 @@ class Turn:
     source_offset: int
 
 
-@dataclass(slots=True)
-class AgentRun:
+@record
+class AgentRun(RecordBase):
     """A sub-agent's invocation, under the ``task`` tool call that started it."""
 
     session_id: str
@@ -476,8 +478,8 @@ class AgentRun:
     source_offset: int
 
 
-@dataclass(slots=True)
-class SessionFacts:
+@record
+class SessionFacts(RecordBase):
     """The session's context when a prompt ended (what every prompt's root carries)."""
 
     cli_version: str | None
@@ -490,8 +492,8 @@ class SessionFacts:
     system_prompt: str | None
 
 
-@dataclass(slots=True)
-class PromptRun:
+@record
+class PromptRun(RecordBase):
     """One prompt: one trace, from the user message (or the first activity) to where its work ended.
 
     ``outcome`` is ``completed``, ``incomplete``, ``error`` or ``aborted``; ``notes`` are what happened during it
@@ -529,8 +531,8 @@ class PromptRun:
 # ---------------------------------------------------------------------------------------------- session events
 
 
-@dataclass(slots=True)
-class SessionStarted:
+@record
+class SessionStarted(RecordBase):
     """``session.start``."""
 
     session_id: str
@@ -540,8 +542,8 @@ class SessionStarted:
     source_offset: int
 
 
-@dataclass(slots=True)
-class SessionResumed:
+@record
+class SessionResumed(RecordBase):
     """``session.resume``: a later run of the CLI continues the session in the same log."""
 
     session_id: str
@@ -549,8 +551,8 @@ class SessionResumed:
     source_offset: int
 
 
-@dataclass(slots=True)
-class PromptStarted:
+@record
+class PromptStarted(RecordBase):
     """A human prompt began (its trace's first moment, for the live view and log events)."""
 
     session_id: str

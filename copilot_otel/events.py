@@ -29,8 +29,9 @@ list or only as a count, nano-AIU under ``copilotUsage`` in some usage records, 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, overload
+
+from .records import RecordBase, record
 
 T = TypeVar("T")
 
@@ -120,8 +121,8 @@ def raw(*path: str) -> Field[Any]:
 
 
 # ---------------------------------------------------------------------------------------------- envelope
-@dataclass(slots=True)
-class Event:
+@record
+class Event(RecordBase):
     """One event of a session log: the envelope every line has, and the routing keys any event may carry.
 
     An event type the agent loop does not read is an :class:`Event` itself; the types it reads are subclasses
@@ -152,8 +153,8 @@ class Event:
 
 
 # ---------------------------------------------------------------------------------------------- nested values
-@dataclass(slots=True)
-class Context:
+@record
+class Context(RecordBase):
     """Where the session runs (``session.start.context``, ``session.context_changed``)."""
 
     cwd: str | None
@@ -172,8 +173,8 @@ def _context(value: Any) -> Context | None:
     )
 
 
-@dataclass(slots=True)
-class ModelMetrics:
+@record
+class ModelMetrics(RecordBase):
     """One model's cumulative totals in a ``session.shutdown`` (``modelMetrics.<model>``)."""
 
     model: str
@@ -186,8 +187,8 @@ class ModelMetrics:
     nano_aiu: float | None
 
 
-@dataclass(slots=True)
-class CompactionCall:
+@record
+class CompactionCall(RecordBase):
     """The compaction's own model call (``compactionTokensUsed``): the CLI writes no usage record for it."""
 
     input_tokens: int
@@ -198,8 +199,8 @@ class CompactionCall:
     duration_ms: float | None
 
 
-@dataclass(slots=True)
-class Usage:
+@record
+class Usage(RecordBase):
     """What a ``session.usage_record`` says of one model call.
 
     ``provider`` is ``github`` for the CLI's own API, the BYOK provider type (or ``byok``), ``None`` when the
@@ -221,8 +222,8 @@ class Usage:
     provider: str | None
 
 
-@dataclass(slots=True)
-class ToolRequest:
+@record
+class ToolRequest(RecordBase):
     """A tool call the model asked for (``assistant.message.toolRequests[]``); ``arguments`` is content."""
 
     call_id: str | None

@@ -15,19 +15,20 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from .activity import InputMessage, Note, Outcome, Usage
 from .events import ToolRequest
+from .records import RecordBase, record
 
 # The SDK and most backends cap span events at 128; a runaway autopilot loop can inject thousands of
 # messages, so we keep the first ones and count the rest.
 MAX_SPAN_EVENTS = 128
 
 
-@dataclass(slots=True)
-class Chat:
+@record
+class Chat(RecordBase):
     """The model call of one turn, built from usage records and assistant messages."""
 
     usage: Usage = field(default_factory=Usage)
@@ -53,8 +54,8 @@ class Chat:
     input_messages: list[InputMessage] = field(default_factory=list)
 
 
-@dataclass(slots=True)
-class Turn:
+@record
+class Turn(RecordBase):
     """One assistant turn (``turn_start`` to ``turn_end``, or a synthetic one in logs without turn events)."""
 
     span_id: int
@@ -68,8 +69,8 @@ class Turn:
     tool_calls: int = 0
 
 
-@dataclass(slots=True)
-class Tool:
+@record
+class Tool(RecordBase):
     """A tool execution started and not yet completed; its span is emitted on ``tool.execution_complete``."""
 
     span_id: int
@@ -85,8 +86,8 @@ class Tool:
     cli_initiated: bool = False  # the CLI's own call (reading finished background work), not the model's
 
 
-@dataclass(slots=True)
-class Agent:
+@record
+class Agent(RecordBase):
     """An agent invocation: the prompt's main agent (root span) or a sub-agent."""
 
     span_id: int
@@ -118,8 +119,8 @@ class Agent:
     pending_input: list[InputMessage] = field(default_factory=list)
 
 
-@dataclass(slots=True)
-class Prompt:
+@record
+class Prompt(RecordBase):
     """One prompt (one trace) while it is open: its agents, open tools, root span events, runaway counters.
 
     Never checkpointed: a restart rebuilds it by re-folding from ``start_offset`` with ``context_at_open``.
@@ -165,8 +166,8 @@ class Prompt:
             self.dropped_notes += 1
 
 
-@dataclass(slots=True)
-class SessionContext:
+@record
+class SessionContext(RecordBase):
     """Session-level facts that every root span carries; small and serialisable for checkpoints."""
 
     session_id: str
