@@ -8,6 +8,8 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -213,13 +215,58 @@ def test_daemon_closes_a_prompt_whose_cli_pid_was_recycled(
 
 # ============================================================================================ stop signals
 def test_watch_stop_reports_signals_by_name_and_restores_handlers() -> None:
-    seen: list[str] = []
+    seen: list[tuple[str, str]] = []
+    arrived = threading.Event()
+
+    def on_stop(name: str) -> None:
+        seen.append((name, threading.current_thread().name))
+        arrived.set()
+
     before = signal.getsignal(signal.SIGTERM)
-    with current.watch_stop(seen.append):
+    with current.watch_stop(on_stop):
         os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(0.01)  # the handler runs between bytecodes of the main thread
-    assert seen == ["SIGTERM"]
+        assert arrived.wait(5)
+    # on a thread of its own, never in the signal handler (which runs in the main thread)
+    assert seen == [("SIGTERM", "copilot-otel-stop-signals")]
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_stop_signal_never_deadlocks_a_main_thread_that_holds_a_lock() -> None:
+    """The daemon's stop handler sets Events and starts a thread. Run in the signal handler, as it once was, a
+    signal that lands while the main thread holds that Event's lock (it waits on it every pass) deadlocks the
+    process for good; here the signal lands exactly then, in a process of its own so that a hang is a timeout."""
+    script = textwrap.dedent(
+        """
+        import os, signal, threading, time
+        from copilot_otel._platform import current
+        stopped = threading.Event()
+        with current.watch_stop(lambda name: stopped.set()):
+            with stopped._cond:  # what Event.wait holds around its check of the flag
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(0.3)
+            print("stopped" if stopped.wait(5) else "not stopped")
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
+    assert done.stdout.strip() == "stopped", done.stderr
+
+
+def test_a_second_stop_request_interrupts_the_main_thread() -> None:
+    """The daemon's handler raises KeyboardInterrupt at a second signal (stop waiting for delivery): the main
+    thread gets it, as from a Ctrl-C, wherever it is waiting."""
+    requests: list[str] = []
+
+    def on_stop(name: str) -> None:
+        requests.append(name)
+        if len(requests) > 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt), current.watch_stop(on_stop):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)  # interrupted well before this ends
+    assert requests == ["SIGTERM", "SIGINT"]
 
 
 # ============================================================================================ Windows (pure logic)

@@ -7,11 +7,14 @@ by all: the one-daemon lock (:mod:`filelock`), process liveness (:mod:`psutil`) 
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import errno
 import io
 import os
 import signal
+import socket
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -26,7 +29,7 @@ __all__ = ["APP_NAME", "DefaultDirs", "LockHeld", "Platform", "ProcessFacts", "S
 
 APP_NAME = "copilot-otel"
 ServiceManager = Literal["systemd", "launchd", "task-scheduler"]
-StopHandler = Callable[[str], None]
+StopHandler = Callable[[str], None]  # called on a thread of its own, never in a signal handler
 # A process created this long after its ``inuse`` lock file was written cannot be the one that wrote it
 # (creation times are rounded to clock ticks, the lock's mtime to the filesystem's granularity).
 _START_SLACK_S = 2.0
@@ -268,17 +271,57 @@ class Platform:
 
     @contextlib.contextmanager
     def watch_stop(self, on_stop: StopHandler) -> Iterator[None]:
-        """Call ``on_stop(name)`` (in the main thread) for every stop request while the block runs."""
+        """Call ``on_stop(name)`` for every stop request while the block runs, on a thread of its own.
+
+        A Python signal handler runs in the main thread between two of its bytecodes, possibly while that thread
+        holds a lock (an Event's while it waits on it, the thread table's while it starts a thread, a log
+        handler's): a handler that sets an Event, starts a thread or logs can deadlock the process for good. So
+        the handler here does nothing: the interpreter's C-level handler writes the signal's number to a socket
+        (``signal.set_wakeup_fd``) and a thread reading it calls ``on_stop``, where taking locks is safe. When
+        ``on_stop`` raises ``KeyboardInterrupt`` (a second stop request: stop waiting), the main thread gets it
+        as from a Ctrl-C.
+        """
+        stops = {int(sig): sig.name for sig in self.stop_signals()}
+        forced: list[bool] = []  # a list, not an Event: the handler must not take a lock
 
         def handler(signum: int, _frame: FrameType | None) -> None:
-            on_stop(signal.Signals(signum).name)
+            if forced:
+                raise KeyboardInterrupt
 
+        reader, writer = socket.socketpair()
+        writer.setblocking(False)  # set_wakeup_fd wants it so: the C handler must never block
+
+        def pump() -> None:
+            while True:
+                try:
+                    data = reader.recv(64)
+                except OSError:
+                    return
+                if not data:
+                    return
+                for signum in data:
+                    name = stops.get(signum)
+                    if name is None or forced:  # forced: the interrupt below comes back through here too
+                        continue
+                    try:
+                        on_stop(name)
+                    except KeyboardInterrupt:
+                        forced.append(True)
+                        _thread.interrupt_main(signal.SIGINT)
+
+        previous_fd = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
         previous = {sig: signal.signal(sig, handler) for sig in self.stop_signals()}
+        thread = threading.Thread(target=pump, name="copilot-otel-stop-signals", daemon=True)
+        thread.start()
         try:
             yield
         finally:
             for sig, old in previous.items():
                 signal.signal(sig, old)
+            signal.set_wakeup_fd(previous_fd)
+            writer.close()  # the reader sees the end and the thread returns
+            thread.join(1.0)
+            reader.close()
 
     # -- defaults ------------------------------------------------------------------------------------
 
