@@ -86,8 +86,9 @@ KIND_ENV = {
     ContentKind.REASONING: "COPILOT_OTEL_CAPTURE_REASONING",
 }
 
-_TRUE = frozenset({"true", "1", "yes"})
-_FALSE = frozenset({"false", "0", "no"})
+# The same words as the settings table's boolean parser (config._TRUE/_FALSE): one vocabulary for every switch.
+_TRUE = frozenset({"true", "1", "yes", "on"})
+_FALSE = frozenset({"false", "0", "no", "off"})
 # Master switch value (lower-cased) -> (capture, on_spans, on_events). Both the legacy boolean and the
 # semconv enum forms are accepted; the legacy "true" puts content on spans, as the Copilot CLI does. on_events
 # is also the default of OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT (util-genai: true for EVENT_ONLY/SPAN_AND_EVENT).

@@ -530,6 +530,18 @@ def test_from_env_each_finer_switch(name: str) -> None:
         ContentPolicy.from_env({name: "sometimes"})
 
 
+@pytest.mark.parametrize(("on", "off"), [("on", "off"), ("ON", "Off"), ("yes", "no"), ("1", "0")])
+def test_content_switches_take_every_boolean_the_other_settings_take(on: str, off: str) -> None:
+    # One boolean parser for every setting: "on" was valid for COPILOT_OTEL_METRICS and an error here.
+    assert ContentPolicy.from_env({"COPILOT_OTEL_CAPTURE_PROMPTS": on}).enabled == {ContentKind.PROMPTS}
+    assert ContentPolicy.from_env({MASTER: on}).enabled == MASTER_KINDS
+    assert ContentPolicy.from_env({MASTER: off}) == ContentPolicy()
+    everything = ContentPolicy.from_env(
+        {MASTER: "SPAN_AND_EVENT", "OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT": off}
+    )
+    assert (everything.on_spans, everything.on_events) == (True, False)
+
+
 def test_from_env_max_length() -> None:
     assert ContentPolicy.from_env({"COPILOT_OTEL_CONTENT_MAX_LENGTH": "16"}).max_length == 16
     assert ContentPolicy.from_env({"COPILOT_OTEL_CONTENT_MAX_LENGTH": " 100000 "}).max_length == 100_000
