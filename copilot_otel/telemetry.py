@@ -20,7 +20,7 @@ from .agentloop import FoldSettings
 from .config import Config
 from .content import ContentPolicy
 from .errors import ConfigError
-from .export import Sender, build_transport, make_resource
+from .export import Sender, Signal, build_transport, make_resource
 from .metrics import Aggregator, Metrics, build_metric_exporter
 from .runaway import RunawayThresholds
 
@@ -109,8 +109,12 @@ class Telemetry:
         sender = Sender(transport, make_resource(resource), config.state_dir / "dead-letter.jsonl", stop)
         metrics = None
         if with_metrics and (config.metrics_enabled or config.prometheus_port is not None):
+            # Its own connection (the SDK's reader thread sends metrics), made from the same settings.
             exporter = (
-                build_metric_exporter(endpoint, config.protocol, config.embedded_output, transport_env)
+                build_metric_exporter(
+                    build_transport(endpoint, config.protocol, config.embedded_output, transport_env),
+                    sender.timeouts[Signal.METRICS],
+                )
                 if config.metrics_enabled
                 else None
             )

@@ -1,0 +1,39 @@
+"""Every signal honours the same OTLP settings: the daemon's metrics (the SDK's reader) included.
+
+Against the real receiver over a socket; the telemetry is built from a real :class:`Config`, as ``run`` builds it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from copilot_otel.config import load_config
+from copilot_otel.telemetry import Telemetry
+from tests.otlp_receiver import OtlpReceiver
+
+
+def _telemetry(receiver: OtlpReceiver, tmp_path: Path, protocol: str) -> Telemetry:
+    endpoint = receiver.grpc_endpoint if protocol == "grpc" else receiver.http_endpoint
+    cli = {"endpoint": endpoint, "protocol": protocol, "state_dir": str(tmp_path)}
+    return Telemetry.from_config(load_config(cli), with_metrics=True)
+
+
+@pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
+@pytest.mark.parametrize("variable", ["OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT"])
+def test_the_daemons_metric_export_timeout_is_in_milliseconds(
+    receiver: OtlpReceiver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, protocol: str, variable: str
+) -> None:
+    # The SDK's own OTLP metric exporters read these variables as seconds: 1000 meant 1000 s there, so a
+    # collector answering after 4 s was waited for; 1000 ms is 1 s, and that export has to give up.
+    monkeypatch.setenv(variable, "1000")
+    receiver.fail_next(1, "timeout_after_accept", signal="metrics", delay_s=4)
+    telemetry = _telemetry(receiver, tmp_path, protocol)
+    try:
+        assert telemetry.metrics is not None
+        telemetry.metrics.count("copilot_otel.export.retries", 1)
+        assert telemetry.metrics.flush(timeout_s=20) is False, "the 1 s deadline passed before the answer"
+        assert telemetry.metrics.flush(timeout_s=20) is True, "the next export is answered at once"
+    finally:
+        telemetry.close()
