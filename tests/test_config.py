@@ -45,13 +45,13 @@ def error(cli: dict[str, object] | None = None, env: dict[str, str] | None = Non
 
 def test_every_setting_is_a_config_field_in_table_order() -> None:
     names = [f.name for f in dataclasses.fields(Config)]
-    assert names == [s.name for s in SETTINGS] + ["sources", "otlp_headers_set", "content"]
+    assert names == [s.name for s in SETTINGS] + ["sources"]
 
 
 def test_settings_declared_once() -> None:
     names = [s.name for s in SETTINGS]
     flags = [flag for s in SETTINGS for flag in s.flags]
-    env_vars = [var for s in SETTINGS for var in s.env_vars]
+    env_vars = [var for s in SETTINGS for var in s.all_env_vars]
     assert len(set(names)) == len(names)
     assert len(set(flags)) == len(flags)
     assert len(set(env_vars)) == len(env_vars)
@@ -550,11 +550,7 @@ def test_embedded_output(env: dict[str, str], home: Path, tmp_path: Path) -> Non
 def test_describe_rows(env: dict[str, str]) -> None:
     env["OTEL_BSP_SCHEDULE_DELAY"] = "500"
     rows = describe(load_config({"protocol": "grpc"}, env))
-    assert [row[0] for row in rows] == [s.name for s in SETTINGS] + [
-        "embedded_output",
-        "otlp_headers",
-        "content_capture",
-    ]
+    assert [row[0] for row in rows] == [s.name for s in SETTINGS] + ["embedded_output", "content_capture"]
     by_name = {name: (value, source) for name, value, source in rows}
     assert by_name["protocol"] == ("grpc", "flag --protocol")
     assert by_name["export_delay"] == ("0.5", "env OTEL_BSP_SCHEDULE_DELAY")
@@ -570,7 +566,11 @@ def test_describe_never_shows_header_values(env: dict[str, str], var: str) -> No
     env[var] = secret
     config = load_config(None, env)
     rows = describe(config)
-    assert ("otlp_headers", "set", f"env {var}") in rows
+    if var == "OTEL_EXPORTER_OTLP_HEADERS":
+        assert ("otlp_headers", "set", f"env {var}") in rows
+    else:  # the traces' own headers: logs and metrics send none
+        assert ("otlp_headers.traces", "set", f"env {var}") in rows
+        assert ("otlp_headers.logs", "not set", "default") in rows
     assert "sk-very-secret" not in repr(rows)
     assert "sk-very-secret" not in repr(config)
 
@@ -635,3 +635,15 @@ def test_add_arguments_rejects_unknown_or_flagless_names() -> None:
         add_arguments(argparse.ArgumentParser(), ["nope"])
     with pytest.raises(ValueError, match="has no command-line flag"):
         add_arguments(argparse.ArgumentParser(), ["service_name"])
+
+
+def test_readme_settings_table_is_made_from_the_table() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    block = (
+        readme.split("<!-- settings-table:start")[1]
+        .split("-->", 1)[1]
+        .split("<!-- settings-table:end -->")[0]
+    )
+    assert block.strip("\n") + "\n" == config_module.settings_markdown(), (
+        "regenerate it with settings_markdown()"
+    )

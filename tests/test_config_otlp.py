@@ -12,6 +12,7 @@ import pytest
 from copilot_otel.config import load_config
 from copilot_otel.telemetry import Telemetry
 from tests.otlp_receiver import OtlpReceiver
+from tests.test_export import header_server
 
 
 def _telemetry(receiver: OtlpReceiver, tmp_path: Path, protocol: str) -> Telemetry:
@@ -37,3 +38,21 @@ def test_the_daemons_metric_export_timeout_is_in_milliseconds(
         assert telemetry.metrics.flush(timeout_s=20) is True, "the next export is answered at once"
     finally:
         telemetry.close()
+
+
+def test_the_daemons_metrics_carry_the_metrics_headers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-team=all")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_HEADERS", "x-team=metrics")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_COMPRESSION", "gzip")
+    with header_server() as (url, seen):
+        telemetry = Telemetry.from_config(load_config({"endpoint": url, "state_dir": str(tmp_path)}))
+        try:
+            assert telemetry.metrics is not None
+            telemetry.metrics.count("copilot_otel.export.retries", 1)
+            assert telemetry.metrics.flush(timeout_s=10)
+        finally:
+            telemetry.close()
+    assert seen["/v1/metrics"]["x-team"] == "metrics"
+    assert seen["/v1/metrics"]["content-encoding"] == "gzip"
