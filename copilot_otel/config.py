@@ -393,6 +393,14 @@ def _timeout_millis(raw: object, env: Env) -> float:
     return value / 1_000
 
 
+def _file(raw: object, env: Env) -> Path:
+    """A file that must exist when the setting is read (a CA or client certificate, a key)."""
+    path = _expand(_text(raw, "a path to a file"), env)
+    if not path.is_file():
+        raise _Invalid("a path to an existing file")
+    return path
+
+
 def _headers(raw: object, env: Env) -> Headers:
     """``key=value,key2=value2`` (URL-encoded values, as ``OTEL_EXPORTER_OTLP_HEADERS``)."""
     from opentelemetry.util.re import parse_env_headers
@@ -435,6 +443,8 @@ def _default_config_file(env: Env) -> Path:
 # --- the table ----------------------------------------------------------------------------------------------
 
 _PROTOCOLS: tuple[str, ...] = get_args(OtlpProtocol)
+#: ``tls_trust``: the OS trust store (through ``truststore``; certifi when it is not installed) or certifi's.
+TLS_TRUST: tuple[str, ...] = ("system", "certifi")
 _KIND_WORDS = {
     ContentKind.PROMPTS: "prompts",
     ContentKind.RESPONSES: "responses",
@@ -527,12 +537,45 @@ SETTINGS: tuple[Setting[Any], ...] = (
         signal_env="OTEL_EXPORTER_OTLP_{signal}_COMPRESSION",
     ),
     Setting(
+        "otlp_certificate",
+        "CA certificate (PEM) that the collector's TLS certificate must chain to; replaces the trust store",
+        _file,
+        default_help="none (the trust store of tls_trust)",
+        env_vars=("OTEL_EXPORTER_OTLP_CERTIFICATE",),
+        signal_env="OTEL_EXPORTER_OTLP_{signal}_CERTIFICATE",
+    ),
+    Setting(
+        "otlp_client_key",
+        "Private key (PEM) for TLS client authentication (mTLS), with otlp_client_certificate",
+        _file,
+        default_help="none",
+        env_vars=("OTEL_EXPORTER_OTLP_CLIENT_KEY",),
+        signal_env="OTEL_EXPORTER_OTLP_{signal}_CLIENT_KEY",
+    ),
+    Setting(
+        "otlp_client_certificate",
+        "Certificate chain (PEM) for TLS client authentication (mTLS)",
+        _file,
+        default_help="none",
+        env_vars=("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE",),
+        signal_env="OTEL_EXPORTER_OTLP_{signal}_CLIENT_CERTIFICATE",
+    ),
+    Setting(
         "otlp_insecure",
         "gRPC without TLS even for an endpoint that is not http:// (an http:// endpoint never uses TLS)",
         _boolean,
         default=False,
         env_vars=("OTEL_EXPORTER_OTLP_INSECURE",),
         signal_env="OTEL_EXPORTER_OTLP_{signal}_INSECURE",
+    ),
+    Setting(
+        "tls_trust",
+        "Which CAs an https/gRPC-TLS collector is checked against without otlp_certificate: system = the OS "
+        "trust store (Keychain, Windows certificate store, OpenSSL's default paths; through truststore), "
+        "certifi = Mozilla's CA bundle",
+        _choice(TLS_TRUST),
+        default="system",
+        env_vars=("COPILOT_OTEL_TLS_TRUST",),
     ),
     Setting(
         "output_file",
@@ -759,13 +802,26 @@ class OtlpOptions:
         headers: Request headers (credentials, tenant ids).
         timeout: Deadline of one request, in seconds.
         compression: ``gzip`` or ``None``.
+        certificate: The CA file the collector's certificate must chain to; ``None`` = the ``trust`` store.
+        client_key: Private key for TLS client authentication.
+        client_certificate: Certificate chain for TLS client authentication.
         insecure: gRPC without TLS (an ``http://`` endpoint is plaintext anyway).
+        trust: ``system`` (the OS trust store) or ``certifi``, when no ``certificate`` is given.
     """
 
     headers: Headers = field(default_factory=Headers)
     timeout: float = 10.0
     compression: str | None = None
+    certificate: Path | None = None
+    client_key: Path | None = None
+    client_certificate: Path | None = None
     insecure: bool = False
+    trust: str = "system"
+
+    @property
+    def tls_files(self) -> tuple[Path | None, Path | None, Path | None]:
+        """``(certificate, client_certificate, client_key)``: what decides one TLS configuration."""
+        return (self.certificate, self.client_certificate, self.client_key)
 
 
 @dataclass(frozen=True)
@@ -786,7 +842,11 @@ class Config:
     otlp_headers: PerSignal[Headers]
     otlp_timeout: PerSignal[float]
     otlp_compression: PerSignal[str]
+    otlp_certificate: PerSignal[Path | None]
+    otlp_client_key: PerSignal[Path | None]
+    otlp_client_certificate: PerSignal[Path | None]
     otlp_insecure: PerSignal[bool]
+    tls_trust: str
     output_file: Path | None
     service_name: str
     include_user_name: bool
@@ -860,7 +920,11 @@ def _options(values: Mapping[str, Any], signal: object) -> OtlpOptions:
         headers=values["otlp_headers"][signal],
         timeout=values["otlp_timeout"][signal],
         compression=None if compression == "none" else compression,
+        certificate=values["otlp_certificate"][signal],
+        client_key=values["otlp_client_key"][signal],
+        client_certificate=values["otlp_client_certificate"][signal],
         insecure=values["otlp_insecure"][signal],
+        trust=values["tls_trust"],
     )
 
 
@@ -1024,7 +1088,7 @@ def otlp_options(env: Mapping[str, str] | None = None) -> dict[str, OtlpOptions]
         ConfigError: A variable has a value we cannot use.
     """
     env = os.environ if env is None else env
-    values, _ = _resolve_all(_OTLP, {}, env, {}, None)
+    values, _ = _resolve_all((*_OTLP, _BY_NAME["tls_trust"]), {}, env, {}, None)
     return {signal: _options(values, signal) for signal in SIGNALS}
 
 

@@ -45,7 +45,7 @@ from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
-from . import __version__, wire
+from . import __version__, tls, wire
 from .config import OtlpOptions, otlp_options
 from .records import LogRecord, SpanRecord
 
@@ -224,7 +224,7 @@ def _http_endpoint_error(status: int, reason: str, url: str, signal: Signal, hea
 
 
 class HttpTransport:
-    """OTLP/HTTP protobuf over a pooled ``requests`` session; headers and compression per signal."""
+    """OTLP/HTTP protobuf over pooled ``requests`` sessions (one per TLS configuration)."""
 
     def __init__(self, endpoints: Mapping[Signal, str], options: Mapping[Signal, OtlpOptions]) -> None:
         import requests
@@ -233,7 +233,8 @@ class HttpTransport:
         self._endpoints = dict(endpoints)
         self._options = dict(options)
         self._headers: dict[Signal, dict[str, str]] = {}
-        self._session = requests.Session()
+        sessions: dict[tuple[Any, ...], Any] = {}
+        self._sessions: dict[Signal, Any] = {}
         for signal in Signal:
             opts = options[signal]
             headers = {
@@ -244,15 +245,24 @@ class HttpTransport:
             if opts.compression == "gzip":
                 headers["Content-Encoding"] = "gzip"
             self._headers[signal] = headers
+            key = (*opts.tls_files, opts.trust)
+            if key not in sessions:
+                sessions[key] = requests.Session()
+                if any(url.lower().startswith("https:") for url in endpoints.values()):
+                    sessions[key].mount("https://", tls.adapter(opts))
+            self._sessions[signal] = sessions[key]
         self.description = f"OTLP/HTTP {self._endpoints[Signal.TRACES]}"
 
     def send(self, signal: Signal, body: bytes, timeout: float) -> SendResult:
         gzipped = self._options[signal].compression == "gzip"
         data = gzip.compress(body, 6) if gzipped else body
         try:
-            resp = self._session.post(
+            resp = self._sessions[signal].post(
                 self._endpoints[signal], data=data, headers=self._headers[signal], timeout=timeout
             )
+        except self._requests.exceptions.SSLError as exc:  # before ConnectionError, its base class
+            message = tls.failure(self._endpoints[signal], str(exc), self._options[signal])
+            return SendResult(ok=False, endpoint=True, message=message)
         except self._requests.ConnectionError:
             return SendResult(
                 ok=False, retryable=True, message=f"cannot connect to {self._endpoints[signal]}"
@@ -295,7 +305,8 @@ class HttpTransport:
         return SendResult(ok=False, retryable=False, message=reason)
 
     def close(self) -> None:
-        self._session.close()
+        for session in set(self._sessions.values()):
+            session.close()
 
 
 def _short(value: object, limit: int = 200) -> str:
@@ -327,8 +338,8 @@ def _partial_success(signal: Signal, content: bytes) -> tuple[int, str]:
 
 
 class GrpcTransport:
-    """OTLP/gRPC with the generated service stubs (no SDK-internal retries: we own retrying); headers and
-    compression per signal."""
+    """OTLP/gRPC with the generated service stubs (no SDK-internal retries: we own retrying); one channel per TLS
+    configuration, headers and compression per signal."""
 
     def __init__(self, endpoint: str, options: Mapping[Signal, OtlpOptions]) -> None:
         import grpc
@@ -345,13 +356,13 @@ class GrpcTransport:
         for signal in Signal:
             opts = options[signal]
             insecure = endpoint.startswith("http://") or opts.insecure
-            key = (insecure,)
+            key = (insecure, *opts.tls_files, opts.trust)
             if key not in channels:
                 if insecure:
                     channels[key] = grpc.insecure_channel(target, options=channel_options)
                 else:
                     channels[key] = grpc.secure_channel(
-                        target, grpc.ssl_channel_credentials(), options=channel_options
+                        target, tls.grpc_credentials(opts), options=channel_options
                     )
             channel_of[signal] = channels[key]
         self._channels = list(channels.values())
@@ -406,6 +417,12 @@ class GrpcTransport:
         except self._grpc.RpcError as exc:
             code = exc.code().name if hasattr(exc, "code") and exc.code() else "UNKNOWN"
             details = exc.details() if hasattr(exc, "details") else str(exc)
+            if tls.is_handshake_failure(details):
+                return SendResult(
+                    ok=False,
+                    endpoint=True,
+                    message=tls.failure(self._endpoint, details, self._options[signal]),
+                )
             fix = self._endpoint_error(code, _short(details), signal)
             if fix is not None:
                 return SendResult(ok=False, endpoint=True, message=fix)
@@ -508,7 +525,7 @@ def build_transport(
         protocol: ``grpc`` or ``http/protobuf``.
         output_file: Where the embedded default writes when no endpoint is configured.
         env: Environment for per-signal endpoints, and for the options when not given (default ``os.environ``).
-        options: Each signal's headers, timeout, compression and gRPC insecure switch (:meth:`Config.otlp`); read from
+        options: Each signal's headers, timeout, compression and TLS files (:meth:`Config.otlp`); read from
             ``env`` by the settings table when ``None``.
 
     Raises:
