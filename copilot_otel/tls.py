@@ -42,6 +42,13 @@ def _truststore() -> Any | None:
     return truststore
 
 
+def uses_tls(endpoint: str, protocol: str, options: OtlpOptions) -> bool:
+    """Whether requests to ``endpoint`` are encrypted (and so checked against a trust store)."""
+    if endpoint.lower().startswith("https://"):
+        return True
+    return protocol == "grpc" and not endpoint.lower().startswith("http://") and not options.insecure
+
+
 def trust_source(options: OtlpOptions) -> str:
     """What the collector's certificate is checked against, in words (for messages and ``doctor``)."""
     if options.certificate is not None:
@@ -149,8 +156,11 @@ def _system_roots_pem() -> bytes | None:
     return None  # gRPC's bundled roots
 
 
-_REASON = re.compile(
-    r"certificate verify failed: ([^(')\]]+)|CERTIFICATE_VERIFY_FAILED(?:: ([^,;\n]+))?", re.I
+#: What every TLS failure line starts with (``doctor`` recognises it).
+FAILURE_PREFIX = "TLS with "
+_REASONS = (
+    re.compile(r"certificate verify failed: ([^(')\]]+)"),  # Python's ssl (HTTPS)
+    re.compile(r"CERTIFICATE_VERIFY_FAILED: ([^,;\n]+?)(?:: OK)?(?:[,;\n]|$)"),  # gRPC's BoringSSL
 )
 
 
@@ -162,9 +172,11 @@ def is_handshake_failure(details: str) -> bool:
 
 def failure(url: str, detail: str, options: OtlpOptions) -> str:
     """One line saying why TLS with the collector failed and what to set."""
-    match = _REASON.search(detail)
+    match = next((found for pattern in _REASONS if (found := pattern.search(detail))), None)
     if match:
-        reason = "certificate not trusted: " + (match.group(1) or match.group(2) or "verify failed").strip()
+        reason = "certificate not trusted: " + match.group(1).strip()
+    elif "CERTIFICATE_VERIFY_FAILED" in detail:
+        reason = "certificate not trusted"
     else:
         found = re.search(r"\[SSL: [A-Z_]+\][^')]*|SSL_ERROR_[A-Z_]+[^,;]*", detail)
         reason = (found.group(0) if found else detail[:160]).strip()
@@ -174,4 +186,4 @@ def failure(url: str, detail: str, options: OtlpOptions) -> str:
         else "set OTEL_EXPORTER_OTLP_CERTIFICATE to the CA certificate (PEM) that signed the collector's, "
         "or add that CA to the OS trust store"
     )
-    return f"TLS with {url} failed ({reason}); checked against {trust_source(options)}: {fix}"
+    return f"{FAILURE_PREFIX}{url} failed ({reason}); checked against {trust_source(options)}: {fix}"

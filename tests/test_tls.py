@@ -200,3 +200,24 @@ def test_daemon_holds_data_for_an_untrusted_collector_then_sends_every_signal_on
     finally:
         assert d.terminate() == 0
     assert len({s["span_id"] for s in tls_receiver.spans()}) == len(tls_receiver.spans()) == 3
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_doctor_says_what_the_certificate_is_checked_against_and_why_it_failed(
+    tls_receiver: OtlpReceiver,
+    pki: dict[str, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    protocol: str,
+) -> None:
+    endpoint = tls_receiver.grpc_endpoint if protocol == "grpc" else tls_receiver.http_endpoint
+    monkeypatch.setenv("SSL_CERT_FILE", str(pki["ca"].parent / "none.pem"))
+    assert main(["doctor", "--endpoint", endpoint, "--protocol", protocol]) == 1
+    out = capsys.readouterr().out
+    assert "tls: the collector's certificate is checked against the OS trust store" in out
+    failed = [line for line in out.splitlines() if "test span" in line]
+    assert len(failed) == 1 and "certificate not trusted: unable to get local issuer certificate" in failed[0]
+    assert "set OTEL_EXPORTER_OTLP_CERTIFICATE" in failed[0]
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", str(pki["ca"]))
+    assert main(["doctor", "--endpoint", endpoint, "--protocol", protocol]) == 0
+    assert f"checked against the CA file {pki['ca']}" in capsys.readouterr().out
