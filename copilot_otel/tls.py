@@ -173,17 +173,38 @@ def is_handshake_failure(details: str) -> bool:
 def failure(url: str, detail: str, options: OtlpOptions) -> str:
     """One line saying why TLS with the collector failed and what to set."""
     match = next((found for pattern in _REASONS if (found := pattern.search(detail))), None)
+    upper = detail.upper()
     if match:
         reason = "certificate not trusted: " + match.group(1).strip()
-    elif "CERTIFICATE_VERIFY_FAILED" in detail:
+    elif "CERTIFICATE_VERIFY_FAILED" in upper:
         reason = "certificate not trusted"
     else:
-        found = re.search(r"\[SSL: [A-Z_]+\][^')]*|SSL_ERROR_[A-Z_]+[^,;]*", detail)
-        reason = (found.group(0) if found else detail[:160]).strip()
-    fix = (
-        "check that the collector's certificate chains to that CA and names the endpoint's host"
-        if options.certificate is not None
-        else "set OTEL_EXPORTER_OTLP_CERTIFICATE to the CA certificate (PEM) that signed the collector's, "
-        "or add that CA to the OS trust store"
-    )
+        found = re.search(
+            r"\[SSL: [A-Z0-9_]+\][^')]*|SSL_ERROR_[A-Z0-9_]+[^,;]*|SSL\w*Error\(\d+, '([^']+)", detail
+        )
+        reason = ((found.group(1) or found.group(0)) if found else detail[:160]).strip()
+    if "CERTIFICATE_REQUIRED" in upper or "BAD_CERTIFICATE" in upper or "UNKNOWN_CA" in upper:
+        fix = (
+            f"the collector refused the client certificate {options.client_certificate}: is it signed by a CA "
+            "the collector trusts, and is OTEL_EXPORTER_OTLP_CLIENT_KEY its key?"
+            if options.client_certificate is not None
+            else "the collector asks for a client certificate: set OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE and "
+            "OTEL_EXPORTER_OTLP_CLIENT_KEY"
+        )
+    elif "VERIFY_FAILED" in upper or "VERIFY FAILED" in upper:
+        fix = (
+            "check that the collector's certificate chains to that CA and names the endpoint's host"
+            if options.certificate is not None
+            else "set OTEL_EXPORTER_OTLP_CERTIFICATE to the CA certificate (PEM) that signed the collector's, "
+            "or add that CA to the OS trust store"
+        )
+    elif "EOF" in upper and options.client_certificate is None:
+        # TLS 1.3: a collector that wants a client certificate may just hang up before its alert is read
+        fix = (
+            "the collector hung up during the handshake: if it asks for a client certificate, set "
+            "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE and OTEL_EXPORTER_OTLP_CLIENT_KEY; if it does not speak TLS "
+            "on that port, use http://"
+        )
+    else:
+        fix = "does the collector speak TLS on that port? An endpoint without TLS needs http://"
     return f"{FAILURE_PREFIX}{url} failed ({reason}); checked against {trust_source(options)}: {fix}"

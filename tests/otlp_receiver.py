@@ -706,6 +706,7 @@ class OtlpReceiver:
         on_accept: Called for every request whose data was stored, before the client is answered.
         tls: ``(certificate chain file, private key file)`` (PEM): serve OTLP/HTTP as HTTPS and OTLP/gRPC over TLS
             (endpoints then start with ``https://``).
+        client_ca: With ``tls``: require a client certificate signed by this CA (PEM), i.e. mutual TLS.
     """
 
     def __init__(
@@ -717,8 +718,10 @@ class OtlpReceiver:
         count_only: bool = False,
         on_accept: AcceptSink | None = None,
         tls: tuple[Path, Path] | None = None,
+        client_ca: Path | None = None,
     ) -> None:
         self._tls = tls
+        self._client_ca = client_ca
         self._grpc_port = grpc_port
         self._http_port = http_port
         self._store = store and not count_only
@@ -780,7 +783,10 @@ class OtlpReceiver:
                     port = server.add_insecure_port(f"{_HOST}:{self._grpc_port}")
                 else:
                     chain, key = (path.read_bytes() for path in self._tls)
-                    credentials = grpc.ssl_server_credentials([(key, chain)])
+                    client_ca = self._client_ca.read_bytes() if self._client_ca is not None else None
+                    credentials = grpc.ssl_server_credentials(
+                        [(key, chain)], root_certificates=client_ca, require_client_auth=client_ca is not None
+                    )
                     port = server.add_secure_port(f"{_HOST}:{self._grpc_port}", credentials)
             except RuntimeError as error:
                 port = 0
@@ -837,6 +843,9 @@ class OtlpReceiver:
             return None
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(*map(str, self._tls))
+        if self._client_ca is not None:
+            context.verify_mode = ssl.CERT_REQUIRED
+            context.load_verify_locations(cafile=str(self._client_ca))
         return context
 
     @property

@@ -10,6 +10,7 @@ The macOS keychain and the Windows certificate store are not exercised here (see
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import time
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from copilot_otel.cli import main
-from copilot_otel.errors import EndpointError
+from copilot_otel.errors import EndpointError, ExportError
 from tests.conftest import CLI_GENERATED
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver
@@ -63,7 +64,26 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial",
         "-days", "2", "-out", str(cert), "-extfile", str(ext),
     )  # fmt: skip
-    return {"ca": ca, "cert": cert, "key": key}
+    client_key, client_csr, client = (d / n for n in ("client.key", "client.csr", "client.pem"))
+    _openssl(
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=copilot-otel",
+        "-keyout",
+        str(client_key),
+        "-out",
+        str(client_csr),
+    )
+    client_ext = d / "client.ext"
+    client_ext.write_text("extendedKeyUsage=clientAuth\n")
+    _openssl(
+        "x509", "-req", "-in", str(client_csr), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial",
+        "-days", "2", "-out", str(client), "-extfile", str(client_ext),
+    )  # fmt: skip
+    return {"ca": ca, "cert": cert, "key": key, "client": client, "client_key": client_key}
 
 
 @pytest.fixture
@@ -73,11 +93,11 @@ def tls_receiver(pki: dict[str, Path]) -> Iterator[OtlpReceiver]:
     receiver.stop()
 
 
-def _replay(receiver: OtlpReceiver, protocol: str) -> int:
+def _replay(receiver: OtlpReceiver, protocol: str, max_retry_s: int = 20) -> int:
     endpoint = receiver.grpc_endpoint if protocol == "grpc" else receiver.http_endpoint
     assert endpoint.startswith("https://")
     args = ["replay", str(SESSION), "--endpoint", endpoint, "--protocol", protocol, "--no-progress"]
-    return main([*args, "--max-retry-time", "20"])
+    return main([*args, "--max-retry-time", str(max_retry_s)])
 
 
 PROTOCOLS = ["http/protobuf", "grpc"]
@@ -221,3 +241,28 @@ def test_doctor_says_what_the_certificate_is_checked_against_and_why_it_failed(
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", str(pki["ca"]))
     assert main(["doctor", "--endpoint", endpoint, "--protocol", protocol]) == 0
     assert f"checked against the CA file {pki['ca']}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_client_certificate_and_key_authenticate_us_to_a_collector_that_requires_them(
+    pki: dict[str, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], protocol: str
+) -> None:
+    receiver = OtlpReceiver(tls=(pki["cert"], pki["key"]), client_ca=pki["ca"]).start()
+    try:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_CERTIFICATE", str(pki["ca"]))
+        rc = _replay(receiver, protocol, max_retry_s=2)
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and receiver.spans() == []
+        if protocol == "grpc":
+            # gRPC's client sees only "Socket closed" when the server wants a certificate: an outage to retry
+            assert rc == ExportError.exit_code
+        else:
+            assert rc == EndpointError.exit_code
+            # the alert, or (TLS 1.3, when the server hangs up first) an EOF: both lines say what to set
+            assert re.search(r"client certificate[:,] set OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE", err), err
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE", str(pki["client"]))
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_CLIENT_KEY", str(pki["client_key"]))
+        assert _replay(receiver, protocol) == 0
+        assert receiver.requests == {"traces": 1, "logs": 1, "metrics": 1}
+    finally:
+        receiver.stop()
