@@ -991,7 +991,7 @@ def _read_file(path: Path, source: str) -> dict[str, Any] | None:
         raise ConfigError(f"Cannot parse config file {path}: {exc}") from None
     for key in values:
         if key in _BY_NAME and key not in _FILE_KEYS:
-            flags = " or ".join((*_BY_NAME[key].flags, *_BY_NAME[key].env_vars))
+            flags = " or ".join((*_BY_NAME[key].flags, *_BY_NAME[key].all_env_vars))
             raise ConfigError(f"Key {key!r} cannot be set in config file {path}; use {flags}")
         if key not in _FILE_KEYS:
             close = difflib.get_close_matches(key, _FILE_KEYS, n=1)

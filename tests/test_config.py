@@ -647,3 +647,64 @@ def test_readme_settings_table_is_made_from_the_table() -> None:
     assert block.strip("\n") + "\n" == config_module.settings_markdown(), (
         "regenerate it with settings_markdown()"
     )
+
+
+# --- per-signal OTLP settings -------------------------------------------------------------------------------
+
+
+def test_otlp_settings_per_signal_beat_the_general_ones_which_beat_the_file(
+    env: dict[str, str], home: Path
+) -> None:
+    write_config(home, 'otlp_timeout = 2.5\notlp_compression = "gzip"\n')
+    env["OTEL_EXPORTER_OTLP_TIMEOUT"] = "4000"
+    env["OTEL_EXPORTER_OTLP_LOGS_TIMEOUT"] = "500"
+    config = load_config(None, env)
+    assert (config.otlp_timeout.traces, config.otlp_timeout.logs, config.otlp_timeout.metrics) == (
+        4.0,
+        0.5,
+        4.0,
+    )
+    assert config.otlp("logs").timeout == 0.5 and config.otlp("metrics").compression == "gzip"
+    rows = {name: (value, source) for name, value, source in describe(config)}
+    assert rows["otlp_timeout.logs"] == ("0.5", "env OTEL_EXPORTER_OTLP_LOGS_TIMEOUT")
+    assert rows["otlp_timeout.traces"] == ("4", "env OTEL_EXPORTER_OTLP_TIMEOUT")
+    assert "otlp_timeout" not in rows, "the signals differ: one row each"
+    assert rows["otlp_compression"] == ("gzip", f"file {home / '.config/copilot-otel/config.toml'}")
+
+
+def test_a_bad_header_value_is_never_quoted(env: dict[str, str]) -> None:
+    env["OTEL_EXPORTER_OTLP_METRICS_HEADERS"] = " "  # blank: as if unset
+    assert load_config(None, env).otlp_headers_set is False
+    assert config_module._parse(
+        config_module._headers, "authorization=Bearer%20sk-1", "OTEL_EXPORTER_OTLP_HEADERS", env, secret=True
+    ).as_dict() == {"authorization": "Bearer sk-1"}
+    with pytest.raises(ConfigError) as info:
+        config_module._parse(config_module._boolean, "sk-secret", "X", env, secret=True)
+    assert "sk-secret" not in str(info.value) and "not shown" in str(info.value)
+
+
+def test_headers_cannot_go_in_the_config_file(env: dict[str, str], home: Path) -> None:
+    write_config(home, 'otlp_headers = "authorization=Bearer x"\n')
+    assert "Key 'otlp_headers' cannot be set in config file" in error(None, env)
+    assert "OTEL_EXPORTER_OTLP_TRACES_HEADERS" in error(None, env) or "OTEL_EXPORTER_OTLP_HEADERS" in error(
+        None, env
+    )
+
+
+@pytest.mark.parametrize(
+    ("var", "value", "message"),
+    [
+        ("OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "0", "a positive number of milliseconds"),
+        ("OTEL_EXPORTER_OTLP_COMPRESSION", "deflate", "one of gzip, none"),
+        ("OTEL_EXPORTER_OTLP_LOGS_INSECURE", "maybe", "true or false"),
+        ("COPILOT_OTEL_TLS_TRUST", "keychain", "one of system, certifi"),
+    ],
+)
+def test_bad_otlp_values_name_their_variable(env: dict[str, str], var: str, value: str, message: str) -> None:
+    env[var] = value
+    assert error(None, env) == f"Expected {var} to be {message}, got {value!r}"
+
+
+def test_misspelt_otlp_key_gets_a_did_you_mean(env: dict[str, str], home: Path) -> None:
+    write_config(home, "otlp_timeuot = 3\n")
+    assert "did you mean 'otlp_timeout'?" in error(None, env)
