@@ -727,6 +727,14 @@ SETTINGS: tuple[Setting[Any], ...] = (
         env_vars=("COPILOT_OTEL_METRICS",),
     ),
     Setting(
+        "metrics_temporality",
+        "Metric temporality: cumulative, delta (counters and histograms as deltas) or lowmemory (synchronous "
+        "counters and histograms as deltas); replay marks its one request DELTA for both of the latter",
+        _choice(("cumulative", "delta", "lowmemory")),
+        default="cumulative",
+        env_vars=("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE",),
+    ),
+    Setting(
         "logs_enabled",
         "Export log events",
         _boolean,
@@ -865,6 +873,7 @@ class Config:
     prometheus_port: int | None
     prometheus_host: str
     metrics_enabled: bool
+    metrics_temporality: str
     logs_enabled: bool
     capture_message_content: str
     capture_emit_event: bool | None

@@ -15,8 +15,17 @@ from typing import Any
 
 from opentelemetry.exporter.otlp.proto.common._internal.metrics_encoder import OTLPMetricExporterMixin
 from opentelemetry.metrics import CallbackOptions, Observation
-from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics import (
+    Counter,
+    Histogram,
+    MeterProvider,
+    ObservableCounter,
+    ObservableGauge,
+    ObservableUpDownCounter,
+    UpDownCounter,
+)
 from opentelemetry.sdk.metrics.export import (
+    AggregationTemporality,
     MetricExporter,
     MetricExportResult,
     MetricReader,
@@ -36,10 +45,13 @@ logger = logging.getLogger(__name__)
 class _OtlpMetricExporter(OTLPMetricExporterMixin, MetricExporter):
     """Metrics through the same transport as spans and logs (endpoint, headers, timeout in milliseconds,
     compression, TLS: one set of settings for every signal), or into the embedded file. Temporality and
-    histogram aggregation follow the SDK's ``OTEL_EXPORTER_OTLP_METRICS_*`` variables, as its exporters do."""
+    histogram aggregation follow the SDK's rules for ``OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE`` (read by
+    the settings table: ``metrics_temporality``) and ``_DEFAULT_HISTOGRAM_AGGREGATION``, as its exporters do."""
 
-    def __init__(self, transport: Transport, timeout_s: float | None = None) -> None:
-        self._common_configuration()
+    def __init__(
+        self, transport: Transport, timeout_s: float | None = None, temporality: str = "cumulative"
+    ) -> None:
+        self._common_configuration(preferred_temporality=_temporality(temporality))
         self._transport = transport
         self._timeout_s = timeout_s
         self._last_error = ""
@@ -99,10 +111,28 @@ class _TrackingExporter(MetricExporter):
         self.inner.shutdown(timeout_millis=timeout_millis)
 
 
-def build_metric_exporter(transport: Transport, timeout_s: float | None = None) -> MetricExporter:
+def _temporality(preference: str) -> dict[type, AggregationTemporality]:
+    """Each instrument type's temporality for a ``metrics_temporality`` value, as the OTLP exporter
+    specification (and the SDK) map ``OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE``."""
+    delta = AggregationTemporality.DELTA
+    cumulative = AggregationTemporality.CUMULATIVE
+    return {
+        Counter: cumulative if preference == "cumulative" else delta,
+        UpDownCounter: cumulative,
+        Histogram: cumulative if preference == "cumulative" else delta,
+        ObservableCounter: delta if preference == "delta" else cumulative,
+        ObservableUpDownCounter: cumulative,
+        ObservableGauge: cumulative,
+    }
+
+
+def build_metric_exporter(
+    transport: Transport, timeout_s: float | None = None, temporality: str = "cumulative"
+) -> MetricExporter:
     """The metric exporter sending through ``transport`` (built from the same settings as the span/log one:
-    :func:`~copilot_otel.export.build_transport`), each request bounded by ``timeout_s``."""
-    return _OtlpMetricExporter(transport, timeout_s)
+    :func:`~copilot_otel.export.build_transport`), each request bounded by ``timeout_s``, with the temporality of
+    ``metrics_temporality``."""
+    return _OtlpMetricExporter(transport, timeout_s, temporality)
 
 
 class Metrics:

@@ -118,7 +118,9 @@ class Telemetry:
         if with_metrics and (config.metrics_enabled or config.prometheus_port is not None):
             # Its own connection (the SDK's reader thread sends metrics), made from the same settings.
             exporter = (
-                build_metric_exporter(transport(), timeouts["metrics"]) if config.metrics_enabled else None
+                build_metric_exporter(transport(), timeouts["metrics"], config.metrics_temporality)
+                if config.metrics_enabled
+                else None
             )
             prometheus = (
                 (config.prometheus_host, config.prometheus_port)

@@ -56,3 +56,22 @@ def test_the_daemons_metrics_carry_the_metrics_headers(
             telemetry.close()
     assert seen["/v1/metrics"]["x-team"] == "metrics"
     assert seen["/v1/metrics"]["content-encoding"] == "gzip"
+
+
+@pytest.mark.parametrize(("preference", "temporality"), [("cumulative", 2), ("delta", 1), ("lowmemory", 1)])
+def test_metric_temporality_comes_from_the_settings_table(
+    receiver: OtlpReceiver, tmp_path: Path, preference: str, temporality: int
+) -> None:
+    # A config file key like any other setting (it used to be read from the environment by the SDK and by replay)
+    config_file = tmp_path / "config.toml"
+    config_file.write_text(f'metrics_temporality = "{preference}"\n')
+    cli = {"endpoint": receiver.http_endpoint, "state_dir": str(tmp_path), "config_file": str(config_file)}
+    telemetry = Telemetry.from_config(load_config(cli))
+    try:
+        assert telemetry.metrics is not None
+        telemetry.metrics.count("copilot_otel.export.retries", 1)
+        assert telemetry.metrics.flush(timeout_s=10)
+    finally:
+        telemetry.close()
+    points = [m for m in receiver.metrics() if m["name"] == "copilot_otel.export.retries"]
+    assert points and {m["temporality"] for m in points} == {temporality}  # 1 = DELTA, 2 = CUMULATIVE
