@@ -40,6 +40,17 @@ def test_the_daemons_metric_export_timeout_is_in_milliseconds(
         telemetry.close()
 
 
+def _export_one_count(cli: dict[str, str]) -> None:
+    """Count once and export, as the daemon does (the SDK reader), through telemetry built from ``cli``."""
+    telemetry = Telemetry.from_config(load_config(cli))
+    try:
+        assert telemetry.metrics is not None
+        telemetry.metrics.count("copilot_otel.export.retries", 1)
+        assert telemetry.metrics.flush(timeout_s=10)
+    finally:
+        telemetry.close()
+
+
 def test_the_daemons_metrics_carry_the_metrics_headers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -47,13 +58,7 @@ def test_the_daemons_metrics_carry_the_metrics_headers(
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_HEADERS", "x-team=metrics")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_COMPRESSION", "gzip")
     with header_server() as (url, seen):
-        telemetry = Telemetry.from_config(load_config({"endpoint": url, "state_dir": str(tmp_path)}))
-        try:
-            assert telemetry.metrics is not None
-            telemetry.metrics.count("copilot_otel.export.retries", 1)
-            assert telemetry.metrics.flush(timeout_s=10)
-        finally:
-            telemetry.close()
+        _export_one_count({"endpoint": url, "state_dir": str(tmp_path)})
     assert seen["/v1/metrics"]["x-team"] == "metrics"
     assert seen["/v1/metrics"]["content-encoding"] == "gzip"
 
@@ -66,12 +71,6 @@ def test_metric_temporality_comes_from_the_settings_table(
     config_file = tmp_path / "config.toml"
     config_file.write_text(f'metrics_temporality = "{preference}"\n')
     cli = {"endpoint": receiver.http_endpoint, "state_dir": str(tmp_path), "config_file": str(config_file)}
-    telemetry = Telemetry.from_config(load_config(cli))
-    try:
-        assert telemetry.metrics is not None
-        telemetry.metrics.count("copilot_otel.export.retries", 1)
-        assert telemetry.metrics.flush(timeout_s=10)
-    finally:
-        telemetry.close()
+    _export_one_count(cli)
     points = [m for m in receiver.metrics() if m["name"] == "copilot_otel.export.retries"]
     assert points and {m["temporality"] for m in points} == {temporality}  # 1 = DELTA, 2 = CUMULATIVE
