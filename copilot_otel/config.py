@@ -1,22 +1,28 @@
 """Settings: one declarative table, resolved CLI flag > env var > config file > default.
 
 Every setting is declared exactly once in :data:`SETTINGS` (name, flags, env vars, whether the config file may
-set it, parser, default, one line of help). :func:`add_arguments` builds argparse flags from the table,
-:func:`load_config` resolves every setting into a frozen :class:`Config`, and :func:`describe` renders it for
-``copilot-otel config``.
+set it, parser, default, one line of help, whether it is secret or decides what content leaves the machine).
+:func:`add_arguments` builds argparse flags from the table, :func:`load_config` resolves every setting into a
+frozen :class:`Config`, :func:`describe` renders it for ``copilot-otel config`` (value and source),
+:func:`content_policy` and :func:`otlp_options` resolve the content switches or the OTLP request settings of an
+environment alone, and :func:`settings_markdown` writes README's settings table. Every switch goes through the one
+boolean parser (``true``/``false``, ``1``/``0``, ``yes``/``no``, ``on``/``off``).
 
 Precedence, highest first (as logfire's ``load_param``):
 
 1. a CLI flag (``cli`` mapping, e.g. ``vars(args)``; ``None`` means "not given"),
-2. the setting's environment variables, in the order listed (an empty value counts as unset),
+2. the setting's environment variables, in the order listed (an empty value counts as unset); for a per-signal
+   setting (``signal_env``) the signal's own variable first, as the OTLP exporter specification says
+   (``OTEL_EXPORTER_OTLP_LOGS_TIMEOUT`` > ``OTEL_EXPORTER_OTLP_TIMEOUT``),
 3. the TOML config file (``--config``, ``COPILOT_OTEL_CONFIG`` or
    ``$XDG_CONFIG_HOME/copilot-otel/config.toml``),
 4. the default.
 
-Standard ``OTEL_*`` variables are only *aliased* here, never re-implemented: the OTLP exporters still
-resolve ``OTEL_EXPORTER_OTLP_*`` (endpoint, headers, timeout, compression) themselves, so
-:attr:`Config.endpoint_override` is ``None`` whenever the endpoint came from the environment. Header values
-are never read or stored; the config only records whether ``OTEL_EXPORTER_OTLP_[TRACES_]HEADERS`` is set.
+The OTLP request settings (headers, timeout, compression, TLS files) are read here and nowhere else: every
+transport, for every signal, gets them as :class:`OtlpOptions` (:meth:`Config.otlp`). Header values may hold
+credentials: they are kept in a :class:`Headers` whose ``repr`` hides them, ``config`` shows only whether they
+are set, and an error about a secret setting does not quote its value. Per-signal *endpoints* are still read by
+the transports (``OTEL_EXPORTER_OTLP_<SIGNAL>_ENDPOINT``, see :mod:`~copilot_otel.telemetry`).
 
 Every bad value fails at load with a :class:`~copilot_otel.errors.ConfigError` that names where the value came
 from and quotes it, e.g. ``Expected OTEL_EXPORTER_OTLP_PROTOCOL to be one of grpc, http/protobuf, got

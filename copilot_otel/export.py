@@ -9,15 +9,17 @@ straight into OTLP protobuf bytes (:mod:`~copilot_otel.wire`) — skipping the p
 * retryable (refused, timeout, 429/502/503/504, UNAVAILABLE…) → :class:`Sender` retries with backoff, honouring
   ``Retry-After`` and gRPC ``RetryInfo``;
 * about the endpoint, not the data (401, 403, 407, a 404 for traces, gRPC UNAUTHENTICATED, PERMISSION_DENIED,
-  UNIMPLEMENTED) → nothing is dead-lettered: the daemon holds the data (the log files are the buffer) and retries
+  UNIMPLEMENTED, a TLS handshake that fails: certificate not trusted, client certificate wanted) → nothing is dead-lettered: the daemon holds the data (the log files are the buffer) and retries
   with backoff, saying once what to fix; a bounded caller (``replay``, ``doctor``) fails at once;
 * permanent (400, INVALID_ARGUMENT, ``partial_success`` rejections) → the batch is bisected down to the poison
   records, which are dead-lettered, and the rest is delivered;
 * a record the encoder cannot write (a timestamp past 2554, an out-of-range number) → that record alone is
   dropped (counted, logged, written to the dead-letter file); the rest of its batch is sent.
 
-Every request has a deadline: ``OTEL_EXPORTER_OTLP_{TRACES,LOGS,METRICS}_TIMEOUT`` or ``OTEL_EXPORTER_OTLP_TIMEOUT``
-(milliseconds, as the specification says), 10 s by default.
+Every signal is sent with its own :class:`~copilot_otel.config.OtlpOptions` from the settings table: headers,
+compression, TLS (:mod:`~copilot_otel.tls`: CA file, OS trust store or certifi, client certificate) and a deadline,
+``OTEL_EXPORTER_OTLP_{TRACES,LOGS,METRICS}_TIMEOUT`` or ``OTEL_EXPORTER_OTLP_TIMEOUT`` (milliseconds, as the
+specification says), 10 s by default.
 """
 
 from __future__ import annotations
