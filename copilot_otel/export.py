@@ -47,7 +47,7 @@ from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
-from . import __version__, tls, wire
+from . import __version__, wire
 from .config import OtlpOptions, otlp_options
 from .records import LogRecord, SpanRecord
 
@@ -231,6 +231,8 @@ class HttpTransport:
     def __init__(self, endpoints: Mapping[Signal, str], options: Mapping[Signal, OtlpOptions]) -> None:
         import requests
 
+        from . import tls  # with ssl: only when something is sent over the network
+
         self._requests = requests
         self._endpoints = dict(endpoints)
         self._options = dict(options)
@@ -263,6 +265,8 @@ class HttpTransport:
                 self._endpoints[signal], data=data, headers=self._headers[signal], timeout=timeout
             )
         except self._requests.exceptions.SSLError as exc:  # before ConnectionError, its base class
+            from . import tls
+
             message = tls.failure(self._endpoints[signal], str(exc), self._options[signal])
             return SendResult(ok=False, endpoint=True, message=message)
         except self._requests.ConnectionError:
@@ -349,6 +353,8 @@ class GrpcTransport:
         from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2_grpc
         from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 
+        from . import tls
+
         self._grpc = grpc
         target = endpoint.split("://", 1)[-1].rstrip("/")
         channel_options = [("grpc.max_send_message_length", 64 * 1024 * 1024)]
@@ -419,6 +425,8 @@ class GrpcTransport:
         except self._grpc.RpcError as exc:
             code = exc.code().name if hasattr(exc, "code") and exc.code() else "UNKNOWN"
             details = exc.details() if hasattr(exc, "details") else str(exc)
+            from . import tls
+
             if tls.is_handshake_failure(details):
                 return SendResult(
                     ok=False,

@@ -13,7 +13,6 @@ from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from opentelemetry.exporter.otlp.proto.common._internal.metrics_encoder import OTLPMetricExporterMixin
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.sdk.metrics import (
     Counter,
@@ -42,7 +41,7 @@ from .records import Instrument, Measurement
 logger = logging.getLogger(__name__)
 
 
-class _OtlpMetricExporter(OTLPMetricExporterMixin, MetricExporter):
+class _OtlpMetricExporter(MetricExporter):
     """Metrics through the same transport as spans and logs (endpoint, headers, timeout in milliseconds,
     compression, TLS: one set of settings for every signal), or into the embedded file. Temporality and
     histogram aggregation follow the SDK's rules for ``OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE`` (read by
@@ -51,7 +50,14 @@ class _OtlpMetricExporter(OTLPMetricExporterMixin, MetricExporter):
     def __init__(
         self, transport: Transport, timeout_s: float | None = None, temporality: str = "cumulative"
     ) -> None:
-        self._common_configuration(preferred_temporality=_temporality(temporality))
+        # Imported here: the OTLP encoder modules cost start-up time that ``show`` and ``status`` need not pay.
+        from opentelemetry.exporter.otlp.proto.common._internal.metrics_encoder import OTLPMetricExporterMixin
+
+        super().__init__(
+            preferred_temporality=_temporality(temporality),
+            # the SDK exporters' OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION handling (uses no state)
+            preferred_aggregation=OTLPMetricExporterMixin._get_aggregation(self, {}),  # type: ignore[arg-type]
+        )
         self._transport = transport
         self._timeout_s = timeout_s
         self._last_error = ""
