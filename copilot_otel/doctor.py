@@ -440,8 +440,9 @@ def _verdict(
     if outcome.delivered and not outcome.dead_lettered:
         return Check(Mark.OK, what, f"accepted{' by ' + description if description else ''}")
     error = outcome.error or last_error
-    if error.startswith(tls.FAILURE_PREFIX):  # says what to set itself
-        return Check(Mark.FAIL, what, error, "")
+    if error.startswith(tls.FAILURE_PREFIX):  # says what to set itself, unless the port speaks no TLS at all
+        hint = _failure_hint(config, error, timeout_s)
+        return Check(Mark.FAIL, what, error, "" if hint == _GENERIC_HINT else hint)
     signal = {"test log event": "logs", "test metric": "metrics"}.get(what)
     if signal and (outcome.delivered or any(marker in error for marker in _PERMANENT)):
         # The traces went through, so the endpoint is right: this signal is what the backend refuses.
@@ -523,7 +524,10 @@ def _failure_hint(config: Config, error: str, timeout_s: float) -> str:
         return f"the collector did not answer in time: raise --timeout (now {timeout_s:g}s) or check its load"
     if "cannot connect" in error:
         return f"is the collector running and the endpoint right? try {_SUGGESTED_ENDPOINT}"
-    return "check the endpoint, protocol and the collector's log"
+    return _GENERIC_HINT
+
+
+_GENERIC_HINT = "check the endpoint, protocol and the collector's log"
 
 
 def _sniff(endpoint: str, timeout_s: float) -> str | None:
