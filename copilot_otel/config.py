@@ -1,22 +1,28 @@
 """Settings: one declarative table, resolved CLI flag > env var > config file > default.
 
 Every setting is declared exactly once in :data:`SETTINGS` (name, flags, env vars, whether the config file may
-set it, parser, default, one line of help). :func:`add_arguments` builds argparse flags from the table,
-:func:`load_config` resolves every setting into a frozen :class:`Config`, and :func:`describe` renders it for
-``copilot-otel config``.
+set it, parser, default, one line of help, whether it is secret or decides what content leaves the machine).
+:func:`add_arguments` builds argparse flags from the table, :func:`load_config` resolves every setting into a
+frozen :class:`Config`, :func:`describe` renders it for ``copilot-otel config`` (value and source),
+:func:`content_policy` and :func:`otlp_options` resolve the content switches or the OTLP request settings of an
+environment alone, and :func:`settings_markdown` writes README's settings table. Every switch goes through the one
+boolean parser (``true``/``false``, ``1``/``0``, ``yes``/``no``, ``on``/``off``).
 
 Precedence, highest first (as logfire's ``load_param``):
 
 1. a CLI flag (``cli`` mapping, e.g. ``vars(args)``; ``None`` means "not given"),
-2. the setting's environment variables, in the order listed (an empty value counts as unset),
+2. the setting's environment variables, in the order listed (an empty value counts as unset); for a per-signal
+   setting (``signal_env``) the signal's own variable first, as the OTLP exporter specification says
+   (``OTEL_EXPORTER_OTLP_LOGS_TIMEOUT`` > ``OTEL_EXPORTER_OTLP_TIMEOUT``),
 3. the TOML config file (``--config``, ``COPILOT_OTEL_CONFIG`` or
    ``$XDG_CONFIG_HOME/copilot-otel/config.toml``),
 4. the default.
 
-Standard ``OTEL_*`` variables are only *aliased* here, never re-implemented: the OTLP exporters still
-resolve ``OTEL_EXPORTER_OTLP_*`` (endpoint, headers, timeout, compression) themselves, so
-:attr:`Config.endpoint_override` is ``None`` whenever the endpoint came from the environment. Header values
-are never read or stored; the config only records whether ``OTEL_EXPORTER_OTLP_[TRACES_]HEADERS`` is set.
+The OTLP request settings (headers, timeout, compression, TLS files) are read here and nowhere else: every
+transport, for every signal, gets them as :class:`OtlpOptions` (:meth:`Config.otlp`). Header values may hold
+credentials: they are kept in a :class:`Headers` whose ``repr`` hides them, ``config`` shows only whether they
+are set, and an error about a secret setting does not quote its value. Per-signal *endpoints* are still read by
+the transports (``OTEL_EXPORTER_OTLP_<SIGNAL>_ENDPOINT``, see :mod:`~copilot_otel.telemetry`).
 
 Every bad value fails at load with a :class:`~copilot_otel.errors.ConfigError` that names where the value came
 from and quotes it, e.g. ``Expected OTEL_EXPORTER_OTLP_PROTOCOL to be one of grpc, http/protobuf, got
@@ -42,7 +48,19 @@ from ._platform import current
 from .act import RunawayPolicy as _RunawayPolicy
 from .act import parse_policy as _parse_policy
 from .act import parse_repositories as _parse_repositories
-from .content import CAPTURE_ENV, EMIT_EVENT_ENV, KIND_ENV, MAX_LENGTH_ENV, ContentKind, ContentPolicy
+from .content import (
+    CAPTURE_ENV,
+    CAPTURE_MODES,
+    CAPTURE_MODES_HELP,
+    DEFAULT_MAX_LENGTH,
+    EMIT_EVENT_ENV,
+    KIND_ENV,
+    MASTER_KINDS,
+    MAX_LENGTH_ENV,
+    MIN_MAX_LENGTH,
+    ContentKind,
+    ContentPolicy,
+)
 from .errors import ConfigError
 
 
@@ -119,6 +137,42 @@ class Backfill:
         return (_EPOCH + timedelta(microseconds=self.since_ns // 1_000)).isoformat()
 
 
+#: The OTLP signals, as in ``OTEL_EXPORTER_OTLP_<SIGNAL>_*`` (upper-cased there).
+SIGNALS: tuple[str, ...] = ("traces", "logs", "metrics")
+
+
+@dataclass(frozen=True)
+class PerSignal(Generic[T]):
+    """A setting's value for each OTLP signal (``OTEL_EXPORTER_OTLP_<SIGNAL>_X`` beats ``OTEL_EXPORTER_OTLP_X``)."""
+
+    traces: T
+    logs: T
+    metrics: T
+
+    def __getitem__(self, signal: object) -> T:
+        value: T = getattr(self, str(getattr(signal, "value", signal)))
+        return value
+
+    def values(self) -> tuple[T, T, T]:
+        return (self.traces, self.logs, self.metrics)
+
+
+@dataclass(frozen=True)
+class Headers:
+    """OTLP request headers. They may hold credentials: ``repr`` and ``config`` never show the values."""
+
+    items: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def as_dict(self) -> dict[str, str]:
+        return dict(self.items)
+
+    def __repr__(self) -> str:
+        return f"Headers({len(self.items)} set)"
+
+
 @dataclass(frozen=True)
 class Setting(Generic[T]):
     """One row of the settings table.
@@ -135,6 +189,13 @@ class Setting(Generic[T]):
         env_parse: Parser for env values when their unit differs (``OTEL_*`` intervals are milliseconds).
         file: Whether the config file may set it.
         metavar: Shown in ``--help``.
+        signal_env: For a setting each OTLP signal resolves on its own: the per-signal variable, with
+            ``{signal}`` for ``TRACES``/``LOGS``/``METRICS`` (``OTEL_EXPORTER_OTLP_{signal}_TIMEOUT``). It beats
+            ``env_vars`` (the general one), as the OTLP exporter specification says; the value is a
+            :class:`PerSignal`.
+        secret: The value may hold credentials: ``config`` shows only "set" / "not set", ``repr`` hides it.
+        privacy: The setting decides what content leaves the machine (prompts, responses, tool arguments...):
+            ``config`` and ``doctor`` name these variables in the content-capture line.
     """
 
     name: str
@@ -148,6 +209,22 @@ class Setting(Generic[T]):
     env_parse: Parser[T] | None = None
     file: bool = True
     metavar: str | None = None
+    signal_env: str | None = None
+    secret: bool = False
+    privacy: bool = False
+
+    def env_for(self, signal: str | None = None) -> tuple[str, ...]:
+        """The variables read, highest priority first: for ``signal``, its own variable then the general ones."""
+        if self.signal_env is None or signal is None:
+            return self.env_vars
+        return (self.signal_env.format(signal=signal.upper()), *self.env_vars)
+
+    @property
+    def all_env_vars(self) -> tuple[str, ...]:
+        """Every variable of this setting, the per-signal variants included."""
+        if self.signal_env is None:
+            return self.env_vars
+        return (*self.env_vars, *(self.signal_env.format(signal=s.upper()) for s in SIGNALS))
 
     def default_for(self, env: Env) -> T | None:
         """The default value under ``env``."""
@@ -158,7 +235,7 @@ class Setting(Generic[T]):
         extra = []
         if self.env_vars:
             unit = " (milliseconds)" if self.env_parse is not None else ""
-            extra.append(f"env: {', '.join(self.env_vars)}{unit}")
+            extra.append(f"env: {', '.join(self.all_env_vars)}{unit}")
         shown = self.default_help if self.default_help is not None else _show(self.name, self.default)
         extra.append(f"default: {shown}")
         return f"{self.help} [{'; '.join(extra)}]".replace("%", "%%")
@@ -316,6 +393,44 @@ def _backfill(raw: object, env: Env) -> Backfill:
     return Backfill("since", since_ns)
 
 
+def _timeout_millis(raw: object, env: Env) -> float:
+    """An ``OTEL_EXPORTER_OTLP_*TIMEOUT``: milliseconds, as the OTLP exporter specification says; seconds out."""
+    expected = "a positive number of milliseconds"
+    value = _to_float(raw, expected)
+    if value <= 0:
+        raise _Invalid(expected)
+    return value / 1_000
+
+
+def _file(raw: object, env: Env) -> Path:
+    """A file that must exist when the setting is read (a CA or client certificate, a key)."""
+    path = _expand(_text(raw, "a path to a file"), env)
+    if not path.is_file():
+        raise _Invalid("a path to an existing file")
+    return path
+
+
+def _headers(raw: object, env: Env) -> Headers:
+    """``key=value,key2=value2`` (URL-encoded values, as ``OTEL_EXPORTER_OTLP_HEADERS``)."""
+    from opentelemetry.util.re import parse_env_headers
+
+    # The SDK's own parser: URL-decoded values, lower-cased keys, malformed entries logged and skipped.
+    return Headers(tuple(parse_env_headers(_text(raw, "key=value pairs"), liberal=True).items()))
+
+
+def _capture_mode(raw: object, env: Env) -> str:
+    """The master content switch: a boolean (the legacy form) or a semconv capture mode, lower-cased."""
+    expected = f"one of {CAPTURE_MODES_HELP}"
+    if isinstance(raw, bool):
+        return "true" if raw else "false"
+    text = _text(raw, expected).lower()
+    if text in _TRUE or text in _FALSE:
+        return "true" if text in _TRUE else "false"
+    if text not in CAPTURE_MODES:
+        raise _Invalid(expected)
+    return text
+
+
 # --- environment-dependent defaults -------------------------------------------------------------------------
 
 
@@ -348,6 +463,17 @@ def _default_config_file(env: Env) -> Path:
 # --- the table ----------------------------------------------------------------------------------------------
 
 _PROTOCOLS: tuple[str, ...] = get_args(OtlpProtocol)
+#: ``tls_trust``: the OS trust store (through ``truststore``; certifi when it is not installed) or certifi's.
+TLS_TRUST: tuple[str, ...] = ("system", "certifi")
+_KIND_WORDS = {
+    ContentKind.PROMPTS: "prompts",
+    ContentKind.RESPONSES: "responses",
+    ContentKind.TOOL_ARGUMENTS: "tool arguments",
+    ContentKind.TOOL_RESULTS: "tool results",
+    ContentKind.SYSTEM_PROMPT: "the system prompt",
+    ContentKind.REASONING: "model reasoning",
+}
+
 _LOG_LEVELS: tuple[str, ...] = get_args(LogLevel)
 
 SETTINGS: tuple[Setting[Any], ...] = (
@@ -400,6 +526,76 @@ SETTINGS: tuple[Setting[Any], ...] = (
         flags=("--protocol",),
         env_vars=("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"),
         metavar="{" + ",".join(_PROTOCOLS) + "}",
+    ),
+    Setting(
+        "otlp_headers",
+        "Headers of every OTLP request (key=value,...; URL-encoded values), e.g. authorization=Bearer%20<token>",
+        _headers,
+        default=Headers(),
+        default_help="none",
+        env_vars=("OTEL_EXPORTER_OTLP_HEADERS",),
+        signal_env="OTEL_EXPORTER_OTLP_{signal}_HEADERS",
+        file=False,  # credentials: kept out of a file that is read by everyone who can read the config
+        secret=True,
+    ),
+    Setting(
+        "otlp_timeout",
+        "Deadline of one OTLP request, in seconds (the variables are in milliseconds, as the OTel specification says)",
+        _seconds(positive=True),
+        default=10.0,
+        default_help="10 s (10000 ms)",
+        env_vars=("OTEL_EXPORTER_OTLP_TIMEOUT",),
+        env_parse=_timeout_millis,
+        signal_env="OTEL_EXPORTER_OTLP_{signal}_TIMEOUT",
+    ),
+    Setting(
+        "otlp_compression",
+        "Compression of OTLP requests",
+        _choice(("gzip", "none")),
+        default="none",
+        env_vars=("OTEL_EXPORTER_OTLP_COMPRESSION",),
+        signal_env="OTEL_EXPORTER_OTLP_{signal}_COMPRESSION",
+    ),
+    Setting(
+        "otlp_certificate",
+        "CA certificate (PEM) that the collector's TLS certificate must chain to; replaces the trust store",
+        _file,
+        default_help="none (the trust store of tls_trust)",
+        env_vars=("OTEL_EXPORTER_OTLP_CERTIFICATE",),
+        signal_env="OTEL_EXPORTER_OTLP_{signal}_CERTIFICATE",
+    ),
+    Setting(
+        "otlp_client_key",
+        "Private key (PEM) for TLS client authentication (mTLS), with otlp_client_certificate",
+        _file,
+        default_help="none",
+        env_vars=("OTEL_EXPORTER_OTLP_CLIENT_KEY",),
+        signal_env="OTEL_EXPORTER_OTLP_{signal}_CLIENT_KEY",
+    ),
+    Setting(
+        "otlp_client_certificate",
+        "Certificate chain (PEM) for TLS client authentication (mTLS)",
+        _file,
+        default_help="none",
+        env_vars=("OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE",),
+        signal_env="OTEL_EXPORTER_OTLP_{signal}_CLIENT_CERTIFICATE",
+    ),
+    Setting(
+        "otlp_insecure",
+        "gRPC without TLS even for an endpoint that is not http:// (an http:// endpoint never uses TLS)",
+        _boolean,
+        default=False,
+        env_vars=("OTEL_EXPORTER_OTLP_INSECURE",),
+        signal_env="OTEL_EXPORTER_OTLP_{signal}_INSECURE",
+    ),
+    Setting(
+        "tls_trust",
+        "Which CAs an https/gRPC-TLS collector is checked against without otlp_certificate: system = the OS "
+        "trust store (Keychain, Windows certificate store, OpenSSL's default paths; through truststore), "
+        "certifi = Mozilla's CA bundle",
+        _choice(TLS_TRUST),
+        default="system",
+        env_vars=("COPILOT_OTEL_TLS_TRUST",),
     ),
     Setting(
         "output_file",
@@ -610,11 +806,62 @@ SETTINGS: tuple[Setting[Any], ...] = (
         env_vars=("COPILOT_OTEL_METRICS",),
     ),
     Setting(
+        "metrics_temporality",
+        "Metric temporality: cumulative, delta (counters and histograms as deltas) or lowmemory (synchronous "
+        "counters and histograms as deltas); replay marks its one request DELTA for both of the latter",
+        _choice(("cumulative", "delta", "lowmemory")),
+        default="cumulative",
+        env_vars=("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE",),
+    ),
+    Setting(
         "logs_enabled",
         "Export log events",
         _boolean,
         default=True,
         env_vars=("COPILOT_OTEL_LOGS",),
+    ),
+    Setting(
+        "capture_message_content",
+        "Capture prompts, responses, tool arguments and tool results, and where they go (NO_CONTENT, "
+        "SPAN_ONLY, EVENT_ONLY, SPAN_AND_EVENT; true = SPAN_ONLY)",
+        _capture_mode,
+        default="false",
+        env_vars=(CAPTURE_ENV,),
+        file=False,
+        privacy=True,
+    ),
+    Setting(
+        "capture_emit_event",
+        "Emit the gen_ai.client.inference.operation.details log event carrying captured messages (unset: "
+        "as capture_message_content says)",
+        _boolean,
+        default_help="as capture_message_content",
+        env_vars=(EMIT_EVENT_ENV,),
+        file=False,
+        privacy=True,
+    ),
+    *(
+        Setting(
+            f"capture_{kind.value}",
+            f"Capture {_KIND_WORDS[kind]} (unset: as capture_message_content says"
+            + ("; it never turns this on" if kind not in MASTER_KINDS else "")
+            + ")",
+            _boolean,
+            default_help="as capture_message_content",
+            env_vars=(KIND_ENV[kind],),
+            file=False,
+            privacy=True,
+        )
+        for kind in ContentKind
+    ),
+    Setting(
+        "content_max_length",
+        "Characters kept per captured value (the rest is cut, with a marker)",
+        _integer(MIN_MAX_LENGTH),
+        default=DEFAULT_MAX_LENGTH,
+        env_vars=(MAX_LENGTH_ENV,),
+        file=False,
+        privacy=True,
     ),
     Setting(
         "log_level",
@@ -627,12 +874,41 @@ SETTINGS: tuple[Setting[Any], ...] = (
     ),
 )
 
-#: The variables that decide what content is captured (their values are switches, never secrets).
-_CONTENT_ENV_VARS = (CAPTURE_ENV, EMIT_EVENT_ENV, *KIND_ENV.values(), MAX_LENGTH_ENV)
 _BY_NAME: Mapping[str, Setting[Any]] = {setting.name: setting for setting in SETTINGS}
 _FILE_KEYS: tuple[str, ...] = tuple(setting.name for setting in SETTINGS if setting.file)
-#: Header values may hold credentials: only whether one is set is ever recorded.
-_HEADER_ENV_VARS = ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS")
+#: The content switches (their values are switches, never secrets): named in the content-capture line.
+_PRIVACY: tuple[Setting[Any], ...] = tuple(setting for setting in SETTINGS if setting.privacy)
+_OTLP: tuple[Setting[Any], ...] = tuple(setting for setting in SETTINGS if setting.signal_env is not None)
+
+
+@dataclass(frozen=True)
+class OtlpOptions:
+    """What one OTLP signal's requests are sent with (every transport reads these, for every signal).
+
+    Attributes:
+        headers: Request headers (credentials, tenant ids).
+        timeout: Deadline of one request, in seconds.
+        compression: ``gzip`` or ``None``.
+        certificate: The CA file the collector's certificate must chain to; ``None`` = the ``trust`` store.
+        client_key: Private key for TLS client authentication.
+        client_certificate: Certificate chain for TLS client authentication.
+        insecure: gRPC without TLS (an ``http://`` endpoint is plaintext anyway).
+        trust: ``system`` (the OS trust store) or ``certifi``, when no ``certificate`` is given.
+    """
+
+    headers: Headers = field(default_factory=Headers)
+    timeout: float = 10.0
+    compression: str | None = None
+    certificate: Path | None = None
+    client_key: Path | None = None
+    client_certificate: Path | None = None
+    insecure: bool = False
+    trust: str = "system"
+
+    @property
+    def tls_files(self) -> tuple[Path | None, Path | None, Path | None]:
+        """``(certificate, client_certificate, client_key)``: what decides one TLS configuration."""
+        return (self.certificate, self.client_certificate, self.client_key)
 
 
 @dataclass(frozen=True)
@@ -640,7 +916,8 @@ class Config:
     """Every setting, typed and resolved; build it with :func:`load_config`.
 
     ``sources`` maps each setting name to where its value came from: ``"default"``, ``"flag --endpoint"``,
-    ``"env OTEL_EXPORTER_OTLP_ENDPOINT"`` or ``"file /path/config.toml"`` (plus ``"otlp_headers"``).
+    ``"env OTEL_EXPORTER_OTLP_ENDPOINT"`` or ``"file /path/config.toml"``; a per-signal setting also has
+    ``"<name>.<signal>"`` entries, and ``"<name>"`` is their common source (or each signal's, joined).
     Field order follows :data:`SETTINGS`.
     """
 
@@ -649,6 +926,14 @@ class Config:
     state_dir: Path
     endpoint: str | None
     protocol: OtlpProtocol
+    otlp_headers: PerSignal[Headers]
+    otlp_timeout: PerSignal[float]
+    otlp_compression: PerSignal[str]
+    otlp_certificate: PerSignal[Path | None]
+    otlp_client_key: PerSignal[Path | None]
+    otlp_client_certificate: PerSignal[Path | None]
+    otlp_insecure: PerSignal[bool]
+    tls_trust: str
     output_file: Path | None
     service_name: str
     include_user_name: bool
@@ -675,14 +960,34 @@ class Config:
     prometheus_port: int | None
     prometheus_host: str
     metrics_enabled: bool
+    metrics_temporality: str
     logs_enabled: bool
+    capture_message_content: str
+    capture_emit_event: bool | None
+    capture_prompts: bool | None
+    capture_responses: bool | None
+    capture_tool_arguments: bool | None
+    capture_tool_results: bool | None
+    capture_system_prompt: bool | None
+    capture_reasoning: bool | None
+    content_max_length: int
     log_level: LogLevel
     sources: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    #: Whether ``OTEL_EXPORTER_OTLP_[TRACES_]HEADERS`` is set; the value is left to the SDK, never stored.
-    otlp_headers_set: bool = False
-    #: The content-capture policy of the same environment (``OTEL_INSTRUMENTATION_GENAI_*``,
-    #: ``COPILOT_OTEL_CAPTURE_*``), so ``config``, ``doctor`` and ``run`` can say what content leaves.
-    content: ContentPolicy = field(default_factory=ContentPolicy)
+
+    @property
+    def content(self) -> ContentPolicy:
+        """The content-capture policy these settings make, so ``config``, ``doctor`` and ``run`` can say what
+        content leaves."""
+        return _content_policy(self.__dict__)
+
+    @property
+    def otlp_headers_set(self) -> bool:
+        """Whether some signal sends headers (their values are never shown)."""
+        return any(self.otlp_headers.values())
+
+    def otlp(self, signal: object) -> OtlpOptions:
+        """One signal's request options (``signal``: ``"traces"`` or an ``export.Signal``)."""
+        return _options(self.__dict__, signal)
 
     @property
     def embedded_output(self) -> Path | None:
@@ -705,6 +1010,20 @@ class Config:
         return self.endpoint
 
 
+def _options(values: Mapping[str, Any], signal: object) -> OtlpOptions:
+    compression = values["otlp_compression"][signal]
+    return OtlpOptions(
+        headers=values["otlp_headers"][signal],
+        timeout=values["otlp_timeout"][signal],
+        compression=None if compression == "none" else compression,
+        certificate=values["otlp_certificate"][signal],
+        client_key=values["otlp_client_key"][signal],
+        client_certificate=values["otlp_client_certificate"][signal],
+        insecure=values["otlp_insecure"][signal],
+        trust=values["tls_trust"],
+    )
+
+
 # --- loading ------------------------------------------------------------------------------------------------
 
 
@@ -712,11 +1031,12 @@ def _quote(raw: object) -> str:
     return repr(os.fspath(raw) if isinstance(raw, os.PathLike) else raw)
 
 
-def _parse(parser: Parser[T], raw: object, label: str, env: Env) -> T:
+def _parse(parser: Parser[T], raw: object, label: str, env: Env, secret: bool = False) -> T:
     try:
         return parser(raw, env)
     except _Invalid as exc:
-        raise ConfigError(f"Expected {label} to be {exc}, got {_quote(raw)}") from None
+        shown = "a value (not shown: it may hold credentials)" if secret else _quote(raw)
+        raise ConfigError(f"Expected {label} to be {exc}, got {shown}") from None
 
 
 def _resolve(
@@ -725,17 +1045,19 @@ def _resolve(
     env: Env,
     file_values: Mapping[str, object],
     file: Path | None,
+    signal: str | None = None,
 ) -> tuple[T | None, str]:
-    """One setting's ``(value, source)``: flag > env var > config file > default."""
+    """One setting's ``(value, source)``: flag > env var (for ``signal``, its own variable first) > config file
+    > default."""
     raw = cli.get(setting.name)
     if raw is not None:
         label = setting.flags[0] if setting.flags else setting.name
         source = f"flag {label}" if setting.flags else f"argument {label}"
         return _parse(setting.parse, raw, label, env), source
-    for var in setting.env_vars:
+    for var in setting.env_for(signal):
         text = env.get(var)
         if text is not None and text.strip():
-            return _parse(setting.env_parse or setting.parse, text, var, env), f"env {var}"
+            return _parse(setting.env_parse or setting.parse, text, var, env, setting.secret), f"env {var}"
     if setting.name in file_values:
         label = f"config file key {setting.name} in {file}"
         return _parse(setting.parse, file_values[setting.name], label, env), f"file {file}"
@@ -765,7 +1087,7 @@ def _read_file(path: Path, source: str) -> dict[str, Any] | None:
         raise ConfigError(f"Cannot parse config file {path}: {exc}") from None
     for key in values:
         if key in _BY_NAME and key not in _FILE_KEYS:
-            flags = " or ".join((*_BY_NAME[key].flags, *_BY_NAME[key].env_vars))
+            flags = " or ".join((*_BY_NAME[key].flags, *_BY_NAME[key].all_env_vars))
             raise ConfigError(f"Key {key!r} cannot be set in config file {path}; use {flags}")
         if key not in _FILE_KEYS:
             close = difflib.get_close_matches(key, _FILE_KEYS, n=1)
@@ -796,27 +1118,74 @@ def load_config(cli: Mapping[str, object] | None = None, env: Mapping[str, str] 
     assert isinstance(config_file, Path)
     file_values = _read_file(config_file, config_source)
 
-    values: dict[str, Any] = {}
-    sources: dict[str, str] = {}
-    for setting in SETTINGS:
-        values[setting.name], sources[setting.name] = _resolve(
-            setting, cli, env, file_values or {}, config_file
-        )
+    values, sources = _resolve_all(SETTINGS, cli, env, file_values or {}, config_file)
     if file_values is None and config_source == "default":
         sources["config_file"] = "default (not found)"
+    return Config(**values, sources=MappingProxyType(sources))
 
-    header_var = next((var for var in _HEADER_ENV_VARS if env.get(var, "").strip()), None)
-    sources["otlp_headers"] = f"env {header_var}" if header_var else "default"
-    content_vars = [var for var in _CONTENT_ENV_VARS if env.get(var, "").strip()]
-    sources["content_capture"] = (
-        "env " + ", ".join(f"{var}={env[var].strip()}" for var in content_vars) if content_vars else "default"
+
+def _resolve_all(
+    settings: Iterable[Setting[Any]],
+    cli: Mapping[str, object],
+    env: Env,
+    file_values: Mapping[str, object],
+    file: Path | None,
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Values and sources of ``settings``; a per-signal setting resolves once per signal into a PerSignal."""
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for setting in settings:
+        if setting.signal_env is None:
+            values[setting.name], sources[setting.name] = _resolve(setting, cli, env, file_values, file)
+            continue
+        each = {signal: _resolve(setting, cli, env, file_values, file, signal) for signal in SIGNALS}
+        values[setting.name] = PerSignal(*(value for value, _ in each.values()))
+        for signal, (_, source) in each.items():
+            sources[f"{setting.name}.{signal}"] = source
+        distinct = {source for _, source in each.values()}
+        sources[setting.name] = (
+            distinct.pop() if len(distinct) == 1 else "; ".join(f"{k}: {src}" for k, (_, src) in each.items())
+        )
+    content_vars = [var for setting in _PRIVACY for var in setting.env_vars if env.get(var, "").strip()]
+    if any(setting in _PRIVACY for setting in settings):
+        sources["content_capture"] = (
+            "env " + ", ".join(f"{var}={env[var].strip()}" for var in content_vars)
+            if content_vars
+            else "default"
+        )
+    return values, sources
+
+
+def _content_policy(values: Mapping[str, Any]) -> ContentPolicy:
+    return ContentPolicy.build(
+        values["capture_message_content"],
+        values["capture_emit_event"],
+        {kind: values[f"capture_{kind.value}"] for kind in ContentKind},
+        values["content_max_length"],
     )
-    return Config(
-        **values,
-        sources=MappingProxyType(sources),
-        otlp_headers_set=header_var is not None,
-        content=ContentPolicy.from_env(env),
-    )
+
+
+def content_policy(env: Mapping[str, str]) -> ContentPolicy:
+    """The content-capture policy of ``env`` alone (``OTEL_INSTRUMENTATION_GENAI_*``, ``COPILOT_OTEL_CAPTURE_*``,
+    ``COPILOT_OTEL_CONTENT_MAX_LENGTH``), parsed by the same table as every other setting.
+
+    Raises:
+        ConfigError: A variable has a value we cannot use; the message names it and the value.
+    """
+    values, _ = _resolve_all(_PRIVACY, {}, env, {}, None)
+    return _content_policy(values)
+
+
+def otlp_options(env: Mapping[str, str] | None = None) -> dict[str, OtlpOptions]:
+    """Each signal's :class:`OtlpOptions` from ``env`` alone (``os.environ`` when ``None``): for transports built
+    without a :class:`Config`.
+
+    Raises:
+        ConfigError: A variable has a value we cannot use.
+    """
+    env = os.environ if env is None else env
+    values, _ = _resolve_all((*_OTLP, _BY_NAME["tls_trust"]), {}, env, {}, None)
+    return {signal: _options(values, signal) for signal in SIGNALS}
 
 
 # --- CLI and display ----------------------------------------------------------------------------------------
@@ -878,37 +1247,37 @@ def _show(name: str, value: object) -> str:
     return str(value)
 
 
+def _shown(setting: Setting[Any], value: object) -> str:
+    if setting.secret:
+        return "set" if value else "not set"
+    return _show(setting.name, value)
+
+
 def describe(config: Config) -> list[tuple[str, str, str]]:
     """``(name, value shown, source)`` rows for ``copilot-otel config``.
 
-    Rows follow :data:`SETTINGS`, then the derived ``embedded_output`` and ``otlp_headers``. Header values are
-    never shown (only "set" / "not set") and credentials in the endpoint URL are masked.
+    Rows follow :data:`SETTINGS` (a per-signal setting whose signals differ has a row per signal,
+    ``otlp_timeout.logs``), then the derived ``embedded_output`` and ``content_capture``. Secret values are never
+    shown (only "set" / "not set") and credentials in the endpoint URL are masked.
     """
-    rows = [
-        (s.name, _show(s.name, getattr(config, s.name)), config.sources.get(s.name, "default"))
-        for s in SETTINGS
-    ]
+    rows: list[tuple[str, str, str]] = []
+    for setting in SETTINGS:
+        value = getattr(config, setting.name)
+        if not isinstance(value, PerSignal):
+            rows.append((setting.name, _shown(setting, value), config.sources.get(setting.name, "default")))
+            continue
+        each = [
+            (_shown(setting, value[signal]), config.sources.get(f"{setting.name}.{signal}", "default"))
+            for signal in SIGNALS
+        ]
+        if len(set(each)) == 1:  # the same for every signal: one row
+            rows.append((setting.name, *each[0]))
+        else:
+            rows.extend((f"{setting.name}.{signal}", *row) for signal, row in zip(SIGNALS, each, strict=True))
     rows.append(("embedded_output", _show("embedded_output", config.embedded_output), "derived"))
-    rows.append(
-        (
-            "otlp_headers",
-            "set" if config.otlp_headers_set else "not set",
-            config.sources.get("otlp_headers", "default"),
-        )
-    )
     capture = capture_state(config)
     rows.append(("content_capture", capture.summary, capture.source))
     return rows
-
-
-_KIND_WORDS = {
-    ContentKind.PROMPTS: "prompts",
-    ContentKind.RESPONSES: "responses",
-    ContentKind.TOOL_ARGUMENTS: "tool arguments",
-    ContentKind.TOOL_RESULTS: "tool results",
-    ContentKind.SYSTEM_PROMPT: "the system prompt",
-    ContentKind.REASONING: "model reasoning",
-}
 
 
 @dataclass(frozen=True)
@@ -966,3 +1335,26 @@ def capture_state(config: Config) -> CaptureState:
         f"ON: {_join(kinds)} {where} (secrets scrubbed, at most {policy.max_length:,} characters per value)",
         source,
     )
+
+
+def settings_markdown() -> str:
+    """The README's settings table, made from :data:`SETTINGS` (a test keeps the README equal to it)."""
+    rows = [
+        "| setting (config file key) | flag | environment (first wins) | default | what it does |",
+        "|---|---|---|---|---|",
+    ]
+    for setting in SETTINGS:
+        name = f"`{setting.name}`" + ("" if setting.file else " (not in the file)")
+        flags = ", ".join(f"`{flag}`" for flag in setting.flags) or "—"
+        env_vars = [f"`{var}`" for var in setting.env_vars]
+        if setting.signal_env is not None:
+            env_vars.insert(0, f"`{setting.signal_env.replace('{signal}', '<SIGNAL>')}`")
+        unit = " (ms)" if setting.env_parse is not None else ""
+        default = (
+            setting.default_help if setting.default_help is not None else _show(setting.name, setting.default)
+        )
+        what = setting.help + (
+            " **Privacy:** decides what content leaves the machine." if setting.privacy else ""
+        )
+        rows.append(f"| {name} | {flags} | {', '.join(env_vars)}{unit} | {default} | {what} |")
+    return "\n".join(rows) + "\n"

@@ -22,12 +22,13 @@ from typing import Any
 
 import orjson
 
-from .errors import ConfigError
-
 __all__ = [
     "CAPTURE_ENV",
+    "CAPTURE_MODES",
+    "CAPTURE_MODES_HELP",
     "EMIT_EVENT_ENV",
     "KIND_ENV",
+    "MASTER_KINDS",
     "MAX_LENGTH_ENV",
     "REDACTED",
     "ContentKind",
@@ -74,6 +75,8 @@ _MASTER_KINDS = frozenset(
     {ContentKind.PROMPTS, ContentKind.RESPONSES, ContentKind.TOOL_ARGUMENTS, ContentKind.TOOL_RESULTS}
 )
 
+MASTER_KINDS = _MASTER_KINDS
+
 CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 EMIT_EVENT_ENV = "OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT"
 MAX_LENGTH_ENV = "COPILOT_OTEL_CONTENT_MAX_LENGTH"
@@ -86,19 +89,18 @@ KIND_ENV = {
     ContentKind.REASONING: "COPILOT_OTEL_CAPTURE_REASONING",
 }
 
-_TRUE = frozenset({"true", "1", "yes"})
-_FALSE = frozenset({"false", "0", "no"})
-# Master switch value (lower-cased) -> (capture, on_spans, on_events). Both the legacy boolean and the
-# semconv enum forms are accepted; the legacy "true" puts content on spans, as the Copilot CLI does. on_events
+# Master switch value (its boolean forms normalised to "true"/"false" by the settings table's one boolean parser)
+# -> (capture, on_spans, on_events). The legacy "true" puts content on spans, as the Copilot CLI does. on_events
 # is also the default of OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT (util-genai: true for EVENT_ONLY/SPAN_AND_EVENT).
-_MASTER_VALUES: dict[str, tuple[bool, bool, bool]] = {
-    **{value: (False, True, False) for value in ("", *_FALSE, "no_content")},
-    **{value: (True, True, False) for value in _TRUE},
+CAPTURE_MODES: dict[str, tuple[bool, bool, bool]] = {
+    "false": (False, True, False),
+    "no_content": (False, True, False),
+    "true": (True, True, False),
     "span_only": (True, True, False),
     "event_only": (True, False, True),
     "span_and_event": (True, True, True),
 }
-_MASTER_ALLOWED = "true, false, NO_CONTENT, SPAN_ONLY, EVENT_ONLY, SPAN_AND_EVENT"
+CAPTURE_MODES_HELP = "true, false, NO_CONTENT, SPAN_ONLY, EVENT_ONLY, SPAN_AND_EVENT"
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,53 +155,33 @@ class ContentPolicy:
         Raises:
             ConfigError: A variable has a value we cannot use; the message names it and the value.
         """
-        raw = env.get(CAPTURE_ENV, "")
-        master = _MASTER_VALUES.get(raw.strip().lower())
-        if master is None:
-            raise ConfigError(f"Expected {CAPTURE_ENV} to be one of {_MASTER_ALLOWED}, got {raw!r}")
-        capture, on_spans, on_events = master
-        if _env_bool(env, EMIT_EVENT_ENV) is False:
+        from .config import content_policy  # the settings table parses the variables (one boolean parser)
+
+        return content_policy(env)
+
+    @classmethod
+    def build(
+        cls,
+        mode: str,
+        emit_event: bool | None,
+        switches: Mapping[ContentKind, bool | None],
+        max_length: int,
+    ) -> ContentPolicy:
+        """The policy of parsed settings: a master ``mode`` (a key of :data:`CAPTURE_MODES`), the details-event
+        switch and the per-kind switches (``None`` = not set: follow the master), as :meth:`from_env` reads them.
+        """
+        capture, on_spans, on_events = CAPTURE_MODES[mode]
+        if emit_event is False:
             on_events = False
         enabled = set(_MASTER_KINDS) if capture else set()
-        for kind, name in KIND_ENV.items():
-            switch = _env_bool(env, name)
+        for kind, switch in switches.items():
             if switch is True:
                 enabled.add(kind)
             elif switch is False:
                 enabled.discard(kind)
         if not (on_spans or on_events):
             enabled.clear()  # nowhere to put it: say so rather than capture what nothing will send
-        return cls(
-            enabled=frozenset(enabled),
-            max_length=_env_max_length(env),
-            on_spans=on_spans,
-            on_events=on_events,
-        )
-
-
-def _env_bool(env: Mapping[str, str], name: str) -> bool | None:
-    raw = env.get(name)
-    if raw is None or not raw.strip():
-        return None
-    value = raw.strip().lower()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise ConfigError(f"Expected {name} to be one of true, false, got {raw!r}")
-
-
-def _env_max_length(env: Mapping[str, str]) -> int:
-    raw = env.get(MAX_LENGTH_ENV)
-    if raw is None or not raw.strip():
-        return DEFAULT_MAX_LENGTH
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        value = 0
-    if value < MIN_MAX_LENGTH:
-        raise ConfigError(f"Expected {MAX_LENGTH_ENV} to be an integer >= {MIN_MAX_LENGTH}, got {raw!r}")
-    return value
+        return cls(enabled=frozenset(enabled), max_length=max_length, on_spans=on_spans, on_events=on_events)
 
 
 # --- scrubbing ------------------------------------------------------------------------------------------

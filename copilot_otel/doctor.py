@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 from rich.console import Console
 from rich.text import Text
 
+from . import tls
 from .config import Config, capture_state, describe
 from .errors import CopilotOtelError, SourceError
 from .export import Delivery, Signal
@@ -146,6 +147,8 @@ def run_checks(config: Config, timeout_s: float = 10.0) -> Iterator[Check]:
         if config.otlp_headers_set
         else "not set (fine unless the collector needs an API key or token)",
     )
+    if tls.uses_tls(config.endpoint, config.protocol, config.otlp("traces")):
+        yield _tls(config)
     if config.output_file is not None:
         yield _writable_file("output file", config.output_file, "")
     if protocol.mark is Mark.FAIL:
@@ -451,6 +454,20 @@ def _test_export(config: Config, timeout_s: float) -> Iterator[Check]:
         telemetry.close()
 
 
+def _tls(config: Config) -> Check:
+    """What the collector's certificate is checked against, per signal when they differ, and mTLS."""
+    found = []
+    for signal in ("traces", "logs", "metrics"):
+        options = config.otlp(signal)
+        line = tls.trust_source(options)
+        if options.client_certificate is not None:
+            line += f", client certificate {options.client_certificate}"
+        found.append((signal, line))
+    lines = {line for _, line in found}
+    text = found[0][1] if len(lines) == 1 else "; ".join(f"{signal}: {line}" for signal, line in found)
+    return Check(Mark.OK, "tls", f"the collector's certificate is checked against {text}")
+
+
 def _verdict(
     config: Config, what: str, outcome: Delivery, last_error: str, timeout_s: float, description: str
 ) -> Check:
@@ -458,6 +475,9 @@ def _verdict(
     if outcome.delivered and not outcome.dead_lettered:
         return Check(Mark.OK, what, f"accepted{' by ' + description if description else ''}")
     error = outcome.error or last_error
+    if error.startswith(tls.FAILURE_PREFIX):  # says what to set itself, unless the port speaks no TLS at all
+        hint = _failure_hint(config, error, timeout_s)
+        return Check(Mark.FAIL, what, error, "" if hint == _GENERIC_HINT else hint)
     signal = {"test log event": "logs", "test metric": "metrics"}.get(what)
     if signal and (outcome.delivered or any(marker in error for marker in _PERMANENT)):
         # The traces went through, so the endpoint is right: this signal is what the backend refuses.
@@ -539,7 +559,10 @@ def _failure_hint(config: Config, error: str, timeout_s: float) -> str:
         return f"the collector did not answer in time: raise --timeout (now {timeout_s:g}s) or check its load"
     if "cannot connect" in error:
         return f"is the collector running and the endpoint right? try {_SUGGESTED_ENDPOINT}"
-    return "check the endpoint, protocol and the collector's log"
+    return _GENERIC_HINT
+
+
+_GENERIC_HINT = "check the endpoint, protocol and the collector's log"
 
 
 def _sniff(endpoint: str, timeout_s: float) -> str | None:

@@ -9,15 +9,17 @@ straight into OTLP protobuf bytes (:mod:`~copilot_otel.wire`) — skipping the p
 * retryable (refused, timeout, 429/502/503/504, UNAVAILABLE…) → :class:`Sender` retries with backoff, honouring
   ``Retry-After`` and gRPC ``RetryInfo``;
 * about the endpoint, not the data (401, 403, 407, a 404 for traces, gRPC UNAUTHENTICATED, PERMISSION_DENIED,
-  UNIMPLEMENTED) → nothing is dead-lettered: the daemon holds the data (the log files are the buffer) and retries
+  UNIMPLEMENTED, a TLS handshake that fails: certificate not trusted, client certificate wanted) → nothing is dead-lettered: the daemon holds the data (the log files are the buffer) and retries
   with backoff, saying once what to fix; a bounded caller (``replay``, ``doctor``) fails at once;
 * permanent (400, INVALID_ARGUMENT, ``partial_success`` rejections) → the batch is bisected down to the poison
   records, which are dead-lettered, and the rest is delivered;
 * a record the encoder cannot write (a timestamp past 2554, an out-of-range number) → that record alone is
   dropped (counted, logged, written to the dead-letter file); the rest of its batch is sent.
 
-Every request has a deadline: ``OTEL_EXPORTER_OTLP_{TRACES,LOGS,METRICS}_TIMEOUT`` or ``OTEL_EXPORTER_OTLP_TIMEOUT``
-(milliseconds, as the specification says), 10 s by default.
+Every signal is sent with its own :class:`~copilot_otel.config.OtlpOptions` from the settings table: headers,
+compression, TLS (:mod:`~copilot_otel.tls`: CA file, OS trust store or certifi, client certificate) and a deadline,
+``OTEL_EXPORTER_OTLP_{TRACES,LOGS,METRICS}_TIMEOUT`` or ``OTEL_EXPORTER_OTLP_TIMEOUT`` (milliseconds, as the
+specification says), 10 s by default.
 """
 
 from __future__ import annotations
@@ -44,10 +46,9 @@ from google.protobuf.json_format import MessageToDict
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-from opentelemetry.util.re import parse_env_headers
 
 from . import __version__, wire
-from .errors import ConfigError
+from .config import OtlpOptions, otlp_options
 from .records import LogRecord, SpanRecord
 
 logger = logging.getLogger(__name__)
@@ -56,8 +57,6 @@ SCOPE_NAME = "copilot_otel"
 # Batches stay well under the 4 MiB default gRPC message limit of collectors.
 MAX_BATCH_SPANS = 512
 MAX_BATCH_BYTES = 3 * 1024 * 1024
-# Per-request deadline when no OTEL_EXPORTER_OTLP_*TIMEOUT is set (the specification's default).
-_TIMEOUT_S = 10.0
 # Backoff between attempts: exponential from 0.5 s, capped so a recovered collector is noticed quickly.
 _BACKOFF_START_S = 0.5
 _BACKOFF_MAX_S = 30.0
@@ -227,33 +226,49 @@ def _http_endpoint_error(status: int, reason: str, url: str, signal: Signal, hea
 
 
 class HttpTransport:
-    """OTLP/HTTP protobuf over a pooled ``requests`` session."""
+    """OTLP/HTTP protobuf over pooled ``requests`` sessions (one per TLS configuration)."""
 
-    def __init__(
-        self, endpoints: Mapping[Signal, str], headers: Mapping[str, str], compression: str | None
-    ) -> None:
+    def __init__(self, endpoints: Mapping[Signal, str], options: Mapping[Signal, OtlpOptions]) -> None:
         import requests
 
+        from . import tls  # with ssl: only when something is sent over the network
+
         self._requests = requests
-        self._session = requests.Session()
         self._endpoints = dict(endpoints)
-        self._headers = {
-            "Content-Type": "application/x-protobuf",
-            "User-Agent": f"copilot-otel/{__version__}",
-            **headers,
-        }
-        self._credentials_set = bool(headers)
-        self._gzip = compression == "gzip"
-        if self._gzip:
-            self._headers["Content-Encoding"] = "gzip"
+        self._options = dict(options)
+        self._headers: dict[Signal, dict[str, str]] = {}
+        sessions: dict[tuple[Any, ...], Any] = {}
+        self._sessions: dict[Signal, Any] = {}
+        for signal in Signal:
+            opts = options[signal]
+            headers = {
+                "Content-Type": "application/x-protobuf",
+                "User-Agent": f"copilot-otel/{__version__}",
+                **opts.headers.as_dict(),
+            }
+            if opts.compression == "gzip":
+                headers["Content-Encoding"] = "gzip"
+            self._headers[signal] = headers
+            key = (*opts.tls_files, opts.trust)
+            if key not in sessions:
+                sessions[key] = requests.Session()
+                if any(url.lower().startswith("https:") for url in endpoints.values()):
+                    sessions[key].mount("https://", tls.adapter(opts))
+            self._sessions[signal] = sessions[key]
         self.description = f"OTLP/HTTP {self._endpoints[Signal.TRACES]}"
 
     def send(self, signal: Signal, body: bytes, timeout: float) -> SendResult:
-        data = gzip.compress(body, 6) if self._gzip else body
+        gzipped = self._options[signal].compression == "gzip"
+        data = gzip.compress(body, 6) if gzipped else body
         try:
-            resp = self._session.post(
-                self._endpoints[signal], data=data, headers=self._headers, timeout=timeout
+            resp = self._sessions[signal].post(
+                self._endpoints[signal], data=data, headers=self._headers[signal], timeout=timeout
             )
+        except self._requests.exceptions.SSLError as exc:  # before ConnectionError, its base class
+            from . import tls
+
+            message = tls.failure(self._endpoints[signal], str(exc), self._options[signal])
+            return SendResult(ok=False, endpoint=True, message=message)
         except self._requests.ConnectionError:
             return SendResult(
                 ok=False, retryable=True, message=f"cannot connect to {self._endpoints[signal]}"
@@ -273,7 +288,7 @@ class HttpTransport:
             return SendResult(ok=True)
         reason = f"HTTP {resp.status_code} {_short(resp.text)}".strip()
         fix = _http_endpoint_error(
-            resp.status_code, reason, self._endpoints[signal], signal, self._credentials_set
+            resp.status_code, reason, self._endpoints[signal], signal, bool(self._options[signal].headers)
         )
         if fix is not None:
             return SendResult(ok=False, endpoint=True, message=fix)
@@ -296,7 +311,8 @@ class HttpTransport:
         return SendResult(ok=False, retryable=False, message=reason)
 
     def close(self) -> None:
-        self._session.close()
+        for session in set(self._sessions.values()):
+            session.close()
 
 
 def _short(value: object, limit: int = 200) -> str:
@@ -328,39 +344,56 @@ def _partial_success(signal: Signal, content: bytes) -> tuple[int, str]:
 
 
 class GrpcTransport:
-    """OTLP/gRPC with the generated service stubs (no SDK-internal retries: we own retrying)."""
+    """OTLP/gRPC with the generated service stubs (no SDK-internal retries: we own retrying); one channel per TLS
+    configuration, headers and compression per signal."""
 
-    def __init__(
-        self, endpoint: str, headers: Mapping[str, str], insecure: bool, compression: str | None
-    ) -> None:
+    def __init__(self, endpoint: str, options: Mapping[Signal, OtlpOptions]) -> None:
         import grpc
         from opentelemetry.proto.collector.logs.v1 import logs_service_pb2_grpc
         from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2_grpc
         from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 
+        from . import tls
+
         self._grpc = grpc
         target = endpoint.split("://", 1)[-1].rstrip("/")
-        options = [("grpc.max_send_message_length", 64 * 1024 * 1024)]
-        comp = grpc.Compression.Gzip if compression == "gzip" else None
-        if insecure:
-            self._channel = grpc.insecure_channel(target, options=options, compression=comp)
-        else:
-            self._channel = grpc.secure_channel(
-                target, grpc.ssl_channel_credentials(), options=options, compression=comp
-            )
-        self._metadata = tuple((k.lower(), v) for k, v in headers.items())
+        channel_options = [("grpc.max_send_message_length", 64 * 1024 * 1024)]
+        self._options = dict(options)
+        channels: dict[tuple[Any, ...], Any] = {}
+        channel_of: dict[Signal, Any] = {}
+        for signal in Signal:
+            opts = options[signal]
+            insecure = endpoint.startswith("http://") or opts.insecure
+            key = (insecure, *opts.tls_files, opts.trust)
+            if key not in channels:
+                if insecure:
+                    channels[key] = grpc.insecure_channel(target, options=channel_options)
+                else:
+                    channels[key] = grpc.secure_channel(
+                        target, tls.grpc_credentials(opts), options=channel_options
+                    )
+            channel_of[signal] = channels[key]
+        self._channels = list(channels.values())
+        self._metadata = {
+            signal: tuple((k.lower(), v) for k, v in options[signal].headers.items) or None
+            for signal in Signal
+        }
+        self._compression = {
+            signal: grpc.Compression.Gzip if options[signal].compression == "gzip" else None
+            for signal in Signal
+        }
         self._endpoint = endpoint
         self._calls: dict[Signal, tuple[Any, Any]] = {
             Signal.TRACES: (
-                trace_service_pb2_grpc.TraceServiceStub(self._channel).Export,  # type: ignore[no-untyped-call]
+                trace_service_pb2_grpc.TraceServiceStub(channel_of[Signal.TRACES]).Export,  # type: ignore[no-untyped-call]
                 trace_service_pb2.ExportTraceServiceRequest,
             ),
             Signal.LOGS: (
-                logs_service_pb2_grpc.LogsServiceStub(self._channel).Export,  # type: ignore[no-untyped-call]
+                logs_service_pb2_grpc.LogsServiceStub(channel_of[Signal.LOGS]).Export,  # type: ignore[no-untyped-call]
                 logs_service_pb2.ExportLogsServiceRequest,
             ),
             Signal.METRICS: (
-                metrics_service_pb2_grpc.MetricsServiceStub(self._channel).Export,  # type: ignore[no-untyped-call]
+                metrics_service_pb2_grpc.MetricsServiceStub(channel_of[Signal.METRICS]).Export,  # type: ignore[no-untyped-call]
                 metrics_service_pb2.ExportMetricsServiceRequest,
             ),
         }
@@ -383,10 +416,23 @@ class GrpcTransport:
     def send(self, signal: Signal, body: bytes, timeout: float) -> SendResult:
         call, request_type = self._calls[signal]
         try:
-            response = call(request_type.FromString(body), timeout=timeout, metadata=self._metadata or None)
+            response = call(
+                request_type.FromString(body),
+                timeout=timeout,
+                metadata=self._metadata[signal],
+                compression=self._compression[signal],
+            )
         except self._grpc.RpcError as exc:
             code = exc.code().name if hasattr(exc, "code") and exc.code() else "UNKNOWN"
             details = exc.details() if hasattr(exc, "details") else str(exc)
+            from . import tls
+
+            if tls.is_handshake_failure(details):
+                return SendResult(
+                    ok=False,
+                    endpoint=True,
+                    message=tls.failure(self._endpoint, details, self._options[signal]),
+                )
             fix = self._endpoint_error(code, _short(details), signal)
             if fix is not None:
                 return SendResult(ok=False, endpoint=True, message=fix)
@@ -416,7 +462,7 @@ class GrpcTransport:
         if code in ("UNAUTHENTICATED", "PERMISSION_DENIED"):
             state = (
                 "the credentials in OTEL_EXPORTER_OTLP_HEADERS were refused (an expired token?)"
-                if self._metadata
+                if self._metadata[signal]
                 else "OTEL_EXPORTER_OTLP_HEADERS is not set (e.g. 'authorization=Bearer …')"
             )
             return f"{where}: check OTEL_EXPORTER_OTLP_HEADERS; {state}"
@@ -428,7 +474,8 @@ class GrpcTransport:
         return None
 
     def close(self) -> None:
-        self._channel.close()
+        for channel in self._channels:
+            channel.close()
 
 
 def _grpc_retry_delay(exc: Any) -> float | None:
@@ -479,6 +526,7 @@ def build_transport(
     protocol: str,
     output_file: Path | None,
     env: Mapping[str, str] | None = None,
+    options: Mapping[str, OtlpOptions] | None = None,
 ) -> Transport:
     """The transport the standard ``OTEL_EXPORTER_OTLP_*`` settings describe.
 
@@ -486,61 +534,28 @@ def build_transport(
         endpoint: Base endpoint (``http://host:4318``), or ``None`` for the embedded file.
         protocol: ``grpc`` or ``http/protobuf``.
         output_file: Where the embedded default writes when no endpoint is configured.
-        env: Environment for headers, compression and per-signal endpoints (default ``os.environ``).
+        env: Environment for per-signal endpoints, and for the options when not given (default ``os.environ``).
+        options: Each signal's headers, timeout, compression and TLS files (:meth:`Config.otlp`); read from
+            ``env`` by the settings table when ``None``.
+
+    Raises:
+        ConfigError: ``options`` is ``None`` and an ``OTEL_EXPORTER_OTLP_*`` variable has a bad value.
     """
     env = os.environ if env is None else env
     if endpoint is None:
         if output_file is None:
             raise ValueError("no endpoint and no output file")
         return FileTransport(output_file)
-    # The SDK's own parser: URL-decoded values, lower-cased keys, malformed entries logged and skipped.
-    headers = dict(parse_env_headers(env.get("OTEL_EXPORTER_OTLP_HEADERS", ""), liberal=True))
-    headers.update(parse_env_headers(env.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS", ""), liberal=True))
-    compression = (
-        env.get("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION") or env.get("OTEL_EXPORTER_OTLP_COMPRESSION") or ""
-    ).strip().lower() or None
+    given = otlp_options(env) if options is None else options
+    per_signal = {signal: given[signal.value] for signal in Signal}
     if protocol == "grpc":
-        insecure_env = (
-            env.get("OTEL_EXPORTER_OTLP_TRACES_INSECURE") or env.get("OTEL_EXPORTER_OTLP_INSECURE") or ""
-        )
-        insecure = endpoint.startswith("http://") or insecure_env.strip().lower() == "true"
-        return GrpcTransport(endpoint, headers, insecure, compression)
+        return GrpcTransport(endpoint, per_signal)
     base = endpoint.rstrip("/")
     endpoints = {}
     for signal in Signal:
         specific = env.get(f"OTEL_EXPORTER_OTLP_{signal.value.upper()}_ENDPOINT")
         endpoints[signal] = specific or f"{base}{signal.path}"
-    return HttpTransport(endpoints, headers, compression)
-
-
-# --------------------------------------------------------------------------------------------- timeouts
-_TIMEOUT_ENV = "OTEL_EXPORTER_OTLP_TIMEOUT"
-
-
-def resolve_timeouts(env: Mapping[str, str] | None = None) -> dict[Signal, float]:
-    """Each signal's request timeout in seconds: ``OTEL_EXPORTER_OTLP_<SIGNAL>_TIMEOUT``, else
-    ``OTEL_EXPORTER_OTLP_TIMEOUT`` (both in milliseconds, as the OTLP exporter specification says), else 10 s.
-
-    Raises:
-        ConfigError: A variable is set but is not a positive number.
-    """
-    env = os.environ if env is None else env
-    timeouts: dict[Signal, float] = {}
-    for signal in Signal:
-        timeouts[signal] = _TIMEOUT_S
-        for name in (f"OTEL_EXPORTER_OTLP_{signal.value.upper()}_TIMEOUT", _TIMEOUT_ENV):
-            raw = env.get(name, "").strip()
-            if not raw:
-                continue
-            try:
-                millis = float(raw)
-            except ValueError:
-                millis = float("nan")
-            if not 0 < millis < float("inf"):
-                raise ConfigError(f"Expected {name} to be a positive number of milliseconds, got {raw!r}")
-            timeouts[signal] = millis / 1000
-            break
-    return timeouts
+    return HttpTransport(endpoints, per_signal)
 
 
 # --------------------------------------------------------------------------------------------- sender
@@ -647,8 +662,10 @@ class Sender:
         resource: The shared OTLP resource.
         dead_letter: File for permanently rejected records (JSON lines), or ``None`` to only count them.
         stop: Interrupts waits between retries (the daemon's stop event).
-        timeout_s: Every request's timeout; ``None`` = per signal from ``OTEL_EXPORTER_OTLP_*TIMEOUT``.
-        env: Environment for the timeouts (default ``os.environ``).
+        timeout_s: Every request's timeout; ``None`` = per signal, from ``timeouts``.
+        env: Environment for the timeouts when ``timeouts`` is not given (default ``os.environ``).
+        timeouts: Each signal's request timeout in seconds (:attr:`Config.otlp_timeout`); ``None`` = from
+            ``OTEL_EXPORTER_OTLP_*TIMEOUT`` in ``env``, read by the settings table.
 
     Raises:
         ConfigError: A timeout variable has a bad value.
@@ -662,12 +679,18 @@ class Sender:
         stop: StopFlag | None = None,
         timeout_s: float | None = None,
         env: Mapping[str, str] | None = None,
+        timeouts: Mapping[str, float] | None = None,
     ) -> None:
         self.transport = transport
         self.resource = resource
         self.dead_letter = dead_letter
         self.stop = stop or threading.Event()
-        self.timeouts = resolve_timeouts(env) if timeout_s is None else dict.fromkeys(Signal, timeout_s)
+        if timeout_s is not None:
+            self.timeouts = dict.fromkeys(Signal, timeout_s)
+        else:
+            if timeouts is None:
+                timeouts = {name: options.timeout for name, options in otlp_options(env).items()}
+            self.timeouts = {signal: timeouts[signal.value] for signal in Signal}
         #: A cap on every request's timeout (``doctor`` lowers it); the per-signal timeouts apply below it.
         self.timeout_s = max(self.timeouts.values())
         #: ``time.monotonic()`` after which nothing more is attempted (set by the daemon's shutdown).

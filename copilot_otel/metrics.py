@@ -11,12 +11,20 @@ import logging
 import threading
 from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from opentelemetry.metrics import CallbackOptions, Observation
-from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics import (
+    Counter,
+    Histogram,
+    MeterProvider,
+    ObservableCounter,
+    ObservableGauge,
+    ObservableUpDownCounter,
+    UpDownCounter,
+)
 from opentelemetry.sdk.metrics.export import (
+    AggregationTemporality,
     MetricExporter,
     MetricExportResult,
     MetricReader,
@@ -27,18 +35,32 @@ from opentelemetry.sdk.resources import Resource
 
 from . import __version__
 from . import semconv as sc
-from .export import FileTransport, Signal
+from .export import Signal, Transport
 from .records import Instrument, Measurement
 
 logger = logging.getLogger(__name__)
 
 
-class _FileMetricExporter(MetricExporter):
-    """The embedded default for metrics: OTLP/JSON lines in the same file as spans and logs."""
+class _OtlpMetricExporter(MetricExporter):
+    """Metrics through the same transport as spans and logs (endpoint, headers, timeout in milliseconds,
+    compression, TLS: one set of settings for every signal), or into the embedded file. Temporality and
+    histogram aggregation follow the SDK's rules for ``OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE`` (read by
+    the settings table: ``metrics_temporality``) and ``_DEFAULT_HISTOGRAM_AGGREGATION``, as its exporters do."""
 
-    def __init__(self, path: Path) -> None:
-        super().__init__()
-        self._transport = FileTransport(path)
+    def __init__(
+        self, transport: Transport, timeout_s: float | None = None, temporality: str = "cumulative"
+    ) -> None:
+        # Imported here: the OTLP encoder modules cost start-up time that ``show`` and ``status`` need not pay.
+        from opentelemetry.exporter.otlp.proto.common._internal.metrics_encoder import OTLPMetricExporterMixin
+
+        super().__init__(
+            preferred_temporality=_temporality(temporality),
+            # the SDK exporters' OTEL_EXPORTER_OTLP_METRICS_DEFAULT_HISTOGRAM_AGGREGATION handling (uses no state)
+            preferred_aggregation=OTLPMetricExporterMixin._get_aggregation(self, {}),  # type: ignore[arg-type]
+        )
+        self._transport = transport
+        self._timeout_s = timeout_s
+        self._last_error = ""
 
     def export(
         self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
@@ -46,14 +68,20 @@ class _FileMetricExporter(MetricExporter):
         from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
 
         body = encode_metrics(metrics_data).SerializeToString()
-        result = self._transport.send(Signal.METRICS, body, timeout_millis / 1000)
+        timeout = timeout_millis / 1000
+        if self._timeout_s is not None:
+            timeout = min(timeout, self._timeout_s)
+        result = self._transport.send(Signal.METRICS, body, timeout)
+        if not result.ok and result.message != self._last_error:  # said once per distinct reason
+            logger.warning("metric export failed: %s", result.message)
+        self._last_error = "" if result.ok else result.message
         return MetricExportResult.SUCCESS if result.ok else MetricExportResult.FAILURE
 
     def force_flush(self, timeout_millis: float = 10_000) -> bool:
         return True
 
     def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
-        return None
+        self._transport.close()
 
 
 class _TrackingExporter(MetricExporter):
@@ -89,23 +117,28 @@ class _TrackingExporter(MetricExporter):
         self.inner.shutdown(timeout_millis=timeout_millis)
 
 
+def _temporality(preference: str) -> dict[type, AggregationTemporality]:
+    """Each instrument type's temporality for a ``metrics_temporality`` value, as the OTLP exporter
+    specification (and the SDK) map ``OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE``."""
+    delta = AggregationTemporality.DELTA
+    cumulative = AggregationTemporality.CUMULATIVE
+    return {
+        Counter: cumulative if preference == "cumulative" else delta,
+        UpDownCounter: cumulative,
+        Histogram: cumulative if preference == "cumulative" else delta,
+        ObservableCounter: delta if preference == "delta" else cumulative,
+        ObservableUpDownCounter: cumulative,
+        ObservableGauge: cumulative,
+    }
+
+
 def build_metric_exporter(
-    endpoint: str | None, protocol: str, output_file: Path | None, env: Mapping[str, str]
+    transport: Transport, timeout_s: float | None = None, temporality: str = "cumulative"
 ) -> MetricExporter:
-    """The OTLP metric exporter for the configured endpoint, or the embedded file exporter."""
-    if endpoint is None:
-        assert output_file is not None
-        return _FileMetricExporter(output_file)
-    specific = env.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
-    if protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter as GrpcExporter
-
-        return GrpcExporter(
-            endpoint=specific or endpoint, insecure=(specific or endpoint).startswith("http://")
-        )
-    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter as HttpExporter
-
-    return HttpExporter(endpoint=specific or endpoint.rstrip("/") + "/v1/metrics")
+    """The metric exporter sending through ``transport`` (built from the same settings as the span/log one:
+    :func:`~copilot_otel.export.build_transport`), each request bounded by ``timeout_s``, with the temporality of
+    ``metrics_temporality``."""
+    return _OtlpMetricExporter(transport, timeout_s, temporality)
 
 
 class Metrics:

@@ -276,8 +276,7 @@ def _send_metrics(
     config: Config, tel: Telemetry, report: ReplayReport, metrics: Aggregator, start_ns: int
 ) -> None:
     """Replay's metrics as one request, after the spans and log events; a failure is recorded in ``report``."""
-    preference = os.environ.get("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "").strip().lower()
-    delta = preference in ("delta", "lowmemory")
+    delta = config.metrics_temporality != "cumulative"
     try:
         body = metrics.encode(resource_attributes(config), start_ns, time.time_ns(), delta=delta)
     except ENCODE_ERRORS as exc:  # values are range-checked when recorded; this is the last line of defence

@@ -17,10 +17,10 @@ from opentelemetry.sdk.resources import Resource
 
 from . import __version__
 from .agentloop import FoldSettings
-from .config import Config
+from .config import SIGNALS, Config
 from .content import ContentPolicy
 from .errors import ConfigError
-from .export import Sender, build_transport, make_resource
+from .export import Sender, Transport, build_transport, make_resource
 from .metrics import Aggregator, Metrics, build_metric_exporter
 from .runaway import RunawayThresholds
 
@@ -105,12 +105,20 @@ class Telemetry:
         env = os.environ if env is None else env
         endpoint, transport_env = _base_endpoint(config, env)
         resource = resource_attributes(config)
-        transport = build_transport(endpoint, config.protocol, config.embedded_output, transport_env)
-        sender = Sender(transport, make_resource(resource), config.state_dir / "dead-letter.jsonl", stop)
+        options = {signal: config.otlp(signal) for signal in SIGNALS}
+
+        def transport() -> Transport:
+            return build_transport(endpoint, config.protocol, config.embedded_output, transport_env, options)
+
+        spans_and_logs = transport()
+        timeouts = {signal: option.timeout for signal, option in options.items()}
+        dead_letter = config.state_dir / "dead-letter.jsonl"
+        sender = Sender(spans_and_logs, make_resource(resource), dead_letter, stop, timeouts=timeouts)
         metrics = None
         if with_metrics and (config.metrics_enabled or config.prometheus_port is not None):
+            # Its own connection (the SDK's reader thread sends metrics), made from the same settings.
             exporter = (
-                build_metric_exporter(endpoint, config.protocol, config.embedded_output, transport_env)
+                build_metric_exporter(transport(), timeouts["metrics"], config.metrics_temporality)
                 if config.metrics_enabled
                 else None
             )
@@ -126,7 +134,7 @@ class Telemetry:
                     f"Expected --prometheus-port to be a free port on {config.prometheus_host}, "
                     f"got {config.prometheus_port!r} ({exc.strerror})"
                 ) from exc
-        return cls(sender, metrics, transport.description)
+        return cls(sender, metrics, spans_and_logs.description)
 
     def record_delivery_stats(self, sink: Metrics | Aggregator | None = None) -> None:
         """Count the sender's progress since the last call into the health metrics (exported / dead-lettered

@@ -34,6 +34,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -515,11 +516,26 @@ class _HttpServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
 
-    def __init__(self, address: tuple[str, int], receiver: OtlpReceiver) -> None:
+    def __init__(
+        self, address: tuple[str, int], receiver: OtlpReceiver, tls: ssl.SSLContext | None = None
+    ) -> None:
         self.receiver = receiver
         self._connections: dict[socket.socket, threading.Thread] = {}
         self._connections_lock = threading.Lock()
+        self._tls = tls
         super().__init__(address, _HttpHandler)
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        request, client_address = super().get_request()
+        if self._tls is not None:
+            # The handshake runs on the connection's own thread (first read), never in the accept loop.
+            request = self._tls.wrap_socket(request, server_side=True, do_handshake_on_connect=False)
+        return request, client_address
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], (ssl.SSLError, ConnectionError)):
+            return  # a client that does not trust our certificate hangs up mid-handshake: expected in TLS tests
+        super().handle_error(request, client_address)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         # Registered here, in the accept loop, so a connection accepted just before shutdown() is not missed.
@@ -688,6 +704,9 @@ class OtlpReceiver:
             counted from the protobuf framing (`count_items`).  Nothing is stored and ``reject_when``
             predicates are ignored; ``on_accept`` gets ``items=None``.
         on_accept: Called for every request whose data was stored, before the client is answered.
+        tls: ``(certificate chain file, private key file)`` (PEM): serve OTLP/HTTP as HTTPS and OTLP/gRPC over TLS
+            (endpoints then start with ``https://``).
+        client_ca: With ``tls``: require a client certificate signed by this CA (PEM), i.e. mutual TLS.
     """
 
     def __init__(
@@ -698,7 +717,11 @@ class OtlpReceiver:
         store: bool = True,
         count_only: bool = False,
         on_accept: AcceptSink | None = None,
+        tls: tuple[Path, Path] | None = None,
+        client_ca: Path | None = None,
     ) -> None:
+        self._tls = tls
+        self._client_ca = client_ca
         self._grpc_port = grpc_port
         self._http_port = http_port
         self._store = store and not count_only
@@ -756,7 +779,15 @@ class OtlpReceiver:
                 else:
                     _ADD_SERVICERS[spec.signal](_GrpcServicer(self, spec), server)
             try:
-                port = server.add_insecure_port(f"{_HOST}:{self._grpc_port}")
+                if self._tls is None:
+                    port = server.add_insecure_port(f"{_HOST}:{self._grpc_port}")
+                else:
+                    chain, key = (path.read_bytes() for path in self._tls)
+                    client_ca = self._client_ca.read_bytes() if self._client_ca is not None else None
+                    credentials = grpc.ssl_server_credentials(
+                        [(key, chain)], root_certificates=client_ca, require_client_auth=client_ca is not None
+                    )
+                    port = server.add_secure_port(f"{_HOST}:{self._grpc_port}", credentials)
             except RuntimeError as error:
                 port = 0
                 bind_error: Exception | None = error
@@ -766,7 +797,7 @@ class OtlpReceiver:
                 executor.shutdown(wait=False)
                 raise RuntimeError(f"cannot bind OTLP/gRPC to {_HOST}:{self._grpc_port}") from bind_error
             try:
-                http_server = _HttpServer((_HOST, self._http_port), self)
+                http_server = _HttpServer((_HOST, self._http_port), self, self._http_tls())
             except OSError as error:
                 executor.shutdown(wait=False)
                 raise RuntimeError(f"cannot bind OTLP/HTTP to {_HOST}:{self._http_port}: {error}") from error
@@ -807,6 +838,16 @@ class OtlpReceiver:
             self._grpc_server = self._grpc_executor = None
             self._http_server = self._http_thread = None
 
+    def _http_tls(self) -> ssl.SSLContext | None:
+        if self._tls is None:
+            return None
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*map(str, self._tls))
+        if self._client_ca is not None:
+            context.verify_mode = ssl.CERT_REQUIRED
+            context.load_verify_locations(cafile=str(self._client_ca))
+        return context
+
     @property
     def running(self) -> bool:
         """Whether the receiver is currently listening."""
@@ -834,13 +875,19 @@ class OtlpReceiver:
 
     @property
     def grpc_endpoint(self) -> str:
-        """``http://127.0.0.1:PORT``, as the gRPC exporters' ``endpoint`` expects (with ``insecure=True``)."""
-        return f"http://{_HOST}:{self.grpc_port}"
+        """``http://127.0.0.1:PORT``, as the gRPC exporters' ``endpoint`` expects (with ``insecure=True``);
+        ``https://`` when serving TLS."""
+        return f"{self._scheme}://{_HOST}:{self.grpc_port}"
 
     @property
     def http_endpoint(self) -> str:
-        """``http://127.0.0.1:PORT`` without a signal path: HTTP exporters need ``/v1/<signal>`` appended."""
-        return f"http://{_HOST}:{self.http_port}"
+        """``http://127.0.0.1:PORT`` without a signal path: HTTP exporters need ``/v1/<signal>`` appended;
+        ``https://`` when serving TLS."""
+        return f"{self._scheme}://{_HOST}:{self.http_port}"
+
+    @property
+    def _scheme(self) -> str:
+        return "http" if self._tls is None else "https"
 
     @staticmethod
     def _require_port(port: int) -> int:

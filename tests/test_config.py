@@ -45,13 +45,13 @@ def error(cli: dict[str, object] | None = None, env: dict[str, str] | None = Non
 
 def test_every_setting_is_a_config_field_in_table_order() -> None:
     names = [f.name for f in dataclasses.fields(Config)]
-    assert names == [s.name for s in SETTINGS] + ["sources", "otlp_headers_set", "content"]
+    assert names == [s.name for s in SETTINGS] + ["sources"]
 
 
 def test_settings_declared_once() -> None:
     names = [s.name for s in SETTINGS]
     flags = [flag for s in SETTINGS for flag in s.flags]
-    env_vars = [var for s in SETTINGS for var in s.env_vars]
+    env_vars = [var for s in SETTINGS for var in s.all_env_vars]
     assert len(set(names)) == len(names)
     assert len(set(flags)) == len(flags)
     assert len(set(env_vars)) == len(env_vars)
@@ -550,11 +550,7 @@ def test_embedded_output(env: dict[str, str], home: Path, tmp_path: Path) -> Non
 def test_describe_rows(env: dict[str, str]) -> None:
     env["OTEL_BSP_SCHEDULE_DELAY"] = "500"
     rows = describe(load_config({"protocol": "grpc"}, env))
-    assert [row[0] for row in rows] == [s.name for s in SETTINGS] + [
-        "embedded_output",
-        "otlp_headers",
-        "content_capture",
-    ]
+    assert [row[0] for row in rows] == [s.name for s in SETTINGS] + ["embedded_output", "content_capture"]
     by_name = {name: (value, source) for name, value, source in rows}
     assert by_name["protocol"] == ("grpc", "flag --protocol")
     assert by_name["export_delay"] == ("0.5", "env OTEL_BSP_SCHEDULE_DELAY")
@@ -570,7 +566,11 @@ def test_describe_never_shows_header_values(env: dict[str, str], var: str) -> No
     env[var] = secret
     config = load_config(None, env)
     rows = describe(config)
-    assert ("otlp_headers", "set", f"env {var}") in rows
+    if var == "OTEL_EXPORTER_OTLP_HEADERS":
+        assert ("otlp_headers", "set", f"env {var}") in rows
+    else:  # the traces' own headers: logs and metrics send none
+        assert ("otlp_headers.traces", "set", f"env {var}") in rows
+        assert ("otlp_headers.logs", "not set", "default") in rows
     assert "sk-very-secret" not in repr(rows)
     assert "sk-very-secret" not in repr(config)
 
@@ -635,3 +635,76 @@ def test_add_arguments_rejects_unknown_or_flagless_names() -> None:
         add_arguments(argparse.ArgumentParser(), ["nope"])
     with pytest.raises(ValueError, match="has no command-line flag"):
         add_arguments(argparse.ArgumentParser(), ["service_name"])
+
+
+def test_readme_settings_table_is_made_from_the_table() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    block = (
+        readme.split("<!-- settings-table:start")[1]
+        .split("-->", 1)[1]
+        .split("<!-- settings-table:end -->")[0]
+    )
+    assert block.strip("\n") + "\n" == config_module.settings_markdown(), (
+        "regenerate it with settings_markdown()"
+    )
+
+
+# --- per-signal OTLP settings -------------------------------------------------------------------------------
+
+
+def test_otlp_settings_per_signal_beat_the_general_ones_which_beat_the_file(
+    env: dict[str, str], home: Path
+) -> None:
+    write_config(home, 'otlp_timeout = 2.5\notlp_compression = "gzip"\n')
+    env["OTEL_EXPORTER_OTLP_TIMEOUT"] = "4000"
+    env["OTEL_EXPORTER_OTLP_LOGS_TIMEOUT"] = "500"
+    config = load_config(None, env)
+    assert (config.otlp_timeout.traces, config.otlp_timeout.logs, config.otlp_timeout.metrics) == (
+        4.0,
+        0.5,
+        4.0,
+    )
+    assert config.otlp("logs").timeout == 0.5 and config.otlp("metrics").compression == "gzip"
+    rows = {name: (value, source) for name, value, source in describe(config)}
+    assert rows["otlp_timeout.logs"] == ("0.5", "env OTEL_EXPORTER_OTLP_LOGS_TIMEOUT")
+    assert rows["otlp_timeout.traces"] == ("4", "env OTEL_EXPORTER_OTLP_TIMEOUT")
+    assert "otlp_timeout" not in rows, "the signals differ: one row each"
+    assert rows["otlp_compression"] == ("gzip", f"file {home / '.config/copilot-otel/config.toml'}")
+
+
+def test_a_bad_header_value_is_never_quoted(env: dict[str, str]) -> None:
+    env["OTEL_EXPORTER_OTLP_METRICS_HEADERS"] = " "  # blank: as if unset
+    assert load_config(None, env).otlp_headers_set is False
+    assert config_module._parse(
+        config_module._headers, "authorization=Bearer%20sk-1", "OTEL_EXPORTER_OTLP_HEADERS", env, secret=True
+    ).as_dict() == {"authorization": "Bearer sk-1"}
+    with pytest.raises(ConfigError) as info:
+        config_module._parse(config_module._boolean, "sk-secret", "X", env, secret=True)
+    assert "sk-secret" not in str(info.value) and "not shown" in str(info.value)
+
+
+def test_headers_cannot_go_in_the_config_file(env: dict[str, str], home: Path) -> None:
+    write_config(home, 'otlp_headers = "authorization=Bearer x"\n')
+    assert "Key 'otlp_headers' cannot be set in config file" in error(None, env)
+    assert "OTEL_EXPORTER_OTLP_TRACES_HEADERS" in error(None, env) or "OTEL_EXPORTER_OTLP_HEADERS" in error(
+        None, env
+    )
+
+
+@pytest.mark.parametrize(
+    ("var", "value", "message"),
+    [
+        ("OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "0", "a positive number of milliseconds"),
+        ("OTEL_EXPORTER_OTLP_COMPRESSION", "deflate", "one of gzip, none"),
+        ("OTEL_EXPORTER_OTLP_LOGS_INSECURE", "maybe", "true or false"),
+        ("COPILOT_OTEL_TLS_TRUST", "keychain", "one of system, certifi"),
+    ],
+)
+def test_bad_otlp_values_name_their_variable(env: dict[str, str], var: str, value: str, message: str) -> None:
+    env[var] = value
+    assert error(None, env) == f"Expected {var} to be {message}, got {value!r}"
+
+
+def test_misspelt_otlp_key_gets_a_did_you_mean(env: dict[str, str], home: Path) -> None:
+    write_config(home, "otlp_timeuot = 3\n")
+    assert "did you mean 'otlp_timeout'?" in error(None, env)

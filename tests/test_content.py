@@ -475,7 +475,7 @@ def test_from_env_emit_event_switch(master: str, emit: str, on_spans: bool, on_e
 def test_from_env_bad_emit_event_value() -> None:
     with pytest.raises(
         ConfigError,
-        match=r"^Expected OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT to be one of true, false, got 'sometimes'$",
+        match=r"^Expected OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT to be true or false, got 'sometimes'$",
     ):
         ContentPolicy.from_env({MASTER: "EVENT_ONLY", "OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT": "sometimes"})
 
@@ -526,8 +526,20 @@ def test_from_env_each_finer_switch(name: str) -> None:
     assert ContentPolicy.from_env({name: "true"}).enabled == {kind}
     everything = ContentPolicy.from_env({MASTER: "true", name: "true"}).enabled
     assert ContentPolicy.from_env({MASTER: "true", name: "false"}).enabled == everything - {kind}
-    with pytest.raises(ConfigError, match=rf"^Expected {name} to be one of true, false, got 'sometimes'$"):
+    with pytest.raises(ConfigError, match=rf"^Expected {name} to be true or false, got 'sometimes'$"):
         ContentPolicy.from_env({name: "sometimes"})
+
+
+@pytest.mark.parametrize(("on", "off"), [("on", "off"), ("ON", "Off"), ("yes", "no"), ("1", "0")])
+def test_content_switches_take_every_boolean_the_other_settings_take(on: str, off: str) -> None:
+    # One boolean parser for every setting: "on" was valid for COPILOT_OTEL_METRICS and an error here.
+    assert ContentPolicy.from_env({"COPILOT_OTEL_CAPTURE_PROMPTS": on}).enabled == {ContentKind.PROMPTS}
+    assert ContentPolicy.from_env({MASTER: on}).enabled == MASTER_KINDS
+    assert ContentPolicy.from_env({MASTER: off}) == ContentPolicy()
+    everything = ContentPolicy.from_env(
+        {MASTER: "SPAN_AND_EVENT", "OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT": off}
+    )
+    assert (everything.on_spans, everything.on_events) == (True, False)
 
 
 def test_from_env_max_length() -> None:
