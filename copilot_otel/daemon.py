@@ -35,6 +35,7 @@ from .activity import Detection, PromptRun
 from .agentloop import FoldSettings
 from .config import Config, capture_state
 from .content import ContentKind
+from .deadletter import DeadLetters
 from .discover import Discovery
 from .errors import SourceError
 from .export import measurement_encodable
@@ -175,6 +176,8 @@ class Daemon:
         self._log = _RateLimitedLog()
         self._live_snapshot: list[tuple[int, int, int, int, int, int]] = []
         self._started_mono = time.monotonic()
+        dead_letter = self.telemetry.sender.dead_letter
+        self._dead_letters = DeadLetters(dead_letter) if dead_letter is not None else None
         self._install_metrics()
 
     # ------------------------------------------------------------------ wiring
@@ -746,6 +749,9 @@ class Daemon:
             "spans_exported": sender.spans_sent,
             "logs_exported": sender.logs_sent,
             "dead_lettered": sender.dead_lettered,
+            # What the dead-letter file holds now (this run's and earlier ones'), for `copilot-otel dead-letters`.
+            "dead_letters": self._dead_letters.count() if self._dead_letters is not None else 0,
+            "dead_letter_file": str(self._dead_letters.path) if self._dead_letters is not None else "",
             "unencodable": sender.unencodable,
             "endpoint_error": sender.endpoint_error,
             "retries": sender.retries,

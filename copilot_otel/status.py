@@ -25,6 +25,7 @@ from rich.text import Text
 
 from ._platform import utf8_stdout
 from .config import Config
+from .deadletter import describe as describe_dead_letters
 from .sessions import pid_alive
 from .state import STATUS_FILE, StateStore
 
@@ -66,7 +67,9 @@ def print_status(config: Config, as_json: bool = False) -> int:
         console.print(_not_running(path, status, pid), style="yellow", soft_wrap=True)
         if status is not None:
             console.print("Last status it wrote:", style="dim")
-            console.print(_table(status, now))
+            console.print(_table(status, now, describe_dead_letters(config.state_dir)))
+        elif dead := describe_dead_letters(config.state_dir):
+            console.print(f"{dead} (copilot-otel dead-letters list / resend / clear)", style="red")
         return 1
     assert status is not None
     heading = Text("copilot-otel daemon running", style="bold green")
@@ -82,7 +85,7 @@ def print_status(config: Config, as_json: bool = False) -> int:
             f"its status was last written {_span(now - updated)} ago: the daemon may be stuck (see its log)",
             style="yellow",
         )
-    console.print(_table(status, now))
+    console.print(_table(status, now, describe_dead_letters(config.state_dir)))
     return 0
 
 
@@ -98,7 +101,7 @@ def _not_running(path: Path, status: Mapping[str, Any] | None, pid: object) -> s
     )
 
 
-def _table(status: Mapping[str, Any], now: float) -> Table:
+def _table(status: Mapping[str, Any], now: float, dead_letters: str | None = None) -> Table:
     table = Table(box=None, show_header=False, pad_edge=False)
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
@@ -120,6 +123,11 @@ def _table(status: Mapping[str, Any], now: float) -> Table:
     table.add_row("retries", Text(f"{int(retries):,}", style="yellow" if retries else ""))
     dead = _number(status.get("dead_lettered")) or 0
     table.add_row("dead-lettered", Text(f"{int(dead):,}", style="red" if dead else ""))
+    if dead_letters:
+        table.add_row(
+            "dead letters",
+            Text(f"{dead_letters} (copilot-otel dead-letters list / resend / clear)", style="red"),
+        )
     unencodable = _number(status.get("unencodable")) or 0
     if unencodable:
         table.add_row("unencodable", Text(f"{int(unencodable):,} records dropped", style="red"))
