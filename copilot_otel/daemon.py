@@ -261,6 +261,10 @@ class Daemon:
                 if now - last_flush >= CHECKPOINT_FLUSH_S:
                     last_flush = now
                     self._apply_acks()
+                    # A deleted state directory is re-created (and re-locked) within a second; if another daemon
+                    # locked it first, StateError ends this one, which writes nothing more there.
+                    if self.state.check_dir():
+                        self._write_status()
                     self.state.flush()
                 if now - last_status >= STATUS_WRITE_S:
                     last_status = now
@@ -775,11 +779,14 @@ class Daemon:
         self._discovery.stop()
         delivered = self.outbox.close(max(0.0, deadline - SHUTDOWN_RESERVE_S - time.monotonic()))
         self._apply_acks()
-        if not self.state.flush():
+        if not self.state.usable:
+            pass  # another daemon owns the state directory now: nothing of ours is written there
+        elif not self.state.flush():
             logger.error(
                 "could not save the state in %s: %s", self.config.state_dir, self.state.last_flush_error
             )
-        self._write_status()
+        if self.state.usable:
+            self._write_status()
         if not delivered:
             logger.warning(
                 "%d records were not delivered; they will be read again at the next start",
