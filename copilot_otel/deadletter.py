@@ -181,10 +181,14 @@ class DeadLetters:
     # -- reading -----------------------------------------------------------------------------------------------
     def count(self) -> int:
         """How many entries the files hold now (cached while no file changed: the daemon asks every few seconds)."""
-        key = tuple(_stat_key(p) for p in self._files())
+        files = self._files()
+        key = tuple(_stat_key(p) for p in files)
         if self._count_cache is not None and self._count_cache[0] == key:
             return self._count_cache[1]
-        n = sum(_count_lines(p) for p in self._files())
+        try:
+            n = sum(_count_lines(p) for p, k in zip(files, key, strict=True) if k is not None)
+        except OSError:  # (out of descriptors, say): the last count, until the files can be read again
+            return self._count_cache[1] if self._count_cache is not None else 0
         self._count_cache = (key, n)
         return n
 

@@ -78,7 +78,7 @@ _EVENT_FILTER: list[type[FileSystemEvent]] = [
 _WATCHDOG_OVERFLOW_LOGGER = "watchdog.observers.inotify_c"
 _WATCHDOG_OVERFLOW_TEXT = "Inotify queue overflowed"
 
-# A failing on_change is logged at most this often.
+# A failing on_change (or a failing scan) is logged at most this often.
 _CALLBACK_ERROR_LOG_INTERVAL_S = 60.0
 
 DiscoveryMode = Literal["stopped", "waiting", "inotify", "polling"]
@@ -134,6 +134,9 @@ class Discovery:
         self.callback_errors = 0
         """Exceptions raised by ``on_change`` (logged at most once a minute, then swallowed)."""
         self._last_callback_error_log = float("-inf")
+        self.scan_errors = 0
+        """Scans of ``root`` that failed (EMFILE, EACCES...; logged at most once a minute)."""
+        self._last_scan_error_log = float("-inf")
 
     @property
     def root(self) -> Path:
@@ -194,7 +197,13 @@ class Discovery:
         except (FileNotFoundError, NotADirectoryError):
             return found
         except OSError as exc:
-            logger.warning("cannot scan %s: %s", self._root_str, exc)
+            self.scan_errors += 1
+            now = time.monotonic()
+            if now - self._last_scan_error_log >= _CALLBACK_ERROR_LOG_INTERVAL_S:
+                self._last_scan_error_log = now
+                logger.warning(
+                    "cannot scan %s: %s (%d failed scans so far)", self._root_str, exc, self.scan_errors
+                )
             return found
         with it:
             for entry in it:
