@@ -843,7 +843,7 @@ class Daemon:
             "detections": dict(self.stats.detections),
             "prompts_closed": dict(self.stats.prompts_closed),
             "destination": self.telemetry.description,
-            "discovery": self._discovery.mode,
+            "discovery": self._discovery.description,
             "open_files_cap": self._fd_cap,
             "reads_deferred_no_descriptor": self._fd_exhausted,
             "state_flush_failures": self.state.flush_failures,

@@ -5,7 +5,9 @@ The daemon rewrites ``<state_dir>/status.json`` every few seconds with these key
 ``sessions_open_prompts``, ``backlog_spans``, ``spans_exported``, ``logs_exported``, ``dead_lettered``,
 ``retries``, ``unencodable`` (records dropped because a value could not be encoded), ``lines_read``,
 ``lines_dropped`` and ``detections`` (reason → count), ``last_error``, ``endpoint_error`` (what to fix while the
-endpoint refuses us: credentials, path; empty otherwise) and ``destination``. The file is read here directly (it is informational, not a checkpoint), and a daemon counts
+endpoint refuses us: credentials, path; empty otherwise), ``destination``, ``discovery`` (``inotify``, ``polling``, or
+``polling (inotify watches exhausted)``), ``dead_letters`` and ``dead_letter_file`` (what the dead-letter file
+holds now), ``open_files_cap`` and ``reads_deferred_no_descriptor``. The file is read here directly (it is informational, not a checkpoint), and a daemon counts
 as running only while the process it names is alive.
 """
 
@@ -107,6 +109,10 @@ def _table(status: Mapping[str, Any], now: float, dead_letters: str | None = Non
     table.add_column()
     table.add_row("destination", str(status.get("destination") or "?"))
     table.add_row("files tracked", _count(status.get("files_tracked")))
+    discovery = str(status.get("discovery") or "")
+    if discovery:
+        # "polling (inotify watches exhausted)": new lines are found by polling; the limit should be raised.
+        table.add_row("file watching", Text(discovery, style="yellow" if "(" in discovery else ""))
     table.add_row("open prompts", _count(status.get("sessions_open_prompts")))
     backlog = _number(status.get("backlog_spans")) or 0
     table.add_row("backlog", Text(f"{int(backlog):,} spans waiting", style="yellow" if backlog else ""))

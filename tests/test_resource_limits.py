@@ -7,12 +7,16 @@ namespace, so nothing outside the test's namespace is affected). Everything is d
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from copilot_otel.cli import main
 from tests.conftest import CLI_GENERATED
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver
@@ -93,3 +97,86 @@ def test_500_sessions_under_a_small_descriptor_limit_are_all_delivered_without_a
     else:
         assert emfile == [], "sized from the limit: the limit is never reached"
         assert "Traceback" not in out
+
+
+def _namespace_with_watches(n: int) -> tuple[str, ...] | None:
+    """A command prefix running the daemon in a user namespace of its own allowed ``n`` inotify watches."""
+    if shutil.which("unshare") is None:
+        return None
+    wrap = (
+        "unshare",
+        "--user",
+        "--map-root-user",
+        "sh",
+        "-c",
+        f'echo {n} > /proc/sys/user/max_inotify_watches && exec "$@"',
+        "sh",
+    )
+    probe = subprocess.run(
+        [*wrap, "cat", "/proc/sys/user/max_inotify_watches"], capture_output=True, text=True
+    )
+    return wrap if probe.returncode == 0 and probe.stdout.strip() == str(n) else None
+
+
+def _wait_status(state: Path, key: str, value: object, timeout: float) -> dict[str, object]:
+    deadline = time.monotonic() + timeout
+    status: dict[str, object] = {}
+    while time.monotonic() < deadline:
+        try:
+            status = json.loads((state / "status.json").read_text())
+        except (OSError, ValueError):
+            status = {}
+        if status.get(key) == value:
+            return status
+        time.sleep(0.2)
+    raise AssertionError(f"status never had {key}={value!r}: {status}")
+
+
+def test_exhausted_inotify_watches_are_said_once_shown_and_polled(
+    tmp_path: Path,
+    receiver: OtlpReceiver,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # One watch in the daemon's namespace: the root is watched, no session folder is (watchdog skips them silently).
+    wrap = _namespace_with_watches(1)
+    if wrap is None:
+        pytest.skip("cannot make a user namespace with its own inotify limit here")
+    root, state = tmp_path / "session-state", tmp_path / "state"
+    _sessions(root, 5)
+    quiet = root / "0d000000-0000-4000-8000-000000000000"
+    quiet.mkdir()
+    (quiet / "events.jsonl").write_bytes(b"")  # a session folder whose log is written later
+    # A long rescan: a file the watcher misses would wait 6 x 5 s for the safety-net rescan.
+    d = DaemonProcess(
+        root, state, receiver.http_endpoint, tmp_path / "daemon.log", "--rescan-interval", "5", wrap=wrap
+    ).start()
+    try:
+        receiver.wait_for(lambda r: len(_roots(r)) >= 5, 60)
+        _wait_status(state, "discovery", "polling (inotify watches exhausted)", 30)
+        # status and doctor say it
+        monkeypatch.setenv("COLUMNS", "400")
+        assert main(["status", "--state-dir", str(state)]) == 0
+        assert "file watching  polling (inotify watches exhausted)" in capsys.readouterr().out
+        main(["doctor", "--state-dir", str(state), "--endpoint", receiver.http_endpoint, "--timeout", "5"])
+        doctor_out = " ".join(capsys.readouterr().out.split())
+        assert (
+            "file watching: the daemon (pid" in doctor_out
+            and "polling (inotify watches exhausted)" in doctor_out
+        )
+        receiver.clear()  # (doctor's test span)
+        # latency: the quiet session's log is written now, in a folder no watch covers
+        template = (CLI_GENERATED / "plain-question" / "events.jsonl").read_bytes()
+        sid = quiet.name
+        started = time.monotonic()
+        (quiet / "events.jsonl").write_bytes(template.replace(_TEMPLATE_ID, sid.encode()))
+        receiver.wait_for_spans(3, 40)
+        latency = time.monotonic() - started
+    finally:
+        assert d.terminate() == 0
+    print(f"latency with inotify watches exhausted: {latency:.2f}s")
+    assert latency < 5, f"found by polling within seconds, not by the 30 s rescan ({latency:.1f}s)"
+    out = d.output()
+    said = [line for line in out.splitlines() if "inotify watches exhausted" in line]
+    assert len(said) == 1 and "WARNING" in said[0] and "max_user_watches" in said[0], said
+    assert "Traceback" not in out
