@@ -219,12 +219,11 @@ class DeadLetters:
                 # The rotated generation first, then the current file: both go into the claim, in order.
                 with contextlib.suppress(FileNotFoundError):
                     current.replace(self.path, self.resending)
-                with contextlib.suppress(FileNotFoundError):
-                    rotated = self.rotated.read_bytes()
-                    with open(self.resending, "r+b") as fh:
-                        rest = fh.read()
-                        fh.seek(0)
-                        fh.write(rotated + rest)
+                if self.rotated.exists():
+                    rest = self.resending.read_bytes() if self.resending.exists() else b""
+                    tmp = self.resending.with_name(self.resending.name + ".tmp")
+                    tmp.write_bytes(self.rotated.read_bytes() + rest)
+                    current.replace(tmp, self.resending)
                     self.rotated.unlink()
             claimed = list(_read(self.resending))
             kept = claimed  # the caller removes what it delivered

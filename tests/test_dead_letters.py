@@ -157,3 +157,8 @@ def test_the_dead_letter_file_is_bounded_and_counts_what_it_discarded(tmp_path: 
     # the bytes come back exactly
     last = list(letters.entries())[-1]
     assert last.request == b"\x0a\x02" + (199).to_bytes(2, "big")
+    # a resend claims both generations, oldest first, and writes back only what it leaves
+    with letters.claimed() as claimed:
+        assert [entry.record["n"] for entry in claimed] == kept
+        claimed[:] = claimed[-2:]
+    assert [entry.record["n"] for entry in letters.entries()] == kept[-2:]
