@@ -84,6 +84,7 @@ def _parser() -> argparse.ArgumentParser:
     add_arguments(p, ["session_state", "config_file", "log_level", "runaway_turns"])
 
     _add_report_parser(sub)
+    _add_dead_letters_parser(sub)
 
     p = sub.add_parser(
         "doctor",
@@ -121,6 +122,18 @@ class _TimestampFormatter(logging.Formatter):
 
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
         return datetime.fromtimestamp(record.created).astimezone().isoformat(timespec="milliseconds")
+
+
+def _add_dead_letters_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "dead-letters",
+        help="list, re-send or clear the records a collector permanently rejected",
+        description="Records a collector refused (HTTP 400, partial success, INVALID_ARGUMENT) are kept in the "
+        "state directory with the exact request; 'resend' posts them again to the configured endpoint and "
+        "removes what it accepted.",
+    )
+    p.add_argument("action", choices=["list", "resend", "clear"])
+    add_arguments(p, ["endpoint", "protocol", "max_retry_time", "state_dir", "config_file", "log_level"])
 
 
 def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -252,6 +265,10 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
         from .status import print_status
 
         return print_status(config, as_json=args.json)
+    if args.command == "dead-letters":
+        from .deadletter import command
+
+        return command(config, args.action)
     if args.command == "service":
         from .service import service
 

@@ -19,6 +19,7 @@ events, so what is re-emitted is byte-identical to what a crash may have cut off
 from __future__ import annotations
 
 import contextlib
+import errno
 import faulthandler
 import logging
 import os
@@ -36,6 +37,7 @@ from .activity import Detection, PromptRun
 from .agentloop import FoldSettings
 from .config import Config, capture_state
 from .content import ContentKind
+from .deadletter import DeadLetters
 from .discover import Discovery
 from .errors import SourceError
 from .export import measurement_encodable
@@ -54,8 +56,14 @@ LIVE_READ_BYTES = 256 * 1024
 BACKFILL_READ_BYTES = 1024 * 1024
 # Backfill work per loop pass before live files get another look (fairness).
 BACKFILL_SLICE_S = 0.05
-# Open file descriptors kept for idle files at most; the least recently used are closed beyond this.
+# Open file descriptors kept for session logs at most; the least recently used are closed beyond this. Below it,
+# half of what the process's descriptor limit (RLIMIT_NOFILE) leaves beside a reserve for the interpreter, sockets,
+# the state and the libraries (the daemon itself holds about ten).
 MAX_OPEN_TAILERS = 256
+MIN_OPEN_TAILERS = 4
+FD_RESERVE = 24
+# After "too many open files" (EMFILE/ENFILE), files not open yet wait this long before the next attempt.
+FD_RETRY_S = 0.5
 # A file with no new line for this long has its descriptor closed (it is reopened on the next change).
 IDLE_CLOSE_S = 60.0
 # How often prompts still open are checked for a vanished owner process.
@@ -167,7 +175,13 @@ class Daemon:
         self._files: dict[str, _File] = {}
         self._pending: set[str] = set()  # keys of files that may have unread lines
         self._attention: set[str] = set()  # keys of files with an open prompt or an unterminated last line
-        self._maybe_open: set[str] = set()  # keys of files read since their descriptor was last closed
+        # Keys of files read since their descriptor was last closed, least recently used first (an ordered dict).
+        self._maybe_open: dict[str, None] = {}
+        self._fd_limit_cap = open_tailer_cap(current.max_open_files())
+        self._fd_cap = self._fd_limit_cap  # lowered after EMFILE, raised again while none comes
+        self._fd_retry_at = 0.0
+        self._fd_exhausted = 0  # reads deferred because the process or the system ran out of descriptors
+        self._fd_exhausted_at_check = 0
         self._acks: deque[list[Marker]] = deque()
         self._wake = threading.Event()
         self._dirty: set[str] = set()
@@ -177,6 +191,8 @@ class Daemon:
         self._live_snapshot: list[tuple[int, int, int, int, int, int]] = []
         self._started_mono = time.monotonic()
         self.actions = RunawayActions.from_config(config)  # None unless runaway_action asks for more
+        dead_letter = self.telemetry.sender.dead_letter
+        self._dead_letters = DeadLetters(dead_letter) if dead_letter is not None else None
         self._install_metrics()
 
     # ------------------------------------------------------------------ wiring
@@ -260,6 +276,10 @@ class Daemon:
                 if now - last_flush >= CHECKPOINT_FLUSH_S:
                     last_flush = now
                     self._apply_acks()
+                    # A deleted state directory is re-created (and re-locked) within a second; if another daemon
+                    # locked it first, StateError ends this one, which writes nothing more there.
+                    if self.state.check_dir():
+                        self._write_status()
                     self.state.flush()
                 if now - last_status >= STATUS_WRITE_S:
                     last_status = now
@@ -292,14 +312,12 @@ class Daemon:
             if self.stop.is_set():
                 return False
             if self.outbox.has_room(True):
-                self._read(f, LIVE_READ_BYTES)
-                read = True
+                read = self._read(f, LIVE_READ_BYTES) or read
         deadline = time.monotonic() + BACKFILL_SLICE_S
         for f in sorted(backfill, key=lambda f: f.last_used):
             if self.stop.is_set() or time.monotonic() > deadline or not self.outbox.has_room(False):
                 break
-            self._read(f, BACKFILL_READ_BYTES)
-            read = True
+            read = self._read(f, BACKFILL_READ_BYTES) or read
         self._update_live_snapshot()
         if self.actions is not None:
             self.actions.drain(self.telemetry.metrics)
@@ -414,15 +432,26 @@ class Daemon:
             f.context = None
         return f.fold
 
-    def _read(self, f: _File, max_bytes: int) -> None:
+    def _read(self, f: _File, max_bytes: int) -> bool:
+        """Read and fold what the file has; False when it was left for later (no descriptor free)."""
+        if not self._opening(f):
+            return False
         f.last_used = time.monotonic()
-        self._maybe_open.add(f.key)
         try:
             batch = f.tailer.read_lines(max_bytes)
-        except (OSError, SourceError) as exc:
+        except OSError as exc:
+            if exc.errno in (errno.EMFILE, errno.ENFILE):
+                self._out_of_descriptors(
+                    exc
+                )  # back-pressure: it stays pending, read once descriptors free up
+                return False
             self._log.warning(f"read:{f.key}", "cannot read %s: %s", f.key, exc)
             self._set_pending(f, False)
-            return
+            return True
+        except SourceError as exc:
+            self._log.warning(f"read:{f.key}", "cannot read %s: %s", f.key, exc)
+            self._set_pending(f, False)
+            return True
         out: list[SpanRecord | LogRecord] = []
         if batch.reset is not None:
             # New content under this path: whatever the old content left open is closed, the fold restarts.
@@ -479,6 +508,7 @@ class Daemon:
             self._release_if_idle(f, batch.offset)
         if batch.end is not None and batch.end.value == "deleted":
             f.closed_reason = "deleted"
+        return True
 
     def _collect(self, f: _File, step: Step, out: list[SpanRecord | LogRecord], force: bool = False) -> None:
         """Take what one line (or a closing) gave: spans and log events to send, metric points to record, and
@@ -621,8 +651,16 @@ class Daemon:
         arrives later it is not folded twice."""
         if f.session.folder is not None and any(pid_alive(pid) for pid in owner_pids(f.session.folder)):
             return  # its CLI still runs: the newline may yet come
-        self._maybe_open.add(f.key)
-        item = f.tailer.read_unterminated()
+        if not self._opening(f):
+            return
+        try:
+            item = f.tailer.read_unterminated()
+        except OSError as exc:
+            if exc.errno in (errno.EMFILE, errno.ENFILE):
+                self._out_of_descriptors(exc)
+            else:
+                self._log.warning(f"read:{f.key}", "cannot read %s: %s", f.key, exc)
+            return
         f.tail_bytes = False
         if item is None or isinstance(item, TooLong):
             return
@@ -704,21 +742,67 @@ class Daemon:
             f.fold = None
 
     def _close_idle_fds(self, now: float) -> None:
-        """Close descriptors unused for IDLE_CLOSE_S, and the least recently used beyond MAX_OPEN_TAILERS.
+        """Close descriptors unused for IDLE_CLOSE_S; let a cap lowered by EMFILE grow back while none came.
 
         Only files read since their last close are looked at, so thousands of idle sessions cost nothing here.
         """
-        still_open = [f for key in self._maybe_open if (f := self._files.get(key)) and f.tailer.is_open]
-        self._maybe_open = {f.key for f in still_open}
-        open_files = [f for f in still_open if not f.pending]
-        for f in open_files:
-            if now - f.last_used >= IDLE_CLOSE_S:
+        self._prune_open()
+        for key in list(self._maybe_open):
+            f = self._files[key]
+            if not f.pending and now - f.last_used >= IDLE_CLOSE_S:
                 self._release_if_idle(f)
                 f.tailer.close()
-        open_files = [f for f in open_files if f.tailer.is_open]
-        if len(open_files) > MAX_OPEN_TAILERS:
-            for f in sorted(open_files, key=lambda f: f.last_used)[: len(open_files) - MAX_OPEN_TAILERS]:
-                f.tailer.close()
+                del self._maybe_open[key]
+        if self._fd_exhausted == self._fd_exhausted_at_check and self._fd_cap < self._fd_limit_cap:
+            self._fd_cap = min(self._fd_limit_cap, self._fd_cap + max(1, self._fd_cap // 4))
+        self._fd_exhausted_at_check = self._fd_exhausted
+
+    # ------------------------------------------------------------------ descriptors: a bounded cache
+    def _prune_open(self) -> None:
+        """Forget files in the open-descriptor cache whose tailer closed by itself (a file finished, or idle)."""
+        self._maybe_open = {
+            key: None for key in self._maybe_open if (f := self._files.get(key)) and f.tailer.is_open
+        }
+
+    def _opening(self, f: _File) -> bool:
+        """About to use ``f``'s descriptor: make room for it (closing the least recently used beyond the cap) and
+        mark it most recently used. False while descriptors ran out a moment ago and ``f`` holds none."""
+        if not f.tailer.is_open:
+            if time.monotonic() < self._fd_retry_at:
+                return False
+            self._make_room(self._fd_cap - 1)
+        self._maybe_open.pop(f.key, None)
+        self._maybe_open[f.key] = None
+        return True
+
+    def _make_room(self, keep: int) -> None:
+        if len(self._maybe_open) <= keep:
+            return
+        self._prune_open()
+        excess = len(self._maybe_open) - keep
+        for key in list(self._maybe_open)[: max(0, excess)]:  # least recently used first
+            self._files[
+                key
+            ].tailer.close()  # (a pending file's offset is kept: it is reopened and re-validated)
+            del self._maybe_open[key]
+
+    def _out_of_descriptors(self, exc: OSError) -> None:
+        """EMFILE/ENFILE: back-pressure, not a per-file error. Hold fewer descriptors and try again shortly."""
+        self._fd_exhausted += 1
+        self._prune_open()
+        held = len(self._maybe_open)
+        self._fd_cap = max(MIN_OPEN_TAILERS, min(self._fd_cap, held * 3 // 4))
+        self._make_room(self._fd_cap)
+        self._fd_retry_at = time.monotonic() + FD_RETRY_S
+        self._log.warning(
+            "fd:exhausted",
+            "out of file descriptors (%s) with %d session logs open: holding at most %d from now on and reading "
+            "the others as descriptors free up (%d reads deferred so far; raise 'ulimit -n' to follow more at once)",
+            exc.strerror or exc,
+            held,
+            self._fd_cap,
+            self._fd_exhausted,
+        )
 
     # ------------------------------------------------------------------ restore, status, shutdown
     def _restore(self) -> None:
@@ -766,6 +850,9 @@ class Daemon:
             "spans_exported": sender.spans_sent,
             "logs_exported": sender.logs_sent,
             "dead_lettered": sender.dead_lettered,
+            # What the dead-letter file holds now (this run's and earlier ones'), for `copilot-otel dead-letters`.
+            "dead_letters": self._dead_letters.count() if self._dead_letters is not None else 0,
+            "dead_letter_file": str(self._dead_letters.path) if self._dead_letters is not None else "",
             "unencodable": sender.unencodable,
             "endpoint_error": sender.endpoint_error,
             "retries": sender.retries,
@@ -776,7 +863,9 @@ class Daemon:
             "detections": dict(self.stats.detections),
             "prompts_closed": dict(self.stats.prompts_closed),
             "destination": self.telemetry.description,
-            "discovery": self._discovery.mode,
+            "discovery": self._discovery.description,
+            "open_files_cap": self._fd_cap,
+            "reads_deferred_no_descriptor": self._fd_exhausted,
             "state_flush_failures": self.state.flush_failures,
             **(
                 {
@@ -799,11 +888,14 @@ class Daemon:
             self.actions.close()
         delivered = self.outbox.close(max(0.0, deadline - SHUTDOWN_RESERVE_S - time.monotonic()))
         self._apply_acks()
-        if not self.state.flush():
+        if not self.state.usable:
+            pass  # another daemon owns the state directory now: nothing of ours is written there
+        elif not self.state.flush():
             logger.error(
                 "could not save the state in %s: %s", self.config.state_dir, self.state.last_flush_error
             )
-        self._write_status()
+        if self.state.usable:
+            self._write_status()
         if not delivered:
             logger.warning(
                 "%d records were not delivered; they will be read again at the next start",
@@ -817,6 +909,11 @@ class Daemon:
             self.telemetry.metrics = None
         self.telemetry.close()
         self.state.close()
+
+
+def open_tailer_cap(max_open_files: int) -> int:
+    """How many session logs may be open at once under a descriptor limit (64 → 20, 1024 → 256)."""
+    return max(MIN_OPEN_TAILERS, min(MAX_OPEN_TAILERS, (max_open_files - FD_RESERVE) // 2))
 
 
 def _first_line(path: Path, limit: int = 1 << 20) -> bytes:

@@ -15,8 +15,12 @@ hint, because inotify loses events silently:
   counted in :attr:`Discovery.overflows` and followed by a full scan reporting every file (#12);
 * if the observer cannot start at all (inotify instance/watch limit, NFS, ...) discovery logs one
   warning and polls: a rescan plus one ``stat`` per file every ``poll_interval_s`` (#13, #40);
-* watchdog skips sub-directories it cannot watch (``max_user_watches``) without telling anyone; files
-  there are still found by the directory-creation scan and the daemon's periodic ``scan()``.
+* watchdog skips sub-directories it cannot watch (``max_user_watches`` reached) without telling anyone, so
+  discovery checks, after the observer starts and whenever session directories appear, that each one is really
+  watched (the platform seam reads the inotify instance's watch list). A session directory left unwatched on two
+  checks in a row means the watches are exhausted: one warning, the observer is stopped (its watches go back to
+  the system) and discovery polls for the rest of the run; :attr:`Discovery.degraded` says why, and ``mode`` is
+  ``"polling"``. A root that cannot be watched at all (ENOSPC, EMFILE) is reported the same way.
 
 ``root`` may not exist yet (Copilot never ran): discovery checks for it every ``poll_interval_s`` and
 starts watching when it appears; the same happens if ``root`` is deleted and re-created. Whenever a watch
@@ -31,6 +35,7 @@ swallowed so they cannot kill the observer.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import stat
@@ -53,6 +58,8 @@ from watchdog.events import (
 )
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
+
+from ._platform import current
 
 __all__ = ["EVENTS_FILE", "LEGACY_SUFFIX", "Discovery", "DiscoveryMode", "ObserverFactory"]
 
@@ -78,7 +85,7 @@ _EVENT_FILTER: list[type[FileSystemEvent]] = [
 _WATCHDOG_OVERFLOW_LOGGER = "watchdog.observers.inotify_c"
 _WATCHDOG_OVERFLOW_TEXT = "Inotify queue overflowed"
 
-# A failing on_change is logged at most this often.
+# A failing on_change (or a failing scan) is logged at most this often.
 _CALLBACK_ERROR_LOG_INTERVAL_S = 60.0
 
 DiscoveryMode = Literal["stopped", "waiting", "inotify", "polling"]
@@ -134,6 +141,13 @@ class Discovery:
         self.callback_errors = 0
         """Exceptions raised by ``on_change`` (logged at most once a minute, then swallowed)."""
         self._last_callback_error_log = float("-inf")
+        self.scan_errors = 0
+        """Scans of ``root`` that failed (EMFILE, EACCES...; logged at most once a minute)."""
+        self._last_scan_error_log = float("-inf")
+        self.degraded = ""
+        """Why discovery polls although inotify was wanted ("inotify watches exhausted"), or ""."""
+        self._verify_watches = False  # session directories appeared: check they are really watched
+        self._unwatched: set[int] = set()  # inodes of session directories found unwatched on the last check
 
     @property
     def root(self) -> Path:
@@ -194,7 +208,13 @@ class Discovery:
         except (FileNotFoundError, NotADirectoryError):
             return found
         except OSError as exc:
-            logger.warning("cannot scan %s: %s", self._root_str, exc)
+            self.scan_errors += 1
+            now = time.monotonic()
+            if now - self._last_scan_error_log >= _CALLBACK_ERROR_LOG_INTERVAL_S:
+                self._last_scan_error_log = now
+                logger.warning(
+                    "cannot scan %s: %s (%d failed scans so far)", self._root_str, exc, self.scan_errors
+                )
             return found
         with it:
             for entry in it:
@@ -267,8 +287,10 @@ class Discovery:
                 self._notify(os.path.join(src, EVENTS_FILE))  # its log went away with it
             if isinstance(event, DirCreatedEvent) and os.path.dirname(src) == self._root_str:
                 self._scan_session_dir(src)
+                self._verify_watches = True
             if dest and os.path.dirname(dest) == self._root_str:
                 self._scan_session_dir(dest)
+                self._verify_watches = True
             return
         if self._is_session_log(src):
             self._notify(src)
@@ -316,6 +338,10 @@ class Discovery:
                     self._overflowed.clear()
                     logger.warning("inotify queue overflowed below %s: rescanning everything", self._root_str)
                     self._notify_all()
+                if self._verify_watches and self._watches_exhausted():
+                    self._stop_observer(5.0)
+                    self._mode = "polling"
+                    self._poll_once()
                 return
             # Need a (new) watch: first start, root (re-)created, or the observer died.
             self._stop_observer(5.0)
@@ -328,6 +354,7 @@ class Discovery:
             self._watched_root = root_id
             self._mode = "inotify"
             self._overflowed.clear()
+            self._verify_watches = True  # on the next tick, once the observer has added its watches
             self._notify_all()
 
     def _start_observer(self) -> bool:
@@ -339,6 +366,12 @@ class Discovery:
             observer.start()
         except Exception as exc:  # OSError (ENOSPC watch limit, EMFILE instances), or a broken platform
             self.observer_failures += 1
+            if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EMFILE):
+                self.degraded = (
+                    "inotify watches exhausted"
+                    if exc.errno == errno.ENOSPC
+                    else "inotify instances exhausted"
+                )
             logger.warning(
                 "cannot watch %s for changes (%s); falling back to polling every %.1f s",
                 self._root_str,
@@ -348,6 +381,45 @@ class Discovery:
             return False
         self._observer = observer
         return True
+
+    def _watches_exhausted(self) -> bool:
+        """True when a session directory stayed unwatched on two checks in a row (then it says so, once).
+
+        Twice, because a directory created a moment ago may not have its watch yet. One ``scandir`` of the root and
+        one read of the watch list; done only after the observer started or session directories appeared.
+        """
+        watched = current.inotify_watched_inodes()
+        if watched is None:  # cannot tell on this OS
+            self._verify_watches = False
+            return False
+        try:
+            with os.scandir(self._root_str) as it:
+                dirs = {entry.inode() for entry in it if entry.is_dir(follow_symlinks=False)}
+        except OSError:
+            return False  # (retried on the next tick)
+        unwatched = dirs - watched
+        confirmed = unwatched & self._unwatched
+        self._unwatched = unwatched
+        if not unwatched:
+            self._verify_watches = False
+        if not confirmed:
+            return False
+        self.degraded = "inotify watches exhausted"
+        logger.warning(
+            "inotify watches exhausted: %d of %d session folders in %s cannot be watched (fs.inotify.max_user_watches "
+            "reached); polling every %.1f s from now on (raise the limit, e.g. sysctl fs.inotify.max_user_watches="
+            "524288, and restart to watch again)",
+            len(unwatched),
+            len(dirs),
+            self._root_str,
+            self._poll_interval_s,
+        )
+        return True
+
+    @property
+    def description(self) -> str:
+        """``mode`` with the reason it is degraded: ``"polling (inotify watches exhausted)"``."""
+        return f"{self._mode} ({self.degraded})" if self.degraded and self._mode == "polling" else self._mode
 
     def _observer_alive(self) -> bool:
         return self._observer is not None and self._observer.is_alive()

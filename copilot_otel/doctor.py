@@ -29,11 +29,13 @@ from rich.text import Text
 
 from . import tls
 from .config import Config, capture_state, describe
+from .deadletter import describe as describe_dead_letters
 from .errors import CopilotOtelError, SourceError
 from .export import Delivery, Signal
 from .metrics import Aggregator
 from .records import LogRecord, Severity, SpanKind, SpanRecord
-from .sessions import scan_root
+from .sessions import pid_alive, scan_root
+from .state import StateStore
 from .telemetry import Telemetry, resource_attributes
 
 __all__ = ["Check", "Mark", "doctor", "run_checks"]
@@ -121,6 +123,7 @@ def run_checks(config: Config, timeout_s: float = 10.0) -> Iterator[Check]:
     yield _capture(config)
     yield _runaway_action(config)
     yield _state_dir(config.state_dir)
+    yield from _daemon_checks(config.state_dir)
     yield _session_logs(config.session_state)
     if config.endpoint is None:
         yield Check(
@@ -253,6 +256,34 @@ def _state_dir(path: Path) -> Check:
             "set --state-dir or COPILOT_OTEL_STATE_DIR to a directory you can write",
         )
     return Check(Mark.OK, "state dir", f"{path} is writable")
+
+
+def _daemon_checks(state_dir: Path) -> Iterator[Check]:
+    """What a running daemon and the state directory say needs attention (nothing when all is well)."""
+    dead = describe_dead_letters(state_dir)
+    if dead:
+        yield Check(
+            Mark.WARN,
+            "dead letters",
+            dead,
+            "see them with 'copilot-otel dead-letters list', send them again with 'copilot-otel dead-letters "
+            "resend' once the collector accepts them, or drop them with 'copilot-otel dead-letters clear'",
+        )
+    try:
+        status = StateStore.read_status(state_dir)
+    except CopilotOtelError:
+        return
+    pid = status.get("pid") if status else None
+    if not status or not isinstance(pid, int) or not pid_alive(pid):
+        return
+    discovery = str(status.get("discovery") or "")
+    if discovery.startswith("polling ("):
+        yield Check(
+            Mark.WARN,
+            "file watching",
+            f"the daemon (pid {pid}) is {discovery}: new lines are found by polling, at most a few seconds late",
+            "raise the limit (sysctl fs.inotify.max_user_watches=524288) and restart the daemon",
+        )
 
 
 def _probe_directory(path: Path) -> None:

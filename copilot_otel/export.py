@@ -28,7 +28,6 @@ import base64
 import dataclasses
 import enum
 import gzip
-import json
 import logging
 import os
 import random
@@ -49,6 +48,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from . import __version__, wire
 from .config import OtlpOptions, otlp_options
+from .deadletter import DeadLetters
 from .records import LogRecord, SpanRecord
 
 logger = logging.getLogger(__name__)
@@ -851,7 +851,8 @@ class Sender:
     ) -> Delivery:
         """A permanent rejection: bisect to find the poison records, dead-letter them, deliver the rest."""
         if len(batch) == 1:
-            self._dead_letter(signal, batch[0], result.message)
+            # The request is kept with it, so `copilot-otel dead-letters resend` can send it again exactly.
+            self._dead_letter(signal, batch[0], result.message, encoder(batch, self.resource))
             return Delivery(True, dead_lettered=1)
         mid = len(batch) // 2
         dead = dropped = 0
@@ -863,7 +864,7 @@ class Sender:
                 return Delivery(False, dead, outcome.error, dropped, outcome.endpoint)
         return Delivery(True, dead_lettered=dead, dropped=dropped)
 
-    def _dead_letter(self, signal: Signal, record: Any, reason: str) -> None:
+    def _dead_letter(self, signal: Signal, record: Any, reason: str, request: bytes) -> None:
         with self.stats.lock:
             self.stats.dead_lettered += 1
         self._log.log(
@@ -875,7 +876,7 @@ class Sender:
             reason,
             self.dead_letter,
         )
-        self._write_dead_letter(signal, record, reason)
+        self._write_dead_letter(signal, record, reason, request)
 
     def _drop_unencodable(self, signal: Signal, record: Any, exc: Exception) -> None:
         with self.stats.lock:
@@ -891,20 +892,13 @@ class Sender:
             reason,
             _describe(record),
         )
-        self._write_dead_letter(signal, record, reason)
+        self._write_dead_letter(signal, record, reason, None)
 
-    def _write_dead_letter(self, signal: Signal, record: Any, reason: str) -> None:
+    def _write_dead_letter(self, signal: Signal, record: Any, reason: str, request: bytes | None) -> None:
         if self.dead_letter is None:
             return
-        entry = {"signal": signal.value, "reason": reason, "record": _record_json(record)}
         try:
-            line = orjson.dumps(entry, default=str)
-        except TypeError:  # orjson refuses integers beyond 64 bits; the json module writes them
-            line = json.dumps(entry, default=str).encode()
-        try:
-            self.dead_letter.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.dead_letter, "ab") as fh:
-                fh.write(line + b"\n")
+            DeadLetters(self.dead_letter).append(signal.value, reason, _record_json(record), request)
         except OSError as exc:
             logger.error("cannot write dead-letter file %s: %s", self.dead_letter, exc.strerror)
 

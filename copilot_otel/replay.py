@@ -25,6 +25,7 @@ from ._platform import current
 from .agentloop import FoldSettings
 from .config import Config
 from .content import ContentKind
+from .deadletter import DeadLetters
 from .errors import EndpointError, ExportError, RejectedError, SourceError
 from .export import ENCODE_ERRORS, Signal, measurement_encodable
 from .metrics import Aggregator
@@ -186,6 +187,11 @@ class ReplayReport:
         if self.dead_lettered:
             parts.append(
                 f"{self.dead_lettered} records rejected by the collector were dead-lettered in {self.dead_letter_file}"
+            )
+        if self.dead_letter_file and (waiting := DeadLetters(self.dead_letter_file).count()):
+            parts.append(
+                f"{waiting} dead letters wait in {self.dead_letter_file} ('copilot-otel dead-letters resend' "
+                "sends them again)"
             )
         if self.unencodable:
             parts.append(

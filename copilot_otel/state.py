@@ -137,6 +137,7 @@ class StateStore:
         self._generation = 0
         self._flushed_generation = 0
         self._dir_lock: BaseFileLock | None = None
+        self._lock_id: tuple[int, int] | None = None  # (dev, inode) of the lock file we hold
         self._last_failure_log = float("-inf")
         self.load_outcome = LoadOutcome.FRESH
         """What was found at startup (see :class:`LoadOutcome`)."""
@@ -284,6 +285,46 @@ class StateStore:
             raise StateError(f"{path} does not hold a JSON object")
         return doc
 
+    @property
+    def usable(self) -> bool:
+        """False once closed, or once another daemon took the directory over (then nothing more is written)."""
+        return self._dir_lock is not None
+
+    def check_dir(self) -> bool:
+        """Make sure the directory and our lock are still there; re-create both if the directory was deleted.
+
+        One ``stat``. When the lock file is gone (``rm -rf`` of the state directory while we run) or is another
+        file, the directory is re-created, the lock taken again and every checkpoint written at once, so a second
+        daemon started on the same path finds it locked. Returns True when something had to be re-created.
+
+        Raises:
+            StateError: Another daemon locked the re-created directory first. This store is closed then: it
+                never writes into a directory another daemon owns.
+        """
+        if self._dir_lock is None:
+            raise StateError(f"the state store for {self._dir} is closed")
+        try:
+            st = os.stat(self._dir / LOCK_FILE)
+            if (st.st_dev, st.st_ino) == self._lock_id:
+                return False
+        except OSError:
+            pass
+        logger.warning(
+            "the state directory %s was deleted while the daemon runs: re-creating it and taking its lock again",
+            self._dir,
+        )
+        old, self._dir_lock = self._dir_lock, None
+        with contextlib.suppress(OSError):
+            old.release()
+        try:
+            self._acquire_lock()
+        except StateError as exc:
+            raise StateError(
+                f"{exc}: it took over {self._dir} after it was deleted; this daemon stops without writing there"
+            ) from None
+        self.flush(force=True)
+        return True
+
     def close(self) -> None:
         """Release the directory lock (idempotent). Does not flush: call :meth:`flush` first."""
         lock, self._dir_lock = self._dir_lock, None
@@ -305,6 +346,8 @@ class StateStore:
         try:
             self._dir.mkdir(mode=0o700, parents=True, exist_ok=True)
             self._dir_lock = current.lock_exclusive(self._dir / LOCK_FILE)
+            st = os.stat(self._dir / LOCK_FILE)
+            self._lock_id = (st.st_dev, st.st_ino)
         except LockHeld as exc:
             raise StateError(
                 f"another copilot-otel daemon is already using {self._dir} (pid {exc.owner})"

@@ -5,7 +5,9 @@ The daemon rewrites ``<state_dir>/status.json`` every few seconds with these key
 ``sessions_open_prompts``, ``backlog_spans``, ``spans_exported``, ``logs_exported``, ``dead_lettered``,
 ``retries``, ``unencodable`` (records dropped because a value could not be encoded), ``lines_read``,
 ``lines_dropped`` and ``detections`` (reason → count), ``last_error``, ``endpoint_error`` (what to fix while the
-endpoint refuses us: credentials, path; empty otherwise) and ``destination``. The file is read here directly (it is informational, not a checkpoint), and a daemon counts
+endpoint refuses us: credentials, path; empty otherwise), ``destination``, ``discovery`` (``inotify``, ``polling``, or
+``polling (inotify watches exhausted)``), ``dead_letters`` and ``dead_letter_file`` (what the dead-letter file
+holds now), ``open_files_cap`` and ``reads_deferred_no_descriptor``. The file is read here directly (it is informational, not a checkpoint), and a daemon counts
 as running only while the process it names is alive.
 """
 
@@ -25,6 +27,7 @@ from rich.text import Text
 
 from ._platform import utf8_stdout
 from .config import Config
+from .deadletter import describe as describe_dead_letters
 from .sessions import pid_alive
 from .state import STATUS_FILE, StateStore
 
@@ -66,7 +69,9 @@ def print_status(config: Config, as_json: bool = False) -> int:
         console.print(_not_running(path, status, pid), style="yellow", soft_wrap=True)
         if status is not None:
             console.print("Last status it wrote:", style="dim")
-            console.print(_table(status, now))
+            console.print(_table(status, now, describe_dead_letters(config.state_dir)))
+        elif dead := describe_dead_letters(config.state_dir):
+            console.print(f"{dead} (copilot-otel dead-letters list / resend / clear)", style="red")
         return 1
     assert status is not None
     heading = Text("copilot-otel daemon running", style="bold green")
@@ -82,7 +87,7 @@ def print_status(config: Config, as_json: bool = False) -> int:
             f"its status was last written {_span(now - updated)} ago: the daemon may be stuck (see its log)",
             style="yellow",
         )
-    console.print(_table(status, now))
+    console.print(_table(status, now, describe_dead_letters(config.state_dir)))
     return 0
 
 
@@ -98,12 +103,16 @@ def _not_running(path: Path, status: Mapping[str, Any] | None, pid: object) -> s
     )
 
 
-def _table(status: Mapping[str, Any], now: float) -> Table:
+def _table(status: Mapping[str, Any], now: float, dead_letters: str | None = None) -> Table:
     table = Table(box=None, show_header=False, pad_edge=False)
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
     table.add_row("destination", str(status.get("destination") or "?"))
     table.add_row("files tracked", _count(status.get("files_tracked")))
+    discovery = str(status.get("discovery") or "")
+    if discovery:
+        # "polling (inotify watches exhausted)": new lines are found by polling; the limit should be raised.
+        table.add_row("file watching", Text(discovery, style="yellow" if "(" in discovery else ""))
     table.add_row("open prompts", _count(status.get("sessions_open_prompts")))
     backlog = _number(status.get("backlog_spans")) or 0
     table.add_row("backlog", Text(f"{int(backlog):,} spans waiting", style="yellow" if backlog else ""))
@@ -120,6 +129,11 @@ def _table(status: Mapping[str, Any], now: float) -> Table:
     table.add_row("retries", Text(f"{int(retries):,}", style="yellow" if retries else ""))
     dead = _number(status.get("dead_lettered")) or 0
     table.add_row("dead-lettered", Text(f"{int(dead):,}", style="red" if dead else ""))
+    if dead_letters:
+        table.add_row(
+            "dead letters",
+            Text(f"{dead_letters} (copilot-otel dead-letters list / resend / clear)", style="red"),
+        )
     unencodable = _number(status.get("unencodable")) or 0
     if unencodable:
         table.add_row("unencodable", Text(f"{int(unencodable):,} records dropped", style="red"))

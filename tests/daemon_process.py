@@ -31,8 +31,12 @@ class DaemonProcess:
         log: Path,
         *extra: str,
         env: dict[str, str] | None = None,
+        wrap: tuple[str, ...] = (),
     ) -> None:
+        # ``wrap``: a command the daemon runs under (``prlimit --nofile=64:64 --``, ``unshare ...``); it must exec
+        # the daemon, so that the signals sent to the child reach it.
         self.args = [
+            *wrap,
             sys.executable,
             "-m",
             "copilot_otel",

@@ -38,6 +38,8 @@ _START_SLACK_S = 2.0
 _REPLACE_RETRY_S = 1.0
 # The pid starts at byte 1 of the lock file: byte 0 is the one Windows locks, unreadable by others while held.
 _PID_OFFSET = 1
+# What max_open_files() says where the OS has no limit to read (Windows' C runtime allows 8192).
+DEFAULT_MAX_OPEN_FILES = 1024
 
 
 class LockHeld(Exception):
@@ -134,6 +136,16 @@ class Platform:
 
     def fsync_dir(self, directory: str | os.PathLike[str]) -> None:
         """Make renames in ``directory`` durable; a no-op where a directory cannot be opened as a file."""
+
+    def max_open_files(self) -> int:
+        """How many descriptors this process may hold (the soft ``RLIMIT_NOFILE`` on POSIX). Here a fixed
+        default: Windows has no such per-process limit to read (its C runtime allows 8192 descriptors)."""
+        return DEFAULT_MAX_OPEN_FILES
+
+    def inotify_watched_inodes(self) -> set[int] | None:
+        """Inodes of the directories this process's inotify instances watch; ``None`` where that cannot be
+        known (no inotify: macOS, Windows)."""
+        return None
 
     # -- the one-daemon lock -------------------------------------------------------------------------
 

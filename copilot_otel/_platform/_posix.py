@@ -11,6 +11,8 @@ __all__ = ["Posix", "posix_calls_present"]
 
 # What this implementation calls beyond the portable set; Windows has none of it.
 _POSIX_CALLS = ("pread", "preadv", "O_CLOEXEC", "O_NONBLOCK", "O_DIRECTORY")
+# What max_open_files() says when RLIMIT_NOFILE is unlimited.
+_UNLIMITED_OPEN_FILES = 1 << 20
 
 
 def posix_calls_present() -> bool:
@@ -34,6 +36,12 @@ class Posix(Platform):
 
         def read_into(self, fd: int, buffer: bytearray, offset: int) -> int:
             return os.preadv(fd, [buffer], offset)
+
+        def max_open_files(self) -> int:
+            import resource
+
+            soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            return _UNLIMITED_OPEN_FILES if soft == resource.RLIM_INFINITY else int(soft)
 
         def fsync_dir(self, directory: str | os.PathLike[str]) -> None:
             fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
