@@ -45,6 +45,7 @@ from .sessions import SessionFile, owner_pids, pid_alive, read_workspace
 from .state import Checkpoint, StateStore
 from .tail import FileTailer, Line, TooLong
 from .telemetry import Telemetry, fold_settings
+from .window import PromptWindow
 
 logger = logging.getLogger(__name__)
 
@@ -375,8 +376,9 @@ class Daemon:
         return tracked
 
     def _apply_backfill_policy(self, f: _File) -> None:
-        """New file: export its history (``all``), or only what is written from now on (``none`` / older than
-        ``since``) — still folding the existing lines silently so an open prompt keeps its context."""
+        """New file: export its history (``all``), or only what is written from now on (``none`` / last written
+        before ``since``) — still folding the existing lines silently so an open prompt keeps its context. A file
+        written since ``since`` is read whole; its fold keeps only the prompts that started since then."""
         backfill = self.config.backfill
         if backfill.mode == "all":
             return
@@ -406,7 +408,12 @@ class Daemon:
                 ContentKind.PROMPTS
             ):  # the title is content (see replay.new_fold)
                 title = read_workspace(f.session.folder).get("summary") or None
-            f.fold = Pipeline(f.session.session_id, self.settings, context=f.context, title=title)
+            backfill = self.config.backfill
+            # --backfill DATE: the prompts that started since then, by the events' time (not the file's).
+            window = PromptWindow(backfill.since_ns) if backfill.mode == "since" else None
+            f.fold = Pipeline(
+                f.session.session_id, self.settings, context=f.context, title=title, window=window
+            )
             f.context = None
         return f.fold
 
