@@ -91,7 +91,7 @@ class PromptWindow:
 
     def _wanted(self, rec: Record) -> bool:
         trace: int | None = getattr(rec, "trace_id", None)
-        moment = int(getattr(rec, "time_ns", None) or getattr(rec, "start_ns", 0))
+        moment: int = getattr(rec, "time_ns", 0) or getattr(rec, "start_ns", 0)
         if not trace:  # not part of a prompt: by its own time
             return self.contains(moment)
         if rec.__class__ is PromptStarted:
