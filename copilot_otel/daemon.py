@@ -74,6 +74,8 @@ SHUTDOWN_FLUSH_S = 10.0
 # Of the shutdown deadline, kept for saving the state and the last metric export after the outbox gave up.
 SHUTDOWN_RESERVE_S = 1.5
 _LOG_EVERY_S = 30.0
+# While history is being read, a progress line this often.
+BACKFILL_PROGRESS_S = 5.0
 
 
 class _RateLimitedLog:
@@ -176,6 +178,7 @@ class Daemon:
         self._log = _RateLimitedLog()
         self._live_snapshot: list[tuple[int, int, int, int, int, int]] = []
         self._started_mono = time.monotonic()
+        self._backfill = _BackfillProgress()
         self._install_metrics()
 
     # ------------------------------------------------------------------ wiring
@@ -299,6 +302,7 @@ class Daemon:
                 break
             self._read(f, BACKFILL_READ_BYTES)
             read = True
+        self._backfill.report()
         self._update_live_snapshot()
         if self.telemetry.metrics is not None:
             self.telemetry.record_delivery_stats()
@@ -370,6 +374,8 @@ class Daemon:
             with contextlib.suppress(OSError):
                 tracked.live = time.time() - path.stat().st_mtime < IDLE_CLOSE_S
             self._apply_backfill_policy(tracked)
+            if not tracked.live:
+                self._backfill.add(key)
         tracked.last_used = time.monotonic()
         self._files[key] = tracked
         self._set_pending(tracked, True)
@@ -425,6 +431,7 @@ class Daemon:
         except (OSError, SourceError) as exc:
             self._log.warning(f"read:{f.key}", "cannot read %s: %s", f.key, exc)
             self._set_pending(f, False)
+            self._backfill.finished(f.key)
             return
         out: list[SpanRecord | LogRecord] = []
         if batch.reset is not None:
@@ -479,6 +486,7 @@ class Daemon:
         self._set_attention(f)
         if batch.at_eof:
             f.live = True
+            self._backfill.finished(f.key)
             self._release_if_idle(f, batch.offset)
         if batch.end is not None and batch.end.value == "deleted":
             f.closed_reason = "deleted"
@@ -491,7 +499,11 @@ class Daemon:
                 continue
             if isinstance(rec, Detection):
                 self.stats.detections[rec.reason] = self.stats.detections.get(rec.reason, 0) + 1
-                logger.warning("runaway agent in %s: %s", f.session.session_id, rec.reason)
+                if f.live:
+                    logger.warning("runaway agent in %s: %s", f.session.session_id, rec.reason)
+                else:  # found in the history: summed up in the "backfill done" line, not a warning each
+                    self._backfill.detected(rec.reason)
+                    logger.debug("runaway agent in %s (history): %s", f.session.session_id, rec.reason)
             elif isinstance(rec, PromptRun):
                 self.stats.prompts_closed[rec.outcome] = self.stats.prompts_closed.get(rec.outcome, 0) + 1
         metrics = self.telemetry.metrics
@@ -508,6 +520,8 @@ class Daemon:
                     out.append(record)
             else:
                 out.append(record)
+                if not f.live:
+                    self._backfill.spans += 1
 
     def _enqueue(
         self,
@@ -794,6 +808,60 @@ class Daemon:
             self.telemetry.metrics = None
         self.telemetry.close()
         self.state.close()
+
+
+class _BackfillProgress:
+    """History being read: a progress line every few seconds, one line when it is done, and the runaway
+    detections found in it summed up there (live ones are warnings of their own)."""
+
+    def __init__(self) -> None:
+        self.pending: set[str] = set()
+        self.sessions = 0
+        self.spans = 0
+        self.detections: dict[str, int] = {}
+        self.started = 0.0
+        self._last_line = 0.0
+
+    def add(self, key: str) -> None:
+        if not self.pending and not self.sessions:
+            self.started = self._last_line = time.monotonic()
+        self.pending.add(key)
+        self.sessions += 1
+
+    def finished(self, key: str) -> None:
+        self.pending.discard(key)
+
+    def detected(self, reason: str) -> None:
+        self.detections[reason] = self.detections.get(reason, 0) + 1
+
+    def report(self) -> None:
+        if not self.sessions:
+            return
+        now = time.monotonic()
+        if self.pending:
+            if now - self._last_line >= BACKFILL_PROGRESS_S:
+                self._last_line = now
+                logger.info(
+                    "backfill: %d of %d sessions read, %d spans",
+                    self.sessions - len(self.pending),
+                    self.sessions,
+                    self.spans,
+                )
+            return
+        found = ""
+        if self.detections:
+            found = "; runaway detections in the history: " + ", ".join(
+                f"{reason} {count}" for reason, count in sorted(self.detections.items())
+            )
+        logger.info(
+            "backfill done: %d sessions, %d spans in %.1f s%s",
+            self.sessions,
+            self.spans,
+            now - self.started,
+            found,
+        )
+        self.sessions = self.spans = 0
+        self.detections = {}
 
 
 def _first_line(path: Path, limit: int = 1 << 20) -> bytes:

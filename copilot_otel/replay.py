@@ -269,6 +269,8 @@ def replay(
         dead_letter_file=str(tel.sender.dead_letter or ""),
     )
     metrics = Aggregator()
+    if on_progress is not None:  # the total is known before any work: a bar shows 0/N, not 0/?
+        on_progress(Progress(0, len(sessions), 0, 0, time.monotonic() - started))
     workers = _worker_count(config, sessions)
     try:
         if workers > 1:
