@@ -112,6 +112,11 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("service", help="install or remove a user service running 'copilot-otel run'")
     p.add_argument("action", choices=["install", "uninstall", "status"])
     p.add_argument("--no-enable", action="store_true", help="write the unit file but do not enable it")
+    p.add_argument(
+        "--name",
+        default="",
+        help="a second service (copilot-otel-NAME), e.g. for a second Copilot home; its own state dir too",
+    )
     add_arguments(p, ["config_file", "log_level", "state_dir", "session_state", "endpoint", "protocol"])
     return parser
 
@@ -265,7 +270,7 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
     if args.command == "service":
         from .service import service
 
-        return service(config, args.action, enable=not args.no_enable)
+        return service(config, args.action, enable=not args.no_enable, name=args.name)
     raise AssertionError(args.command)
 
 

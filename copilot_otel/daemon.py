@@ -25,6 +25,7 @@ import os
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from typing import Any
 from . import __version__
 from ._platform import current
 from .activity import Detection, PromptRun
-from .agentloop import FoldSettings
+from .agentloop import FoldSettings, LiveStats
 from .config import Config, capture_state
 from .content import ContentKind
 from .discover import Discovery
@@ -735,23 +736,25 @@ class Daemon:
 
     def _update_live_snapshot(self) -> None:
         now = time.time_ns()
-        rows = []
+        self._live_snapshot = [
+            (
+                s.turns,
+                s.tool_calls,
+                max(0, now - s.started_ns),
+                s.identical_streak,
+                s.error_streak,
+                s.trace_id,
+            )
+            for _, s in self._live_prompts()
+        ]
+
+    def _live_prompts(self) -> Iterator[tuple[Pipeline, LiveStats]]:
+        """Each prompt still open, with the fold of its session."""
         for key in self._attention:
             f = self._files.get(key)
-            if f is None or f.fold is None:
-                continue
-            for s in f.fold.live_stats():
-                rows.append(
-                    (
-                        s.turns,
-                        s.tool_calls,
-                        max(0, now - s.started_ns),
-                        s.identical_streak,
-                        s.error_streak,
-                        s.trace_id,
-                    )
-                )
-        self._live_snapshot = rows
+            if f is not None and f.fold is not None:
+                for stats in f.fold.live_stats():
+                    yield f.fold, stats
 
     def status(self) -> dict[str, Any]:
         sender = self.telemetry.sender.stats
@@ -763,6 +766,7 @@ class Daemon:
             "session_state": str(self.config.session_state),
             "files_tracked": len(self._files),
             "sessions_open_prompts": len(self._live_snapshot),
+            "open_prompts": self._open_prompts(),
             "backlog_spans": self.outbox.backlog,
             "spans_exported": sender.spans_sent,
             "logs_exported": sender.logs_sent,
@@ -780,6 +784,20 @@ class Daemon:
             "discovery": self._discovery.mode,
             "state_flush_failures": self.state.flush_failures,
         }
+
+    def _open_prompts(self) -> list[dict[str, Any]]:
+        """The prompts still open, for ``status`` (at most 50, the oldest first)."""
+        rows: list[dict[str, Any]] = [
+            {
+                "session_id": fold.ctx.session_id,
+                "started_at": s.started_ns / 1e9,
+                "last_event_at": s.last_event_ns / 1e9,
+                "turns": s.turns,
+                "tool_calls": s.tool_calls,
+            }
+            for fold, s in self._live_prompts()
+        ]
+        return sorted(rows, key=lambda row: row["started_at"])[:50]
 
     def _write_status(self) -> None:
         self.state.write_status(self.status())
