@@ -42,7 +42,7 @@ from .export import measurement_encodable
 from .outbox import Marker, Outbox
 from .pipeline import Pipeline, Step
 from .records import LogRecord, Measurement, SpanRecord
-from .sessions import SessionFile, owner_pids, pid_alive, read_workspace
+from .sessions import SessionFile, owner_pids, pid_alive, read_workspace, require_session_folder
 from .state import Checkpoint, StateStore
 from .tail import FileTailer, Line, TooLong
 from .telemetry import Telemetry, fold_settings
@@ -912,6 +912,7 @@ def _last_line_boundary(path: Path, size: int) -> int:
 
 def run(config: Config) -> int:
     """The ``run`` command: start the daemon, stop cleanly on SIGTERM/SIGINT (and their Windows kin), exit 0."""
+    require_session_folder(config.session_state)
     stop = threading.Event()
     daemon = Daemon(config, stop=stop)
 

@@ -30,7 +30,7 @@ from .export import ENCODE_ERRORS, Signal, measurement_encodable
 from .metrics import Aggregator
 from .pipeline import Pipeline, Step, split_lines
 from .records import BadLine, Emission, LogRecord, Measurement, SpanRecord
-from .sessions import SessionFile, read_workspace, resolve
+from .sessions import SessionFile, read_workspace, require_session_folder, resolve
 from .telemetry import Telemetry, fold_settings, resource_attributes
 from .window import PromptWindow
 
@@ -252,6 +252,9 @@ def replay(
         ExportError: the collector did not accept everything within ``config.max_retry_time``.
     """
     started = time.monotonic()
+    targets = list(targets)
+    if any(Path(target) == config.session_state for target in targets):
+        require_session_folder(config.session_state)
     sessions = resolve(targets, config.session_state)
     if not sessions:
         raise SourceError("nothing to replay: no session logs found")

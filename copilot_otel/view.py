@@ -58,7 +58,7 @@ from .errors import SourceError
 from .library import SessionRecords, read_session
 from .records import SpanRecord
 from .replay import fold_session
-from .sessions import SessionFile, read_workspace, resolve, scan_root
+from .sessions import SessionFile, read_workspace, resolve, scan_root, unreadable_reason, unreadable_sessions
 from .telemetry import fold_settings
 
 __all__ = ["PROMPT_PREVIEW_CHARS", "SessionSummary", "show", "span_json", "summarize"]
@@ -183,10 +183,12 @@ class SessionSummary:
 
 
 def _mtime(session: SessionFile) -> float:
-    try:
-        return session.path.stat().st_mtime
-    except OSError:
-        return 0.0
+    for path in (session.path, session.folder):
+        try:
+            return path.stat().st_mtime if path is not None else 0.0
+        except OSError:
+            continue
+    return 0.0
 
 
 def _recent(root: Path, limit: int) -> list[SessionFile]:
@@ -197,7 +199,9 @@ def _recent(root: Path, limit: int) -> list[SessionFile]:
         )
     if not root.is_dir():
         raise SourceError(f"cannot read session folder {root}: not a directory")
-    return sorted(scan_root(root), key=_mtime, reverse=True)[: max(limit, 0)]
+    # Sessions whose log cannot be read are listed too, with the reason (not left out).
+    sessions = scan_root(root) + [bad for bad, _ in unreadable_sessions(root)]
+    return sorted(sessions, key=_mtime, reverse=True)[: max(limit, 0)]
 
 
 def summarize(session: SessionFile, settings: FoldSettings) -> SessionSummary:
@@ -205,6 +209,8 @@ def summarize(session: SessionFile, settings: FoldSettings) -> SessionSummary:
     workspace = read_workspace(session.folder)
     title = workspace.get("summary") or workspace.get("name") or ""
     modified = _mtime(session)
+    if reason := unreadable_reason(session.path):
+        return SessionSummary(session, modified, title, "", 0, 0, 0, 0, f"unreadable: {reason}")
     try:
         read = read_records(session, settings)
     except SourceError as exc:
