@@ -19,9 +19,11 @@ from copilot_otel.sink import KEEP, MAX_BYTES
 
 def _request(index: int) -> bytes:
     span = Span(trace_id=bytes(16), span_id=index.to_bytes(8, "big"), name=f"chat gpt-4.1 #{index:04d}" * 4)
-    return ExportTraceServiceRequest(
+    request = ExportTraceServiceRequest(
         resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=[span])])]
-    ).SerializeToString()
+    )
+    body: bytes = request.SerializeToString()
+    return body
 
 
 def _lines(path: Path) -> list[dict[str, object]]:
