@@ -79,7 +79,11 @@ def _parser() -> argparse.ArgumentParser:
         description="Show a session without any backend; without an argument, list recent sessions.",
     )
     p.add_argument("session", nargs="?", metavar="SESSION|PATH", help="session id (or prefix) or path")
-    p.add_argument("--json", action="store_true", help="print the span records as JSON lines")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON document: the session's spans, or the session list",
+    )
     p.add_argument("--limit", type=int, default=20, help="sessions to list (default 20)")
     add_arguments(p, ["session_state", "config_file", "log_level", "runaway_turns"])
 
