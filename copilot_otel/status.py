@@ -110,11 +110,14 @@ def _alive(pid: object) -> bool:
 def _lock_owner(state_dir: Path) -> int | None:
     """The live process named by the state dir's lock (a daemon holds it from its first moment), if any."""
     lock = state_dir / LOCK_FILE
-    if not lock.is_file():
+    try:
+        written = lock.stat().st_mtime  # the daemon writes its pid there when it takes the lock
+    except OSError:
         return None
     owner = current.read_lock_owner(lock)
     pid = int(owner) if owner.isdigit() else 0
-    return pid if _alive(pid) else None
+    # The lock file stays after the daemon exits: a process that got its pid later is not it.
+    return pid if pid > 0 and pid_alive(pid, started_before=written) else None
 
 
 def _running_in(state_dir: Path) -> bool:

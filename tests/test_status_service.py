@@ -156,3 +156,19 @@ def test_a_second_service_for_a_second_copilot_home_and_status_finds_it(
     finally:
         assert daemon.terminate() == 0
     assert f"state in {default_state / 'work'}" in out, out
+
+
+def test_a_lock_left_behind_is_not_a_starting_daemon(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The lock file stays after a daemon exits; a live process that later got its pid is not it."""
+    state = tmp_path / "state"
+    state.mkdir()
+    lock = state / "lock"
+    lock.write_bytes(f"\n{os.getpid()}\n".encode())  # a live pid (this test) ...
+    os.utime(lock, (1_000_000_000, 1_000_000_000))  # ... written long before that process started
+    assert main(["status", "--state-dir", str(state)]) == 1
+    assert "No copilot-otel daemon is running" in capsys.readouterr().out
+    os.utime(lock)  # written now, by a process that exists: starting
+    assert main(["status", "--state-dir", str(state)]) == 0
+    assert "copilot-otel daemon starting" in capsys.readouterr().out
