@@ -844,10 +844,7 @@ _MANAGERS: dict[Platform, type[_Systemd | _Launchd | _TaskScheduler]] = {
 
 
 def installed_state_dirs() -> list[Path]:
-    """The state dirs the installed services name (``status`` run from another shell finds them there).
-
-    A service whose unit names no state dir uses the default one, which the caller looks at anyway.
-    """
+    """The state dir of each installed service (``status`` run from another shell finds them there)."""
     try:
         platform = _platform()
     except ConfigError:
@@ -864,4 +861,7 @@ def installed_state_dirs() -> list[Path]:
     else:
         for path in sorted(current.default_dirs(os.environ).config.glob("service-env*.json")):
             environments.append(_json_environment(path))
-    return [Path(env["COPILOT_OTEL_STATE_DIR"]) for env in environments if env.get("COPILOT_OTEL_STATE_DIR")]
+    # A unit that names no state dir uses the default of the service's bare environment (HOME only), which is
+    # not this shell's when it sets XDG_STATE_HOME or COPILOT_OTEL_STATE_DIR.
+    bare = Path(str(_setting_default("state_dir", {"HOME": str(_home())})))
+    return [Path(env.get("COPILOT_OTEL_STATE_DIR") or bare) for env in environments]

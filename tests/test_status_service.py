@@ -172,3 +172,25 @@ def test_a_lock_left_behind_is_not_a_starting_daemon(
     os.utime(lock)  # written now, by a process that exists: starting
     assert main(["status", "--state-dir", str(state)]) == 0
     assert "copilot-otel daemon starting" in capsys.readouterr().out
+
+
+def test_status_finds_the_service_whose_unit_names_no_state_dir(
+    linux: Path,
+    tmp_path: Path,
+    receiver: OtlpReceiver,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The service runs with HOME only: its state dir is HOME's default, not this shell's XDG_STATE_HOME one."""
+    assert main(["service", "install", "--no-enable"]) == 0
+    service_state = Path(os.environ["HOME"]) / ".local" / "state" / "copilot-otel"
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
+    daemon = DaemonProcess(
+        tmp_path / "session-state", service_state, receiver.http_endpoint, tmp_path / "daemon.log"
+    ).start()
+    try:
+        assert main(["status"]) == 0
+        out = capsys.readouterr().out
+    finally:
+        assert daemon.terminate() == 0
+    assert f"state in {service_state}" in out, out
