@@ -144,18 +144,26 @@ def test_a_second_service_for_a_second_copilot_home_and_status_finds_it(
 
     # The service runs (started here as its unit would), and `status` from a shell without its variables finds it.
     monkeypatch.delenv("COPILOT_HOME")
-    daemon = DaemonProcess(
+    out = _status_while_running(
+        tmp_path,
+        receiver,
         Path(env["COPILOT_OTEL_SESSION_STATE"]),
         Path(env["COPILOT_OTEL_STATE_DIR"]),
-        receiver.http_endpoint,
-        tmp_path / "daemon.log",
-    ).start()
+        capsys,
+    )
+    assert f"state in {default_state / 'work'}" in out, out
+
+
+def _status_while_running(
+    tmp_path: Path, receiver: OtlpReceiver, root: Path, state: Path, capsys: pytest.CaptureFixture[str]
+) -> str:
+    """``status`` with this shell's settings while a daemon (as the service would run it) uses ``state``."""
+    daemon = DaemonProcess(root, state, receiver.http_endpoint, tmp_path / "daemon.log").start()
     try:
         assert main(["status"]) == 0
-        out = capsys.readouterr().out
+        return capsys.readouterr().out
     finally:
         assert daemon.terminate() == 0
-    assert f"state in {default_state / 'work'}" in out, out
 
 
 def test_a_lock_left_behind_is_not_a_starting_daemon(
@@ -185,12 +193,5 @@ def test_status_finds_the_service_whose_unit_names_no_state_dir(
     assert main(["service", "install", "--no-enable"]) == 0
     service_state = Path(os.environ["HOME"]) / ".local" / "state" / "copilot-otel"
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
-    daemon = DaemonProcess(
-        tmp_path / "session-state", service_state, receiver.http_endpoint, tmp_path / "daemon.log"
-    ).start()
-    try:
-        assert main(["status"]) == 0
-        out = capsys.readouterr().out
-    finally:
-        assert daemon.terminate() == 0
+    out = _status_while_running(tmp_path, receiver, tmp_path / "session-state", service_state, capsys)
     assert f"state in {service_state}" in out, out
