@@ -30,7 +30,7 @@ from .export import ENCODE_ERRORS, Signal, measurement_encodable
 from .metrics import Aggregator
 from .pipeline import Pipeline, Step, split_lines
 from .records import BadLine, Emission, LogRecord, Measurement, SpanRecord
-from .sessions import SessionFile, read_workspace, require_session_folder, resolve
+from .sessions import SessionFile, read_workspace, require_session_folder, resolve, unreadable_sessions
 from .telemetry import Telemetry, fold_settings, resource_attributes
 from .window import PromptWindow
 
@@ -256,6 +256,7 @@ def replay(
     if any(Path(target) == config.session_state for target in targets):
         require_session_folder(config.session_state)
     sessions = resolve(targets, config.session_state)
+    _warn_unreadable(targets)
     if not sessions:
         raise SourceError("nothing to replay: no session logs found")
     window: Window = None
@@ -413,6 +414,15 @@ PARALLEL_MIN_BYTES = 32 * 1024 * 1024
 # Sessions are handed to workers in chunks of about this many bytes (balance vs. per-chunk overhead).
 CHUNK_BYTES = 8 * 1024 * 1024
 _MAX_AUTO_WORKERS = 4
+
+
+def _warn_unreadable(targets: list[str | Path]) -> None:
+    """A session-state root's sessions that cannot be read are skipped, each with a line saying why."""
+    for target in targets:
+        root = Path(target)
+        if root.is_dir() and not (root / "events.jsonl").exists():
+            for session, reason in unreadable_sessions(root)[:_BAD_LINES_LOGGED]:
+                logger.warning("skipped session %s (%s): %s", session.session_id, session.path, reason)
 
 
 def _written_since(session: SessionFile, since_ns: int) -> bool:

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from copilot_otel.cli import main
-from tests.conftest import CLI_GENERATED
+from tests.conftest import CLI_GENERATED, replay_into
+from tests.otlp_receiver import OtlpReceiver
 from tests.test_cli_commands import _console_script
 
 BAD_DIR = "0badd1r0-0000-4000-8000-000000000001"
@@ -84,3 +85,14 @@ def test_unreadable_sessions_stay_in_the_listings(tmp_path: Path, capsys: pytest
     line = next(line for line in out.splitlines() if "session logs" in line)
     assert f"1 session in {root}, 2 unreadable" in line, out
     assert f"{BAD_DIR}: events.jsonl is a folder, not a file" in line
+
+
+def test_replay_of_a_root_says_which_sessions_it_skipped(
+    tmp_path: Path, receiver: OtlpReceiver, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _root(tmp_path)
+    assert replay_into(receiver, root) == 0
+    err = capsys.readouterr().err
+    assert f"skipped session {BAD_DIR} ({root / BAD_DIR / 'events.jsonl'}): events.jsonl is a folder" in err
+    assert f"skipped session {BAD_LINK} (" in err and "is a broken link" in err
+    assert {s["resource"]["service.name"] for s in receiver.spans()}  # the readable session was exported
