@@ -64,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_arguments(p, [*_EXPORT, "workers"])
     p.add_argument("--no-progress", action="store_true", help="do not show progress")
+    _add_window_arguments(p)
 
     p = sub.add_parser(
         "run",
@@ -79,7 +80,11 @@ def _parser() -> argparse.ArgumentParser:
         description="Show a session without any backend; without an argument, list recent sessions.",
     )
     p.add_argument("session", nargs="?", metavar="SESSION|PATH", help="session id (or prefix) or path")
-    p.add_argument("--json", action="store_true", help="print the span records as JSON lines")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON document: the session's spans, or the session list",
+    )
     p.add_argument("--limit", type=int, default=20, help="sessions to list (default 20)")
     add_arguments(p, ["session_state", "config_file", "log_level", "runaway_turns"])
 
@@ -113,8 +118,23 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("service", help="install or remove a user service running 'copilot-otel run'")
     p.add_argument("action", choices=["install", "uninstall", "status"])
     p.add_argument("--no-enable", action="store_true", help="write the unit file but do not enable it")
+    p.add_argument(
+        "--name",
+        default="",
+        help="a second service (copilot-otel-NAME), e.g. for a second Copilot home; its own state dir too",
+    )
     add_arguments(p, ["config_file", "log_level", "state_dir", "session_state", "endpoint", "protocol"])
     return parser
+
+
+def _add_window_arguments(p: argparse.ArgumentParser) -> None:
+    forms = "an ISO date or datetime (2026-01-01, 2026-01-01T09:00+01:00), a time ago (12h, 7d, 2w), today"
+    p.add_argument(
+        "--since", help=f"only prompts that started at or after this moment, by the events' own time: {forms}"
+    )
+    p.add_argument(
+        "--until", help="only prompts that started before this moment (a date: up to and including that day)"
+    )
 
 
 class _TimestampFormatter(logging.Formatter):
@@ -272,13 +292,16 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
     if args.command == "service":
         from .service import service
 
-        return service(config, args.action, enable=not args.no_enable)
+        return service(config, args.action, enable=not args.no_enable, name=args.name)
     raise AssertionError(args.command)
 
 
 def _replay(args: argparse.Namespace, config: Config) -> int:
     from .replay import Progress, replay
+    from .window import parse_moment
 
+    since_ns = parse_moment(args.since) if args.since else None
+    until_ns = parse_moment(args.until, end=True) if args.until else None
     paths = args.paths or [str(config.session_state)]
     show_progress = not args.no_progress
     bar = None
@@ -329,7 +352,7 @@ def _replay(args: argparse.Namespace, config: Config) -> int:
                 )
 
     try:
-        report = replay(paths, config, on_progress=on_progress)
+        report = replay(paths, config, on_progress=on_progress, since_ns=since_ns, until_ns=until_ns)
     finally:
         if bar is not None:
             bar.stop()

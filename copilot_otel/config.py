@@ -649,8 +649,8 @@ SETTINGS: tuple[Setting[Any], ...] = (
     ),
     Setting(
         "backfill",
-        "Sessions already on disk at start: all, none, or an ISO date/datetime to start from (local time "
-        "unless an offset is given)",
+        "Sessions already on disk at start: all, none, or an ISO date/datetime: the prompts that started "
+        "since then, by the events' own time (local time unless an offset is given)",
         _backfill,
         default=Backfill("all"),
         flags=("--backfill",),

@@ -26,6 +26,7 @@ import os
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,7 @@ from . import __version__
 from ._platform import current
 from .act import RunawayActions, SessionView
 from .activity import Detection, PromptRun
-from .agentloop import FoldSettings
+from .agentloop import FoldSettings, LiveStats
 from .config import Config, capture_state
 from .content import ContentKind
 from .deadletter import DeadLetters
@@ -44,10 +45,11 @@ from .export import measurement_encodable
 from .outbox import Marker, Outbox
 from .pipeline import Pipeline, Step
 from .records import LogRecord, Measurement, SpanRecord
-from .sessions import SessionFile, owner_pids, pid_alive, read_workspace
+from .sessions import SessionFile, owner_pids, pid_alive, read_workspace, require_session_folder
 from .state import Checkpoint, StateStore
 from .tail import FileTailer, Line, TooLong
 from .telemetry import Telemetry, fold_settings
+from .window import PromptWindow
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +84,8 @@ SHUTDOWN_FLUSH_S = 10.0
 # Of the shutdown deadline, kept for saving the state and the last metric export after the outbox gave up.
 SHUTDOWN_RESERVE_S = 1.5
 _LOG_EVERY_S = 30.0
+# While history is being read, a progress line this often.
+BACKFILL_PROGRESS_S = 5.0
 
 
 class _RateLimitedLog:
@@ -193,6 +197,7 @@ class Daemon:
         self.actions = RunawayActions.from_config(config)  # None unless runaway_action asks for more
         dead_letter = self.telemetry.sender.dead_letter
         self._dead_letters = DeadLetters(dead_letter) if dead_letter is not None else None
+        self._backfill = _BackfillProgress()
         self._install_metrics()
 
     # ------------------------------------------------------------------ wiring
@@ -318,6 +323,7 @@ class Daemon:
             if self.stop.is_set() or time.monotonic() > deadline or not self.outbox.has_room(False):
                 break
             read = self._read(f, BACKFILL_READ_BYTES) or read
+        self._backfill.report()
         self._update_live_snapshot()
         if self.actions is not None:
             self.actions.drain(self.telemetry.metrics)
@@ -391,14 +397,17 @@ class Daemon:
             with contextlib.suppress(OSError):
                 tracked.live = time.time() - path.stat().st_mtime < IDLE_CLOSE_S
             self._apply_backfill_policy(tracked)
+            if not tracked.live:
+                self._backfill.add(key)
         tracked.last_used = time.monotonic()
         self._files[key] = tracked
         self._set_pending(tracked, True)
         return tracked
 
     def _apply_backfill_policy(self, f: _File) -> None:
-        """New file: export its history (``all``), or only what is written from now on (``none`` / older than
-        ``since``) — still folding the existing lines silently so an open prompt keeps its context."""
+        """New file: export its history (``all``), or only what is written from now on (``none`` / last written
+        before ``since``) — still folding the existing lines silently so an open prompt keeps its context. A file
+        written since ``since`` is read whole; its fold keeps only the prompts that started since then."""
         backfill = self.config.backfill
         if backfill.mode == "all":
             return
@@ -428,7 +437,12 @@ class Daemon:
                 ContentKind.PROMPTS
             ):  # the title is content (see replay.new_fold)
                 title = read_workspace(f.session.folder).get("summary") or None
-            f.fold = Pipeline(f.session.session_id, self.settings, context=f.context, title=title)
+            backfill = self.config.backfill
+            # --backfill DATE: the prompts that started since then, by the events' time (not the file's).
+            window = PromptWindow(backfill.since_ns) if backfill.mode == "since" else None
+            f.fold = Pipeline(
+                f.session.session_id, self.settings, context=f.context, title=title, window=window
+            )
             f.context = None
         return f.fold
 
@@ -447,10 +461,12 @@ class Daemon:
                 return False
             self._log.warning(f"read:{f.key}", "cannot read %s: %s", f.key, exc)
             self._set_pending(f, False)
+            self._backfill.finished(f.key)
             return True
         except SourceError as exc:
             self._log.warning(f"read:{f.key}", "cannot read %s: %s", f.key, exc)
             self._set_pending(f, False)
+            self._backfill.finished(f.key)
             return True
         out: list[SpanRecord | LogRecord] = []
         if batch.reset is not None:
@@ -505,6 +521,7 @@ class Daemon:
         self._set_attention(f)
         if batch.at_eof:
             f.live = True
+            self._backfill.finished(f.key)
             self._release_if_idle(f, batch.offset)
         if batch.end is not None and batch.end.value == "deleted":
             f.closed_reason = "deleted"
@@ -518,8 +535,12 @@ class Daemon:
                 continue
             if isinstance(rec, Detection):
                 self.stats.detections[rec.reason] = self.stats.detections.get(rec.reason, 0) + 1
-                logger.warning("runaway agent in %s: %s", f.session.session_id, rec.reason)
-                if self.actions is not None:  # notify / interrupt (copilot_otel.act)
+                if f.live:
+                    logger.warning("runaway agent in %s: %s", f.session.session_id, rec.reason)
+                else:  # found in the history: summed up in the "backfill done" line, not a warning each
+                    self._backfill.detected(rec.reason)
+                    logger.debug("runaway agent in %s (history): %s", f.session.session_id, rec.reason)
+                if self.actions is not None:  # notify / interrupt (copilot_otel.act; live detections only)
                     acted = self.actions.on_detection(rec, self._session_view(f))
                     out.extend(r for r in acted if self.config.logs_enabled or not isinstance(r, LogRecord))
             elif isinstance(rec, PromptRun):
@@ -540,6 +561,8 @@ class Daemon:
                     out.append(record)
             else:
                 out.append(record)
+                if not f.live:
+                    self._backfill.spans += 1
 
     def _session_view(self, f: _File) -> SessionView:
         ctx = f.fold.ctx if f.fold is not None else None
@@ -818,23 +841,25 @@ class Daemon:
 
     def _update_live_snapshot(self) -> None:
         now = time.time_ns()
-        rows = []
+        self._live_snapshot = [
+            (
+                s.turns,
+                s.tool_calls,
+                max(0, now - s.started_ns),
+                s.identical_streak,
+                s.error_streak,
+                s.trace_id,
+            )
+            for _, s in self._live_prompts()
+        ]
+
+    def _live_prompts(self) -> Iterator[tuple[Pipeline, LiveStats]]:
+        """Each prompt still open, with the fold of its session."""
         for key in self._attention:
             f = self._files.get(key)
-            if f is None or f.fold is None:
-                continue
-            for s in f.fold.live_stats():
-                rows.append(
-                    (
-                        s.turns,
-                        s.tool_calls,
-                        max(0, now - s.started_ns),
-                        s.identical_streak,
-                        s.error_streak,
-                        s.trace_id,
-                    )
-                )
-        self._live_snapshot = rows
+            if f is not None and f.fold is not None:
+                for stats in f.fold.live_stats():
+                    yield f.fold, stats
 
     def status(self) -> dict[str, Any]:
         sender = self.telemetry.sender.stats
@@ -846,6 +871,7 @@ class Daemon:
             "session_state": str(self.config.session_state),
             "files_tracked": len(self._files),
             "sessions_open_prompts": len(self._live_snapshot),
+            "open_prompts": self._open_prompts(),
             "backlog_spans": self.outbox.backlog,
             "spans_exported": sender.spans_sent,
             "logs_exported": sender.logs_sent,
@@ -876,6 +902,20 @@ class Daemon:
                 else {}
             ),
         }
+
+    def _open_prompts(self) -> list[dict[str, Any]]:
+        """The prompts still open, for ``status`` (at most 50, the oldest first)."""
+        rows: list[dict[str, Any]] = [
+            {
+                "session_id": fold.ctx.session_id,
+                "started_at": s.started_ns / 1e9,
+                "last_event_at": s.last_event_ns / 1e9,
+                "turns": s.turns,
+                "tool_calls": s.tool_calls,
+            }
+            for fold, s in self._live_prompts()
+        ]
+        return sorted(rows, key=lambda row: row["started_at"])[:50]
 
     def _write_status(self) -> None:
         self.state.write_status(self.status())
@@ -916,6 +956,60 @@ def open_tailer_cap(max_open_files: int) -> int:
     return max(MIN_OPEN_TAILERS, min(MAX_OPEN_TAILERS, (max_open_files - FD_RESERVE) // 2))
 
 
+class _BackfillProgress:
+    """History being read: a progress line every few seconds, one line when it is done, and the runaway
+    detections found in it summed up there (live ones are warnings of their own)."""
+
+    def __init__(self) -> None:
+        self.pending: set[str] = set()
+        self.sessions = 0
+        self.spans = 0
+        self.detections: dict[str, int] = {}
+        self.started = 0.0
+        self._last_line = 0.0
+
+    def add(self, key: str) -> None:
+        if not self.pending and not self.sessions:
+            self.started = self._last_line = time.monotonic()
+        self.pending.add(key)
+        self.sessions += 1
+
+    def finished(self, key: str) -> None:
+        self.pending.discard(key)
+
+    def detected(self, reason: str) -> None:
+        self.detections[reason] = self.detections.get(reason, 0) + 1
+
+    def report(self) -> None:
+        if not self.sessions:
+            return
+        now = time.monotonic()
+        if self.pending:
+            if now - self._last_line >= BACKFILL_PROGRESS_S:
+                self._last_line = now
+                logger.info(
+                    "backfill: %d of %d sessions read, %d spans",
+                    self.sessions - len(self.pending),
+                    self.sessions,
+                    self.spans,
+                )
+            return
+        found = ""
+        if self.detections:
+            found = "; runaway detections in the history: " + ", ".join(
+                f"{reason} {count}" for reason, count in sorted(self.detections.items())
+            )
+        logger.info(
+            "backfill done: %d sessions, %d spans in %.1f s%s",
+            self.sessions,
+            self.spans,
+            now - self.started,
+            found,
+        )
+        self.sessions = self.spans = 0
+        self.detections = {}
+
+
 def _first_line(path: Path, limit: int = 1 << 20) -> bytes:
     """The file's first complete line (without its newline), or b"" if there is none within ``limit``."""
     try:
@@ -946,6 +1040,7 @@ def _last_line_boundary(path: Path, size: int) -> int:
 
 def run(config: Config) -> int:
     """The ``run`` command: start the daemon, stop cleanly on SIGTERM/SIGINT (and their Windows kin), exit 0."""
+    require_session_folder(config.session_state)
     stop = threading.Event()
     daemon = Daemon(config, stop=stop)
 

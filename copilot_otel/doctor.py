@@ -34,7 +34,7 @@ from .errors import CopilotOtelError, SourceError
 from .export import Delivery, Signal
 from .metrics import Aggregator
 from .records import LogRecord, Severity, SpanKind, SpanRecord
-from .sessions import pid_alive, scan_root
+from .sessions import pid_alive, scan_root, unreadable_sessions
 from .state import StateStore
 from .telemetry import Telemetry, resource_attributes
 
@@ -318,9 +318,18 @@ def _session_logs(root: Path) -> Check:
             str(exc),
             "set --session-state or COPILOT_OTEL_SESSION_STATE to the Copilot CLI's session-state folder",
         )
-    return Check(
-        Mark.OK, "session logs", f"{len(sessions)} session{'s' if len(sessions) != 1 else ''} in {root}"
-    )
+    found = f"{len(sessions)} session{'s' if len(sessions) != 1 else ''} in {root}"
+    bad = unreadable_sessions(root)
+    if bad:
+        reasons = "; ".join(f"{session.session_id}: {reason}" for session, reason in bad[:3])
+        more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+        return Check(
+            Mark.WARN,
+            "session logs",
+            f"{found}, {len(bad)} unreadable ({reasons}{more})",
+            "these are skipped until they can be read",
+        )
+    return Check(Mark.OK, "session logs", found)
 
 
 def _writable_file(what: str, path: Path, note: str) -> Check:

@@ -50,6 +50,7 @@ from . import __version__, wire
 from .config import OtlpOptions, otlp_options
 from .deadletter import DeadLetters
 from .records import LogRecord, SpanRecord
+from .sink import KEEP, MAX_BYTES, RotatingFile
 
 logger = logging.getLogger(__name__)
 
@@ -499,20 +500,18 @@ def _grpc_retry_delay(exc: Any) -> float | None:
 
 
 class FileTransport:
-    """The embedded default: OTLP/JSON lines appended to a local file (the collector file-exporter format)."""
+    """The embedded default: OTLP/JSON lines appended to a local file (the collector file-exporter format),
+    rotated by size (:mod:`copilot_otel.sink`)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, max_bytes: int = MAX_BYTES, keep: int = KEEP) -> None:
         self.path = path
         self.description = f"OTLP/JSON file {path}"
-        self._lock = threading.Lock()
+        self._file = RotatingFile(path, max_bytes, keep)
 
     def send(self, signal: Signal, body: bytes, timeout: float) -> SendResult:
         line = to_otlp_json(signal, body) + b"\n"
         try:
-            with self._lock:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                with open(self.path, "ab") as fh:
-                    fh.write(line)
+            self._file.append(line)
         except OSError as exc:
             return SendResult(ok=False, retryable=True, message=f"cannot write {self.path}: {exc.strerror}")
         return SendResult(ok=True)

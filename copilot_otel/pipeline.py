@@ -8,7 +8,8 @@ reason and costs only itself, and the same events give the same records and emis
 
 Stages (each owns one thing)::
 
-    TailItem ──parse──▶ Event ──AgentLoop──▶ activity records ──Projector──▶ spans, log events, metric points
+    TailItem ──parse──▶ Event ──AgentLoop──▶ activity records ──(PromptWindow)──▶ Projector ──▶ spans, log events,
+                                                                                                 metric points
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from .parse import parse_line
 from .project import Projector
 from .records import BadLine, DropReason, Emission
 from .tail import DEFAULT_MAX_LINE_BYTES, Line, TailItem, TooLong
+from .window import PromptWindow
 
 __all__ = ["MAX_LINE_BYTES", "FoldSettings", "Pipeline", "RunawayThresholds", "Step", "split_lines"]
 
@@ -76,6 +78,8 @@ class Pipeline:
         context: A checkpointed session context to resume from (the daemon after a restart).
         title: The session's title (``workspace.yaml``), when it may be exported.
         project: Build emissions too (``False`` for readers of the records alone, such as ``show``).
+        window: Keep only the prompts that started in this time window (``replay --since``, ``--backfill``);
+            the loop still sees every event, so the prompts kept are the same as in a full read.
     """
 
     def __init__(
@@ -86,8 +90,10 @@ class Pipeline:
         context: Mapping[str, Any] | None = None,
         title: str | None = None,
         project: bool = True,
+        window: PromptWindow | None = None,
     ) -> None:
         self.loop = AgentLoop(session_id, settings, context)
+        self._window = window
         self.settings = self.loop.settings
         if title:
             self.loop.ctx.title = title
@@ -121,6 +127,8 @@ class Pipeline:
         # feed_event, inlined: this runs once per line of every backfill.
         self.events += 1
         records = self.loop.feed(event)  # type: ignore[arg-type]
+        if records and self._window is not None:
+            records = self._window.keep(records)
         if not records:
             return _NOTHING
         return Step(records, self._project(records) if self._project is not None else ())
@@ -129,6 +137,8 @@ class Pipeline:
         """Fold one event already decoded (the stages after parse; tests feed events they built)."""
         self.events += 1
         records = self.loop.feed(event)
+        if records and self._window is not None:
+            records = self._window.keep(records)
         if not records:
             return _NOTHING
         return Step(records, self._project(records) if self._project is not None else ())
@@ -136,6 +146,8 @@ class Pipeline:
     def close(self, reason: str, time_ns: int | None = None) -> Step:
         """Close whatever is still open (end of file, owner gone, idle); it is marked incomplete."""
         records = self.loop.close(reason, time_ns)
+        if records and self._window is not None:
+            records = self._window.keep(records)
         return Step(records, self._project(records) if self._project is not None and records else ())
 
     # What the daemon checkpoints and shows about the session (see the resume model in docs/design.md).

@@ -31,8 +31,12 @@ from .export import ENCODE_ERRORS, Signal, measurement_encodable
 from .metrics import Aggregator
 from .pipeline import Pipeline, Step, split_lines
 from .records import BadLine, Emission, LogRecord, Measurement, SpanRecord
-from .sessions import SessionFile, read_workspace, resolve
+from .sessions import SessionFile, read_workspace, require_session_folder, resolve, unreadable_sessions
 from .telemetry import Telemetry, fold_settings, resource_attributes
+from .window import PromptWindow
+
+# A time window (since, until) in Unix nanoseconds, either bound open (None); None: everything.
+Window = tuple[int | None, int | None] | None
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +74,7 @@ class FoldedSession:
     fold: Pipeline
 
 
-def new_fold(session: SessionFile, settings: FoldSettings) -> Pipeline:
+def new_fold(session: SessionFile, settings: FoldSettings, window: Window = None) -> Pipeline:
     """The pipeline for one session, with the title from its ``workspace.yaml`` when it may be exported.
 
     The title summarises the conversation, so it is content: without prompt capture it is never exported and
@@ -79,7 +83,8 @@ def new_fold(session: SessionFile, settings: FoldSettings) -> Pipeline:
     title = None
     if settings.content.allows(ContentKind.PROMPTS):
         title = read_workspace(session.folder).get("summary") or None
-    return Pipeline(session.session_id, settings, title=title)
+    prompts = PromptWindow(*window) if window is not None else None
+    return Pipeline(session.session_id, settings, title=title, window=prompts)
 
 
 def fold_events(session: SessionFile, fold: Pipeline, close_reason: str = "file_ended") -> Iterator[Step]:
@@ -234,6 +239,8 @@ def replay(
     config: Config,
     on_progress: Callable[[Progress], None] | None = None,
     telemetry: Telemetry | None = None,
+    since_ns: int | None = None,
+    until_ns: int | None = None,
 ) -> ReplayReport:
     """Export every prompt of every session under ``targets``.
 
@@ -242,15 +249,27 @@ def replay(
         config: Export destination, privacy and runaway settings.
         on_progress: Called after each session.
         telemetry: Pre-built exporters (tests, ``doctor``); built from ``config`` when ``None``.
+        since_ns, until_ns: Only the prompts that started at or after ``since_ns`` and before ``until_ns`` (by
+            the events' own times, :mod:`copilot_otel.window`); a log last written before ``since_ns`` holds
+            none and is not read.
 
     Raises:
         SourceError: a target cannot be found or read.
         ExportError: the collector did not accept everything within ``config.max_retry_time``.
     """
     started = time.monotonic()
+    targets = list(targets)
+    if any(Path(target) == config.session_state for target in targets):
+        require_session_folder(config.session_state)
     sessions = resolve(targets, config.session_state)
+    _warn_unreadable(targets)
     if not sessions:
         raise SourceError("nothing to replay: no session logs found")
+    window: Window = None
+    if since_ns is not None or until_ns is not None:
+        window = (since_ns, until_ns)
+        if since_ns is not None:
+            sessions = [s for s in sessions if _written_since(s, since_ns)]
     start_ns = time.time_ns()
     own_telemetry = telemetry is None
     tel = telemetry or Telemetry.from_config(config, with_metrics=False)
@@ -260,12 +279,14 @@ def replay(
         dead_letter_file=str(tel.sender.dead_letter or ""),
     )
     metrics = Aggregator()
+    if on_progress is not None:  # the total is known before any work: a bar shows 0/N, not 0/?
+        on_progress(Progress(0, len(sessions), 0, 0, time.monotonic() - started))
     workers = _worker_count(config, sessions)
     try:
         if workers > 1:
-            _replay_in_workers(sessions, config, workers, report, metrics, on_progress, started)
+            _replay_in_workers(sessions, config, workers, report, metrics, on_progress, started, window)
         else:
-            _replay_here(sessions, config, tel, report, metrics, on_progress, started)
+            _replay_here(sessions, config, tel, report, metrics, on_progress, started, window=window)
         report.metrics_delivered = not (config.metrics_enabled and metrics)
         if not report.error and not report.metrics_delivered:
             _send_metrics(config, tel, report, metrics, start_ns)
@@ -309,6 +330,7 @@ def _replay_here(
     on_progress: Callable[[Progress], None] | None,
     started: float,
     total: int | None = None,
+    window: Window = None,
 ) -> None:
     """Replay sessions in this process: fold, batch, deliver on a sending thread, aggregate metrics."""
     settings = fold_settings(config)
@@ -328,7 +350,7 @@ def _replay_here(
         for index, session in enumerate(sessions):
             report.sessions += 1
             bad_before = report.bad_lines
-            fold = new_fold(session, settings)
+            fold = new_fold(session, settings, window)
             for step in fold_events(session, fold):
                 bad = step.drop
                 if bad is not None:
@@ -399,6 +421,23 @@ CHUNK_BYTES = 8 * 1024 * 1024
 _MAX_AUTO_WORKERS = 4
 
 
+def _warn_unreadable(targets: list[str | Path]) -> None:
+    """A session-state root's sessions that cannot be read are skipped, each with a line saying why."""
+    for target in targets:
+        root = Path(target)
+        if root.is_dir() and not (root / "events.jsonl").exists():
+            for session, reason in unreadable_sessions(root)[:_BAD_LINES_LOGGED]:
+                logger.warning("skipped session %s (%s): %s", session.session_id, session.path, reason)
+
+
+def _written_since(session: SessionFile, since_ns: int) -> bool:
+    """Whether a log was written at or after ``since_ns`` (one that was not cannot hold a later event)."""
+    try:
+        return session.path.stat().st_mtime_ns >= since_ns
+    except OSError:
+        return True  # let the read say what is wrong with it
+
+
 def _worker_count(config: Config, sessions: list[SessionFile]) -> int:
     if config.workers == 1:
         return 1
@@ -440,10 +479,19 @@ def _init_worker(config: Config, log_level: str) -> None:
     _worker_state["telemetry"] = Telemetry.from_config(config, with_metrics=False)
 
 
-def _replay_chunk(sessions: list[SessionFile]) -> tuple[ReplayReport, Aggregator]:
+def _replay_chunk(sessions: list[SessionFile], window: Window = None) -> tuple[ReplayReport, Aggregator]:
     """Worker side: fold, encode and send a chunk of sessions; metrics come back aggregated."""
     report, metrics = ReplayReport(), Aggregator()
-    _replay_here(sessions, _worker_state["config"], _worker_state["telemetry"], report, metrics, None, 0.0)
+    _replay_here(
+        sessions,
+        _worker_state["config"],
+        _worker_state["telemetry"],
+        report,
+        metrics,
+        None,
+        0.0,
+        window=window,
+    )
     return report, metrics
 
 
@@ -455,11 +503,12 @@ def _replay_in_workers(
     metrics: Aggregator,
     on_progress: Callable[[Progress], None] | None,
     started: float,
+    window: Window = None,
 ) -> None:
     """Sessions are independent and the fold is pure: worker processes each read, fold, encode and send their
     share (their own connection, retries and dead-letter file), and hand back counts and aggregated metrics."""
     import multiprocessing
-    from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     # Config holds a read-only mapping proxy, which does not pickle.
     portable = dataclasses.replace(config, sources=dict(config.sources))
@@ -469,11 +518,12 @@ def _replay_in_workers(
     with ProcessPoolExecutor(
         workers, mp_context=context, initializer=_init_worker, initargs=(portable, config.log_level)
     ) as pool:
-        futures = {pool.submit(_replay_chunk, chunk): len(chunk) for chunk in _chunks(sessions)}
+        futures = {pool.submit(_replay_chunk, chunk, window): len(chunk) for chunk in _chunks(sessions)}
         pending = set(futures)
         try:
             while pending:
-                finished, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                # Each chunk as it finishes: the progress moves, and a failed one stops the rest at once.
+                finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in finished:
                     part, part_metrics = future.result()
                     report.merge(part)

@@ -25,9 +25,11 @@ the tools (for tests and unusual installs).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import plistlib
+import re
 import shlex
 import shutil
 import subprocess
@@ -67,18 +69,27 @@ _NOT_COPIED = frozenset({PLATFORM_ENV, SYSTEMCTL_ENV, LAUNCHCTL_ENV, SCHTASKS_EN
 _TOOL_TIMEOUT_S = 30.0
 
 
-def service(config: Config, action: str, enable: bool = True) -> int:
+def service(config: Config, action: str, enable: bool = True, name: str = "") -> int:
     """Install, uninstall or describe the user service; returns the exit code.
 
     ``install`` and ``uninstall`` return 0 once the files are written / removed, also when the service manager
     could not be reached (the commands to run are printed then). ``status`` returns 0 when installed, else 1.
 
+    ``name`` makes a second service (``copilot-otel-<name>``), e.g. for a second Copilot home: it gets its own
+    unit, secrets file and, unless a state dir is given, its own state dir (``<state dir>/<name>``), since two
+    daemons cannot share one. ``install`` run again keeps the OTLP endpoint and headers the installed service
+    had when the shell it runs in sets no endpoint (uninstall first to drop them).
+
     Raises:
         ConfigError: The platform is not supported (or ``COPILOT_OTEL_SERVICE_PLATFORM`` is invalid).
         StateError: A file cannot be written or removed, or the state dir the service needs is not writable.
     """
+    if name and not _NAME.fullmatch(name):
+        raise ConfigError(f"Expected --name to be letters, digits, '-' or '_' (at most 40), got {name!r}")
+    if name and config.sources.get("state_dir", "default") == "default":
+        config = dataclasses.replace(config, state_dir=config.state_dir / name)
     platform = _platform()
-    manager: _Manager = {"linux": _Systemd, "darwin": _Launchd, "win32": _TaskScheduler}[platform](config)
+    manager = _MANAGERS[platform](config, name)
     if action == "install":
         return manager.install(enable)
     if action == "uninstall":
@@ -86,6 +97,13 @@ def service(config: Config, action: str, enable: bool = True) -> int:
     if action == "status":
         return manager.status()
     raise ConfigError(f"Expected the service action to be one of install, uninstall, status, got {action!r}")
+
+
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")
+
+
+def _suffix(name: str) -> str:
+    return f"-{name}" if name else ""
 
 
 def _platform() -> Platform:
@@ -277,14 +295,65 @@ def _describe_env(environment: ServiceEnvironment) -> list[str]:
 
 
 class _Manager:
+    config: Config
+
     def install(self, enable: bool) -> int:
         raise NotImplementedError
+
+    def installed_environment(self) -> dict[str, str]:
+        """The variables the installed service runs with (``{}`` when none is installed or it is unreadable)."""
+        raise NotImplementedError
+
+    def environment(self) -> ServiceEnvironment:
+        """What the service gets now; an endpoint and headers it had are kept when this shell sets none."""
+        environment = service_environment(self.config)
+        kept = _kept_endpoint(environment, self.installed_environment())
+        if kept:
+            print("Kept from the installed service (this shell sets no OTLP endpoint): " + ", ".join(kept))
+        return environment
 
     def uninstall(self) -> int:
         raise NotImplementedError
 
     def status(self) -> int:
         raise NotImplementedError
+
+
+def _kept_endpoint(environment: ServiceEnvironment, installed: Mapping[str, str]) -> list[str]:
+    """Carry the installed ``OTEL_EXPORTER_OTLP_*`` variables over when ``environment`` names no endpoint.
+
+    Re-running ``install`` from a shell without the OTLP variables (a new terminal, a script) must not silently
+    turn a service that exported to a collector into one that writes a local file.
+    """
+    current = {**environment.public, **environment.secret}
+    if any(name.startswith("OTEL_EXPORTER_OTLP_") and name.endswith("ENDPOINT") for name in current):
+        return []
+    kept = sorted(n for n in installed if n.startswith("OTEL_EXPORTER_OTLP_") and n not in current)
+    for name in kept:
+        (environment.secret if "HEADERS" in name else environment.public)[name] = installed[name]
+    environment.public = dict(sorted(environment.public.items()))
+    environment.secret = dict(sorted(environment.secret.items()))
+    return kept
+
+
+def _unescape(text: str, newline: bool) -> str:
+    """Undo a backslash escaping (``\\x`` → ``x``; ``\\n`` → a newline when ``newline``)."""
+    out: list[str] = []
+    chars = iter(text)
+    for char in chars:
+        if char == "\\":
+            nxt = next(chars, "")
+            out.append("\n" if newline and nxt == "n" else nxt)
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def _print_commands(intro: str, commands: Sequence[str]) -> None:
@@ -316,12 +385,13 @@ def _env_file_line(name: str, value: str) -> str:
 
 
 class _Systemd(_Manager):
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, name: str = "") -> None:
         self.config = config
+        self.unit_name = f"copilot-otel{_suffix(name)}.service"
         self.unit_dir = _config_home() / "systemd" / "user"
-        self.unit = self.unit_dir / SYSTEMD_UNIT
-        self.wants_link = self.unit_dir / "default.target.wants" / SYSTEMD_UNIT
-        self.env_file = _config_home() / "copilot-otel" / "service.env"
+        self.unit = self.unit_dir / self.unit_name
+        self.wants_link = self.unit_dir / "default.target.wants" / self.unit_name
+        self.env_file = _config_home() / "copilot-otel" / f"service{_suffix(name)}.env"
         self.systemctl = _tool(SYSTEMCTL_ENV, "systemctl")
 
     def render(self, environment: ServiceEnvironment) -> str:
@@ -351,9 +421,12 @@ class _Systemd(_Manager):
     def _commands(self, *args: str) -> list[str]:
         return [self.systemctl, "--user", *args]
 
+    def installed_environment(self) -> dict[str, str]:
+        return _unit_environment(self.unit, self.env_file)
+
     def install(self, enable: bool) -> int:
         _check_state_dir(self.config.state_dir)
-        environment = service_environment(self.config)
+        environment = self.environment()
         if environment.secret:
             body = "".join(_env_file_line(k, v) + "\n" for k, v in environment.secret.items())
             _write_atomic(
@@ -367,7 +440,7 @@ class _Systemd(_Manager):
             print(f"Wrote {self.env_file} (mode 0600)")
         for line in _describe_env(environment):
             print(line)
-        steps = [("daemon-reload",), ("enable", SYSTEMD_UNIT), ("restart", SYSTEMD_UNIT)]
+        steps = [("daemon-reload",), ("enable", self.unit_name), ("restart", self.unit_name)]
         shown = [shlex.join(["systemctl", "--user", *step]) for step in steps]
         if not enable:
             _print_commands("Not enabled (--no-enable). To enable and start it:", shown)
@@ -383,7 +456,7 @@ class _Systemd(_Manager):
                 )
                 return 0
         print(
-            f"Enabled and started {SYSTEMD_UNIT}; follow its log with: journalctl --user -u {SYSTEMD_UNIT} -f"
+            f"Enabled and started {self.unit_name}; follow its log with: journalctl --user -u {self.unit_name} -f"
         )
         user = os.environ.get("USER") or os.environ.get("LOGNAME") or "$USER"
         print(f"To keep it running while you are logged out: loginctl enable-linger {user}")
@@ -396,19 +469,19 @@ class _Systemd(_Manager):
         if not present:
             print(f"Not installed: {self.unit} does not exist.")
             return 0
-        stopped = _run(self._commands("disable", "--now", SYSTEMD_UNIT))
+        stopped = _run(self._commands("disable", "--now", self.unit_name))
         for path in present:
             _remove(path)
             print(f"Removed {path}")
         if stopped.ok:
             _run(self._commands("daemon-reload"))
-            print(f"Stopped and disabled {SYSTEMD_UNIT}")
+            print(f"Stopped and disabled {self.unit_name}")
             return 0
         _print_commands(
             f"Could not stop it with systemctl --user ({_first_line(stopped.output)}). If it is "
             "running, stop it with:",
             [
-                shlex.join(["systemctl", "--user", "stop", SYSTEMD_UNIT]),
+                shlex.join(["systemctl", "--user", "stop", self.unit_name]),
                 shlex.join(["systemctl", "--user", "daemon-reload"]),
             ],
         )
@@ -424,14 +497,30 @@ class _Systemd(_Manager):
                 print(f"  {line}")
         if self.env_file.exists():
             print(f"  secrets in {self.env_file} (mode {self.env_file.stat().st_mode & 0o777:04o})")
-        active = _run(self._commands("is-active", SYSTEMD_UNIT))
-        enabled = _run(self._commands("is-enabled", SYSTEMD_UNIT))
+        active = _run(self._commands("is-active", self.unit_name))
+        enabled = _run(self._commands("is-enabled", self.unit_name))
         if _unreachable(active):
             print(f"  systemctl --user is unavailable ({_first_line(active.output)}); cannot tell if it runs")
             return 0
         print(f"  systemctl --user is-active: {_first_line(active.output) or 'unknown'}")
         print(f"  systemctl --user is-enabled: {_first_line(enabled.output) or 'unknown'}")
         return 0
+
+
+def _unit_environment(unit: Path, env_file: Path) -> dict[str, str]:
+    """The ``Environment=`` lines of a unit this module wrote, and the secrets file it names."""
+    values: dict[str, str] = {}
+    text = _read_text(unit)
+    for line in text.splitlines():
+        if line.startswith('Environment="') and line.endswith('"'):
+            name, _, value = _unescape(line[len('Environment="') : -1], True).partition("=")
+            values[name] = value.replace("%%", "%")
+    if "EnvironmentFile=" in text:
+        for line in _read_text(env_file).splitlines():
+            name, sep, value = line.partition("=")
+            if sep and not line.startswith("#") and value.startswith('"') and value.endswith('"'):
+                values[name] = _unescape(value[1:-1], False)
+    return values
 
 
 def _unreachable(ran: _Ran) -> bool:
@@ -457,17 +546,21 @@ def _uid() -> int:
 
 
 class _Launchd(_Manager):
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, name: str = "") -> None:
         self.config = config
-        self.plist = _home() / "Library" / "LaunchAgents" / f"{LAUNCHD_LABEL}.plist"
+        self.label = f"{LAUNCHD_LABEL}.{name}" if name else LAUNCHD_LABEL
+        self.plist = _home() / "Library" / "LaunchAgents" / f"{self.label}.plist"
         self.launchctl = _tool(LAUNCHCTL_ENV, "launchctl")
         self.domains = launchd_domains(_uid())
         self.domain = self.domains[0]
 
+    def installed_environment(self) -> dict[str, str]:
+        return _plist_environment(self.plist)
+
     def render(self, environment: ServiceEnvironment) -> dict[str, object]:
         state_dir = Path(os.path.abspath(self.config.state_dir))
         return {
-            "Label": LAUNCHD_LABEL,
+            "Label": self.label,
             "ProgramArguments": [*executable(), "run"],
             "EnvironmentVariables": {**environment.public, **environment.secret},
             "RunAtLoad": True,
@@ -481,7 +574,7 @@ class _Launchd(_Manager):
 
     def install(self, enable: bool) -> int:
         _check_state_dir(self.config.state_dir)
-        environment = service_environment(self.config)
+        environment = self.environment()
         document = self.render(environment)
         # Headers may be API keys and launchd has no separate environment file: keep the plist private then.
         _write_atomic(self.plist, plistlib.dumps(document), 0o600 if environment.secret else 0o644)
@@ -489,7 +582,7 @@ class _Launchd(_Manager):
         for line in _describe_env(environment):
             print(line)
         print(f"  logs: {document['StandardErrorPath']}")
-        target = f"{self.domain}/{LAUNCHD_LABEL}"
+        target = f"{self.domain}/{self.label}"
         shown = [
             f"launchctl bootout {target} 2>/dev/null",
             shlex.join(["launchctl", "bootstrap", self.domain, str(self.plist)]),
@@ -503,7 +596,7 @@ class _Launchd(_Manager):
             if ran.ok:
                 break
             # Over SSH there is no gui/<uid> domain ("Domain does not support specified action"): user/<uid>.
-            _run([self.launchctl, "bootout", f"{fallback}/{LAUNCHD_LABEL}"])
+            _run([self.launchctl, "bootout", f"{fallback}/{self.label}"])
             retry = _run([self.launchctl, "bootstrap", fallback, str(self.plist)])
             if retry.ok:
                 ran, self.domain = retry, fallback
@@ -514,22 +607,22 @@ class _Launchd(_Manager):
                 shown,
             )
             return 0
-        print(f"Loaded and started {LAUNCHD_LABEL}")
+        print(f"Loaded and started {self.label}")
         return 0
 
     def uninstall(self) -> int:
         if not self.plist.exists():
             print(f"Not installed: {self.plist} does not exist.")
             return 0
-        target = f"{self.domain}/{LAUNCHD_LABEL}"
+        target = f"{self.domain}/{self.label}"
         ran = _run([self.launchctl, "bootout", target])
         for fallback in self.domains[1:]:
             if not ran.ok:
-                ran = _run([self.launchctl, "bootout", f"{fallback}/{LAUNCHD_LABEL}"])
+                ran = _run([self.launchctl, "bootout", f"{fallback}/{self.label}"])
         _remove(self.plist)
         print(f"Removed {self.plist}")
         if ran.ok:
-            print(f"Stopped {LAUNCHD_LABEL}")
+            print(f"Stopped {self.label}")
         else:
             _print_commands(
                 f"Could not stop it with launchctl ({_first_line(ran.output)}). If it is running, "
@@ -548,10 +641,10 @@ class _Launchd(_Manager):
             print(f"  ProgramArguments: {shlex.join(document.get('ProgramArguments', []))}")
         except (OSError, plistlib.InvalidFileException, ValueError) as exc:
             print(f"  cannot read it: {exc}")
-        ran = _run([self.launchctl, "print", f"{self.domain}/{LAUNCHD_LABEL}"])
+        ran = _run([self.launchctl, "print", f"{self.domain}/{self.label}"])
         for fallback in self.domains[1:]:
             if not ran.ok:
-                ran = _run([self.launchctl, "print", f"{fallback}/{LAUNCHD_LABEL}"])
+                ran = _run([self.launchctl, "print", f"{fallback}/{self.label}"])
         if not ran.ok:
             print(f"  launchctl: {_first_line(ran.output) or 'not loaded'}")
             return 0
@@ -563,7 +656,9 @@ class _Launchd(_Manager):
 
 
 # ------------------------------------------------------------------------------------------------ Task Scheduler
-def task_xml(command: str, arguments: Sequence[str], working_dir: str, user: str) -> str:
+def task_xml(
+    command: str, arguments: Sequence[str], working_dir: str, user: str, task_name: str = TASK_NAME
+) -> str:
     """A Task Scheduler task definition (schema ``http://schemas.microsoft.com/windows/2004/02/mit/task``, 1.2):
     start at log-on of ``user`` in their session, with no time limit, restarted every minute when it fails."""
     args = subprocess.list2cmdline(list(arguments))
@@ -574,7 +669,7 @@ def task_xml(command: str, arguments: Sequence[str], working_dir: str, user: str
             "  <RegistrationInfo>",
             "    <Description>copilot-otel: GitHub Copilot CLI sessions to OpenTelemetry. Written by "
             "'copilot-otel service install'; remove with 'copilot-otel service uninstall'.</Description>",
-            f"    <URI>\\{TASK_NAME}</URI>",
+            f"    <URI>\\{task_name}</URI>",
             "  </RegistrationInfo>",
             "  <Triggers>",
             "    <LogonTrigger>",
@@ -627,15 +722,19 @@ def _windows_python() -> str:
 
 
 class _TaskScheduler(_Manager):
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, name: str = "") -> None:
         self.config = config
+        self.task = f"{TASK_NAME}{_suffix(name)}"
         folder = current.default_dirs(os.environ).config
-        self.xml_file = folder / "copilot-otel-task.xml"
-        self.env_file = folder / "service-env.json"
+        self.xml_file = folder / f"{self.task}-task.xml"
+        self.env_file = folder / f"service-env{_suffix(name)}.json"
         self.log_file = Path(os.path.abspath(config.state_dir)) / "service.log"
         self.schtasks = _tool(SCHTASKS_ENV, "schtasks")
         domain, user = os.environ.get("USERDOMAIN", ""), os.environ.get("USERNAME", "")
         self.user = f"{domain}\\{user}" if domain and user else user or os.environ.get("USER", "")
+
+    def installed_environment(self) -> dict[str, str]:
+        return _json_environment(self.env_file)
 
     def command(self) -> tuple[str, list[str]]:
         """The task's program and arguments: the launcher, which loads the settings file and runs ``run``."""
@@ -648,11 +747,13 @@ class _TaskScheduler(_Manager):
 
     def render(self) -> str:
         program, arguments = self.command()
-        return task_xml(program, arguments, str(Path(os.path.abspath(self.config.state_dir))), self.user)
+        return task_xml(
+            program, arguments, str(Path(os.path.abspath(self.config.state_dir))), self.user, self.task
+        )
 
     def install(self, enable: bool) -> int:
         _check_state_dir(self.config.state_dir)
-        environment = service_environment(self.config)
+        environment = self.environment()
         settings = {**environment.public, **environment.secret}
         _write_atomic(self.env_file, json.dumps(settings, indent=2).encode("utf-8"), 0o600)
         _write_atomic(self.xml_file, self.render().encode("utf-16"), 0o644)
@@ -662,8 +763,8 @@ class _TaskScheduler(_Manager):
             print(line)
         print(f"  log: {self.log_file}")
         steps = [
-            ["/Create", "/TN", TASK_NAME, "/XML", str(self.xml_file), "/F"],
-            ["/Run", "/TN", TASK_NAME],
+            ["/Create", "/TN", self.task, "/XML", str(self.xml_file), "/F"],
+            ["/Run", "/TN", self.task],
         ]
         shown = [subprocess.list2cmdline(["schtasks", *step]) for step in steps]
         if not enable:
@@ -678,36 +779,36 @@ class _TaskScheduler(_Manager):
                     shown,
                 )
                 return 0
-        print(f"Registered and started the scheduled task {TASK_NAME} (it starts at every log-on)")
+        print(f"Registered and started the scheduled task {self.task} (it starts at every log-on)")
         return 0
 
     def uninstall(self) -> int:
         present = [p for p in (self.xml_file, self.env_file) if p.exists()]
-        _run([self.schtasks, "/End", "/TN", TASK_NAME])
-        ran = _run([self.schtasks, "/Delete", "/TN", TASK_NAME, "/F"])
+        _run([self.schtasks, "/End", "/TN", self.task])
+        ran = _run([self.schtasks, "/Delete", "/TN", self.task, "/F"])
         for path in present:
             _remove(path)
             print(f"Removed {path}")
         if ran.ok:
-            print(f"Stopped and deleted the scheduled task {TASK_NAME}")
+            print(f"Stopped and deleted the scheduled task {self.task}")
         elif not present:
-            print(f"Not installed: no scheduled task {TASK_NAME} and no {self.xml_file}.")
+            print(f"Not installed: no scheduled task {self.task} and no {self.xml_file}.")
         else:
             _print_commands(
                 f"Could not delete the task with schtasks ({_first_line(ran.output)}). If it exists, delete it "
                 "with:",
-                [subprocess.list2cmdline(["schtasks", "/Delete", "/TN", TASK_NAME, "/F"])],
+                [subprocess.list2cmdline(["schtasks", "/Delete", "/TN", self.task, "/F"])],
             )
         return 0
 
     def status(self) -> int:
-        ran = _run([self.schtasks, "/Query", "/TN", TASK_NAME, "/FO", "LIST", "/V"])
+        ran = _run([self.schtasks, "/Query", "/TN", self.task, "/FO", "LIST", "/V"])
         if not ran.ok and not self.xml_file.exists():
             print(
-                f"Not installed (no scheduled task {TASK_NAME}); install with: copilot-otel service install"
+                f"Not installed (no scheduled task {self.task}); install with: copilot-otel service install"
             )
             return 1
-        print(f"Installed: scheduled task {TASK_NAME} ({self.xml_file})")
+        print(f"Installed: scheduled task {self.task} ({self.xml_file})")
         if not ran.ok:
             print(f"  schtasks: {_first_line(ran.output) or 'not registered'}")
             return 0
@@ -716,3 +817,51 @@ class _TaskScheduler(_Manager):
             if key in ("Status", "Last Run Time", "Last Result", "Next Run Time"):
                 print(f"  {line.strip()}")
         return 0
+
+
+def _plist_environment(plist: Path) -> dict[str, str]:
+    try:
+        document = plistlib.loads(plist.read_bytes())
+    except (OSError, plistlib.InvalidFileException, ValueError):
+        return {}
+    variables = document.get("EnvironmentVariables") if isinstance(document, dict) else None
+    return {str(k): str(v) for k, v in variables.items()} if isinstance(variables, dict) else {}
+
+
+def _json_environment(path: Path) -> dict[str, str]:
+    try:
+        settings = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return {str(k): str(v) for k, v in settings.items()} if isinstance(settings, dict) else {}
+
+
+_MANAGERS: dict[Platform, type[_Systemd | _Launchd | _TaskScheduler]] = {
+    "linux": _Systemd,
+    "darwin": _Launchd,
+    "win32": _TaskScheduler,
+}
+
+
+def installed_state_dirs() -> list[Path]:
+    """The state dir of each installed service (``status`` run from another shell finds them there)."""
+    try:
+        platform = _platform()
+    except ConfigError:
+        return []
+    environments: list[dict[str, str]] = []
+    if platform == "linux":
+        for unit in sorted((_config_home() / "systemd" / "user").glob("copilot-otel*.service")):
+            name = unit.name[len("copilot-otel") : -len(".service")].lstrip("-")
+            env_file = _config_home() / "copilot-otel" / f"service{_suffix(name)}.env"
+            environments.append(_unit_environment(unit, env_file))
+    elif platform == "darwin":
+        for plist in sorted((_home() / "Library" / "LaunchAgents").glob(f"{LAUNCHD_LABEL}*.plist")):
+            environments.append(_plist_environment(plist))
+    else:
+        for path in sorted(current.default_dirs(os.environ).config.glob("service-env*.json")):
+            environments.append(_json_environment(path))
+    # A unit that names no state dir uses the default of the service's bare environment (HOME only), which is
+    # not this shell's when it sets XDG_STATE_HOME or COPILOT_OTEL_STATE_DIR.
+    bare = Path(str(_setting_default("state_dir", {"HOME": str(_home())})))
+    return [Path(env.get("COPILOT_OTEL_STATE_DIR") or bare) for env in environments]

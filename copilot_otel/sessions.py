@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +65,63 @@ def scan_root(root: Path) -> list[SessionFile]:
     return sorted(found, key=lambda s: str(s.path))
 
 
+def require_session_folder(root: Path) -> None:
+    """Refuse a session-state root that is a plain file (``--session-state ~/.bashrc``); a missing one is fine
+    (the Copilot CLI may not have run yet).
+
+    Raises:
+        SourceError: ``root`` exists and is not a folder.
+    """
+    if root.exists() and not root.is_dir():
+        raise SourceError(
+            f"the session-state folder {root} is a file, not a folder: set --session-state or "
+            "COPILOT_OTEL_SESSION_STATE to the Copilot CLI's session-state folder (~/.copilot/session-state)"
+        )
+
+
+def unreadable_sessions(root: Path) -> list[tuple[SessionFile, str]]:
+    """Session folders under ``root`` whose log exists but cannot be read, with the reason.
+
+    :func:`scan_root` lists only the logs it can read; these would otherwise vanish from every listing, and
+    their ids would read as unknown.
+    """
+    found: list[tuple[SessionFile, str]] = []
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return found
+    for entry in entries:
+        try:
+            if not entry.is_dir():
+                continue
+        except OSError:
+            continue
+        folder = Path(entry.path)
+        reason = unreadable_reason(folder / EVENTS_FILE)
+        if reason:
+            found.append((SessionFile(entry.name, folder / EVENTS_FILE, folder), reason))
+    return sorted(found, key=lambda item: str(item[0].path))
+
+
+def unreadable_reason(events: Path) -> str:
+    """Why an ``events.jsonl`` that is there cannot be read ("" when it can, or is not there at all)."""
+    try:
+        st = events.lstat()
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:  # the folder cannot be searched
+        return f"cannot read its folder: {(exc.strerror or str(exc)).lower()}"
+    if stat.S_ISLNK(st.st_mode) and not events.exists():
+        return f"{EVENTS_FILE} is a broken link"
+    if events.is_dir():
+        return f"{EVENTS_FILE} is a folder, not a file"
+    if not events.is_file():
+        return f"{EVENTS_FILE} is not a regular file"
+    if not os.access(events, os.R_OK):
+        return "permission denied"
+    return ""
+
+
 def resolve(targets: Iterable[str | Path], root: Path | None = None) -> list[SessionFile]:
     """Turn what the user typed into session logs.
 
@@ -95,6 +153,8 @@ def _resolve_one(path: Path, text: str, root: Path | None) -> list[SessionFile]:
         events = path / EVENTS_FILE
         if events.is_file():
             return [SessionFile(path.name, events, path)]
+        if reason := unreadable_reason(events):
+            raise SourceError(f"cannot read the session log {events}: {reason}")
         sessions = scan_root(path)
         if not sessions:
             raise SourceError(
@@ -110,6 +170,9 @@ def _resolve_one(path: Path, text: str, root: Path | None) -> list[SessionFile]:
             raise SourceError(
                 f"session id prefix {text!r} is ambiguous: {names}{'…' if len(matches) > 5 else ''}"
             )
+        for bad, reason in unreadable_sessions(root):
+            if bad.session_id.startswith(text):  # there, but unreadable: say so, not "no such id"
+                raise SourceError(f"cannot read session {bad.session_id} ({bad.path}): {reason}")
         raise SourceError(f"no such file, folder or session id: {text!r} (looked in {root})")
     raise SourceError(f"no such file or folder: {text}")
 

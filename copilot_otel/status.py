@@ -7,8 +7,14 @@ The daemon rewrites ``<state_dir>/status.json`` every few seconds with these key
 ``lines_dropped`` and ``detections`` (reason → count), ``last_error``, ``endpoint_error`` (what to fix while the
 endpoint refuses us: credentials, path; empty otherwise), ``destination``, ``discovery`` (``inotify``, ``polling``, or
 ``polling (inotify watches exhausted)``), ``dead_letters`` and ``dead_letter_file`` (what the dead-letter file
-holds now), ``open_files_cap`` and ``reads_deferred_no_descriptor``. The file is read here directly (it is informational, not a checkpoint), and a daemon counts
-as running only while the process it names is alive.
+holds now), ``open_files_cap``, ``reads_deferred_no_descriptor`` and ``open_prompts`` (session id, start, last
+event, turns and tool calls of each prompt still open). The file is read here directly (it is informational, not
+a checkpoint), and a daemon counts as running only while the process it names is alive.
+
+A daemon that has just started has written no status yet (the first comes after a few seconds): when the
+state dir's lock names a live process, it is reported as starting, not as gone. Run from a shell whose
+settings differ from the service's (no ``COPILOT_OTEL_STATE_DIR`` there), ``status`` also looks in the state
+dirs the installed services name.
 """
 
 from __future__ import annotations
@@ -25,11 +31,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ._platform import utf8_stdout
+from ._platform import current, utf8_stdout
 from .config import Config
 from .deadletter import describe as describe_dead_letters
+from .errors import StateError
 from .sessions import pid_alive
-from .state import STATUS_FILE, StateStore
+from .state import LOCK_FILE, STATUS_FILE, StateStore
 
 __all__ = ["STATUS_FILE", "print_status", "read_status"]
 # A running daemon rewrites its status every few seconds; older than this and it is probably stuck.
@@ -51,10 +58,17 @@ def print_status(config: Config, as_json: bool = False) -> int:
     Raises:
         StateError: ``status.json`` exists but is unreadable.
     """
-    path = config.state_dir / STATUS_FILE
-    status = read_status(config.state_dir)
+    state_dir = _find_state_dir(config)
+    path = state_dir / STATUS_FILE
+    status = read_status(state_dir)
     pid = status.get("pid") if status is not None else None
-    running = isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 and pid_alive(pid)
+    running = _alive(pid)
+    starting = None if running else _lock_owner(state_dir)
+    if starting is not None:
+        # Started a moment ago: the lock is held, the first status is not written yet.
+        line = f"copilot-otel daemon starting (pid {starting}, state in {state_dir}); no status written yet"
+        print(line, file=sys.stderr if as_json else sys.stdout)
+        return 0
     if as_json:
         if status is not None:
             out = utf8_stdout()  # JSON is UTF-8 bytes, whatever the console's code page
@@ -81,6 +95,8 @@ def print_status(config: Config, as_json: bool = False) -> int:
         heading.append(f", up {_span(now - started)}")
     heading.append(")")
     console.print(heading)
+    if state_dir != config.state_dir:
+        console.print(f"(the installed service's state dir: {state_dir})", style="dim")
     updated = _number(status.get("updated_at"))
     if updated and now - updated > _STALE_AFTER_S:
         console.print(
@@ -88,7 +104,67 @@ def print_status(config: Config, as_json: bool = False) -> int:
             style="yellow",
         )
     console.print(_table(status, now, describe_dead_letters(config.state_dir)))
+    _print_open_prompts(console, status.get("open_prompts"), now)
     return 0
+
+
+def _alive(pid: object) -> bool:
+    return isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 and pid_alive(pid)
+
+
+def _lock_owner(state_dir: Path) -> int | None:
+    """The live process named by the state dir's lock (a daemon holds it from its first moment), if any."""
+    lock = state_dir / LOCK_FILE
+    try:
+        written = lock.stat().st_mtime  # the daemon writes its pid there when it takes the lock
+    except OSError:
+        return None
+    owner = current.read_lock_owner(lock)
+    pid = int(owner) if owner.isdigit() else 0
+    # The lock file stays after the daemon exits: a process that got its pid later is not it.
+    return pid if pid > 0 and pid_alive(pid, started_before=written) else None
+
+
+def _running_in(state_dir: Path) -> bool:
+    try:
+        status = read_status(state_dir)
+    except StateError:
+        return False
+    return _alive(status.get("pid") if status else None) or _lock_owner(state_dir) is not None
+
+
+def _find_state_dir(config: Config) -> Path:
+    """The configured state dir, unless it was not set explicitly, no daemon runs there and an installed
+    service names another state dir in which one does."""
+    if config.sources.get("state_dir", "default") != "default" or _running_in(config.state_dir):
+        return config.state_dir
+    from .service import installed_state_dirs
+
+    for candidate in installed_state_dirs():
+        if candidate != config.state_dir and _running_in(candidate):
+            return candidate
+    return config.state_dir
+
+
+def _print_open_prompts(console: Console, prompts: object, now: float) -> None:
+    if not isinstance(prompts, list) or not prompts:
+        return
+    table = Table(box=None, pad_edge=False, title="open prompts", title_justify="left", title_style="bold")
+    for column in ("session", "running for", "turns", "tool calls", "last event"):
+        table.add_column(column, no_wrap=True)
+    for row in prompts:
+        if not isinstance(row, Mapping):
+            continue
+        started = _number(row.get("started_at"))
+        last = _number(row.get("last_event_at"))
+        table.add_row(
+            str(row.get("session_id", "?")),
+            _span(now - started) if started else "?",
+            _count(row.get("turns")),
+            _count(row.get("tool_calls")),
+            f"{_span(now - last)} ago" if last else "?",
+        )
+    console.print(table)
 
 
 def _not_running(path: Path, status: Mapping[str, Any] | None, pid: object) -> str:

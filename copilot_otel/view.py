@@ -3,9 +3,12 @@
 Every session log is read through the same pipeline as ``replay`` (:func:`copilot_otel.read_session`) and its
 activity records are drawn as one :class:`rich.tree.Tree` per prompt (turns → model calls and tool calls →
 sub-agents, permission waits), with durations, token counts, statuses (failures in red) and what happened during
-the prompt (runaway detections, aborts, errors, compactions, mode changes, task completion). ``--json`` prints
-what would be exported: the span records, one JSON object per line.
-Without a session argument, the most recently active sessions under the session-state root are listed.
+the prompt (runaway detections, aborts, errors, compactions, mode changes, task completion). A run of identical
+tool calls (a runaway) is one row with a count; its arguments are shown only when tool arguments are captured.
+``--json`` prints one JSON document: for a session, ``{"session_id", "path", "spans": [...]}`` with what would
+be exported; for a listing, ``{"session_state", "sessions": [...]}`` with a row per session (``problem`` says
+why one could not be read). Without a session argument, the most recently active sessions under the
+session-state root are listed.
 
 The tree view shows the prompt text (scrubbed of secrets, cut to :data:`PROMPT_PREVIEW_CHARS`): it never
 leaves the terminal. ``--json`` applies the configured capture policy, so it prints what would be exported.
@@ -55,7 +58,7 @@ from .errors import SourceError
 from .library import SessionRecords, read_session
 from .records import SpanRecord
 from .replay import fold_session
-from .sessions import SessionFile, read_workspace, resolve, scan_root
+from .sessions import SessionFile, read_workspace, resolve, scan_root, unreadable_reason, unreadable_sessions
 from .telemetry import fold_settings
 
 __all__ = ["PROMPT_PREVIEW_CHARS", "SessionSummary", "show", "span_json", "summarize"]
@@ -85,17 +88,20 @@ def show(config: Config, session: str | None, as_json: bool = False, limit: int 
     if session is None:
         sessions = _recent(config.session_state, limit)
         if as_json:
-            _print_json(sessions, fold_settings(config))
+            _print_listing_json(sessions, fold_settings(config), config.session_state)
         else:
             _print_listing(console, sessions, fold_settings(config), config.session_state)
         return 0
     sessions = resolve([session], config.session_state)
-    if as_json:
-        _print_json(sessions, fold_settings(config))
-        return 0
     if len(sessions) > 1:  # a whole session-state root: list it rather than drawing hundreds of trees
         ordered = sorted(sessions, key=_mtime, reverse=True)[: max(limit, 0)]
-        _print_listing(console, ordered, fold_settings(config), Path(session))
+        if as_json:
+            _print_listing_json(ordered, fold_settings(config), Path(session))
+        else:
+            _print_listing(console, ordered, fold_settings(config), Path(session))
+        return 0
+    if as_json:
+        _print_json(sessions[0], fold_settings(config))
         return 0
     settings = _tree_settings(fold_settings(config))
     for index, one in enumerate(sessions):
@@ -125,13 +131,39 @@ def span_json(span: SpanRecord) -> dict[str, Any]:
     }
 
 
-def _print_json(sessions: Sequence[SessionFile], settings: FoldSettings) -> None:
+def _write_json(document: Mapping[str, Any]) -> None:
     out = utf8_stdout()  # JSON is UTF-8 bytes, whatever the console's code page
-    for session in sessions:
-        for record in fold_session(session, settings).emissions:
-            if isinstance(record, SpanRecord):
-                out.write(orjson.dumps(span_json(record)) + b"\n")
+    out.write(orjson.dumps(document, option=orjson.OPT_INDENT_2) + b"\n")
     out.flush()
+
+
+def _print_json(session: SessionFile, settings: FoldSettings) -> None:
+    """One session as one JSON document: the span records it would export."""
+    folded = fold_session(session, settings)
+    spans = [span_json(r) for r in folded.emissions if isinstance(r, SpanRecord)]
+    session_id = folded.fold.ctx.session_id or session.session_id
+    _write_json({"session_id": session_id, "path": str(session.path), "spans": spans})
+
+
+def _print_listing_json(sessions: Sequence[SessionFile], settings: FoldSettings, root: Path) -> None:
+    rows = []
+    for session in sessions:
+        row = summarize(session, settings)
+        rows.append(
+            {
+                "session_id": session.session_id,
+                "path": str(session.path),
+                "last_active": row.modified_s or None,
+                "title": row.title,
+                "cwd": row.cwd,
+                "prompts": row.prompts,
+                "turns": row.turns,
+                "tool_calls": row.tool_calls,
+                "errors": row.errors,
+                "problem": row.problem or None,
+            }
+        )
+    _write_json({"session_state": str(root), "sessions": rows})
 
 
 # ------------------------------------------------------------------------------------------------ listing
@@ -151,10 +183,12 @@ class SessionSummary:
 
 
 def _mtime(session: SessionFile) -> float:
-    try:
-        return session.path.stat().st_mtime
-    except OSError:
-        return 0.0
+    for path in (session.path, session.folder):
+        try:
+            return path.stat().st_mtime if path is not None else 0.0
+        except OSError:
+            continue
+    return 0.0
 
 
 def _recent(root: Path, limit: int) -> list[SessionFile]:
@@ -165,7 +199,9 @@ def _recent(root: Path, limit: int) -> list[SessionFile]:
         )
     if not root.is_dir():
         raise SourceError(f"cannot read session folder {root}: not a directory")
-    return sorted(scan_root(root), key=_mtime, reverse=True)[: max(limit, 0)]
+    # Sessions whose log cannot be read are listed too, with the reason (not left out).
+    sessions = scan_root(root) + [bad for bad, _ in unreadable_sessions(root)]
+    return sorted(sessions, key=_mtime, reverse=True)[: max(limit, 0)]
 
 
 def summarize(session: SessionFile, settings: FoldSettings) -> SessionSummary:
@@ -173,6 +209,8 @@ def summarize(session: SessionFile, settings: FoldSettings) -> SessionSummary:
     workspace = read_workspace(session.folder)
     title = workspace.get("summary") or workspace.get("name") or ""
     modified = _mtime(session)
+    if reason := unreadable_reason(session.path):
+        return SessionSummary(session, modified, title, "", 0, 0, 0, 0, f"unreadable: {reason}")
     try:
         read = read_records(session, settings)
     except SourceError as exc:
@@ -309,10 +347,97 @@ def render_session(read: SessionRecords) -> Group:
     return Group(*parts)
 
 
+# A run of at least this many identical siblings (tool calls, or turns that each make the same calls) is drawn as
+# one row with a count: a runaway is then one line saying what looped, not thirty identical rows.
+MIN_REPEAT = 3
+# The arguments shown on a collapsed tool row (only when tool arguments are captured: never content otherwise).
+ARGUMENTS_PREVIEW_CHARS = 60
+_TIMES, _DASH = "\u00d7", "\u2013"  # multiplication sign and en dash (both in cp1252 too)
+
+
 def _add_children(node: Tree, parent: Work, children: Mapping[int, list[Work]], origin_ns: int) -> None:
-    for child in children.get(parent.span_id, ()):
+    kids = children.get(parent.span_id, [])
+    index = 0
+    while index < len(kids):
+        child = kids[index]
+        shape = _shape(child, children)
+        end = index + 1
+        while shape is not None and end < len(kids) and _shape(kids[end], children) == shape:
+            end += 1
+        if end - index >= MIN_REPEAT:
+            _add_repeats(node, kids[index:end], children, origin_ns)
+            index = end
+            continue
         branch = node.add(_work_label(child, origin_ns))
         _add_children(branch, child, children, origin_ns)
+        index += 1
+
+
+def _shape(r: Work, children: Mapping[int, list[Work]]) -> tuple[Any, ...] | None:
+    """What makes two siblings the same for collapsing (``None``: never collapsed)."""
+    if isinstance(r, ToolCall):
+        if children.get(r.span_id):
+            return None
+        return ("tool", r.name, r.arguments_hash, r.success, r.exit_code, r.error_type, r.cli_initiated)
+    if isinstance(r, ModelCall):
+        return (
+            ("chat", r.model, r.outcome, r.finish_reason, r.origin) if not children.get(r.span_id) else None
+        )
+    if isinstance(r, Turn) and not r.incomplete_reason:
+        inner = tuple(_shape(k, children) for k in children.get(r.span_id, ()))
+        # A turn repeats only if it ran tools, all of them the same as the other turn's.
+        if any(part is None for part in inner) or not any(part[0] == "tool" for part in inner):  # type: ignore[index]
+            return None
+        return ("turn", inner)
+    return None
+
+
+def _add_repeats(node: Tree, run: Sequence[Work], children: Mapping[int, list[Work]], origin_ns: int) -> None:
+    """One row for a run of identical siblings; a run of turns gets one row per call they each made."""
+    first, last = run[0], run[-1]
+    offset = f"+{_duration(first.start_ns - origin_ns, fine=True)}"
+    took = _duration(last.end_ns - first.start_ns)
+    if isinstance(first, Turn):
+        label = Text(f"turns {first.index}{_DASH}{last.index}", style="blue")  # type: ignore[union-attr]
+        label.append(f" {_TIMES}{len(run)}", style="bold blue")
+        label.append(f"  {offset}  {took}  each the same calls", style="dim")
+        branch = node.add(label)
+        columns = zip(*(children.get(turn.span_id, []) for turn in run), strict=True)
+        for column in columns:
+            _add_repeat_row(branch, list(column), origin_ns)
+        return
+    _add_repeat_row(node, list(run), origin_ns)
+
+
+def _add_repeat_row(node: Tree, run: Sequence[Work], origin_ns: int) -> None:
+    first = run[0]
+    took = _duration(sum(r.end_ns - r.start_ns for r in run))
+    text = Text()
+    if isinstance(first, ModelCall):
+        calls = [r for r in run if isinstance(r, ModelCall)]
+        text.append(f"chat {first.model}", style="cyan")
+        text.append(f" {_TIMES}{len(run)}", style="bold cyan")
+        text.append(f"  {took}", style="dim")
+        tokens = _tokens(sum(c.usage.input for c in calls), sum(c.usage.output for c in calls))
+        if tokens:
+            text.append(f"  {tokens}", style="dim")
+        if first.finish_reason:
+            text.append(f"  → {first.finish_reason}", style="dim")
+        node.add(text)
+        return
+    assert isinstance(first, ToolCall)
+    failed = _failed(first)
+    text.append(f"✗ {first.name}" if failed else f"✓ {first.name}", style="bold red" if failed else "bold")
+    text.append(f" {_TIMES}{len(run)}", style="bold red" if failed else "bold yellow")
+    text.append(f"  +{_duration(first.start_ns - origin_ns, fine=True)}  {took}", style="dim")
+    text.append("  identical arguments", style="dim")
+    if first.arguments_json:  # set only when tool arguments are captured (and then scrubbed and cut)
+        text.append(f"  {_one_line(first.arguments_json, ARGUMENTS_PREVIEW_CHARS)}", style="italic")
+    if first.exit_code is not None:
+        text.append(f"  exit {first.exit_code}", style="yellow" if first.exit_code else "dim")
+    if failed:
+        text.append(f"  failed: {_one_line(first.message or first.error_type or 'error', 100)}", style="red")
+    node.add(text)
 
 
 def _session_heading(read: SessionRecords, prompts: Sequence[PromptRun]) -> Text:

@@ -145,7 +145,7 @@ def test_show_marks_runaway_detections(
     out = capsys.readouterr().out
     assert "⚠ runaway detected: turns (threshold 3)" in out
     assert main(["show", str(FAILING), "--json"]) == 0
-    spans = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    spans = json.loads(capsys.readouterr().out)["spans"]
     root = next(s for s in spans if s["parent_span_id"] is None)
     detections = [e for e in root["events"] if e["name"] == "copilot_otel.runaway.detected"]
     assert [d["attributes"]["copilot_otel.runaway.reason"] for d in detections] == ["turns"]
@@ -162,10 +162,11 @@ def test_show_aborted_and_failed_prompts(capsys: pytest.CaptureFixture[str]) -> 
     assert "✗ query: Failed to get response from the AI model" in out
 
 
-def test_show_json_prints_one_span_record_per_line(capsys: pytest.CaptureFixture[str]) -> None:
+def test_show_json_prints_one_document_with_the_span_records(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["show", str(FAILING), "--json"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    spans = [json.loads(line) for line in lines]
+    document = json.loads(capsys.readouterr().out)  # one document: `| python -m json.tool` works
+    assert document["path"] == str(FAILING / "events.jsonl") and document["session_id"]
+    spans = document["spans"]
     assert len(spans) == 15  # 1 prompt + 5 turns + 5 model calls + 4 tool calls
     ids = {s["span_id"] for s in spans}
     for span in spans:

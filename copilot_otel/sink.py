@@ -1,0 +1,75 @@
+"""The embedded default's file (``<state-dir>/otlp.jsonl``): appended to, and rotated by size.
+
+Without rotation the file grew without bound (every ``replay`` appends a full copy of the history). When a
+write would take it past :data:`MAX_BYTES`, it is renamed ``otlp.jsonl.1`` (the older ones shift to ``.2`` …),
+and the oldest beyond :data:`KEEP` rotated files is deleted: at most ``(KEEP + 1) * MAX_BYTES`` on disk.
+
+Several processes may write the same file (``replay``'s worker processes, a daemon and a ``replay``): a rotation
+happens under a lock file next to it and checks the size again inside, so two writers never rotate twice
+for one full file. Each line is appended in one ``write`` on a file opened for appending.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from pathlib import Path
+
+__all__ = ["KEEP", "MAX_BYTES", "RotatingFile"]
+
+MAX_BYTES = 64 * 1024 * 1024
+KEEP = 3
+# How long a writer waits for another one's rotation (they take milliseconds).
+_LOCK_TIMEOUT_S = 10.0
+
+
+class RotatingFile:
+    """Appends lines to ``path``, rotating it by size (``max_bytes``), keeping ``keep`` rotated files."""
+
+    def __init__(self, path: Path, max_bytes: int = MAX_BYTES, keep: int = KEEP) -> None:
+        self.path = path
+        self.max_bytes = max_bytes
+        self.keep = max(keep, 0)
+        self._lock = threading.Lock()
+
+    def rotated(self, index: int) -> Path:
+        """The ``index``-th rotated file (1 is the most recent)."""
+        return self.path.with_name(f"{self.path.name}.{index}")
+
+    def append(self, data: bytes) -> None:
+        """Append ``data`` (whole lines), rotating first if it would not fit.
+
+        Raises:
+            OSError: The file cannot be written (the caller retries; a failed rotation only delays it).
+        """
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self._size() + len(data) > self.max_bytes and self._size() > 0:
+                with contextlib.suppress(OSError, TimeoutError):
+                    self._rotate(len(data))
+            with open(self.path, "ab") as fh:
+                fh.write(data)
+
+    def _size(self) -> int:
+        try:
+            return self.path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def _rotate(self, incoming: int) -> None:
+        from filelock import FileLock
+
+        with FileLock(str(self.path.with_name(f".{self.path.name}.lock")), timeout=_LOCK_TIMEOUT_S):
+            size = self._size()
+            if size == 0 or size + incoming <= self.max_bytes:
+                return  # another writer rotated it meanwhile
+            if self.keep == 0:
+                self.path.unlink()
+                return
+            with contextlib.suppress(FileNotFoundError):
+                self.rotated(self.keep).unlink()
+            for index in range(self.keep - 1, 0, -1):
+                with contextlib.suppress(FileNotFoundError):
+                    os.replace(self.rotated(index), self.rotated(index + 1))
+            os.replace(self.path, self.rotated(1))
