@@ -157,6 +157,12 @@ def test_another_users_process_is_refused(
 ) -> None:
     setpriv = shutil.which("setpriv") or "setpriv"
     p = _start(procs, [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups", str(fake_cli), "30"])
+    # setpriv runs as us until it has dropped to nobody and exec'd the CLI: act on the CLI, not on setpriv
+    import psutil
+
+    deadline = time.monotonic() + 10
+    while psutil.Process(p.pid).name() != fake_cli.name and time.monotonic() < deadline:
+        time.sleep(0.01)
     _lock(tmp_path / "s1", p.pid)
     assert _result(_act(tmp_path / "s1", caplog)) == "refused"
     assert p.poll() is None

@@ -223,23 +223,29 @@ class Platform:
 
         try:
             process = psutil.Process(pid)
-            with process.oneshot():
-                create_time = process.create_time()
-                name = process.name()
-                try:
-                    same_user: bool | None = process.username() == psutil.Process().username()
-                except (psutil.AccessDenied, KeyError):
-                    same_user = None
-                exe, cmdline, terminal, environ = "", (), None, {}
-                with contextlib.suppress(psutil.AccessDenied, psutil.ZombieProcess, OSError):
-                    exe = process.exe()
-                with contextlib.suppress(psutil.AccessDenied, psutil.ZombieProcess, OSError):
-                    cmdline = tuple(process.cmdline())
-                with contextlib.suppress(psutil.AccessDenied, psutil.ZombieProcess, OSError, AttributeError):
-                    terminal = process.terminal()  # type: ignore[attr-defined,unused-ignore]  # not on Windows
-                with contextlib.suppress(psutil.AccessDenied, psutil.ZombieProcess, OSError):
-                    full = process.environ()
-                    environ = {k: full[k] for k in _PANE_VARS if k in full}
+            create_time = process.create_time()
+            # What the process is first, whose it is last: a process that drops to another user and then execs
+            # (setpriv, su, sudo -u) changes from (us, launcher) to (them, program), so read in this order no
+            # mix of the two ever looks like (us, program). Each read is fresh (no oneshot cache) for that reason.
+            name = process.name()
+            exe, cmdline, terminal, environ = "", (), None, {}
+            with contextlib.suppress(psutil.AccessDenied, psutil.ZombieProcess, OSError):
+                exe = process.exe()
+            with contextlib.suppress(psutil.AccessDenied, psutil.ZombieProcess, OSError):
+                cmdline = tuple(process.cmdline())
+            with contextlib.suppress(psutil.AccessDenied, psutil.ZombieProcess, OSError, AttributeError):
+                terminal = process.terminal()  # type: ignore[attr-defined,unused-ignore]  # not on Windows
+            with contextlib.suppress(psutil.AccessDenied, psutil.ZombieProcess, OSError):
+                full = process.environ()
+                environ = {k: full[k] for k in _PANE_VARS if k in full}
+            try:
+                same_user: bool | None = process.username() == psutil.Process().username()
+            except (psutil.AccessDenied, KeyError):
+                same_user = None
+            if (
+                not process.is_running()
+            ):  # the pid was reused while we read: those facts are not one process's
+                return None
         except psutil.NoSuchProcess:
             return None
         return ProcessFacts(pid, same_user, name, exe, cmdline, create_time, terminal, environ)
