@@ -45,7 +45,14 @@ from .export import measurement_encodable
 from .outbox import Marker, Outbox
 from .pipeline import Pipeline, Step
 from .records import LogRecord, Measurement, SpanRecord
-from .sessions import SessionFile, owner_pids, pid_alive, read_workspace, require_session_folder
+from .sessions import (
+    SessionFile,
+    owner_pids,
+    pid_alive,
+    read_workspace,
+    require_session_folder,
+    session_title,
+)
 from .state import Checkpoint, StateStore
 from .tail import FileTailer, Line, TooLong
 from .telemetry import Telemetry, fold_settings
@@ -436,7 +443,7 @@ class Daemon:
             if self.settings.content.allows(
                 ContentKind.PROMPTS
             ):  # the title is content (see replay.new_fold)
-                title = read_workspace(f.session.folder).get("summary") or None
+                title = session_title(read_workspace(f.session.folder))
             backfill = self.config.backfill
             # --backfill DATE: the prompts that started since then, by the events' time (not the file's).
             window = PromptWindow(backfill.since_ns) if backfill.mode == "since" else None

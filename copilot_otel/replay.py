@@ -31,7 +31,14 @@ from .export import ENCODE_ERRORS, Signal, measurement_encodable
 from .metrics import Aggregator
 from .pipeline import Pipeline, Step, split_lines
 from .records import BadLine, Emission, LogRecord, Measurement, SpanRecord
-from .sessions import SessionFile, read_workspace, require_session_folder, resolve, unreadable_sessions
+from .sessions import (
+    SessionFile,
+    read_workspace,
+    require_session_folder,
+    resolve,
+    session_title,
+    unreadable_sessions,
+)
 from .telemetry import Telemetry, fold_settings, resource_attributes
 from .window import PromptWindow
 
@@ -82,7 +89,7 @@ def new_fold(session: SessionFile, settings: FoldSettings, window: Window = None
     """
     title = None
     if settings.content.allows(ContentKind.PROMPTS):
-        title = read_workspace(session.folder).get("summary") or None
+        title = session_title(read_workspace(session.folder))
     prompts = PromptWindow(*window) if window is not None else None
     return Pipeline(session.session_id, settings, title=title, window=prompts)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -177,8 +177,13 @@ def _resolve_one(path: Path, text: str, root: Path | None) -> list[SessionFile]:
     raise SourceError(f"no such file or folder: {text}")
 
 
+def session_title(workspace: Mapping[str, str]) -> str | None:
+    """The session's title from its ``workspace.yaml``: ``summary`` in older CLIs, ``name`` since 1.0.x."""
+    return workspace.get("summary") or workspace.get("name") or None
+
+
 def read_workspace(folder: Path | None) -> dict[str, str]:
-    """The flat ``key: value`` pairs of a session's ``workspace.yaml`` (title = ``summary``); {} if absent."""
+    """The flat ``key: value`` pairs of a session's ``workspace.yaml`` (see :func:`session_title`); {} if absent."""
     if folder is None:
         return {}
     try:

@@ -58,7 +58,15 @@ from .errors import SourceError
 from .library import SessionRecords, read_session
 from .records import SpanRecord
 from .replay import fold_session
-from .sessions import SessionFile, read_workspace, resolve, scan_root, unreadable_reason, unreadable_sessions
+from .sessions import (
+    SessionFile,
+    read_workspace,
+    resolve,
+    scan_root,
+    session_title,
+    unreadable_reason,
+    unreadable_sessions,
+)
 from .telemetry import fold_settings
 
 __all__ = ["PROMPT_PREVIEW_CHARS", "SessionSummary", "show", "span_json", "summarize"]
@@ -207,7 +215,7 @@ def _recent(root: Path, limit: int) -> list[SessionFile]:
 def summarize(session: SessionFile, settings: FoldSettings) -> SessionSummary:
     """Read one session and count what the listing shows (a session that cannot be read says why)."""
     workspace = read_workspace(session.folder)
-    title = workspace.get("summary") or workspace.get("name") or ""
+    title = session_title(workspace) or ""
     modified = _mtime(session)
     if reason := unreadable_reason(session.path):
         return SessionSummary(session, modified, title, "", 0, 0, 0, 0, f"unreadable: {reason}")
@@ -444,7 +452,7 @@ def _session_heading(read: SessionRecords, prompts: Sequence[PromptRun]) -> Text
     workspace = read_workspace(read.session.folder)
     facts = prompts[-1].facts if prompts else None
     started = next((r for r in read.records if isinstance(r, SessionStarted)), None)
-    title = (facts.title if facts else None) or workspace.get("summary") or workspace.get("name")
+    title = (facts.title if facts else None) or session_title(workspace)
     text = Text()
     text.append("Session ", style="bold")
     text.append(prompts[0].session_id if prompts else read.session_id, style="bold cyan")

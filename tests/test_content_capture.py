@@ -8,6 +8,7 @@ the results of the tools that call asked for) and the tool calls the assistant r
 from __future__ import annotations
 
 import json
+import shutil
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ from copilot_otel.content import ContentKind, ContentPolicy
 from copilot_otel.parse import SKIPPED_TYPES
 from copilot_otel.pipeline import FoldSettings
 from tests.conftest import CLI_GENERATED, TOKEN_LIKE, fixture_copy, read_events, replay_into
+from tests.conftest import FIXTURES as FIXTURE_ROOT
 from tests.otlp_receiver import OtlpReceiver
 
 CAPTURE = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -458,3 +460,26 @@ def test_reasoning_is_captured_only_with_its_own_switch(
     parts = reasoning_parts()
     assert parts[0] == [{"type": "reasoning", "content": "I should read the README first."}]
     assert not any(parts[1:])
+
+
+def test_the_session_title_is_read_from_either_workspace_key(
+    receiver: OtlpReceiver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CLI 1.0.102 writes the title as ``name`` in workspace.yaml (older versions: ``summary``); with prompt
+    capture on it is the session's title on every root span, whichever key holds it."""
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    source = FIXTURE_ROOT / "cli-shapes" / "permissions"
+    name = next(
+        line.split(": ", 1)[1]
+        for line in (source / "workspace.yaml").read_text().splitlines()
+        if line.startswith("name: ")
+    )
+    older = tmp_path / "older"
+    shutil.copytree(source, older)
+    text = (older / "workspace.yaml").read_text()
+    (older / "workspace.yaml").write_text(text.replace("name: ", "summary: "))
+    for folder in (source, older):
+        receiver.clear()
+        assert replay_into(receiver, folder) == 0
+        roots = [s for s in receiver.spans() if s["parent_span_id"] is None]
+        assert roots and {r["attributes"].get("copilot_otel.session.title") for r in roots} == {name}, folder
