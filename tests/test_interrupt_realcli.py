@@ -140,7 +140,6 @@ def test_notify_only_lets_the_runaway_run_to_its_end(copilot_binary: Path, tmp_p
     assert "copilot_otel.runaway.interrupted" not in {x["event_name"] for x in receiver.logs()}
 
 
-@pytest.mark.skipif(os.environ.get("CI") == "true", reason="the p-mode runaway above is CI's scenario")
 def test_interrupt_stops_an_autopilot_loop_across_continuations(
     copilot_binary: Path,  # noqa: F811
     tmp_path: Path,
@@ -184,7 +183,6 @@ def test_interrupt_stops_an_autopilot_loop_across_continuations(
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
-@pytest.mark.skipif(os.environ.get("CI") == "true", reason="the p-mode runaway above is CI's scenario")
 @pytest.mark.parametrize("pane_known", [True, False], ids=["tmux-pane", "no-pane"])
 def test_interactive_session_in_tmux_survives_the_interrupt(
     copilot_binary: Path,  # noqa: F811
