@@ -460,17 +460,11 @@ class Daemon:
         f.last_used = time.monotonic()
         try:
             batch = f.tailer.read_lines(max_bytes)
-        except OSError as exc:
-            if exc.errno in (errno.EMFILE, errno.ENFILE):
-                self._out_of_descriptors(
-                    exc
-                )  # back-pressure: it stays pending, read once descriptors free up
+        except (OSError, SourceError) as exc:
+            if isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE):
+                # back-pressure: it stays pending, read once descriptors free up
+                self._out_of_descriptors(exc)
                 return False
-            self._log.warning(f"read:{f.key}", "cannot read %s: %s", f.key, exc)
-            self._set_pending(f, False)
-            self._backfill.finished(f.key)
-            return True
-        except SourceError as exc:
             self._log.warning(f"read:{f.key}", "cannot read %s: %s", f.key, exc)
             self._set_pending(f, False)
             self._backfill.finished(f.key)

@@ -47,7 +47,6 @@ class Chat(RecordBase):
     tool_requests: list[ToolRequest] = field(
         default_factory=list
     )  # those calls, kept only with their content
-    byok_provider: str | None = None
     emitted: bool = False
     # Captured messages the call sent that no earlier call of its agent did (gen_ai.input.messages); empty
     # unless content capture is on.

@@ -90,7 +90,7 @@ def _first_sh_block(section: str) -> str:
 
 def test_ci_runs_the_readme_commands_as_written_in_a_fresh_clone() -> None:
     """``.ci/run`` takes both commands from the README itself and runs them in a clone with nothing beside it
-    (no ``../shared``), the quick start against the embedded default until a clean Ctrl-C."""
+    (no shared fixtures folder beside the repository), the quick start against the embedded default until a clean Ctrl-C."""
     ci = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text()
     assert _first_sh_block("Run the tests") == ".venv/bin/python -m pytest -q"
     assert _first_sh_block("Quick start") == (
