@@ -4,9 +4,9 @@ Without rotation the file grew without bound (every ``replay`` appends a full co
 write would take it past :data:`MAX_BYTES`, it is renamed ``otlp.jsonl.1`` (the older ones shift to ``.2`` …),
 and the oldest beyond :data:`KEEP` rotated files is deleted: at most ``(KEEP + 1) * MAX_BYTES`` on disk.
 
-Several processes may write the same file (``replay``'s worker processes, a daemon and a ``replay``): a rotation
-happens under a lock file next to it and checks the size again inside, so two writers never rotate twice
-for one full file. Each line is appended in one ``write`` on a file opened for appending.
+Several processes may write the same file (``replay``'s worker processes, a daemon and a ``replay``): each
+write checks the size and appends under a lock file next to it, so two writers never rotate twice for one full
+file nor together pass the bound. Each line is appended in one ``write`` on a file opened for appending.
 """
 
 from __future__ import annotations
@@ -43,13 +43,19 @@ class RotatingFile:
         Raises:
             OSError: The file cannot be written (the caller retries; a failed rotation only delays it).
         """
+        from filelock import FileLock
+
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            if self._size() + len(data) > self.max_bytes and self._size() > 0:
-                with contextlib.suppress(OSError, TimeoutError):
-                    self._rotate(len(data))
-            with open(self.path, "ab") as fh:
-                fh.write(data)
+            # The size check and the write under one lock shared by every writer: checked apart, two writers
+            # could each find room for their line and together pass the bound.
+            with FileLock(str(self.path.with_name(f".{self.path.name}.lock")), timeout=_LOCK_TIMEOUT_S):
+                size = self._size()
+                if size > 0 and size + len(data) > self.max_bytes:
+                    with contextlib.suppress(OSError):
+                        self._rotate()
+                with open(self.path, "ab") as fh:
+                    fh.write(data)
 
     def _size(self) -> int:
         try:
@@ -57,19 +63,14 @@ class RotatingFile:
         except FileNotFoundError:
             return 0
 
-    def _rotate(self, incoming: int) -> None:
-        from filelock import FileLock
-
-        with FileLock(str(self.path.with_name(f".{self.path.name}.lock")), timeout=_LOCK_TIMEOUT_S):
-            size = self._size()
-            if size == 0 or size + incoming <= self.max_bytes:
-                return  # another writer rotated it meanwhile
-            if self.keep == 0:
-                self.path.unlink()
-                return
+    def _rotate(self) -> None:
+        """Shift the rotated files up by one and make the file the first of them (under the writers' lock)."""
+        if self.keep == 0:
+            self.path.unlink()
+            return
+        with contextlib.suppress(FileNotFoundError):
+            self.rotated(self.keep).unlink()
+        for index in range(self.keep - 1, 0, -1):
             with contextlib.suppress(FileNotFoundError):
-                self.rotated(self.keep).unlink()
-            for index in range(self.keep - 1, 0, -1):
-                with contextlib.suppress(FileNotFoundError):
-                    os.replace(self.rotated(index), self.rotated(index + 1))
-            os.replace(self.path, self.rotated(1))
+                os.replace(self.rotated(index), self.rotated(index + 1))
+        os.replace(self.path, self.rotated(1))
