@@ -24,7 +24,7 @@ sees is decided later, by the projections (:mod:`copilot_otel.project`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import events as ev
@@ -62,6 +62,7 @@ from .content import ContentGate, ContentKind, ContentPolicy, argument_hash
 from .events import Event
 from .foldstate import Agent, Prompt, SessionContext, Tool
 from .foldstate import Turn as OpenTurn
+from .records import replace
 from .runaway import RunawayThresholds, check_burn, check_errors, check_identical, check_turns
 
 # The provider of model calls when no usage record has said otherwise: the CLI's own model API.

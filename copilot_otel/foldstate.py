@@ -20,7 +20,7 @@ from typing import Any
 
 from .activity import InputMessage, Note, Outcome, Usage
 from .events import ToolRequest
-from .records import RecordBase, record
+from .records import RecordBase, field_names, record
 
 # The SDK and most backends cap span events at 128; a runaway autopilot loop can inject thousands of
 # messages, so we keep the first ones and count the rest.
@@ -196,14 +196,15 @@ class SessionContext(RecordBase):
         """A JSON-ready copy (checkpoints keep it while the fold moves on)."""
         return {
             name: dict(value) if isinstance(value, dict) else value
-            for name in self.__dataclass_fields__
+            for name in field_names(self)
             for value in (getattr(self, name),)
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SessionContext:
         """The context from a checkpoint's :meth:`to_dict` copy; keys of other versions are ignored."""
+        known_names = field_names(cls)
         known: dict[str, Any] = {
-            k: dict(v) if isinstance(v, dict) else v for k, v in data.items() if k in cls.__dataclass_fields__
+            k: dict(v) if isinstance(v, dict) else v for k, v in data.items() if k in known_names
         }
         return cls(**known)
