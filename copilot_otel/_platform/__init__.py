@@ -34,7 +34,6 @@ from __future__ import annotations
 import sys
 
 from ._console import can_encode_glyphs, text_streams, utf8_stdout
-from ._darwin import launchd_domains
 from ._portable import DefaultDirs, LockHeld, Platform, ProcessFacts
 
 __all__ = [
@@ -49,6 +48,13 @@ __all__ = [
     "text_streams",
     "utf8_stdout",
 ]
+
+
+def launchd_domains(uid: int) -> list[str]:
+    """The launchd domains a per-user agent may live in (macOS; imported on use: it needs platformdirs.macos)."""
+    from ._darwin import launchd_domains as domains
+
+    return domains(uid)
 
 
 def for_platform(name: str) -> Platform:
