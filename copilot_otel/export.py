@@ -603,12 +603,12 @@ _ENDPOINT_REMINDER_S = 300.0
 ENCODE_ERRORS = (struct.error, OverflowError, ValueError, TypeError, KeyError)
 # A measurement at or beyond this is no real token count or duration (floats stop being exact integers at 2**53):
 # replay's int64 sums cannot encode it, and the daemon's cumulative counters would carry it forever.
-_MEASUREMENT_MAX = float(2**53)
+MEASUREMENT_MAX = float(2**53)
 
 
 def measurement_encodable(value: float) -> bool:
     """Whether a measurement's value may be recorded (finite, below 2**53 in magnitude); callers count the rest."""
-    return abs(value) < _MEASUREMENT_MAX
+    return abs(value) < MEASUREMENT_MAX
 
 
 @dataclass

@@ -20,7 +20,7 @@ from pathlib import Path
 from .activity import AgentRun, ModelCall, PromptRun, Record, SessionShutdown, ToolCall, Turn
 from .agentloop import FoldSettings
 from .errors import SourceError
-from .pipeline import Pipeline, split_lines
+from .pipeline import Pipeline
 from .records import BadLine
 from .sessions import SessionFile, resolve
 
@@ -104,8 +104,7 @@ def _read(session: SessionFile, settings: FoldSettings) -> SessionRecords:
         raise SourceError(f"cannot read {session.path}: {exc.strerror}") from exc
     pipeline = Pipeline(session.session_id, settings, project=False)
     out = SessionRecords(session)
-    for number, item in enumerate(split_lines(blob), 1):
-        step = pipeline.feed(item, number)
+    for step in pipeline.feed_blob(blob):
         if step.drop is not None:
             out.drops.append(step.drop)
         out.records.extend(step.records)

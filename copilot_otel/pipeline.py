@@ -28,6 +28,10 @@ from .window import PromptWindow
 
 __all__ = ["MAX_LINE_BYTES", "FoldSettings", "Pipeline", "RunawayThresholds", "Step", "split_lines"]
 
+# ``tuple.__new__(Line, (...))`` is ``Line(...)`` without the Python-level ``__new__`` that NamedTuple generates:
+# one call less per line of every backfill, and the same value.
+_new = tuple.__new__
+
 # Lines longer than this are dropped as too_long, by replay and the daemon alike (the tailer never holds more).
 MAX_LINE_BYTES = DEFAULT_MAX_LINE_BYTES
 
@@ -51,7 +55,7 @@ def split_lines(
         if stop - pos > max_line_bytes:
             yield TooLong(base_offset + pos, base_offset + end)
         else:
-            yield Line(base_offset + pos, base_offset + end, blob[pos:stop])
+            yield _new(Line, (base_offset + pos, base_offset + end, blob[pos:stop]))
         pos = end
 
 
@@ -109,17 +113,47 @@ class Pipeline:
         """Fold one line; ``line_number`` (1-based, for messages) defaults to the count of lines fed."""
         self.line_number = number = line_number if line_number is not None else self.line_number + 1
         if item.__class__ is TooLong:
-            self.lines += 1
-            return Step(
-                drop=BadLine(DropReason.TOO_LONG, item.start, item.end, number, f"{item.length} bytes")
-            )
-        data = item.data  # type: ignore[union-attr]  # a Line: TooLong was handled above
+            return self._too_long(item.start, item.end, number)
+        return self._line(item.data, item.start, item.end, number)  # type: ignore[union-attr]  # a Line
+
+    def feed_blob(self, blob: bytes) -> Iterator[Step]:
+        """Fold a whole log read into memory (replay, ``show``, the library): the steps that completed something
+        or dropped a line; the lines that did neither are folded and counted, not yielded.
+
+        The lines are :func:`split_lines`'s, each folded as :meth:`feed` folds it (both call :meth:`_line`);
+        the framing is inlined here because a backfill runs it for every line of every log.
+        """
+        pos, n, find, line, limit = 0, len(blob), blob.find, self._line, MAX_LINE_BYTES
+        number = self.line_number
+        while pos < n:
+            stop = find(b"\n", pos)
+            if stop < 0:  # a last line without its newline
+                stop = end = n
+            else:
+                end = stop + 1
+            number += 1
+            if stop - pos > limit:
+                step = self._too_long(pos, end, number)
+            else:
+                step = line(blob[pos:stop], pos, end, number)
+            pos = end
+            if step is not _NOTHING:
+                self.line_number = number
+                yield step
+        self.line_number = number
+
+    def _too_long(self, start: int, end: int, number: int) -> Step:
+        self.lines += 1
+        return Step(drop=BadLine(DropReason.TOO_LONG, start, end, number, f"{end - start} bytes"))
+
+    def _line(self, data: bytes, start: int, end: int, number: int) -> Step:
+        """One line's bytes (without its ``\\n``) through parse, the loop and the projections."""
         if data[-1:] == b"\r":
             data = data[:-1]
         if not data or data.isspace():
             return _NOTHING  # framing, not data (isspace: no copy of a long line, unlike strip)
         self.lines += 1
-        event = parse_line(data, item.start, item.end, number, self._skip)
+        event = parse_line(data, start, end, number, self._skip)
         if event is None:  # read only for content that is not captured (the system prompt): not decoded
             return _NOTHING
         if event.__class__ is BadLine:
@@ -131,7 +165,7 @@ class Pipeline:
             records = self._window.keep(records)
         if not records:
             return _NOTHING
-        return Step(records, self._project(records) if self._project is not None else ())
+        return _new(Step, (records, self._project(records) if self._project is not None else (), None))
 
     def feed_event(self, event: Event) -> Step:
         """Fold one event already decoded (the stages after parse; tests feed events they built)."""

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ._platform import current
 from .agentloop import FoldSettings
@@ -27,9 +27,9 @@ from .config import Config
 from .content import ContentKind
 from .deadletter import DeadLetters
 from .errors import EndpointError, ExportError, RejectedError, SourceError
-from .export import ENCODE_ERRORS, Signal, measurement_encodable
+from .export import ENCODE_ERRORS, MEASUREMENT_MAX, Signal
 from .metrics import Aggregator
-from .pipeline import Pipeline, Step, split_lines
+from .pipeline import Pipeline, Step
 from .records import BadLine, Emission, LogRecord, Measurement, SpanRecord
 from .sessions import (
     SessionFile,
@@ -95,7 +95,8 @@ def new_fold(session: SessionFile, settings: FoldSettings, window: Window = None
 
 
 def fold_events(session: SessionFile, fold: Pipeline, close_reason: str = "file_ended") -> Iterator[Step]:
-    """Read one session log and fold it; yields a :class:`Step` per line with data, then the closing step.
+    """Read one session log and fold it; yields the :class:`Step` of each line that completed something or was
+    dropped (:meth:`Pipeline.feed_blob`), then the closing step.
 
     Raises:
         SourceError: the file cannot be read.
@@ -104,9 +105,7 @@ def fold_events(session: SessionFile, fold: Pipeline, close_reason: str = "file_
         blob = session.path.read_bytes()
     except OSError as exc:
         raise SourceError(f"cannot read {session.path}: {exc.strerror}") from exc
-    feed = fold.feed
-    for number, item in enumerate(split_lines(blob), 1):
-        yield feed(item, number)
+    yield from fold.feed_blob(blob)
     # The file ends here: whatever is still open is closed as incomplete (a live daemon would wait instead).
     yield fold.close(close_reason)
 
@@ -346,6 +345,7 @@ def _replay_here(
     stats = tel.sender.stats
     before = (stats.spans_sent, stats.logs_sent, stats.dead_lettered, stats.unencodable)
     delivery = _Delivery(tel, config.max_retry_time)
+    logs_enabled = config.logs_enabled
 
     def flush() -> None:
         nonlocal spans, logs
@@ -368,19 +368,21 @@ def _replay_here(
                     )
                     continue
                 for record in step.emissions:
-                    if isinstance(record, SpanRecord):
+                    # type() is, not isinstance: the three record classes are final, and this runs per record
+                    if type(record) is SpanRecord:
                         spans.append(record)
                         report.spans += 1
-                    elif isinstance(record, LogRecord):
-                        if config.logs_enabled:
+                    elif type(record) is LogRecord:
+                        if logs_enabled:
                             logs.append(record)
                             report.logs += 1
-                    elif isinstance(record, Measurement):
+                    else:
+                        measurement = cast(Measurement, record)
                         report.measurements += 1
-                        if measurement_encodable(record.value):
-                            metrics.record(record)
+                        if -MEASUREMENT_MAX < measurement.value < MEASUREMENT_MAX:
+                            metrics.record(measurement)
                         else:
-                            _drop_measurement(report, session.path, record)
+                            _drop_measurement(report, session.path, measurement)
                 if len(spans) + len(logs) >= BATCH_RECORDS:
                     flush()
             # Lines with data, bad ones excepted (the same count the daemon reports for the same log).
