@@ -94,6 +94,8 @@ class Field(Generic[T]):
             return value
         if kind is _FLAG:
             return value is True
+        if value.__class__ is int:  # the common number, without a call (not isinstance: a bool is an int)
+            return value if kind is _COUNT else float(value)
         return _int(value) if kind is _COUNT else _float(value)
 
 

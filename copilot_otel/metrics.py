@@ -268,6 +268,10 @@ class Metrics:
             server.server_close()  # release the port, not just stop serving
 
 
+# Each histogram's bucket bounds by name, for the replay aggregator's hot path (one lookup, no spec object).
+_BUCKETS: dict[str, tuple[float, ...]] = {spec.name: tuple(spec.buckets or ()) for spec in sc.METRICS}
+
+
 class Aggregator:
     """Replay's metrics: measurements summed in memory per attribute set, exported as one OTLP request.
 
@@ -284,22 +288,23 @@ class Aggregator:
         self.histograms: dict[tuple[str, tuple[tuple[str, Any], ...]], list[Any]] = {}
 
     def record(self, measurement: Measurement) -> None:
-        key = (measurement.name, tuple(measurement.attributes.items()))
+        name = measurement.name
+        key = (name, tuple(measurement.attributes.items()))
         value = measurement.value
         if measurement.instrument is Instrument.COUNTER:
             self.sums[key] = self.sums.get(key, 0.0) + value
             return
-        spec = sc.METRICS_BY_NAME[measurement.name]
+        buckets = _BUCKETS[name]
         state = self.histograms.get(key)
         if state is None:
-            state = self.histograms[key] = [0, 0.0, value, value, [0] * (len(spec.buckets or ()) + 1)]
+            state = self.histograms[key] = [0, 0.0, value, value, [0] * (len(buckets) + 1)]
         state[0] += 1
         state[1] += value
         if value < state[2]:
             state[2] = value
         if value > state[3]:
             state[3] = value
-        state[4][bisect_left(spec.buckets or (), value)] += 1
+        state[4][bisect_left(buckets, value)] += 1
 
     def count(self, name: str, value: float = 1, attributes: Mapping[str, Any] | None = None) -> None:
         """Add to a health counter (lines read/dropped, exported spans)."""

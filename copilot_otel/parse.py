@@ -36,13 +36,13 @@ def parse_timestamp(value: str) -> int:
         return _last_ts[1]
     # The CLI's own form (whole seconds, then 1-6 digits of fraction, then Z): events of one second share the
     # expensive part, so only the fraction is read for the second and later ones.
+    fraction = value[20:-1]
     if (
-        len(value) > 21
-        and value[19] == "."
-        and value[-1] == "Z"
-        and value[20:-1].isascii()
-        and value[20:-1].isdigit()
-        and len(value) <= 27
+        value[19:20] == "."
+        and value[-1:] == "Z"
+        and 0 < len(fraction) < 7
+        and fraction.isdigit()
+        and fraction.isascii()
     ):
         prefix = value[:19]
         if prefix == _last_second[0]:
@@ -50,7 +50,6 @@ def parse_timestamp(value: str) -> int:
         else:
             base = _seconds_ns(prefix + "+00:00")
             _last_second = (prefix, base)
-        fraction = value[20:-1]
         ns = base + int(fraction) * _FRACTION_SCALE[len(fraction)]
     else:
         text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value

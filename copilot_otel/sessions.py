@@ -111,6 +111,10 @@ def unreadable_reason(events: Path) -> str:
         return ""
     except OSError as exc:  # the folder cannot be searched
         return f"cannot read its folder: {(exc.strerror or str(exc)).lower()}"
+    if stat.S_ISREG(
+        st.st_mode
+    ):  # the common case, from the one lstat (a backfill asks this of every session)
+        return "" if os.access(events, os.R_OK) else "permission denied"
     if stat.S_ISLNK(st.st_mode) and not events.exists():
         return f"{EVENTS_FILE} is a broken link"
     if events.is_dir():
