@@ -44,7 +44,7 @@ from .errors import SourceError
 from .export import measurement_encodable
 from .outbox import Marker, Outbox
 from .pipeline import Pipeline, Step
-from .records import LogRecord, Measurement, SpanRecord
+from .records import BadLine, LogRecord, Measurement, SpanRecord
 from .sessions import (
     SessionFile,
     owner_pids,
@@ -147,6 +147,8 @@ class DaemonStats:
     started_at: float = field(default_factory=time.time)
     lines_read: int = 0
     lines_dropped: dict[str, int] = field(default_factory=dict)
+    # Values dropped from events that were kept (a timestamp past 2262, a count beyond 2**53), by reason.
+    values_dropped: dict[str, int] = field(default_factory=dict)
     detections: dict[str, int] = field(default_factory=dict)
     prompts_closed: dict[str, int] = field(default_factory=dict)
 
@@ -531,6 +533,9 @@ class Daemon:
     def _collect(self, f: _File, step: Step, out: list[SpanRecord | LogRecord], force: bool = False) -> None:
         """Take what one line (or a closing) gave: spans and log events to send, metric points to record, and
         the daemon's own statistics, read from the activity records themselves."""
+        for value in step.values_dropped:
+            if force or value.offset > f.suppress_until:  # not a line re-read to rebuild the fold
+                self._drop_value(f, value)
         for rec in step.records:
             if not force and rec.source_offset <= f.suppress_until:
                 continue
@@ -618,12 +623,21 @@ class Daemon:
             record.value,
         )
 
+    def _drop_value(self, f: _File, value: BadLine) -> None:
+        """A value of a kept event was dropped (a timestamp past 2262, a count beyond 2**53)."""
+        reason = value.reason.value
+        self._count_drop(self.stats.values_dropped, "copilot_otel.values.dropped", reason)
+        self._log.warning(
+            f"value:{reason}",
+            "dropped a value in %s at byte %d (%s: %s); the rest of the event is kept",
+            f.key,
+            value.offset,
+            reason,
+            value.detail,
+        )
+
     def _drop(self, f: _File, reason: str, offset: int, detail: str) -> None:
-        self.stats.lines_dropped[reason] = self.stats.lines_dropped.get(reason, 0) + 1
-        if self.telemetry.metrics is not None:
-            self.telemetry.metrics.count(
-                "copilot_otel.lines.dropped", 1, {"copilot_otel.drop.reason": reason}
-            )
+        self._count_drop(self.stats.lines_dropped, "copilot_otel.lines.dropped", reason)
         self._log.warning(
             f"drop:{reason}",
             "skipped a bad line in %s at byte %d (%s: %s)",
@@ -632,6 +646,11 @@ class Daemon:
             reason,
             detail[:200],
         )
+
+    def _count_drop(self, counts: dict[str, int], metric: str, reason: str) -> None:
+        counts[reason] = counts.get(reason, 0) + 1
+        if self.telemetry.metrics is not None:
+            self.telemetry.metrics.count(metric, 1, {"copilot_otel.drop.reason": reason})
 
     # ------------------------------------------------------------------ acknowledgements → checkpoints
     def _apply_acks(self) -> None:
@@ -887,6 +906,7 @@ class Daemon:
             "last_error": sender.last_error if sender.consecutive_failures else "",
             "lines_read": self.stats.lines_read,
             "lines_dropped": dict(self.stats.lines_dropped),
+            "values_dropped": dict(self.stats.values_dropped),
             "detections": dict(self.stats.detections),
             "prompts_closed": dict(self.stats.prompts_closed),
             "destination": self.telemetry.description,

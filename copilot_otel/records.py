@@ -64,6 +64,7 @@ class DropReason(str, enum.Enum):
     NOT_AN_OBJECT = "not_an_object"
     MISSING_FIELD = "missing_field"
     BAD_TIMESTAMP = "bad_timestamp"
+    OUT_OF_RANGE = "out_of_range"
     TOO_LONG = "too_long"
 
 

@@ -217,7 +217,7 @@ CHECKLIST: dict[int, tuple[str, tuple[str, ...], str]] = {
     ),
     30: (
         "nesting beyond 1024, integers beyond 2^64",
-        ("test_delivery.py::test_replay_poison_values_cost_only_their_records",),
+        ("test_delivery.py::test_replay_poison_values_cost_only_themselves",),
         "",
     ),
     31: ("NUL-filled region", ("test_tail.py::test_invalid_utf8_passes_through_unchanged",), ""),
