@@ -187,8 +187,8 @@ CHECKLIST: dict[int, tuple[str, tuple[str, ...], str]] = {
     ),
     26: (
         "clock skew, end before start",
-        (),
-        "no test of end < start clamping yet (the fold's, not the daemon's)",
+        ("test_checklist_faults.py::test_a_tool_that_ends_before_it_starts_is_clamped_and_counted",),
+        "",
     ),
     27: (
         "50 MB single line",
