@@ -7,6 +7,7 @@ each fault the spans received must be what ``copilot-otel replay`` exports from 
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections import Counter
 from pathlib import Path
@@ -14,9 +15,9 @@ from typing import Any
 
 from tests import test_daemon
 from tests.conftest import CLI_GENERATED
-from tests.daemon_process import DaemonProcess, assert_delivered_like_replay
+from tests.daemon_process import DaemonProcess, assert_delivered_like_replay, expected_spans
 from tests.otlp_receiver import OtlpReceiver
-from tests.test_daemon import _write
+from tests.test_daemon import _lines, _write
 
 env = test_daemon.env  # the fixture: state dir, session-state root, receiver, daemons stopped at the end
 
@@ -43,6 +44,31 @@ def _warnings(d: DaemonProcess) -> list[str]:
     return [line for line in d.output().splitlines() if "WARNING" in line or "ERROR" in line]
 
 
+# ------------------------------------------------------------------------------ #10 deleted while stopped
+def test_a_log_deleted_while_the_daemon_is_stopped_is_forgotten_not_an_error(env: dict[str, Any]) -> None:
+    root, state = env["root"], env["state"]
+    for name in ("plain-question", "failing-tool"):
+        shutil.copytree(CLI_GENERATED / name, root / name)
+    kept, gone = root / "plain-question" / "events.jsonl", root / "failing-tool" / "events.jsonl"
+    d = env["daemon"]()
+    _exactly_once(env["receiver"], [kept, gone], env["tmp"])
+    assert d.terminate() == 0
+    assert set(_checkpoints(state)) == {str(kept), str(gone)}
+    was = shutil.copytree(gone.parent, env["tmp"] / "was" / "failing-tool") / "events.jsonl"
+    shutil.rmtree(gone.parent)
+    sent = len(env["receiver"].spans())
+    d2 = env["daemon"]()
+    shutil.copytree(CLI_GENERATED / "multi-tool", root / "multi-tool")  # and it goes on working
+    new = root / "multi-tool" / "events.jsonl"
+    env["receiver"].wait_for(lambda r: len(r.spans()) >= sent + len(expected_spans([new], env["tmp"])), 20)
+    time.sleep(1.5)  # a checkpoint flush
+    assert d2.terminate() == 0
+    _exactly_once(env["receiver"], [kept, was, new], env["tmp"])
+    assert set(_checkpoints(state)) == {str(kept), str(new)}, "the deleted log's checkpoint is collected"
+    assert _warnings(d2) == [], "a log deleted while stopped is not an error"
+    assert "resumed 1 checkpointed session log; forgot 1 deleted while stopped" in d2.output()
+
+
 # -------------------------------------------------------------------------- #26 clock skew: end before start
 def test_a_tool_that_ends_before_it_starts_is_clamped_and_counted(env: dict[str, Any]) -> None:
     root = env["root"]
@@ -62,3 +88,40 @@ def test_a_tool_that_ends_before_it_starts_is_clamped_and_counted(env: dict[str,
     assert _status(env["state"])["values_dropped"] == {"end_before_start": 1}
     said = [line for line in d.output().splitlines() if "end_before_start" in line]
     assert len(said) == 1 and "an end 3599.952 s before its start" in said[0], said
+
+
+# -------------------------------------------------------------------------------- #39 file moved into the tree
+def test_a_log_moved_back_into_the_tree_resumes_and_an_unknown_one_is_read_from_zero(
+    env: dict[str, Any],
+) -> None:
+    root, outside = env["root"], env["tmp"] / "backup"
+    lines = {name: _lines(name) for name in ("multi-tool", "subagent")}
+    moved = root / "multi-tool" / "events.jsonl"  # moved out, then into another folder of the tree
+    copied = root / "subagent" / "events.jsonl"  # copied out and back (a restore: a new inode)
+    _write(moved, b"".join(lines["multi-tool"][:16]))
+    _write(copied, b"".join(lines["subagent"][:10]))
+    d = env["daemon"]()
+    env["receiver"].wait_for(lambda r: len(r.spans()) >= 5, 20)
+    time.sleep(1.5)  # a checkpoint flush
+    assert d.terminate() == 0
+    sent = len(env["receiver"].spans())
+    outside.mkdir()
+    shutil.move(moved.parent, outside / "multi-tool")
+    restored = root / "restored-multi-tool" / "events.jsonl"
+    shutil.move(outside / "multi-tool", restored.parent)
+    shutil.copytree(copied.parent, outside / "subagent")
+    shutil.rmtree(copied.parent)
+    shutil.copytree(outside / "subagent", copied.parent)
+    _write(restored, b"".join(lines["multi-tool"][16:]))
+    _write(copied, b"".join(lines["subagent"][10:]))
+    d2 = env["daemon"]()
+    # a log the daemon never saw, moved in while it runs: read from the start
+    shutil.copytree(CLI_GENERATED / "failing-tool", outside / "failing-tool")
+    unknown = root / "failing-tool" / "events.jsonl"
+    shutil.move(outside / "failing-tool", unknown.parent)
+    _exactly_once(env["receiver"], [restored, copied, unknown], env["tmp"])
+    time.sleep(1.5)  # a checkpoint flush
+    assert d2.terminate() == 0
+    assert len(env["receiver"].spans()) > sent
+    assert set(_checkpoints(env["state"])) == {str(restored), str(copied), str(unknown)}
+    assert "bad line" not in d2.output()
