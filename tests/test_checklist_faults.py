@@ -90,6 +90,39 @@ def test_a_tool_that_ends_before_it_starts_is_clamped_and_counted(env: dict[str,
     assert len(said) == 1 and "an end 3599.952 s before its start" in said[0], said
 
 
+# ----------------------------------------------------------------------------- #33 restart with a changed config
+def test_a_restart_with_other_settings_resumes_every_known_log(env: dict[str, Any]) -> None:
+    root = env["root"]
+    lines = _lines("multi-tool")
+    half = root / "multi-tool" / "events.jsonl"
+    _write(half, b"".join(lines[:16]))
+    shutil.copytree(CLI_GENERATED / "failing-tool", root / "failing-tool")
+    whole = root / "failing-tool" / "events.jsonl"
+    d = env["daemon"]()
+    env["receiver"].wait_for(lambda r: len(r.spans()) >= len(expected_spans([whole], env["tmp"])) + 3, 20)
+    time.sleep(1.5)  # a checkpoint flush
+    assert d.terminate() == 0
+    _write(half, b"".join(lines[16:]))
+    # every setting that could look like "a new pipeline": backfill none, another service name, other intervals
+    d2 = env["daemon"](
+        "--backfill",
+        "none",
+        "--idle-timeout",
+        "7200",
+        "--runaway-turns",
+        "99",
+        "--export-delay",
+        "0.5",
+        "--log-level",
+        "debug",
+        env={"OTEL_SERVICE_NAME": "renamed", "OTEL_RESOURCE_ATTRIBUTES": "deployment.environment=other"},
+    )
+    _exactly_once(env["receiver"], [half, whole], env["tmp"])
+    assert d2.terminate() == 0
+    assert "resumed 2 checkpointed session logs" in d2.output()
+    assert {s["resource"]["service.name"] for s in env["receiver"].spans()} == {"copilot-otel", "renamed"}
+
+
 # -------------------------------------------------------------------------------- #39 file moved into the tree
 def test_a_log_moved_back_into_the_tree_resumes_and_an_unknown_one_is_read_from_zero(
     env: dict[str, Any],

@@ -230,8 +230,8 @@ CHECKLIST: dict[int, tuple[str, tuple[str, ...], str]] = {
     ),
     33: (
         "restart with a changed config",
-        (),
-        "no test restarts with other settings yet (the state is keyed by path)",
+        ("test_checklist_faults.py::test_a_restart_with_other_settings_resumes_every_known_log",),
+        "",
     ),
     34: (
         "two daemons on one state dir",
