@@ -158,3 +158,42 @@ def test_a_log_moved_back_into_the_tree_resumes_and_an_unknown_one_is_read_from_
     assert len(env["receiver"].spans()) > sent
     assert set(_checkpoints(env["state"])) == {str(restored), str(copied), str(unknown)}
     assert "bad line" not in d2.output()
+
+
+# ------------------------------------------------------------------ #42 the transport raises instead of failing
+_RAISING_REQUESTS = """
+import os
+
+import requests
+
+_left = [int(os.environ["RAISE_ON_FIRST_TRACE_POSTS"])]
+_post = requests.Session.post
+
+
+def post(self, url, *args, **kwargs):
+    # a library that raises where it should return a failure (the SDK's HTTP exporter up to 1.44 did)
+    if str(url).endswith("/v1/traces") and _left[0] > 0:
+        _left[0] -= 1
+        raise RuntimeError("the transport raised instead of returning a failure")
+    return _post(self, url, *args, **kwargs)
+
+
+requests.Session.post = post
+"""
+
+
+def test_a_transport_that_raises_is_not_acked_and_the_batch_is_delivered_once(env: dict[str, Any]) -> None:
+    site = env["tmp"] / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(_RAISING_REQUESTS)
+    shutil.copytree(CLI_GENERATED / "multi-tool", env["root"] / "m")
+    log = env["root"] / "m" / "events.jsonl"
+    d = env["daemon"](env={"PYTHONPATH": str(site), "RAISE_ON_FIRST_TRACE_POSTS": "2"})
+    _exactly_once(env["receiver"], [log], env["tmp"])
+    time.sleep(1.5)  # a checkpoint flush
+    assert d.terminate() == 0
+    out = d.output()
+    assert out.count("the transport raised instead of returning a failure") >= 1
+    assert out.count("Traceback") <= 1, "said once with its traceback, then counted"
+    assert _status(env["state"])["retries"] >= 2
+    assert _checkpoints(env["state"])[str(log)]["acked_offset"] == log.stat().st_size
