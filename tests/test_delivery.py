@@ -264,6 +264,22 @@ def test_replay_poison_values_cost_only_themselves(
     assert "2 values dropped (bad_timestamp: 1, out_of_range: 1), their events kept" in summary
 
 
+def test_replay_in_workers_counts_the_dropped_values_of_each(
+    receiver: OtlpReceiver,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    root = tmp_path / "session-state"
+    root.mkdir()
+    for i in range(2):
+        shutil.move(_poisoned_session(tmp_path / str(i)), root / f"poisoned-{i}")
+    monkeypatch.setattr("copilot_otel.replay.CHUNK_BYTES", 1)  # one session per worker
+    assert replay_into(receiver, root, extra=("--workers", "2")) == 0
+    summary = [line for line in capsys.readouterr().out.splitlines() if line.startswith("copilot-otel: ")][-1]
+    assert "4 values dropped (bad_timestamp: 2, out_of_range: 2), their events kept" in summary
+
+
 def test_daemon_poison_values_cost_only_themselves_and_the_file_is_checkpointed(
     tmp_path: Path, receiver: OtlpReceiver
 ) -> None:
