@@ -1,9 +1,9 @@
 """Parse stage: one complete line of ``events.jsonl`` → a typed :class:`~copilot_otel.events.Event` or a
 :class:`BadLine`.
 
-Never raises: a bad line costs that line only, a bad timestamp only the timestamp. This module frames and decodes the line and reads the envelope
-(type, id, timestamp, agent); :mod:`copilot_otel.events` reads the payload. Unknown event types and unknown
-fields are ignored, so logs from CLI versions we have not seen still work.
+Never raises: a bad line costs that line only, a bad timestamp only the timestamp. This module frames and decodes
+the line and reads the envelope (type, id, timestamp, agent); :mod:`copilot_otel.events` reads the payload. Unknown
+event types and unknown fields are ignored, so logs from CLI versions we have not seen still work.
 """
 
 from __future__ import annotations

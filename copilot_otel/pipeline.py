@@ -60,8 +60,9 @@ def split_lines(
 class Step(NamedTuple):
     """What one line (or the closing of a log) gave: the records it completed, their emissions, or a drop.
 
-    ``values_dropped``: values the line's event lost while it was kept (``bad_timestamp``, ``out_of_range``), each
-    counted once per line and value. Read-only: most lines complete nothing and share one empty step.
+    ``values_dropped``: values the line's event lost while it was kept (``bad_timestamp``, ``out_of_range``, an
+    ``end_before_start`` the fold clamped), each counted once per line and value. Read-only: most lines complete
+    nothing and share one empty step.
     """
 
     records: Sequence[Record] = ()
@@ -74,7 +75,7 @@ _NOTHING = Step()
 
 
 def _with_dropped(step: Step, offset: int, end_offset: int, line_number: int) -> Step:
-    """``step`` with the values its event lost (rare: only a value out of range gets here)."""
+    """``step`` with the values its event lost (rare: only a value out of range or a clamped end gets here)."""
     dropped = tuple(
         BadLine(reason, offset, end_offset, line_number, detail) for reason, detail in take_dropped()
     )
