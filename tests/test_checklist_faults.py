@@ -7,6 +7,7 @@ each fault the spans received must be what ``copilot-otel replay`` exports from 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from collections import Counter
@@ -188,7 +189,8 @@ def test_a_transport_that_raises_is_not_acked_and_the_batch_is_delivered_once(en
     (site / "sitecustomize.py").write_text(_RAISING_REQUESTS)
     shutil.copytree(CLI_GENERATED / "multi-tool", env["root"] / "m")
     log = env["root"] / "m" / "events.jsonl"
-    d = env["daemon"](env={"PYTHONPATH": str(site), "RAISE_ON_FIRST_TRACE_POSTS": "2"})
+    pythonpath = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
+    d = env["daemon"](env={"PYTHONPATH": pythonpath, "RAISE_ON_FIRST_TRACE_POSTS": "2"})
     _exactly_once(env["receiver"], [log], env["tmp"])
     time.sleep(1.5)  # a checkpoint flush
     assert d.terminate() == 0
