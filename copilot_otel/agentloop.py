@@ -62,7 +62,7 @@ from .content import ContentGate, ContentKind, ContentPolicy, argument_hash
 from .events import Event
 from .foldstate import Agent, Prompt, SessionContext, Tool
 from .foldstate import Turn as OpenTurn
-from .records import replace
+from .records import DropReason, replace
 from .runaway import RunawayThresholds, check_burn, check_errors, check_identical, check_turns
 
 # The provider of model calls when no usage record has said otherwise: the CLI's own model API.
@@ -76,6 +76,18 @@ _CONTENT_ONLY_TYPES = {
     ContentKind.SYSTEM_PROMPT: b"system.message",
     ContentKind.REASONING: b"assistant.reasoning",
 }
+
+
+def _not_before(end_ns: int, start_ns: int) -> int:
+    """An end dated before its start (the clock stepped back between the two events) becomes the start, and is
+    counted as a dropped value (``end_before_start``); an unknown end (0) is not one."""
+    if end_ns >= start_ns:
+        return end_ns
+    if end_ns:
+        ev.drop_value(
+            DropReason.END_BEFORE_START, f"an end {(start_ns - end_ns) / 1e9:.3f} s before its start"
+        )
+    return start_ns
 
 
 @dataclass(frozen=True, slots=True)
@@ -802,7 +814,7 @@ class AgentLoop:
                 turn.turn_id,  # turn_id
                 turn.interaction_id,  # interaction_id
                 turn.start_ns,  # start_ns
-                max(end, turn.start_ns),  # end_ns
+                _not_before(end, turn.start_ns),  # end_ns
                 turn.tool_calls,  # tool_calls
                 agent.name,  # agent_name
                 turn.synthetic,  # synthetic
@@ -1031,7 +1043,7 @@ class AgentLoop:
             if result_text is not None:
                 # The result goes back to the model in the agent's next call, in the order tools complete.
                 tool.agent.pending_input.append(InputMessage(result_text, tool.call_id))
-        end = max(end_ns, tool.start_ns)
+        end = _not_before(end_ns, tool.start_ns)
         self._ended(prompt, end)
         # Positional, in the record's field order: a backfill builds one per span, and matching keywords
         # costs more than building the record.
@@ -1157,7 +1169,7 @@ class AgentLoop:
                 span_id=agent.span_id,
                 parent_span_id=agent.parent_span_id,
                 start_ns=agent.start_ns,
-                end_ns=max(end, agent.start_ns),
+                end_ns=_not_before(end, agent.start_ns),
                 name=agent.name,
                 agent_id=agent.agent_id,
                 description=agent.description,
@@ -1218,7 +1230,7 @@ class AgentLoop:
             for r in chat.tool_requests
         ]
         start = turn.start_ns
-        end = max(end_ns, start)
+        end = _not_before(end_ns, start)
         self._ended(prompt, end)
         # Positional, in the record's field order: a backfill builds one per span, and matching keywords
         # costs more than building the record.
@@ -1385,7 +1397,7 @@ class AgentLoop:
     ) -> None:
         call_id, kind, start_ns = prompt.permissions.pop(request_id)
         tool = prompt.tools.get(call_id) if call_id else None
-        end = max(end_ns, start_ns)
+        end = _not_before(end_ns, start_ns)
         self._ended(prompt, end)
         self._out.append(
             PermissionWait(

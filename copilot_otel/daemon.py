@@ -19,6 +19,7 @@ events, so what is re-emitted is byte-identical to what a crash may have cut off
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import faulthandler
 import logging
@@ -44,7 +45,7 @@ from .errors import SourceError
 from .export import measurement_encodable
 from .outbox import Marker, Outbox
 from .pipeline import Pipeline, Step
-from .records import LogRecord, Measurement, SpanRecord
+from .records import BadLine, LogRecord, Measurement, SpanRecord
 from .sessions import (
     SessionFile,
     owner_pids,
@@ -54,7 +55,7 @@ from .sessions import (
     session_title,
 )
 from .state import Checkpoint, StateStore
-from .tail import FileTailer, Line, TooLong
+from .tail import FINGERPRINT_BYTES, FileTailer, Line, TooLong, fingerprint_of
 from .telemetry import Telemetry, fold_settings
 from .window import PromptWindow
 
@@ -147,6 +148,8 @@ class DaemonStats:
     started_at: float = field(default_factory=time.time)
     lines_read: int = 0
     lines_dropped: dict[str, int] = field(default_factory=dict)
+    # Values dropped from events that were kept (a timestamp past 2262, a count beyond 2**53), by reason.
+    values_dropped: dict[str, int] = field(default_factory=dict)
     detections: dict[str, int] = field(default_factory=dict)
     prompts_closed: dict[str, int] = field(default_factory=dict)
 
@@ -184,6 +187,10 @@ class Daemon:
         )
         self.stats = DaemonStats()
         self._files: dict[str, _File] = {}
+        # Checkpoints of logs gone while we were stopped, until the first scan: a log found there that starts
+        # with the same content was moved (or restored) and takes its checkpoint over (checklist #39).
+        self._missing: dict[str, str] = {}  # fingerprint (of the first KiB) -> the path it had
+        self._resumed = self._forgot = 0
         self._pending: set[str] = set()  # keys of files that may have unread lines
         self._attention: set[str] = set()  # keys of files with an open prompt or an unterminated last line
         # Keys of files read since their descriptor was last closed, least recently used first (an ordered dict).
@@ -264,6 +271,7 @@ class Daemon:
         self._restore()
         self._discovery.start()
         self._rescan()
+        self._forget_missing()
         last_rescan = last_flush = last_status = last_owner_check = last_fd_check = time.monotonic()
         last_live_poll = last_rescan
         try:
@@ -391,6 +399,10 @@ class Daemon:
         session = SessionFile.from_path(path)
         key = str(path)
         checkpoint = self.state.get(key)
+        if checkpoint is None and self._missing:
+            checkpoint = self._moved_here(key)
+        elif checkpoint is not None:
+            checkpoint = self._restored_copy(key, checkpoint)
         if checkpoint is not None:
             tailer = FileTailer(path, offset=checkpoint.safe_offset, identity=checkpoint.identity)
             tracked = _File(
@@ -531,6 +543,9 @@ class Daemon:
     def _collect(self, f: _File, step: Step, out: list[SpanRecord | LogRecord], force: bool = False) -> None:
         """Take what one line (or a closing) gave: spans and log events to send, metric points to record, and
         the daemon's own statistics, read from the activity records themselves."""
+        for value in step.values_dropped:
+            if force or value.offset > f.suppress_until:  # not a line re-read to rebuild the fold
+                self._drop_value(f, value)
         for rec in step.records:
             if not force and rec.source_offset <= f.suppress_until:
                 continue
@@ -618,12 +633,21 @@ class Daemon:
             record.value,
         )
 
+    def _drop_value(self, f: _File, value: BadLine) -> None:
+        """A value of a kept event was dropped (a timestamp past 2262, a count beyond 2**53)."""
+        reason = value.reason.value
+        self._count_drop(self.stats.values_dropped, "copilot_otel.values.dropped", reason)
+        self._log.warning(
+            f"value:{reason}",
+            "dropped a value in %s at byte %d (%s: %s); the rest of the event is kept",
+            f.key,
+            value.offset,
+            reason,
+            value.detail,
+        )
+
     def _drop(self, f: _File, reason: str, offset: int, detail: str) -> None:
-        self.stats.lines_dropped[reason] = self.stats.lines_dropped.get(reason, 0) + 1
-        if self.telemetry.metrics is not None:
-            self.telemetry.metrics.count(
-                "copilot_otel.lines.dropped", 1, {"copilot_otel.drop.reason": reason}
-            )
+        self._count_drop(self.stats.lines_dropped, "copilot_otel.lines.dropped", reason)
         self._log.warning(
             f"drop:{reason}",
             "skipped a bad line in %s at byte %d (%s: %s)",
@@ -632,6 +656,11 @@ class Daemon:
             reason,
             detail[:200],
         )
+
+    def _count_drop(self, counts: dict[str, int], metric: str, reason: str) -> None:
+        counts[reason] = counts.get(reason, 0) + 1
+        if self.telemetry.metrics is not None:
+            self.telemetry.metrics.count(metric, 1, {"copilot_otel.drop.reason": reason})
 
     # ------------------------------------------------------------------ acknowledgements → checkpoints
     def _apply_acks(self) -> None:
@@ -830,15 +859,62 @@ class Daemon:
 
     # ------------------------------------------------------------------ restore, status, shutdown
     def _restore(self) -> None:
-        checkpoints = self.state.all()
-        for key in checkpoints:
+        for key, checkpoint in self.state.all().items():
             path = Path(key)
             if path.exists():
-                self._track(path)
-            else:
-                self.state.forget(key)  # deleted while we were stopped: not an error
-        if checkpoints:
-            logger.info("resumed %d checkpointed session logs", len(checkpoints))
+                self._resumed += self._track(path) is not None
+            elif (
+                checkpoint.identity.complete
+            ):  # deleted or moved while we were stopped: seen after the first scan
+                self._missing[checkpoint.identity.fingerprint] = key
+            else:  # too short a fingerprint to recognise it under another name
+                self._forgot += self.state.forget(key)
+
+    def _moved_here(self, key: str) -> Checkpoint | None:
+        """The checkpoint of a log gone while we were stopped that the log at ``key`` starts like, moved over."""
+        old = self._missing.pop(fingerprint_of(key, FINGERPRINT_BYTES) or "", None)
+        checkpoint = self.state.get(old) if old is not None else None
+        if old is None or checkpoint is None:
+            return None
+        self.state.forget(old)
+        self.state.put(key, checkpoint)
+        logger.info(
+            "%s was moved to %s while stopped: it resumes at byte %d", old, key, checkpoint.acked_offset
+        )
+        self._resumed += 1
+        return checkpoint
+
+    def _restored_copy(self, key: str, checkpoint: Checkpoint) -> Checkpoint:
+        """A log copied back under its own name (a restore: another inode) that still starts with the content
+        its checkpoint belongs to is the same log: the checkpoint is kept (the tailer would read it from 0)."""
+        ident = checkpoint.identity
+        try:
+            st = os.stat(key)
+        except OSError:
+            return checkpoint
+        if st.st_ino == ident.inode or fingerprint_of(key, ident.fingerprint_len) != ident.fingerprint:
+            return checkpoint
+        logger.info(
+            "%s was restored (another inode, the same content): it resumes at byte %d",
+            key,
+            checkpoint.acked_offset,
+        )
+        return dataclasses.replace(
+            checkpoint, identity=dataclasses.replace(ident, dev=st.st_dev, inode=st.st_ino)
+        )
+
+    def _forget_missing(self) -> None:
+        """After the first scan: the logs still missing were deleted while we were stopped (not an error)."""
+        for key in self._missing.values():
+            self.state.forget(key)
+        forgot, self._missing = self._forgot + len(self._missing), {}
+        if self._resumed or forgot:
+            logger.info(
+                "resumed %d checkpointed session log%s%s",
+                self._resumed,
+                "" if self._resumed == 1 else "s",
+                f"; forgot {forgot} deleted while stopped" if forgot else "",
+            )
 
     def _update_live_snapshot(self) -> None:
         now = time.time_ns()
@@ -887,6 +963,7 @@ class Daemon:
             "last_error": sender.last_error if sender.consecutive_failures else "",
             "lines_read": self.stats.lines_read,
             "lines_dropped": dict(self.stats.lines_dropped),
+            "values_dropped": dict(self.stats.values_dropped),
             "detections": dict(self.stats.detections),
             "prompts_closed": dict(self.stats.prompts_closed),
             "destination": self.telemetry.description,

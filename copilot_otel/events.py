@@ -17,6 +17,8 @@ kept:
 * :func:`text`: a non-empty ``str``, else ``None`` (an empty string in a log means as little as a missing one);
 * :func:`count`: an ``int`` (also from a whole float; JSON writers differ), never a ``bool``, else ``None``;
 * :func:`amount`: a number as ``float``, never a ``bool``, else ``None``;
+* a count or amount beyond ±2**53 (no real value is; not every encoder carries it) is absent too, and noted as a
+  dropped value (:func:`take_dropped`), which the pipeline counts with its reason;
 * :func:`flag`: ``True`` only for a JSON ``true``;
 * :func:`raw`: content (prompts, responses, tool arguments and results) passed on as decoded: only the content
   gate (:mod:`copilot_otel.content`) decides what of it may be kept.
@@ -28,14 +30,15 @@ list or only as a count, nano-AIU under ``copilotUsage`` in some usage records, 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any, Generic, TypeVar, overload
 
-from .records import RecordBase, record
+from .records import DropReason, RecordBase, record
 
 T = TypeVar("T")
 
-__all__ = ["CLASSES", "Event", "Field"]
+__all__ = ["CLASSES", "Event", "Field", "drop_value", "pending_drops", "take_dropped"]
 
 
 # ---------------------------------------------------------------------------------------------- coercion
@@ -43,20 +46,60 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+# A number at or beyond this in magnitude is no real count or amount, and not every encoder carries it: OTLP ints
+# are int64, metric points are exact only below 2**53 (orjson reads an integer beyond u64 as a float: 2**70 is
+# 1.18e21). Such a value counts as absent, and is noted as dropped (see take_dropped).
+_NUMBER_MAX = 2**53
+
+# Values read and dropped, as (thread, reason, detail). A field has no way back to whoever reads it (a view, and
+# the loop may read a kept event later), so the pipeline that feeds events on that thread takes them after each
+# (it tests the list's truthiness, one pointer check per line; only take_dropped empties it).
+pending_drops: list[tuple[int, DropReason, str]] = []
+_dropped_lock = threading.Lock()
+
+
+def drop_value(reason: DropReason, detail: str) -> None:
+    """Note a value of the event being read as dropped (the event is kept without it)."""
+    with _dropped_lock:
+        pending_drops.append((threading.get_ident(), reason, detail))
+
+
+def take_dropped() -> list[tuple[DropReason, str]]:
+    """The values this thread's reads dropped since the last call, once each (a field may be read twice)."""
+    if not pending_drops:
+        return []
+    me = threading.get_ident()
+    with _dropped_lock:
+        mine = [(reason, detail) for thread, reason, detail in pending_drops if thread == me]
+        pending_drops[:] = [entry for entry in pending_drops if entry[0] != me]
+    return list(dict.fromkeys(mine))
+
+
+def _out_of_range(value: float) -> None:
+    drop_value(DropReason.OUT_OF_RANGE, f"{value!r} is beyond ±2**53")
+
+
 def _int(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
+        if -_NUMBER_MAX < value < _NUMBER_MAX:
+            return value
+        _out_of_range(value)
+    elif isinstance(value, float) and value.is_integer():
+        if -_NUMBER_MAX < value < _NUMBER_MAX:
+            return int(value)
+        _out_of_range(value)
     return None
 
 
 def _float(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value)
+    if -_NUMBER_MAX < value < _NUMBER_MAX:
+        return float(value)
+    _out_of_range(value)
+    return None
 
 
 def _dict(value: Any) -> Mapping[str, Any]:
@@ -94,7 +137,8 @@ class Field(Generic[T]):
             return value
         if kind is _FLAG:
             return value is True
-        if value.__class__ is int:  # the common number, without a call (not isinstance: a bool is an int)
+        if value.__class__ is int and -_NUMBER_MAX < value < _NUMBER_MAX:
+            # the common number, without a call (not isinstance: a bool is an int); the rest is _int's or _float's
             return value if kind is _COUNT else float(value)
         return _int(value) if kind is _COUNT else _float(value)
 

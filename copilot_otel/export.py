@@ -699,6 +699,7 @@ class Sender:
         #: Drop a signal the endpoint does not accept at all instead of failing (the daemon sets it).
         self.drop_unsupported = False
         self._unsupported_logged: set[Signal] = set()
+        self._transport_raised = False
 
     def deliver(
         self,
@@ -782,7 +783,11 @@ class Sender:
             try:
                 result = self.transport.send(signal, body, timeout)
             except Exception as exc:  # a transport bug must not kill the daemon: treat as not acked
-                logger.exception("exporter raised; will retry")
+                if not self._transport_raised:  # its traceback once; later ones are the throttled retry line
+                    self._transport_raised = True
+                    logger.exception(
+                        "the exporter raised instead of returning a failure; not acked, will retry"
+                    )
                 result = SendResult(ok=False, retryable=True, message=f"{type(exc).__name__}: {exc}")
             if result.ok:
                 self._record_success(signal, count)

@@ -1,9 +1,9 @@
 """Parse stage: one complete line of ``events.jsonl`` → a typed :class:`~copilot_otel.events.Event` or a
 :class:`BadLine`.
 
-Never raises: a bad line costs that line only. This module frames and decodes the line and reads the envelope
-(type, id, timestamp, agent); :mod:`copilot_otel.events` reads the payload. Unknown event types and unknown
-fields are ignored, so logs from CLI versions we have not seen still work.
+Never raises: a bad line costs that line only, a bad timestamp only the timestamp. This module frames and decodes
+the line and reads the envelope (type, id, timestamp, agent); :mod:`copilot_otel.events` reads the payload. Unknown
+event types and unknown fields are ignored, so logs from CLI versions we have not seen still work.
 """
 
 from __future__ import annotations
@@ -12,10 +12,14 @@ from datetime import datetime, timezone
 
 import orjson
 
-from .events import CLASSES, Event
+from .events import CLASSES, Event, drop_value
 from .records import BadLine, DropReason
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+# Timestamps an event may carry: after 1970 and before 2**63 ns (2262-04-11). OTLP's fixed64 would take times up to
+# 2554, but a time also goes into the fold's sums (an end is a start plus a duration) and into backends that keep
+# int64 nanoseconds. Outside, or unparsable, it is dropped (counted as ``bad_timestamp``) and the event kept.
+MAX_TIME_NS = 2**63
 # One-entry cache: neighbouring events very often share the timestamp's date-and-hour prefix, but parsing the
 # full string is already fast; the cache only saves re-parsing exact duplicates (parallel tool events).
 _last_ts: tuple[str, int] = ("", 0)
@@ -110,11 +114,16 @@ def parse_line(
     if not isinstance(kind, str) or not kind:
         return BadLine(DropReason.MISSING_FIELD, offset, end_offset, line_number, "no 'type'")
     ts = obj.get("timestamp")
-    try:
-        time_ns = parse_timestamp(ts) if isinstance(ts, str) else 0
-    except ValueError:
-        # The event itself is good: keep it; the fold dates it at the previous event (time_ns 0 = unknown).
-        time_ns = 0
+    time_ns = 0
+    if ts is not None:
+        try:
+            time_ns = parse_timestamp(ts) if isinstance(ts, str) else -1
+        except ValueError:
+            time_ns = -1
+        if not 0 < time_ns < MAX_TIME_NS:
+            # The event itself is good: keep it; the fold dates it at the previous event (time_ns 0 = unknown).
+            drop_value(DropReason.BAD_TIMESTAMP, repr(ts)[:80])
+            time_ns = 0
     event_id = obj.get("id")
     if not isinstance(event_id, str) or not event_id:
         # Ids seed span ids; a line without one gets a stable id from its position in the file.

@@ -4,7 +4,9 @@
 three feed the same items (:class:`~copilot_otel.tail.Line` and :class:`~copilot_otel.tail.TooLong`) through the
 same :class:`Pipeline`, so a line means the same everywhere: a blank line is framing and skipped, a line longer
 than :data:`MAX_LINE_BYTES` is dropped as ``too_long`` without being decoded, a bad line is dropped with its
-reason and costs only itself, and the same events give the same records and emissions.
+reason and costs only itself, a value no encoder could carry (a timestamp past 2262, a count beyond 2**53) is
+dropped with its reason and costs only itself (the event is kept without it), and the same events give the same
+records and emissions.
 
 Stages (each owns one thing)::
 
@@ -19,7 +21,7 @@ from typing import Any, NamedTuple
 
 from .activity import Record
 from .agentloop import AgentLoop, FoldSettings, LiveStats, RunawayThresholds, SessionContext
-from .events import Event
+from .events import Event, pending_drops, take_dropped
 from .parse import parse_line
 from .project import Projector
 from .records import BadLine, DropReason, Emission
@@ -62,15 +64,26 @@ def split_lines(
 class Step(NamedTuple):
     """What one line (or the closing of a log) gave: the records it completed, their emissions, or a drop.
 
-    Read-only: most lines complete nothing and share one empty step.
+    ``values_dropped``: values the line's event lost while it was kept (``bad_timestamp``, ``out_of_range``, an
+    ``end_before_start`` the fold clamped), each counted once per line and value. Read-only: most lines complete
+    nothing and share one empty step.
     """
 
     records: Sequence[Record] = ()
     emissions: Sequence[Emission] = ()
     drop: BadLine | None = None
+    values_dropped: Sequence[BadLine] = ()
 
 
 _NOTHING = Step()
+
+
+def _with_dropped(step: Step, offset: int, end_offset: int, line_number: int) -> Step:
+    """``step`` with the values its event lost (rare: only a value out of range or a clamped end gets here)."""
+    dropped = tuple(
+        BadLine(reason, offset, end_offset, line_number, detail) for reason, detail in take_dropped()
+    )
+    return step._replace(values_dropped=dropped) if dropped else step
 
 
 class Pipeline:
@@ -96,6 +109,7 @@ class Pipeline:
         project: bool = True,
         window: PromptWindow | None = None,
     ) -> None:
+        take_dropped()  # values read outside any pipeline on this thread are no drop of this log's
         self.loop = AgentLoop(session_id, settings, context)
         self._window = window
         self.settings = self.loop.settings
@@ -163,9 +177,15 @@ class Pipeline:
         records = self.loop.feed(event)  # type: ignore[arg-type]
         if records and self._window is not None:
             records = self._window.keep(records)
-        if not records:
-            return _NOTHING
-        return _new(Step, (records, self._project(records) if self._project is not None else (), None))
+        if (
+            pending_drops
+        ):  # rare: a value the event lost (out of range, a clamped end) is counted with the step
+            step = self._step(records) if records else _NOTHING
+            return _with_dropped(step, start, end, number)
+        return self._step(records) if records else _NOTHING
+
+    def _step(self, records: Sequence[Record]) -> Step:
+        return _new(Step, (records, self._project(records) if self._project is not None else (), None, ()))
 
     def feed_event(self, event: Event) -> Step:
         """Fold one event already decoded (the stages after parse; tests feed events they built)."""
@@ -173,16 +193,18 @@ class Pipeline:
         records = self.loop.feed(event)
         if records and self._window is not None:
             records = self._window.keep(records)
-        if not records:
-            return _NOTHING
-        return Step(records, self._project(records) if self._project is not None else ())
+        step = self._step(records) if records else _NOTHING
+        if pending_drops:
+            return _with_dropped(step, event.offset, event.end_offset, self.line_number)
+        return step
 
     def close(self, reason: str, time_ns: int | None = None) -> Step:
         """Close whatever is still open (end of file, owner gone, idle); it is marked incomplete."""
         records = self.loop.close(reason, time_ns)
         if records and self._window is not None:
             records = self._window.keep(records)
-        return Step(records, self._project(records) if self._project is not None and records else ())
+        step = Step(records, self._project(records) if self._project is not None and records else ())
+        return _with_dropped(step, 0, 0, self.line_number) if pending_drops else step
 
     # What the daemon checkpoints and shows about the session (see the resume model in docs/design.md).
     @property

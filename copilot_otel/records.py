@@ -130,6 +130,8 @@ class DropReason(str, enum.Enum):
     NOT_AN_OBJECT = "not_an_object"
     MISSING_FIELD = "missing_field"
     BAD_TIMESTAMP = "bad_timestamp"
+    OUT_OF_RANGE = "out_of_range"
+    END_BEFORE_START = "end_before_start"
     TOO_LONG = "too_long"
 
 

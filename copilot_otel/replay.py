@@ -16,7 +16,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -163,11 +163,15 @@ class ReplayReport:
     destination: str = ""
     dead_letter_file: str = ""
     bad_line_examples: list[str] = field(default_factory=list)
+    # Values dropped from events that were kept (a timestamp past 2262, a count beyond 2**53), by reason.
+    values_dropped: dict[str, int] = field(default_factory=dict)
 
     def merge(self, part: ReplayReport) -> None:
         """Add a worker's report (counts add up; the first error and examples up to the usual limit are kept)."""
         for name in _COUNTS:
             setattr(self, name, getattr(self, name) + getattr(part, name))
+        for reason, n in part.values_dropped.items():
+            self.values_dropped[reason] = self.values_dropped.get(reason, 0) + n
         if part.error and not self.error:
             self.error, self.endpoint_error = part.error, part.endpoint_error
         self.dead_letter_file = self.dead_letter_file or part.dead_letter_file
@@ -210,6 +214,9 @@ class ReplayReport:
             )
         if self.bad_lines:
             parts.append(f"{self.bad_lines} bad lines skipped")
+        if self.values_dropped:
+            reasons = ", ".join(f"{reason}: {n}" for reason, n in sorted(self.values_dropped.items()))
+            parts.append(f"{sum(self.values_dropped.values())} values dropped ({reasons}), their events kept")
         if self.error:
             missing = self.spans - self.spans_delivered - self.dead_lettered
             rest = self.sessions_total - self.sessions
@@ -367,6 +374,8 @@ def _replay_here(
                         "copilot_otel.lines.dropped", 1, {"copilot_otel.drop.reason": bad.reason.value}
                     )
                     continue
+                if step.values_dropped:
+                    _count_dropped_values(report, session.path, step.values_dropped, metrics)
                 for record in step.emissions:
                     # type() is, not isinstance: the three record classes are final, and this runs per record
                     if type(record) is SpanRecord:
@@ -631,6 +640,23 @@ class _Delivery:
             with contextlib.suppress(queue.Full):
                 self._queue.put_nowait(None)
             self._thread.join(5.0)
+
+
+def _count_dropped_values(
+    report: ReplayReport, path: Path, dropped: Sequence[BadLine], metrics: Aggregator
+) -> None:
+    for value in dropped:
+        reason = value.reason.value
+        report.values_dropped[reason] = report.values_dropped.get(reason, 0) + 1
+        metrics.count("copilot_otel.values.dropped", 1, {"copilot_otel.drop.reason": reason})
+        if sum(report.values_dropped.values()) <= _BAD_LINES_LOGGED:
+            logger.warning(
+                "%s:%d: dropped a value (%s: %s); the rest of the event is kept",
+                path,
+                value.line_number,
+                reason,
+                value.detail,
+            )
 
 
 def _log_bad_line(report: ReplayReport, path: Path, bad: BadLine) -> None:

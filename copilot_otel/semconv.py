@@ -230,6 +230,12 @@ LIVE_GAUGES: tuple[tuple[str, str, str], ...] = (
 HEALTH_METRICS: tuple[tuple[str, str, str, Instrument | None], ...] = (
     ("copilot_otel.lines.read", "{line}", "Log lines read.", _C),
     ("copilot_otel.lines.dropped", "{line}", "Log lines skipped, by reason.", _C),
+    (
+        "copilot_otel.values.dropped",
+        "{value}",
+        "Values out of range dropped from events kept, by reason.",
+        _C,
+    ),
     ("copilot_otel.export.spans", "{span}", "Spans exported or dead-lettered.", _C),
     ("copilot_otel.export.retries", "{retry}", "Export attempts retried.", _C),
     ("copilot_otel.export.backlog", "{span}", "Spans waiting for the collector.", None),

@@ -4,7 +4,8 @@ The daemon rewrites ``<state_dir>/status.json`` every few seconds with these key
 ``updated_at``, ``last_export_ok_at`` (Unix seconds; the last may be null), ``files_tracked``,
 ``sessions_open_prompts``, ``backlog_spans``, ``spans_exported``, ``logs_exported``, ``dead_lettered``,
 ``retries``, ``unencodable`` (records dropped because a value could not be encoded), ``lines_read``,
-``lines_dropped`` and ``detections`` (reason → count), ``last_error``, ``endpoint_error`` (what to fix while the
+``lines_dropped``, ``values_dropped`` (values dropped from events that were kept: a timestamp or a number out
+of range) and ``detections`` (reason → count), ``last_error``, ``endpoint_error`` (what to fix while the
 endpoint refuses us: credentials, path; empty otherwise), ``destination``, ``discovery`` (``inotify``, ``polling``, or
 ``polling (inotify watches exhausted)``), ``dead_letters`` and ``dead_letter_file`` (what the dead-letter file
 holds now), ``open_files_cap``, ``reads_deferred_no_descriptor`` and ``open_prompts`` (session id, start, last
@@ -222,6 +223,8 @@ def _table(status: Mapping[str, Any], now: float, dead_letters: str | None = Non
         table.add_row("last error", Text(str(error), style="red"))
     table.add_row("lines read", _count(status.get("lines_read")))
     table.add_row("lines dropped", _by_reason(status.get("lines_dropped"), "yellow"))
+    if status.get("values_dropped"):
+        table.add_row("values dropped", _by_reason(status.get("values_dropped"), "yellow"))
     table.add_row("detections", _by_reason(status.get("detections"), "bold red"))
     updated = _number(status.get("updated_at"))
     if updated:

@@ -69,6 +69,7 @@ __all__ = [
     "TailBatch",
     "TailItem",
     "TooLong",
+    "fingerprint_of",
 ]
 
 # Filebeat filestream and the Collector's filelog both fingerprint the first KiB (reliability rule 6).
@@ -165,6 +166,22 @@ class FileIdentity:
             return self.matches_fd(fd)
         finally:
             os.close(fd)
+
+
+def fingerprint_of(path: str | os.PathLike[str], length: int) -> str | None:
+    """The fingerprint of the first ``length`` bytes of the file at ``path``, to compare with a
+    :class:`FileIdentity` taken under another name (checklist #39); ``None`` if it is shorter or unreadable."""
+    try:
+        fd = _open(path)
+    except OSError:
+        return None
+    try:
+        head = _pread_full(fd, length, 0)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return _fingerprint(head) if len(head) == length > 0 else None
 
 
 class Line(NamedTuple):

@@ -486,6 +486,7 @@ def _status_doc(pid: int) -> dict[str, Any]:
         "last_error": "HTTP 503 collector overloaded",
         "lines_read": 99999,
         "lines_dropped": {"invalid_json": 2},
+        "values_dropped": {"bad_timestamp": 1, "out_of_range": 3},
         "detections": {"turns": 1, "tool_errors": 2},
         "destination": "OTLP/HTTP http://localhost:4318/v1/traces",
     }
@@ -519,6 +520,7 @@ def test_status_of_a_running_daemon(tmp_path: Path, capsys: pytest.CaptureFixtur
         "last error": "HTTP 503 collector overloaded",
         "lines read": "99,999",
         "lines dropped": "2 (invalid_json 2)",
+        "values dropped": "4 (bad_timestamp 1, out_of_range 3)",
         "detections": "3 (tool_errors 2, turns 1)",
     }
     rows = {line[:15].strip(): line[15:].strip() for line in out.splitlines()[1:]}

@@ -181,10 +181,13 @@ def test_daemon_holds_data_while_the_endpoint_refuses_then_delivers_it_exactly_o
     assert final["endpoint_error"] == "" and final["dead_lettered"] == 0 and final["backlog_spans"] == 0
 
 
-# ============================================================================ 2. poison values cost only their record
+# ============================================================================ 2. poison values cost only themselves
+_POISONED_END = "2026-11-29T17:11:32.618Z"  # the end of multi-tool's second bash, moved to the year 2700
+
+
 def _poisoned_session(tmp_path: Path) -> Path:
     """multi-tool with a tool that completes in the year 2700 and a model call of 2**70 output tokens."""
-    folder = fixture_copy(tmp_path, "multi-tool", "2026-11-29T17:11:32.618Z", "2700-11-29T17:11:32.618Z")
+    folder = fixture_copy(tmp_path, "multi-tool", _POISONED_END, _POISONED_END.replace("2026", "2700"))
     log = folder / "events.jsonl"
     lines = log.read_bytes().splitlines(keepends=True)
     usage = next(i for i, line in enumerate(lines) if b'"sequence":2' in line)
@@ -194,7 +197,28 @@ def _poisoned_session(tmp_path: Path) -> Path:
     return folder
 
 
-def test_replay_poison_values_cost_only_their_records(
+def _assert_poisoned_session_whole(got: dict[str, dict[str, Any]], clean: dict[str, dict[str, Any]]) -> None:
+    """Every span of the poisoned multi-tool arrived, identical to the clean one's but for the two values lost:
+    the tool that ended "in 2700" is dated at the event before, the call of 2**70 tokens counts none."""
+    assert set(got) == set(clean), "every span of the poisoned session arrived"
+    differ = {k for k in clean if got[k] != clean[k]}
+    by_name = {clean[k]["name"]: k for k in differ}
+    assert sorted(by_name) == ["chat gpt-4.1", "execute_tool bash", "invoke_agent"], sorted(by_name)
+    bash = got[by_name["execute_tool bash"]]
+    assert bash["start_ns"] <= bash["end_ns"] < clean[by_name["execute_tool bash"]]["end_ns"] < 2**63
+    assert {k: v for k, v in bash.items() if k != "end_ns"} == {
+        k: v for k, v in clean[by_name["execute_tool bash"]].items() if k != "end_ns"
+    }
+    chat = got[by_name["chat gpt-4.1"]]["attributes"]
+    assert chat["gen_ai.usage.output_tokens"] == 0 and chat["llm.token_count.completion"] == 0
+    root = got[by_name["invoke_agent"]]["attributes"]
+    assert (
+        root["gen_ai.usage.output_tokens"]
+        == clean[by_name["invoke_agent"]]["attributes"]["gen_ai.usage.output_tokens"] - 40
+    )
+
+
+def test_replay_poison_values_cost_only_themselves(
     receiver: OtlpReceiver,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -208,42 +232,55 @@ def test_replay_poison_values_cost_only_their_records(
     for name in ("failing-tool", "subagent"):
         shutil.copytree(CLI_GENERATED / name, root / name)
     clean_spans, clean_logs = _expected(tmp_path, root / "failing-tool", root / "subagent")
+    multi_tool, _ = _expected(tmp_path / "multi-tool", CLI_GENERATED / "multi-tool")
     # several small batches: a sending thread that died on the first would leave the next put blocked forever
     monkeypatch.setattr("copilot_otel.replay.BATCH_RECORDS", 8)
-    assert replay_into(receiver, root) == RejectedError.exit_code
-    err = capsys.readouterr().err
-    assert "Traceback" not in err
+    assert replay_into(receiver, root) == 0
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err and "encoded" not in out + err
     got = {s["span_id"]: _strip(s) for s in receiver.spans()}
     assert Counter(s["span_id"] for s in receiver.spans()).most_common(1)[0][1] == 1
     # the two clean sessions arrive whole, identical to a replay without the poisoned one
     assert {k: v for k, v in got.items() if k in clean_spans} == clean_spans
-    # the poisoned session: only records carrying the year 2700 are missing; the rest of it arrived
-    poisoned_ids = set(got) - set(clean_spans)
-    dead = _dead_letters(_isolated_home)
-    dropped_spans = [d["record"] for d in dead if d["signal"] == "traces"]
-    assert dropped_spans and all(d["reason"].startswith("unencodable") for d in dead)
-    assert all(s["end_ns"] >= 2**64 for s in dropped_spans)
-    assert len(poisoned_ids) + len(dropped_spans) == 14  # multi-tool's spans
-    assert any(s["name"] == "execute_tool grep" for s in got.values() if s["span_id"] in poisoned_ids)
+    _assert_poisoned_session_whole({k: v for k, v in got.items() if k not in clean_spans}, multi_tool)
     got_logs = [repr(_strip(log)) for log in receiver.logs()]
     assert all(repr(log) in got_logs for log in clean_logs)
-    dead_logs = sum(d["signal"] == "logs" for d in dead)
-    # metrics were sent: only the 2**70 measurements were left out
+    assert _dead_letters(_isolated_home) == []
+    # metrics were sent, the 2**70 tokens not among them; the drops are counted by reason
     tokens = [m for m in receiver.metrics() if m["name"] == "gen_ai.client.inference.usage.output_tokens"]
-    assert tokens and all(m["value"] < 2**63 for m in tokens)
-    summary = err.strip().splitlines()[-1]
-    spans_read = len(got) + len(dropped_spans)
+    assert tokens and all(m["value"] < 2**53 for m in tokens)
+    dropped = {
+        m["attributes"]["copilot_otel.drop.reason"]: m["value"]
+        for m in receiver.metrics()
+        if m["name"] == "copilot_otel.values.dropped"
+    }
+    assert dropped == {"bad_timestamp": 1, "out_of_range": 1}
+    said = [line for line in (out + err).splitlines() if "dropped a value" in line]
+    assert len(said) == 2 and "'2700-11-29T17:11:32.618Z'" in said[1] and "1.18" in said[0], said
+    summary = [line for line in out.splitlines() if line.startswith("copilot-otel: ")][-1]
     assert summary.startswith(
-        f"copilot-otel: error: delivered {len(got)} of {spans_read} spans and {len(got_logs)} of "
-        f"{len(got_logs) + dead_logs} log events from 3 of 3 sessions"
+        f"copilot-otel: exported 3 sessions: {len(got)} spans, {len(got_logs)} log events"
     )
-    assert f"{len(dead) + 3} records could not be encoded" in summary  # + 3 measurements of 2**70 tokens
-    assert sum("cannot be encoded" in line for line in err.splitlines()) <= 5, (
-        "rate-limited, not one per record"
-    )
+    assert "2 values dropped (bad_timestamp: 1, out_of_range: 1), their events kept" in summary
 
 
-def test_daemon_poison_values_cost_only_their_records_and_the_file_is_checkpointed(
+def test_replay_in_workers_counts_the_dropped_values_of_each(
+    receiver: OtlpReceiver,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    root = tmp_path / "session-state"
+    root.mkdir()
+    for i in range(2):
+        shutil.move(_poisoned_session(tmp_path / str(i)), root / f"poisoned-{i}")
+    monkeypatch.setattr("copilot_otel.replay.CHUNK_BYTES", 1)  # one session per worker
+    assert replay_into(receiver, root, extra=("--workers", "2")) == 0
+    summary = [line for line in capsys.readouterr().out.splitlines() if line.startswith("copilot-otel: ")][-1]
+    assert "4 values dropped (bad_timestamp: 2, out_of_range: 2), their events kept" in summary
+
+
+def test_daemon_poison_values_cost_only_themselves_and_the_file_is_checkpointed(
     tmp_path: Path, receiver: OtlpReceiver
 ) -> None:
     root, state = tmp_path / "session-state", tmp_path / "state"
@@ -252,6 +289,7 @@ def test_daemon_poison_values_cost_only_their_records_and_the_file_is_checkpoint
     for name in ("failing-tool", "subagent"):
         shutil.copytree(CLI_GENERATED / name, root / name)
     clean_spans, _ = _expected(tmp_path, root / "failing-tool", root / "subagent")
+    multi_tool, _ = _expected(tmp_path / "multi-tool", CLI_GENERATED / "multi-tool")
     d = DaemonProcess(
         root,
         state,
@@ -260,22 +298,25 @@ def test_daemon_poison_values_cost_only_their_records_and_the_file_is_checkpoint
         env={"COPILOT_OTEL_METRICS": "true", "OTEL_METRIC_EXPORT_INTERVAL": "500"},
     ).start()
     try:
-        receiver.wait_for(lambda r: {s["span_id"] for s in r.spans()} >= set(clean_spans), 30)
-        receiver.wait_for(lambda r: any(s["name"] == "execute_tool grep" for s in r.spans()), 30)
+        want = set(clean_spans) | set(multi_tool)
+        receiver.wait_for(lambda r: {s["span_id"] for s in r.spans()} >= want, 30)
         time.sleep(2.5)  # a checkpoint flush (every second), a status write, metric exports
     finally:
         assert d.terminate() == 0
-    # the daemon's metrics keep flowing: the 2**70 tokens were left out, not every export after them
+    got = {s["span_id"]: _strip(s) for s in receiver.spans()}
+    assert {k: v for k, v in got.items() if k in clean_spans} == clean_spans
+    _assert_poisoned_session_whole({k: v for k, v in got.items() if k not in clean_spans}, multi_tool)
     tokens = [m for m in receiver.metrics() if m["name"] == "gen_ai.client.inference.usage.output_tokens"]
-    assert tokens and all(m["value"] < 2**63 for m in tokens)
+    assert tokens and all(m["value"] < 2**53 for m in tokens)
     out = d.output()
-    assert "Traceback" not in out and "unexpected error" not in out
-    assert "cannot be encoded" in out
+    assert "Traceback" not in out and "unexpected error" not in out and "encoded" not in out
+    assert sum("dropped a value" in line for line in out.splitlines()) == 2
     checkpoints = json.loads((state / "state.json").read_text())["checkpoints"]
     log = root / "poisoned" / "events.jsonl"
     assert checkpoints[str(log)]["acked_offset"] == log.stat().st_size, "the poisoned file is not stuck"
     status = json.loads((state / "status.json").read_text())
-    assert status["unencodable"] >= 1 and status["backlog_spans"] == 0
+    assert status["values_dropped"] == {"bad_timestamp": 1, "out_of_range": 1}
+    assert status["unencodable"] == 0 and status["backlog_spans"] == 0
 
 
 # ================================================================= 4. OTEL_EXPORTER_OTLP_TIMEOUT, for every signal

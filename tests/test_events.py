@@ -22,6 +22,9 @@ import pytest
 import copilot_otel
 from copilot_otel import events as ev
 from copilot_otel.parse import parse_line
+from copilot_otel.pipeline import Pipeline
+from copilot_otel.records import DropReason
+from copilot_otel.tail import Line
 from tests.conftest import FIXTURES
 
 LOGS = sorted(p for p in FIXTURES.rglob("*.jsonl") if "_capture" not in p.parts)
@@ -297,3 +300,61 @@ def test_a_failed_sub_agent_is_an_error_in_every_spelling(tmp_path: Path, end: s
     (agent,) = [r for r in read_session(log).records if isinstance(r, AgentRun)]
     assert agent.outcome is (Outcome.OK if end == "subagent.completed" else Outcome.ERROR)
     assert agent.total_tokens == 2480  # the end event's totals are read whatever its spelling
+
+
+_TOO_BIG = [
+    2**70,
+    2**63,
+    2**53,
+    -(2**64),
+    1e300,
+    float(2**53),
+]  # 2**70 reaches the field as the float 1.18e21
+
+
+@pytest.mark.parametrize("value", _TOO_BIG, ids=repr)
+def test_a_number_no_encoder_carries_reads_as_absent_and_is_noted_once(value: float) -> None:
+    usage = next(obj for _, obj, e in ALL if obj.get("type") == "session.usage_record")
+    line = json.dumps(_with(usage, ("data", "usage", "outputTokens"), value)).encode()
+    line = line.replace(b"1e+300", b"1" + b"0" * 300)  # an integer literal of 301 digits
+    step = Pipeline("s").feed(Line(0, len(line) + 1, line))
+    assert [(v.reason, v.line_number) for v in step.values_dropped] == [(DropReason.OUT_OF_RANGE, 1)]
+    assert ev.take_dropped() == []
+    event = parse_line(line, 0, len(line) + 1, 1)
+    assert isinstance(event, ev.UsageRecord)
+    assert event.usage is not None and event.usage.output_tokens == 0  # absent: the usage sums count none
+    assert event.usage.input_tokens == usage["data"]["usage"]["inputTokens"]  # the rest of the event is kept
+    assert [reason for reason, _ in ev.take_dropped()] == [DropReason.OUT_OF_RANGE]
+
+
+def test_the_largest_number_an_encoder_carries_is_kept() -> None:
+    message = next(obj for _, obj, e in ALL if obj.get("type") == "assistant.message")
+    for value in (2**53 - 1, -(2**53) + 1, 0):
+        line = json.dumps(_with(message, ("data", "outputTokens"), value)).encode()
+        event = parse_line(line, 0, len(line) + 1, 1)
+        assert isinstance(event, ev.AssistantMessage) and event.output_tokens == value
+        assert ev.take_dropped() == []
+
+
+@pytest.mark.parametrize(
+    ("timestamp", "kept"),
+    [
+        ("2700-11-29T17:11:32.618Z", False),  # beyond 2**64 ns: OTLP cannot carry it
+        ("2300-01-01T00:00:00Z", False),  # beyond int64 ns
+        ("1969-12-31T23:59:59.999Z", False),  # before the epoch
+        ("1970-01-01T00:00:00Z", False),  # 0 ns means "no time" in the fold
+        ("not a time", False),
+        (1764000000, False),  # a number, not an ISO-8601 string
+        ("2262-04-11T00:00:00Z", True),
+        ("1970-01-01T00:00:00.000001Z", True),
+    ],
+)
+def test_a_timestamp_no_encoder_carries_is_dropped_and_the_event_kept(timestamp: object, kept: bool) -> None:
+    start = next(obj for _, obj, e in ALL if obj.get("type") == "session.start")
+    line = json.dumps({**start, "timestamp": timestamp}).encode()
+    step = Pipeline("s").feed(Line(0, len(line) + 1, line))
+    event = parse_line(line, 0, len(line) + 1, 1)
+    assert isinstance(event, ev.SessionStart) and event.session_id == start["data"]["sessionId"]
+    assert (event.time_ns > 0) is kept
+    assert [v.reason for v in step.values_dropped] == ([] if kept else [DropReason.BAD_TIMESTAMP])
+    ev.take_dropped()

@@ -32,7 +32,7 @@ def test_metric_table_matches_the_instrument_definitions() -> None:
     expected = {m.name: (m.unit, m.instrument.value, set(m.attributes)) for m in sc.METRICS}
     expected.update({name: (unit, "gauge", set()) for name, unit, _ in sc.LIVE_GAUGES})
     for name, unit, _desc, kind in sc.HEALTH_METRICS:
-        attrs = {"copilot_otel.drop.reason"} if name == "copilot_otel.lines.dropped" else set()
+        attrs = {"copilot_otel.drop.reason"} if name.endswith(".dropped") else set()
         if name == "copilot_otel.export.spans":
             attrs = {"copilot_otel.export.outcome"}
         if name == "copilot_otel.runaway.interrupted":
