@@ -32,7 +32,6 @@ from and quotes it, e.g. ``Expected OTEL_EXPORTER_OTLP_PROTOCOL to be one of grp
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib
 import math
 import os
@@ -1090,6 +1089,8 @@ def _read_file(path: Path, source: str) -> dict[str, Any] | None:
             flags = " or ".join((*_BY_NAME[key].flags, *_BY_NAME[key].all_env_vars))
             raise ConfigError(f"Key {key!r} cannot be set in config file {path}; use {flags}")
         if key not in _FILE_KEYS:
+            import difflib  # only for this message: not every command's start-up
+
             close = difflib.get_close_matches(key, _FILE_KEYS, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise ConfigError(

@@ -43,7 +43,7 @@ __all__ = ["CLASSES", "Event", "Field", "drop_value", "pending_drops", "take_dro
 
 # ---------------------------------------------------------------------------------------------- coercion
 def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
+    return value if value.__class__ is str and value else None
 
 
 # A number at or beyond this in magnitude is no real count or amount, and not every encoder carries it: OTLP ints
@@ -80,13 +80,13 @@ def _out_of_range(value: float) -> None:
 
 
 def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
+    # Exact classes, not isinstance: JSON decodes to exactly these, and a bool (an int subclass) is no count.
+    cls = value.__class__
+    if cls is int:
         if -_NUMBER_MAX < value < _NUMBER_MAX:
-            return value
+            return value  # type: ignore[no-any-return]
         _out_of_range(value)
-    elif isinstance(value, float) and value.is_integer():
+    elif cls is float and value.is_integer():
         if -_NUMBER_MAX < value < _NUMBER_MAX:
             return int(value)
         _out_of_range(value)
@@ -94,7 +94,8 @@ def _int(value: Any) -> int | None:
 
 
 def _float(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    cls = value.__class__
+    if cls is not float and cls is not int:  # a bool is neither
         return None
     if -_NUMBER_MAX < value < _NUMBER_MAX:
         return float(value)

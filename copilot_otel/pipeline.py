@@ -177,12 +177,9 @@ class Pipeline:
         records = self.loop.feed(event)  # type: ignore[arg-type]
         if records and self._window is not None:
             records = self._window.keep(records)
-        if (
-            pending_drops
-        ):  # rare: a value the event lost (out of range, a clamped end) is counted with the step
-            step = self._step(records) if records else _NOTHING
-            return _with_dropped(step, start, end, number)
-        return self._step(records) if records else _NOTHING
+        step = self._step(records) if records else _NOTHING
+        # rare: a value the event lost (out of range, a clamped end) is counted with the step
+        return _with_dropped(step, start, end, number) if pending_drops else step
 
     def _step(self, records: Sequence[Record]) -> Step:
         return _new(Step, (records, self._project(records) if self._project is not None else (), None, ()))

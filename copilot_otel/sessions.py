@@ -96,32 +96,31 @@ def unreadable_sessions(root: Path) -> list[tuple[SessionFile, str]]:
                 continue
         except OSError:
             continue
-        folder = Path(entry.path)
-        reason = unreadable_reason(folder / EVENTS_FILE)
+        events = os.path.join(entry.path, EVENTS_FILE)  # a Path only for the few that cannot be read
+        reason = unreadable_reason(events)
         if reason:
-            found.append((SessionFile(entry.name, folder / EVENTS_FILE, folder), reason))
+            found.append((SessionFile(entry.name, Path(events), Path(entry.path)), reason))
     return sorted(found, key=lambda item: str(item[0].path))
 
 
-def unreadable_reason(events: Path) -> str:
+def unreadable_reason(events: str | Path) -> str:
     """Why an ``events.jsonl`` that is there cannot be read ("" when it can, or is not there at all)."""
     try:
-        st = events.lstat()
+        st = os.lstat(events)
     except FileNotFoundError:
         return ""
     except OSError as exc:  # the folder cannot be searched
         return f"cannot read its folder: {(exc.strerror or str(exc)).lower()}"
-    if stat.S_ISREG(
-        st.st_mode
-    ):  # the common case, from the one lstat (a backfill asks this of every session)
+    if stat.S_ISREG(st.st_mode):  # the common case, answered from the one lstat (asked of every session)
         return "" if os.access(events, os.R_OK) else "permission denied"
-    if stat.S_ISLNK(st.st_mode) and not events.exists():
+    path = Path(events)
+    if stat.S_ISLNK(st.st_mode) and not path.exists():
         return f"{EVENTS_FILE} is a broken link"
-    if events.is_dir():
+    if path.is_dir():
         return f"{EVENTS_FILE} is a folder, not a file"
-    if not events.is_file():
+    if not path.is_file():
         return f"{EVENTS_FILE} is not a regular file"
-    if not os.access(events, os.R_OK):
+    if not os.access(path, os.R_OK):
         return "permission denied"
     return ""
 
