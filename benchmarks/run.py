@@ -1,7 +1,7 @@
 # ruff: noqa: RUF001, RUF002, RUF003 - typographic symbols (times, minus, micro) on purpose
 """One command for the performance figures: ours vs the limits and the naive baseline, side by side.
 
-    python benchmarks/run.py [--events N] [--quick] [--strict] [--keep DIR] [--no-daemon]
+    python benchmarks/run.py [--events N] [--quick] [--strict] [--keep DIR] [--no-daemon] [--baseline TREE]
 
 Everything runs in one invocation on the same generated history (``benchmarks/history.py``), so the *ratios*
 are comparable even on a noisy machine; absolute numbers are printed for information only.
@@ -19,6 +19,10 @@ Backfill figures (what exists today):
 
 Rates of subprocesses are *marginal*: ``events / (wall − wall of the same command on a 1-session history)``,
 so interpreter start-up and imports (shown separately) do not distort small runs.
+
+Against another checkout (``--baseline TREE``, e.g. ``git worktree add /tmp/before REV``): replay events/s and
+start-up of ours and of that tree's package on one more history of N events, in ``--pairs`` alternating runs;
+the figure is the median of the pairs' ratios, the check that a restructure did not make replay slower.
 
 Daemon figures (``copilot-otel run``; "n/a (daemon not available)" if it fails to start): live latency
 p50/p99, idle CPU/RSS with 5,000 idle sessions, restart time with 5,000 checkpoints, burst 50 × 200 ev/s.
@@ -108,7 +112,10 @@ def clean_env(home: Path, **extra: str) -> dict[str, str]:
     """The environment of every subprocess: no inherited OTEL_*/COPILOT_*, a throw-away HOME."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_", "XDG_"))}
     env["HOME"] = str(home)
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    # Byte-code is cached as an installed package's is (else every run compiles the package: start-up would
+    # measure the compiler), in the work dir rather than next to the sources.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(home.parent / "pycache")
     env.update(extra)
     return env
 
@@ -305,11 +312,16 @@ class ReplayRun:
     received: dict[str, int]
 
 
-def replay(bench: Bench, roots: Sequence[Path], name: str, **env: str) -> ReplayRun:
-    """``copilot-otel replay ROOTS`` into a fresh receiver; checks the receiver got every span."""
+def replay(
+    bench: Bench, roots: Sequence[Path], name: str, cli: Sequence[str] | None = None, **env: str
+) -> ReplayRun:
+    """``copilot-otel replay ROOTS`` into a fresh receiver; checks the receiver got every span.
+
+    ``cli``: another command than ours (the baseline tree's, ``--baseline``).
+    """
     with Receiver(bench.work, bench.env(), name) as receiver:
         cmd = [
-            *bench.cli,
+            *(cli or bench.cli),
             "replay",
             *map(str, roots),
             "--endpoint",
@@ -370,7 +382,9 @@ def backfill(bench: Bench, events: int, prompts_per_session: int) -> None:
         )
     )
 
-    # start-up cost: the same commands on a 1-session history, subtracted from the big runs
+    # start-up cost: the same commands on a 1-session history, subtracted from the big runs (after one that
+    # compiles the package's byte-code into the cache, as installing it does)
+    replay(bench, [tiny], "warm-up")
     null_ours = replay(bench, [tiny], "null-ours")
     null_naive, _, _ = naive(bench, [tiny], "null-naive")
 
@@ -538,6 +552,74 @@ NOT_AVAILABLE = "n/a (daemon not available)"
 
 class DaemonUnavailable(Exception):
     """``copilot-otel run`` exited during start-up."""
+
+
+def baseline_cli(tree: Path) -> tuple[list[str], dict[str, str]]:
+    """The command and environment that run another checkout's package (``PYTHONPATH`` comes before the
+    editable install of this one)."""
+    return [sys.executable, "-m", "copilot_otel"], {"PYTHONPATH": str(tree.resolve())}
+
+
+def versus_baseline(bench: Bench, tree: Path, events: int, pairs: int, prompts_per_session: int) -> None:
+    """Replay events/s and start-up, ours against another checkout (``--baseline``), in pairs, in one run.
+
+    Both replay the same history into the same kind of receiver, alternately (ours, theirs, ours, …) so a
+    machine that speeds up or slows down mid-run affects both; each pair gives a ratio, and the median of
+    those is the figure (a single pair on a noisy 2-core machine proves nothing). Rates are marginal as above:
+    events / (wall − the median wall of the same command on a 1-session history).
+    """
+    work = bench.work
+    hist, tiny = work / "history-vs", work / "history-vs-1"
+    history.generate(hist, events, prompts_per_session=prompts_per_session, seed=4)
+    history.generate(tiny, 1, seed=5, only="multi-tool")
+    base_cmd, base_env = baseline_cli(tree)
+    # First runs compile each tree's byte-code into the cache: not counted.
+    replay(bench, [tiny], "warm-ours")
+    replay(bench, [tiny], "warm-base", cli=base_cmd, **base_env)
+    nulls: dict[str, list[float]] = {"ours": [], "base": []}
+    rates: dict[str, list[float]] = {"ours": [], "base": []}
+    events_seen: dict[str, int] = {}
+    for _ in range(pairs):
+        for who, cli, env in (("ours", None, {}), ("base", base_cmd, base_env)):
+            nulls[who].append(replay(bench, [tiny], f"null-{who}", cli=cli, **env).measured.wall_s)
+            run = replay(bench, [hist], f"vs-{who}", cli=cli, **env)
+            events_seen[who] = run.events
+            rates[who].append(run.measured.wall_s)
+    null = {who: statistics.median(v) for who, v in nulls.items()}
+    per_pair = [
+        (events_seen["ours"] / max(o - null["ours"], 1e-6))
+        / (events_seen["base"] / max(b - null["base"], 1e-6))
+        for o, b in zip(rates["ours"], rates["base"], strict=True)
+    ]
+    ours_rate = events_seen["ours"] / max(statistics.median(rates["ours"]) - null["ours"], 1e-6)
+    base_rate = events_seen["base"] / max(statistics.median(rates["base"]) - null["base"], 1e-6)
+    ratio = statistics.median(per_pair)
+    bench.add(
+        Row(
+            f"replay events/s vs baseline {tree.name} ({pairs} pairs)",
+            fmt_rate(ours_rate),
+            fmt_rate(base_rate),
+            f"{ratio:.2f} (pairs {min(per_pair):.2f}–{max(per_pair):.2f})",
+            "≥ 1.00",
+            ratio >= 1.0,
+        )
+    )
+    startup = statistics.median(a / b for a, b in zip(nulls["ours"], nulls["base"], strict=True))
+    bench.add(
+        Row(
+            f"start-up vs baseline {tree.name} (s, 1-session replay)",
+            f"{null['ours']:.2f}",
+            f"{null['base']:.2f}",
+            f"{startup:.2f}",
+            "≤ 1.00",
+            startup <= 1.0,
+        )
+    )
+    if events_seen["ours"] != events_seen["base"]:
+        bench.notes.append(
+            f"the baseline counts {events_seen['base']:,} events in the history, ours {events_seen['ours']:,} "
+            "(rates are per event each counts)"
+        )
 
 
 @contextlib.contextmanager
@@ -900,6 +982,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strict", action="store_true", help="exit 1 when a performance target is missed")
     parser.add_argument("--no-daemon", action="store_true", help="skip the live-daemon figures")
     parser.add_argument("--keep", type=Path, default=None, help="work in this folder and keep it")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        metavar="TREE",
+        help="also replay with the package of another checkout (git worktree add TREE REV) in paired runs "
+        "and print the ratios (the 'not slower' check of a restructure)",
+    )
+    parser.add_argument("--pairs", type=int, default=7, help="paired runs against --baseline (default 7)")
     args = parser.parse_args(argv)
     events = args.events or (5_000 if args.quick else 200_000)
 
@@ -920,6 +1011,8 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     try:
         backfill(bench, events, args.prompts_per_session)
+        if args.baseline is not None:
+            versus_baseline(bench, args.baseline, events, args.pairs, args.prompts_per_session)
         if not args.no_daemon:
             daemon_figures(bench)
     except BenchError as exc:
