@@ -77,6 +77,8 @@ def _seconds_ns(text: str) -> int:
 # written otherwise is simply decoded in full.
 SKIPPED_TYPES = frozenset({b"system.message", b"assistant.reasoning"})
 _TYPE_PREFIX = b'{"type":"'
+# Each skip set's line prefixes (``{"type":"system.message"``), built once per set.
+_SKIP_PREFIXES: dict[frozenset[bytes], tuple[bytes, ...]] = {}
 
 
 def parse_line(
@@ -94,10 +96,11 @@ def parse_line(
     Returns:
         The event, a :class:`BadLine`, or ``None`` for a well-framed line of a type in ``skip``.
     """
-    if line.startswith(_TYPE_PREFIX) and line.endswith(b"}"):
-        end = line.find(b'"', 9)
-        if line[9:end] in skip:
-            return None
+    prefixes = _SKIP_PREFIXES.get(skip)
+    if prefixes is None:
+        prefixes = _SKIP_PREFIXES[skip] = tuple(_TYPE_PREFIX + kind + b'"' for kind in skip)
+    if line.startswith(prefixes) and line.endswith(b"}"):  # one C call for the common line, of no such type
+        return None
     try:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
