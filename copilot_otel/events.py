@@ -34,7 +34,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any, Generic, TypeVar, overload
 
-from .records import DropReason, RecordBase, record
+from .records import NUMBER_MAX, DropReason, RecordBase, record
 
 T = TypeVar("T")
 
@@ -45,11 +45,6 @@ __all__ = ["CLASSES", "Event", "Field", "drop_value", "pending_drops", "take_dro
 def _str(value: Any) -> str | None:
     return value if value.__class__ is str and value else None
 
-
-# A number at or beyond this in magnitude is no real count or amount, and not every encoder carries it: OTLP ints
-# are int64, metric points are exact only below 2**53 (orjson reads an integer beyond u64 as a float: 2**70 is
-# 1.18e21). Such a value counts as absent, and is noted as dropped (see take_dropped).
-_NUMBER_MAX = 2**53
 
 # Values read and dropped, as (thread, reason, detail). A field has no way back to whoever reads it (a view, and
 # the loop may read a kept event later), so the pipeline that feeds events on that thread takes them after each
@@ -83,11 +78,11 @@ def _int(value: Any) -> int | None:
     # Exact classes, not isinstance: JSON decodes to exactly these, and a bool (an int subclass) is no count.
     cls = value.__class__
     if cls is int:
-        if -_NUMBER_MAX < value < _NUMBER_MAX:
+        if -NUMBER_MAX < value < NUMBER_MAX:
             return value  # type: ignore[no-any-return]
         _out_of_range(value)
     elif cls is float and value.is_integer():
-        if -_NUMBER_MAX < value < _NUMBER_MAX:
+        if -NUMBER_MAX < value < NUMBER_MAX:
             return int(value)
         _out_of_range(value)
     return None
@@ -97,7 +92,7 @@ def _float(value: Any) -> float | None:
     cls = value.__class__
     if cls is not float and cls is not int:  # a bool is neither
         return None
-    if -_NUMBER_MAX < value < _NUMBER_MAX:
+    if -NUMBER_MAX < value < NUMBER_MAX:
         return float(value)
     _out_of_range(value)
     return None
@@ -138,7 +133,7 @@ class Field(Generic[T]):
             return value
         if kind is _FLAG:
             return value is True
-        if value.__class__ is int and -_NUMBER_MAX < value < _NUMBER_MAX:
+        if value.__class__ is int and -NUMBER_MAX < value < NUMBER_MAX:
             # the common number, without a call (not isinstance: a bool is an int); the rest is _int's or _float's
             return value if kind is _COUNT else float(value)
         return _int(value) if kind is _COUNT else _float(value)

@@ -49,7 +49,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from . import __version__, wire
 from .config import OtlpOptions, otlp_options
 from .deadletter import DeadLetters
-from .records import LogRecord, SpanRecord
+from .records import NUMBER_MAX, LogRecord, SpanRecord
 from .sink import KEEP, MAX_BYTES, RotatingFile
 
 logger = logging.getLogger(__name__)
@@ -601,14 +601,12 @@ class _Throttled:
 _ENDPOINT_REMINDER_S = 300.0
 # What the wire encoder raises on a value it cannot write (a timestamp beyond 2**64 ns, a bad enum value).
 ENCODE_ERRORS = (struct.error, OverflowError, ValueError, TypeError, KeyError)
-# A measurement at or beyond this is no real token count or duration (floats stop being exact integers at 2**53):
-# replay's int64 sums cannot encode it, and the daemon's cumulative counters would carry it forever.
-MEASUREMENT_MAX = float(2**53)
 
 
 def measurement_encodable(value: float) -> bool:
-    """Whether a measurement's value may be recorded (finite, below 2**53 in magnitude); callers count the rest."""
-    return abs(value) < MEASUREMENT_MAX
+    """Whether a measurement's value may be recorded (finite, below ``records.NUMBER_MAX`` in magnitude: replay's
+    int64 sums could not encode more); callers count the rest."""
+    return abs(value) < NUMBER_MAX
 
 
 @dataclass

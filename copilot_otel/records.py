@@ -122,6 +122,12 @@ AttrValue = str | bool | int | float | tuple[str, ...] | tuple[int, ...] | tuple
 Attributes = Mapping[str, AttrValue]
 
 
+# A number at or beyond this in magnitude is no real count, amount or duration: floats stop being exact integers
+# there, OTLP ints are int64, and a cumulative counter would carry it forever (orjson reads an integer beyond u64
+# as a float: 2**70 is 1.18e21). Events read such a value as absent; a measurement of it is not recorded.
+NUMBER_MAX = 2**53
+
+
 class DropReason(str, enum.Enum):
     """Why a line was skipped; each reason is a counter label and a log line."""
 

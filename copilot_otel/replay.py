@@ -27,7 +27,7 @@ from .config import Config
 from .content import ContentKind
 from .deadletter import DeadLetters
 from .errors import EndpointError, ExportError, RejectedError, SourceError
-from .export import ENCODE_ERRORS, MEASUREMENT_MAX, Signal
+from .export import ENCODE_ERRORS, Signal, measurement_encodable
 from .metrics import Aggregator
 from .pipeline import Pipeline, Step
 from .records import BadLine, Emission, LogRecord, Measurement, SpanRecord
@@ -388,7 +388,7 @@ def _replay_here(
                     else:
                         measurement = cast(Measurement, record)
                         report.measurements += 1
-                        if -MEASUREMENT_MAX < measurement.value < MEASUREMENT_MAX:
+                        if measurement_encodable(measurement.value):
                             metrics.record(measurement)
                         else:
                             _drop_measurement(report, session.path, measurement)
