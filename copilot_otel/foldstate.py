@@ -13,7 +13,6 @@ records because ids and timestamps come only from the events.
 
 from __future__ import annotations
 
-import operator
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import field
@@ -195,13 +194,11 @@ class SessionContext(RecordBase):
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready copy (checkpoints keep it while the fold moves on)."""
-        names = field_names(self)
-        out = dict(
-            zip(names, _CONTEXT_VALUES(self), strict=True)
-        )  # one C call for every field (once a prompt)
-        for name in _CONTEXT_DICTS:  # the mutable fields: a copy, not the live dict
-            out[name] = dict(out[name])
-        return out
+        return {
+            name: dict(value) if isinstance(value, dict) else value
+            for name in field_names(self)
+            for value in (getattr(self, name),)
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SessionContext:
@@ -211,7 +208,3 @@ class SessionContext(RecordBase):
             k: dict(v) if isinstance(v, dict) else v for k, v in data.items() if k in known_names
         }
         return cls(**known)
-
-
-_CONTEXT_VALUES = operator.attrgetter(*field_names(SessionContext))
-_CONTEXT_DICTS = tuple(name for name, _, factory in SessionContext.__record_fields__ if factory is dict)

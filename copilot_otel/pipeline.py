@@ -175,33 +175,30 @@ class Pipeline:
         # feed_event, inlined: this runs once per line of every backfill.
         self.events += 1
         records = self.loop.feed(event)  # type: ignore[arg-type]
-        if records and self._window is not None:
-            records = self._window.keep(records)
-        step = self._step(records) if records else _NOTHING
-        # rare: a value the event lost (out of range, a clamped end) is counted with the step
-        return _with_dropped(step, start, end, number) if pending_drops else step
-
-    def _step(self, records: Sequence[Record]) -> Step:
-        return _new(Step, (records, self._project(records) if self._project is not None else (), None, ()))
+        if not records and not pending_drops:
+            return _NOTHING  # most lines: no call more
+        return self._finish(records, start, end, number)
 
     def feed_event(self, event: Event) -> Step:
         """Fold one event already decoded (the stages after parse; tests feed events they built)."""
         self.events += 1
-        records = self.loop.feed(event)
-        if records and self._window is not None:
-            records = self._window.keep(records)
-        step = self._step(records) if records else _NOTHING
-        if pending_drops:
-            return _with_dropped(step, event.offset, event.end_offset, self.line_number)
-        return step
+        return self._finish(self.loop.feed(event), event.offset, event.end_offset, self.line_number)
 
     def close(self, reason: str, time_ns: int | None = None) -> Step:
         """Close whatever is still open (end of file, owner gone, idle); it is marked incomplete."""
-        records = self.loop.close(reason, time_ns)
+        return self._finish(self.loop.close(reason, time_ns), 0, 0, self.line_number)
+
+    def _finish(self, records: list[Record], offset: int, end_offset: int, line_number: int) -> Step:
+        """The step of what the loop completed: the window's prompts only, projected, with the values the event
+        lost (rare: a value out of range, a clamped end)."""
         if records and self._window is not None:
             records = self._window.keep(records)
-        step = Step(records, self._project(records) if self._project is not None and records else ())
-        return _with_dropped(step, 0, 0, self.line_number) if pending_drops else step
+        step = (
+            _new(Step, (records, self._project(records) if self._project is not None else (), None, ()))
+            if records
+            else _NOTHING
+        )
+        return _with_dropped(step, offset, end_offset, line_number) if pending_drops else step
 
     # What the daemon checkpoints and shows about the session (see the resume model in docs/design.md).
     @property
