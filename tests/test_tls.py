@@ -34,55 +34,37 @@ def _openssl(*args: str) -> None:
     subprocess.run(["openssl", *args], check=True, capture_output=True)
 
 
+def _signed(d: Path, name: str, subject: str, extensions: str, ca: Path, ca_key: Path) -> tuple[Path, Path]:
+    """A key and a certificate ``name.pem`` for ``subject``, signed by the CA with ``extensions``."""
+    key, csr, cert, ext = (d / f"{name}.{suffix}" for suffix in ("key", "csr", "pem", "ext"))
+    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", subject, "-keyout", str(key), "-out", str(csr))
+    ext.write_text(extensions)
+    _openssl(
+        "x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial",
+        "-days", "2", "-out", str(cert), "-extfile", str(ext),
+    )  # fmt: skip
+    return key, cert
+
+
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A CA and a server certificate for 127.0.0.1 / localhost signed by it (PEM files)."""
+    """A CA, a server certificate for 127.0.0.1 / localhost and a client certificate, signed by it (PEM files)."""
     d = tmp_path_factory.mktemp("pki")
-    ca_key, ca, key, csr, cert = (
-        d / n for n in ("ca.key", "ca.pem", "server.key", "server.csr", "server.pem")
-    )
+    ca_key, ca = d / "ca.key", d / "ca.pem"
     _openssl(
         "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=copilot-otel test CA",
         "-keyout", str(ca_key), "-out", str(ca),
         "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
     )  # fmt: skip
-    _openssl(
-        "req",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-subj",
+    key, cert = _signed(
+        d,
+        "server",
         "/CN=127.0.0.1",
-        "-keyout",
-        str(key),
-        "-out",
-        str(csr),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n",
+        ca,
+        ca_key,
     )
-    ext = d / "server.ext"
-    ext.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n")
-    _openssl(
-        "x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial",
-        "-days", "2", "-out", str(cert), "-extfile", str(ext),
-    )  # fmt: skip
-    client_key, client_csr, client = (d / n for n in ("client.key", "client.csr", "client.pem"))
-    _openssl(
-        "req",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-subj",
-        "/CN=copilot-otel",
-        "-keyout",
-        str(client_key),
-        "-out",
-        str(client_csr),
-    )
-    client_ext = d / "client.ext"
-    client_ext.write_text("extendedKeyUsage=clientAuth\n")
-    _openssl(
-        "x509", "-req", "-in", str(client_csr), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial",
-        "-days", "2", "-out", str(client), "-extfile", str(client_ext),
-    )  # fmt: skip
+    client_key, client = _signed(d, "client", "/CN=copilot-otel", "extendedKeyUsage=clientAuth\n", ca, ca_key)
     return {"ca": ca, "cert": cert, "key": key, "client": client, "client_key": client_key}
 
 
