@@ -93,6 +93,12 @@ ObserverFactory = Callable[[], BaseObserver]
 _StatKey = tuple[int, int, int]  # (inode, size, mtime_ns)
 
 
+# In polling mode (no notifications) the scan is the mechanism; with a huge history it is also the main cost, so its
+# period grows until it takes at most this share of one core (100,000 sessions: a ~1 s scan every ~50 s; the files
+# with an open prompt are stat-polled four times a second by the daemon whatever this says).
+_POLL_SHARE = 0.02
+
+
 class Discovery:
     """Discover session logs under ``root`` and report changes to ``on_change``.
 
@@ -102,6 +108,9 @@ class Discovery:
         poll_interval_s: Period of the root check and, in polling mode, of the rescan.
         force_polling: Never use inotify (e.g. a known network filesystem).
         observer_factory: Builds the watchdog observer (default: the platform's native ``Observer``).
+        on_resync: Called instead of reporting every session log one by one when a watch (or polling) starts or
+            events were lost: the caller compares a full :meth:`scan_stats` with what it knows (the daemon, which
+            knows 100,000 logs by their stat and would otherwise take 100,000 calls and ``stat``s at each start).
     """
 
     def __init__(
@@ -112,6 +121,7 @@ class Discovery:
         poll_interval_s: float = DEFAULT_POLL_INTERVAL_S,
         force_polling: bool = False,
         observer_factory: ObserverFactory = Observer,
+        on_resync: Callable[[], None] | None = None,
     ) -> None:
         if poll_interval_s <= 0:
             raise ValueError(f"Expected poll_interval_s to be > 0, got {poll_interval_s!r}")
@@ -121,6 +131,9 @@ class Discovery:
         self._poll_interval_s = poll_interval_s
         self._force_polling = force_polling
         self._observer_factory = observer_factory
+        self._on_resync = on_resync
+        # In polling mode a poll costs one stat per session: it runs at most this share of the time.
+        self._poll_cost_s = 0.0
         self._observer: BaseObserver | None = None
         self._watched_root: tuple[int, int] | None = None  # (dev, ino) of the root being watched
         # The root with symlinks resolved, when that differs: FSEvents (macOS) reports real paths, so a root reached
@@ -159,6 +172,11 @@ class Discovery:
         """``"inotify"`` (watching), ``"polling"`` (fallback), ``"waiting"`` (no root) or ``"stopped"``."""
         return self._mode
 
+    def scan_stats(self) -> dict[str, tuple[int, int, int]]:
+        """Every session log under ``root`` now, with its ``(inode, size, mtime_ns)``: what :meth:`scan` lists, and
+        what a caller that knows logs by their stat compares without a ``stat`` of its own."""
+        return self._scan_stat()
+
     def scan(self) -> list[str]:
         """Every session log under ``root`` now, sorted: ``<id>/events.jsonl`` and legacy ``<id>.jsonl``.
 
@@ -168,15 +186,22 @@ class Discovery:
         """
         return sorted(self._scan_stat())
 
-    def start(self) -> None:
-        """Start watching (synchronously when ``root`` exists, so nothing written after this returns is
-        missed) and the supervisor thread that handles a late root, fallback polling and overflows."""
+    def start(self, *, background: bool = False) -> None:
+        """Start watching and the supervisor thread that handles a late root, fallback polling and overflows.
+
+        The watch is set up before this returns (so nothing written after it is missed), unless ``background``: then
+        the supervisor sets it up (a recursive inotify watch of 100,000 session folders takes seconds) and calls
+        ``on_resync`` once it is up, so the caller's scan then covers what changed meanwhile.
+        """
         if self._thread is not None:
             raise RuntimeError("Discovery.start() called twice")
         self._stop.clear()
         logging.getLogger(_WATCHDOG_OVERFLOW_LOGGER).addFilter(self._overflow_filter)
         self._mode = "waiting"
-        self._tick()
+        if background:
+            self._wake.set()  # the supervisor's first tick runs at once
+        else:
+            self._tick()
         self._thread = threading.Thread(target=self._run, name="copilot-otel-discovery", daemon=True)
         self._thread.start()
 
@@ -254,6 +279,12 @@ class Discovery:
                 )
 
     def _notify_all(self) -> None:
+        if self._on_resync is not None:
+            try:
+                self._on_resync()
+            except Exception:
+                logger.exception("discovery on_resync callback failed")
+            return
         for path in sorted(self._scan_stat()):
             self._notify(path)
 
@@ -306,7 +337,10 @@ class Discovery:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self._wake.wait(self._poll_interval_s)
+            period = self._poll_interval_s
+            if self._mode == "polling":
+                period = max(period, self._poll_cost_s / _POLL_SHARE)
+            self._wake.wait(period)
             self._wake.clear()
             if self._stop.is_set():
                 break
@@ -448,8 +482,13 @@ class Discovery:
             logger.warning("the file watcher did not stop within %.0fs; leaving it behind", timeout_s)
 
     def _poll_once(self) -> None:
+        started = time.monotonic()
         current = self._scan_stat()
+        self._poll_cost_s = time.monotonic() - started
         previous, self._polled = self._polled, current
+        if not previous and self._on_resync is not None:
+            self._notify_all()  # the first poll: the caller compares the whole scan itself
+            return
         for path, key in current.items():
             if previous.get(path) != key:
                 self._notify(path)

@@ -46,6 +46,9 @@ class Marker:
         context: The fold's session context at ``safe_offset``.
         identity: The file identity the offsets refer to.
         forget: The file is gone: drop its checkpoint once this marker is delivered.
+        size: The file's size when it was read up to ``offset`` (0: unknown), stored with the checkpoint so that
+            a restart knows an unchanged file from one ``stat``, without opening it.
+        mtime_ns: Its modification time then.
     """
 
     key: str
@@ -55,6 +58,8 @@ class Marker:
     context: dict[str, Any] | None
     identity: Any
     forget: bool = False
+    size: int = 0
+    mtime_ns: int = 0
 
 
 @dataclass

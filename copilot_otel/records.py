@@ -139,6 +139,8 @@ class DropReason(str, enum.Enum):
     OUT_OF_RANGE = "out_of_range"
     END_BEFORE_START = "end_before_start"
     TOO_LONG = "too_long"
+    UNTERMINATED = "unterminated"
+    """The last line of a log that was deleted or replaced never got its newline (the daemon; replay folds it)."""
 
 
 @dataclass(frozen=True, slots=True)

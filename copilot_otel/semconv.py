@@ -210,37 +210,44 @@ METRICS: tuple[MetricSpec, ...] = (
 
 METRICS_BY_NAME = {m.name: m for m in METRICS}
 
-# Gauges observed from the daemon (not produced by the fold): name, unit, description.
+# Gauges observed from the daemon (not produced by the fold), and the self-health metrics: the one place that names
+# them (the daemon, replay and the status read these constants).
+LIVE_PROMPTS = "copilot_otel.live.prompts"
+LIVE_MAX_TURNS = "copilot_otel.live.max_turns"
+LIVE_MAX_TOOL_CALLS = "copilot_otel.live.max_tool_calls"
+LIVE_MAX_DURATION = "copilot_otel.live.max_duration"
+LIVE_MAX_IDENTICAL_TOOL_CALLS = "copilot_otel.live.max_identical_tool_calls"
+LIVE_MAX_TOOL_ERROR_STREAK = "copilot_otel.live.max_tool_error_streak"
+LINES_READ = "copilot_otel.lines.read"
+LINES_DROPPED = "copilot_otel.lines.dropped"
+VALUES_DROPPED = "copilot_otel.values.dropped"
+EXPORT_BACKLOG = "copilot_otel.export.backlog"
+EXPORT_LAST_SUCCESS = "copilot_otel.export.last_success"
+FILES_TRACKED = "copilot_otel.files.tracked"
+
+# Gauges observed from the daemon: name, unit, description.
 LIVE_GAUGES: tuple[tuple[str, str, str], ...] = (
-    ("copilot_otel.live.prompts", "{prompt}", "Prompts in progress now."),
-    ("copilot_otel.live.max_turns", "{turn}", "Most turns of any prompt in progress."),
-    ("copilot_otel.live.max_tool_calls", "{tool_call}", "Most tool calls of any prompt in progress."),
-    ("copilot_otel.live.max_duration", "s", "Longest running prompt in progress, in seconds."),
-    (
-        "copilot_otel.live.max_identical_tool_calls",
-        "{call}",
-        "Longest streak of identical tool calls in progress.",
-    ),
-    (
-        "copilot_otel.live.max_tool_error_streak",
-        "{error}",
-        "Longest streak of failed tool calls in progress.",
-    ),
+    (LIVE_PROMPTS, "{prompt}", "Prompts in progress now."),
+    (LIVE_MAX_TURNS, "{turn}", "Most turns of any prompt in progress."),
+    (LIVE_MAX_TOOL_CALLS, "{tool_call}", "Most tool calls of any prompt in progress."),
+    (LIVE_MAX_DURATION, "s", "Longest running prompt in progress, in seconds."),
+    (LIVE_MAX_IDENTICAL_TOOL_CALLS, "{call}", "Longest streak of identical tool calls in progress."),
+    (LIVE_MAX_TOOL_ERROR_STREAK, "{error}", "Longest streak of failed tool calls in progress."),
 )
 HEALTH_METRICS: tuple[tuple[str, str, str, Instrument | None], ...] = (
-    ("copilot_otel.lines.read", "{line}", "Log lines read.", _C),
-    ("copilot_otel.lines.dropped", "{line}", "Log lines skipped, by reason.", _C),
+    (LINES_READ, "{line}", "Log lines read.", _C),
+    (LINES_DROPPED, "{line}", "Log lines skipped, by reason.", _C),
     (
-        "copilot_otel.values.dropped",
+        VALUES_DROPPED,
         "{value}",
         "Values out of range dropped from events kept, by reason.",
         _C,
     ),
     ("copilot_otel.export.spans", "{span}", "Spans exported or dead-lettered.", _C),
     ("copilot_otel.export.retries", "{retry}", "Export attempts retried.", _C),
-    ("copilot_otel.export.backlog", "{span}", "Spans waiting for the collector.", None),
-    ("copilot_otel.export.last_success", "s", "Unix time of the last accepted export.", None),
-    ("copilot_otel.files.tracked", "{file}", "Session log files tracked.", None),
+    (EXPORT_BACKLOG, "{span}", "Spans waiting for the collector.", None),
+    (EXPORT_LAST_SUCCESS, "s", "Unix time of the last accepted export.", None),
+    (FILES_TRACKED, "{file}", "Session log files tracked.", None),
     ("copilot_otel.runaway.interrupted", "{interrupt}", "Runaway CLIs interrupted (or, dry run, not).", _C),
     ("copilot_otel.notifications", "{notification}", "Runaway notifications, by channel and outcome.", _C),
 )

@@ -86,6 +86,9 @@ class Checkpoint:
             emissions from lines ending at or before it are suppressed on replay.
         context: ``Pipeline.context_snapshot()`` (JSON-serialisable) or ``None``.
         updated_ns: Wall-clock time of the acknowledgement (for TTL garbage collection only).
+        size: The file's size when it was read up to ``acked_offset`` (0: unknown).
+        mtime_ns: The file's modification time then: with ``size`` and the inode, what tells a restart that the
+            file is unchanged from one ``stat``, without opening it.
     """
 
     identity: FileIdentity
@@ -93,6 +96,8 @@ class Checkpoint:
     acked_offset: int
     context: dict[str, Any] | None = None
     updated_ns: int = 0
+    size: int = 0
+    mtime_ns: int = 0
 
 
 class LoadOutcome(str, enum.Enum):
@@ -484,7 +489,13 @@ def _decode(data: bytes) -> dict[str, Checkpoint]:
             if context is not None and not isinstance(context, dict):
                 raise _Corrupt(f"context of {path!r} is not an object")
             out[path] = Checkpoint(
-                identity, _int(e["safe_offset"]), _int(e["acked_offset"]), context, _int(e["updated_ns"])
+                identity,
+                _int(e["safe_offset"]),
+                _int(e["acked_offset"]),
+                context,
+                _int(e["updated_ns"]),
+                _int(e.get("size", 0)),
+                _int(e.get("mtime_ns", 0)),
             )
     except (KeyError, TypeError) as exc:
         raise _Corrupt(f"malformed checkpoint ({exc!r})") from exc

@@ -347,6 +347,13 @@ class FileTailer:
         return self._identity
 
     @property
+    def last_seen(self) -> tuple[int, int, int] | None:
+        """``(inode, size, mtime_ns)`` of the path at the start of the last read (``None`` before one, or once the
+        path was found gone): what a checkpoint stores so that a restart can tell an unchanged file by its stat."""
+        seen = self._last_seen
+        return None if seen is None else (seen[1], seen[2], seen[3])
+
+    @property
     def is_open(self) -> bool:
         """True while the tailer holds an fd."""
         return self._fd is not None
