@@ -35,9 +35,10 @@ import argparse
 import importlib
 import math
 import os
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from types import MappingProxyType, ModuleType
 from typing import Any, Generic, Literal, TypeVar, get_args
@@ -61,6 +62,7 @@ from .content import (
     ContentPolicy,
 )
 from .errors import ConfigError
+from .moments import FORMS, parse_moment
 
 
 def _toml_module() -> ModuleType | None:
@@ -368,28 +370,17 @@ def _url(raw: object, env: Env) -> str:
 
 
 def _backfill(raw: object, env: Env) -> Backfill:
-    expected = "all, none, or an ISO date or datetime such as 2026-01-01 or 2026-01-01T09:00:00+01:00"
-    if isinstance(raw, datetime):  # TOML (offset or local) datetime
-        moment = raw
-    elif isinstance(raw, date):  # TOML local date
-        moment = datetime.combine(raw, time())
-    else:
-        text = _text(raw, expected)
-        if text.lower() in ("all", "none"):
-            return Backfill("all" if text.lower() == "all" else "none")
-        if text[-1:] in ("Z", "z"):  # Python 3.10's fromisoformat does not accept "Z"
-            text = text[:-1] + "+00:00"
-        try:
-            moment = datetime.fromisoformat(text)
-        except ValueError:
-            raise _Invalid(expected) from None
+    """``all``, ``none`` or a moment of the one grammar (:mod:`copilot_otel.moments`), counted from now."""
+    expected = f"all, none or a moment: {FORMS}"
+    if isinstance(raw, (datetime, date)):  # TOML (offset or local) datetime, local date
+        raw = raw.isoformat()
+    text = _text(raw, expected)
+    if text.strip().lower() in ("all", "none"):
+        return Backfill("all" if text.strip().lower() == "all" else "none")
     try:
-        if moment.tzinfo is None:  # no offset given: the user's local time
-            moment = moment.astimezone()
-        since_ns = (moment - _EPOCH) // timedelta(microseconds=1) * 1_000
-    except (OverflowError, OSError, ValueError):
+        return Backfill("since", parse_moment(text, now_ns=time.time_ns()))
+    except ConfigError:
         raise _Invalid(expected) from None
-    return Backfill("since", since_ns)
 
 
 def _timeout_millis(raw: object, env: Env) -> float:
@@ -648,13 +639,13 @@ SETTINGS: tuple[Setting[Any], ...] = (
     ),
     Setting(
         "backfill",
-        "Sessions already on disk at start: all, none, or an ISO date/datetime: the prompts that started "
-        "since then, by the events' own time (local time unless an offset is given)",
+        "Sessions already on disk at start: all, none, or a moment (2026-11-01, 7d, yesterday…; README: "
+        "Moments): the prompts that started since then, by the events' own time",
         _backfill,
         default=Backfill("all"),
         flags=("--backfill",),
         env_vars=("COPILOT_OTEL_BACKFILL",),
-        metavar="all|none|DATE",
+        metavar="all|none|MOMENT",
     ),
     Setting(
         "idle_timeout",

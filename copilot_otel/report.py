@@ -33,7 +33,6 @@ import dataclasses
 import io
 import multiprocessing
 import os
-import re
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -48,6 +47,8 @@ from .config import Config
 from .content import ContentPolicy
 from .errors import ConfigError, SourceError
 from .library import SessionRecords, read_session
+from .moments import local_time as _local
+from .moments import parse_moment
 from .sessions import SessionFile, resolve
 
 __all__ = [
@@ -64,7 +65,6 @@ __all__ = [
     "build_report",
     "finish_report",
     "make_cut",
-    "parse_bound",
     "parse_zone",
     "render_csv",
     "render_json",
@@ -211,74 +211,6 @@ def _zone_name(zone: tzinfo | None) -> str:
     if zone is None:
         return f"local ({datetime.now().astimezone().tzname()})"
     return str(zone) if not isinstance(zone, timezone) else "UTC"
-
-
-def _local(time_ns: int, zone: tzinfo | None) -> datetime:
-    seconds = time_ns / 1e9
-    return (
-        datetime.fromtimestamp(seconds).astimezone()
-        if zone is None
-        else datetime.fromtimestamp(seconds, zone)
-    )
-
-
-def _start_of(day: date, zone: tzinfo | None) -> int:
-    naive = datetime(day.year, day.month, day.day)
-    aware = naive.astimezone() if zone is None else naive.replace(tzinfo=zone)
-    return int(aware.timestamp()) * 1_000_000_000
-
-
-_DAYS = re.compile(r"^(\d+)d$")
-
-
-def parse_bound(text: str, now_ns: int, zone: tzinfo | None, *, end: bool) -> int:
-    """A ``--since`` (``end=False``: the first moment) or ``--until`` (``end=True``: just after the last).
-
-    Accepts ``YYYY-MM-DD``, ``YYYY-MM`` (a month), ``today``, ``yesterday``, ``Nd`` (the last N days, today
-    included), ``this-week`` (from Monday), ``this-month`` and ``last-month``, each read in ``zone``.
-
-    Returns:
-        Nanoseconds since the epoch; ``until`` is exclusive (the start of the day after).
-
-    Raises:
-        ConfigError: The text is none of these.
-    """
-    today = _local(now_ns, zone).date()
-    first: date
-    last: date
-    value = text.strip().lower()
-    match = _DAYS.match(value)
-    if match:
-        first, last = today - timedelta(days=max(int(match.group(1)), 1) - 1), today
-    elif value == "today":
-        first = last = today
-    elif value == "yesterday":
-        first = last = today - timedelta(days=1)
-    elif value == "this-week":
-        first, last = today - timedelta(days=today.weekday()), today
-    elif value == "this-month":
-        first, last = today.replace(day=1), _month_end(today)
-    elif value == "last-month":
-        last = today.replace(day=1) - timedelta(days=1)
-        first = last.replace(day=1)
-    else:
-        try:
-            if re.fullmatch(r"\d{4}-\d{2}", value):
-                first = date.fromisoformat(value + "-01")
-                last = _month_end(first)
-            else:
-                first = last = date.fromisoformat(value)
-        except ValueError:
-            raise ConfigError(
-                "Expected a date (YYYY-MM-DD or YYYY-MM), Nd, today, yesterday, this-week, this-month or "
-                f"last-month, got {text!r}"
-            ) from None
-    return _start_of(last + timedelta(days=1), zone) if end else _start_of(first, zone)
-
-
-def _month_end(day: date) -> date:
-    following = (day.replace(day=28) + timedelta(days=4)).replace(day=1)
-    return following - timedelta(days=1)
 
 
 def _quota_month_start(now_ns: int) -> tuple[int, str]:
@@ -1050,8 +982,8 @@ def report(
     from .telemetry import fold_settings
 
     zone = parse_zone(tz)
-    since_ns = parse_bound(since, now_ns, zone, end=False) if since else None
-    until_ns = parse_bound(until, now_ns, zone, end=True) if until else None
+    since_ns = parse_moment(since, now_ns=now_ns, zone=zone, name="--since") if since else None
+    until_ns = parse_moment(until, now_ns=now_ns, zone=zone, end=True, name="--until") if until else None
     targets = list(paths) or [str(config.session_state)]
     if not paths and not config.session_state.is_dir():
         raise SourceError(
