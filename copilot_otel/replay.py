@@ -26,7 +26,7 @@ from .agentloop import FoldSettings
 from .config import Config
 from .content import ContentKind
 from .deadletter import DeadLetters
-from .errors import EndpointError, ExportError, RejectedError, SourceError
+from .errors import EndpointError, ExportError, PartialError, RejectedError, SourceError, UnreadableError
 from .export import ENCODE_ERRORS, Signal, measurement_encodable
 from .metrics import Aggregator
 from .pipeline import Pipeline, Step
@@ -37,7 +37,6 @@ from .sessions import (
     require_session_folder,
     resolve,
     session_title,
-    unreadable_sessions,
 )
 from .telemetry import Telemetry, fold_settings, resource_attributes
 from .window import PromptWindow
@@ -163,6 +162,8 @@ class ReplayReport:
     destination: str = ""
     dead_letter_file: str = ""
     bad_line_examples: list[str] = field(default_factory=list)
+    # Sessions that could not be read (why, one line each): skipped, the rest exported; exit 8 (partial).
+    skipped: list[str] = field(default_factory=list)
     # Values dropped from events that were kept (a timestamp past 2262, a count beyond 2**53), by reason.
     values_dropped: dict[str, int] = field(default_factory=dict)
 
@@ -177,6 +178,7 @@ class ReplayReport:
         self.dead_letter_file = self.dead_letter_file or part.dead_letter_file
         room = max(0, _BAD_LINES_LOGGED - len(self.bad_line_examples))
         self.bad_line_examples.extend(part.bad_line_examples[:room])
+        self.skipped.extend(part.skipped)
 
     @property
     def exit_code(self) -> int:
@@ -185,6 +187,8 @@ class ReplayReport:
             return (EndpointError if self.endpoint_error else ExportError).exit_code
         if self.dead_lettered or self.unencodable:
             return RejectedError.exit_code
+        if self.skipped:
+            return PartialError.exit_code
         return 0
 
     def summary(self) -> str:
@@ -193,7 +197,7 @@ class ReplayReport:
             f"delivered {self.spans_delivered} of {self.spans} spans and {self.logs_delivered} of {self.logs} "
             f"log events from {self.sessions} of {self.sessions_total} sessions ({self.events} events)"
         )
-        if not self.error and not self.dead_lettered and not self.unencodable:
+        if not self.error and not self.dead_lettered and not self.unencodable and not self.skipped:
             delivered = (
                 f"exported {self.sessions} sessions: {self.spans} spans, {self.logs} log events from "
                 f"{self.events} events"
@@ -211,6 +215,10 @@ class ReplayReport:
         if self.unencodable:
             parts.append(
                 f"{self.unencodable} records could not be encoded (values out of range) and were dropped"
+            )
+        if self.skipped:
+            parts.append(
+                f"{len(self.skipped)} sessions could not be read and were skipped ({self.skipped[0]})"
             )
         if self.bad_lines:
             parts.append(f"{self.bad_lines} bad lines skipped")
@@ -274,9 +282,15 @@ def replay(
     targets = list(targets)
     if any(Path(target) == config.session_state for target in targets):
         require_session_folder(config.session_state)
-    sessions = resolve(targets, config.session_state)
-    _warn_unreadable(targets)
+    unreadable: list[UnreadableError] = []
+    sessions = resolve(targets, config.session_state, unreadable)
+    for exc in unreadable[:_BAD_LINES_LOGGED]:
+        logger.warning("skipped: %s", exc)
     if not sessions:
+        if unreadable:
+            raise SourceError(
+                f"nothing to replay: {len(unreadable)} sessions could not be read ({unreadable[0]})"
+            )
         raise SourceError("nothing to replay: no session logs found")
     window: Window = None
     if since_ns is not None or until_ns is not None:
@@ -290,6 +304,7 @@ def replay(
         destination=tel.description,
         sessions_total=len(sessions),
         dead_letter_file=str(tel.sender.dead_letter or ""),
+        skipped=[str(exc) for exc in unreadable],
     )
     metrics = Aggregator()
     if on_progress is not None:  # the total is known before any work: a bar shows 0/N, not 0/?
@@ -365,7 +380,7 @@ def _replay_here(
             report.sessions += 1
             bad_before = report.bad_lines
             fold = new_fold(session, settings, window)
-            for step in fold_events(session, fold):
+            for step in _skipping_unreadable(fold_events(session, fold), report):
                 bad = step.drop
                 if bad is not None:
                     report.bad_lines += 1
@@ -439,13 +454,14 @@ CHUNK_BYTES = 8 * 1024 * 1024
 _MAX_AUTO_WORKERS = 4
 
 
-def _warn_unreadable(targets: list[str | Path]) -> None:
-    """A session-state root's sessions that cannot be read are skipped, each with a line saying why."""
-    for target in targets:
-        root = Path(target)
-        if root.is_dir() and not (root / "events.jsonl").exists():
-            for session, reason in unreadable_sessions(root)[:_BAD_LINES_LOGGED]:
-                logger.warning("skipped session %s (%s): %s", session.session_id, session.path, reason)
+def _skipping_unreadable(steps: Iterator[Step], report: ReplayReport) -> Iterator[Step]:
+    """A session's steps; one that cannot be read ends here, is counted as skipped and the replay goes on."""
+    try:
+        yield from steps
+    except SourceError as exc:
+        report.sessions -= 1
+        report.skipped.append(str(exc))
+        logger.warning("skipped: %s", exc)
 
 
 def _written_since(session: SessionFile, since_ns: int) -> bool:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+import logging
 import multiprocessing
 import os
 from bisect import bisect_left
@@ -45,7 +46,7 @@ from .activity import Detection, ModelCall, PromptRun, SessionFacts, SessionShut
 from .agentloop import FoldSettings
 from .config import Config
 from .content import ContentPolicy
-from .errors import ConfigError, SourceError
+from .errors import ConfigError, PartialError, SourceError, UnreadableError
 from .library import SessionRecords, read_session
 from .moments import local_time as _local
 from .moments import parse_moment
@@ -78,6 +79,8 @@ __all__ = [
 ]
 
 from ._report_defaults import PERIODS, PREMIUM_REQUEST_PRICE_USD, Period
+
+logger = logging.getLogger(__name__)
 
 PRICE_SOURCE = (
     "GitHub Docs, 'GitHub Copilot premium requests': $0.04 USD per additional premium request "
@@ -453,6 +456,8 @@ class Tally:
     rows: dict[str, Row] = dataclasses.field(default_factory=dict)
     totals: Row = dataclasses.field(default_factory=lambda: Row("total"))
     quota_used: float = 0.0
+    # Sessions that could not be read (why, one line each): left out of the rows, said on stderr, exit 8.
+    skipped: list[str] = dataclasses.field(default_factory=list)
     _day_keys: dict[date, str] = dataclasses.field(default_factory=dict)
 
     def add(self, part: SessionPart) -> None:
@@ -498,6 +503,7 @@ class Tally:
                 mine.merge(row)
         self.totals.merge(other.totals)
         self.quota_used += other.quota_used
+        self.skipped.extend(other.skipped)
 
 
 def build_report(
@@ -617,6 +623,8 @@ def report_sessions(
 # A history smaller than this is read in-process: starting worker processes costs more than it saves (as
 # replay decides).
 PARALLEL_MIN_BYTES = 32 * 1024 * 1024
+# Unreadable sessions named one by one on stderr; past this, a count (a broken disk can make thousands).
+_SKIPPED_SHOWN = 5
 # Sessions go to workers in chunks of about this many bytes (balance vs. per-chunk overhead).
 CHUNK_BYTES = 8 * 1024 * 1024
 _MAX_WORKERS = 4
@@ -643,7 +651,14 @@ def tally_logs(
         SourceError: A target is neither a readable path nor a session log folder.
     """
     settings = settings or FoldSettings()
-    found = _wanted(targets, cut.since_ns if read_since_ns is None else read_since_ns)
+    skipped: list[UnreadableError] = []
+    found = _wanted(targets, cut.since_ns if read_since_ns is None else read_since_ns, skipped)
+    tally = _tally_found(found, cut, settings, workers)
+    tally.skipped[:0] = [str(exc) for exc in skipped]
+    return tally
+
+
+def _tally_found(found: list[SessionFile], cut: Cut, settings: FoldSettings, workers: int | None) -> Tally:
     sizes = []
     for session in found:
         try:
@@ -673,26 +688,24 @@ def tally_logs(
 def _tally_chunk(paths: list[str], settings: FoldSettings, cut: Cut) -> Tally:
     tally = Tally(cut)
     for path in paths:
-        part = _part_of(Path(path), settings)
-        if part is not None:
-            tally.add(part)
+        try:
+            part = session_part(read_session(Path(path), settings))
+        except SourceError as exc:  # unreadable now (removed, permissions): the report is about the rest
+            tally.skipped.append(str(exc))
+            continue
+        tally.add(part)
     return tally
 
 
-def _part_of(path: Path, settings: FoldSettings) -> SessionPart | None:
-    try:
-        return session_part(read_session(path, settings))
-    except SourceError:
-        return None  # unreadable now (removed, permissions): the report is about the rest
-
-
-def _wanted(targets: Sequence[str | Path], since_ns: int | None) -> list[SessionFile]:
+def _wanted(
+    targets: Sequence[str | Path], since_ns: int | None, skipped: list[UnreadableError] | None = None
+) -> list[SessionFile]:
     """The session logs under ``targets``, but those last written before ``since_ns``.
 
     A log is only ever appended to, so a file whose modification time is before ``since`` holds no event
-    after it: it is not opened.
+    after it: it is not opened. Sessions there but unreadable go to ``skipped`` when it is given.
     """
-    found: list[SessionFile] = resolve([os.path.expanduser(str(t)) for t in targets])
+    found: list[SessionFile] = resolve([os.path.expanduser(str(t)) for t in targets], skipped=skipped)
     if since_ns is None:
         return found
     kept = []
@@ -968,7 +981,8 @@ def report(
     """Print a usage report of the session logs under ``paths`` (default: the session-state root).
 
     Returns:
-        The exit code (0).
+        The exit code: 0, or 8 (:class:`~copilot_otel.errors.PartialError`) when sessions that could not be
+        read were left out (each named on stderr).
 
     Raises:
         ConfigError: A bad ``since`` / ``until`` / ``tz`` / ``sort`` value.
@@ -996,8 +1010,9 @@ def report(
         read_since = min(read_since, _quota_month_start(now_ns)[0])
     settings = dataclasses.replace(fold_settings(config), content=ContentPolicy())
     cut = make_cut(period, zone=zone, since_ns=since_ns, until_ns=until_ns, now_ns=now_ns)
+    tally = tally_logs(targets, cut, settings, read_since_ns=read_since)
     built = finish_report(
-        tally_logs(targets, cut, settings, read_since_ns=read_since),
+        tally,
         now_ns=now_ns,
         price=price,
         quota=quota,
@@ -1013,4 +1028,14 @@ def report(
         console = Console(highlight=False, soft_wrap=False)
         console.print(render_table(built, console.width, zone))
     sys.stdout.flush()
-    return 0
+    if not tally.skipped:
+        return 0
+    for reason in tally.skipped[:_SKIPPED_SHOWN]:
+        logger.warning("left out of the totals: %s", reason)
+    more = len(tally.skipped) - _SKIPPED_SHOWN
+    logger.warning(
+        "%d sessions could not be read and are not counted%s",
+        len(tally.skipped),
+        f" ({more} more not listed)" if more > 0 else "",
+    )
+    return PartialError.exit_code
