@@ -156,11 +156,19 @@ def _add_dead_letters_parser(sub: argparse._SubParsersAction[argparse.ArgumentPa
         "dead-letters",
         help="list, re-send or clear the records a collector permanently rejected",
         description="Records a collector refused (HTTP 400, partial success, INVALID_ARGUMENT) are kept in the "
-        "state directory with the exact request; 'resend' posts them again to the configured endpoint and "
+        "state directory with the exact request and where it was refused; 'resend' posts them again there and "
         "removes what it accepted.",
     )
     p.add_argument("action", choices=["list", "resend", "clear"])
-    add_arguments(p, ["endpoint", "protocol", "max_retry_time", "state_dir", "config_file", "log_level"])
+    p.add_argument(
+        "--to-current",
+        action="store_true",
+        help="resend: send records another destination refused to the configured one (by default a resend "
+        "goes only where each record was refused)",
+    )
+    add_arguments(
+        p, ["endpoint", "protocol", "output_file", "max_retry_time", "state_dir", "config_file", "log_level"]
+    )
 
 
 def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -297,7 +305,7 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
     if args.command == "dead-letters":
         from .deadletter import command
 
-        return command(config, args.action)
+        return command(config, args.action, to_current=args.to_current)
     if args.command == "service":
         from .service import service
 

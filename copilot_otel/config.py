@@ -90,6 +90,7 @@ __all__ = [
     "capture_state",
     "describe",
     "load_config",
+    "redact_url",
 ]
 
 # OTLP/JSON over HTTP is not offered: the metric exporters (the OTel SDK's) cannot send it, and every collector
@@ -1213,7 +1214,7 @@ def _flagged(name: str) -> Setting[Any]:
     return setting
 
 
-def _redact_url(url: str) -> str:
+def redact_url(url: str) -> str:
     """Hide credentials that may be embedded in an endpoint URL (userinfo, query string)."""
     parts = urlsplit(url)
     netloc = parts.netloc
@@ -1230,7 +1231,7 @@ def _show(name: str, value: object) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     if name == "endpoint" and isinstance(value, str):
-        return _redact_url(value)
+        return redact_url(value)
     if name == "notify_webhook" and isinstance(value, str):  # a Slack webhook's path is its credential
         parts = urlsplit(value)
         return f"{parts.scheme}://{parts.hostname}/***"
@@ -1321,7 +1322,7 @@ def capture_state(config: Config) -> CaptureState:
     if config.endpoint is None:
         where = f"are written on {_join(places)} to the embedded file {config.embedded_output}"
     else:
-        where = f"leave this machine on {_join(places)} to {_redact_url(config.endpoint)}"
+        where = f"leave this machine on {_join(places)} to {redact_url(config.endpoint)}"
     return CaptureState(
         True,
         f"ON: {_join(kinds)} {where} (secrets scrubbed, at most {policy.max_length:,} characters per value)",

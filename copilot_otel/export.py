@@ -900,7 +900,9 @@ class Sender:
         if self.dead_letter is None:
             return
         try:
-            DeadLetters(self.dead_letter).append(signal.value, reason, _record_json(record), request)
+            DeadLetters(self.dead_letter).append(
+                signal.value, reason, _record_json(record), request, self.transport.description
+            )
         except OSError as exc:
             logger.error("cannot write dead-letter file %s: %s", self.dead_letter, exc.strerror)
 
