@@ -35,6 +35,7 @@ import argparse
 import importlib
 import math
 import os
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -357,6 +358,10 @@ def _path(raw: object, env: Env) -> Path:
     return _expand(_text(raw, "a path"), env)
 
 
+# A DNS name (letters, digits, "-", "_", dots), an IPv4 address, or an IPv6 one (urlsplit strips its brackets).
+_HOST = re.compile(r"[A-Za-z0-9_.-]+|[0-9A-Fa-f:.]+(%[A-Za-z0-9_.-]+)?")
+
+
 def _url(raw: object, env: Env) -> str:
     expected = "an http:// or https:// URL"
     text = _text(raw, expected)
@@ -367,6 +372,9 @@ def _url(raw: object, env: Env) -> str:
         raise _Invalid(expected) from None
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         raise _Invalid(expected)
+    # "local host", "host,name": urlsplit takes them, no resolver does (and it drops tabs and newlines silently)
+    if not _HOST.fullmatch(parts.hostname) or any(c.isspace() for c in text):
+        raise _Invalid(f"{expected} with a valid host name")
     return text
 
 
