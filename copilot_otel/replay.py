@@ -164,6 +164,8 @@ class ReplayReport:
     bad_line_examples: list[str] = field(default_factory=list)
     # Sessions that could not be read (why, one line each): skipped, the rest exported; exit 8 (partial).
     skipped: list[str] = field(default_factory=list)
+    # Signals the endpoint does not take at all (a traces-only backend): each tried, all named at the end.
+    refused_signals: set[str] = field(default_factory=set)
     # Values dropped from events that were kept (a timestamp past 2262, a count beyond 2**53), by reason.
     values_dropped: dict[str, int] = field(default_factory=dict)
 
@@ -179,6 +181,7 @@ class ReplayReport:
         room = max(0, _BAD_LINES_LOGGED - len(self.bad_line_examples))
         self.bad_line_examples.extend(part.bad_line_examples[:room])
         self.skipped.extend(part.skipped)
+        self.refused_signals |= part.refused_signals
 
     @property
     def exit_code(self) -> int:
@@ -300,6 +303,9 @@ def replay(
     start_ns = time.time_ns()
     own_telemetry = telemetry is None
     tel = telemetry or Telemetry.from_config(config, with_metrics=False)
+    tel.sender.drop_unsupported = (
+        True  # a signal the endpoint refuses: try the others, name them all at the end
+    )
     report = ReplayReport(
         destination=tel.description,
         sessions_total=len(sessions),
@@ -318,6 +324,9 @@ def replay(
         report.metrics_delivered = not (config.metrics_enabled and metrics)
         if not report.error and not report.metrics_delivered:
             _send_metrics(config, tel, report, metrics, start_ns)
+        report.refused_signals |= {signal.value for signal in tel.sender.unsupported}
+        if report.refused_signals and not report.error:
+            _refused(report)
     finally:
         if own_telemetry:
             tel.close()
@@ -339,12 +348,23 @@ def _send_metrics(
         return
     outcome = tel.sender.deliver_body(Signal.METRICS, body, config.max_retry_time)
     if outcome.delivered:
-        report.metrics_delivered = True
+        report.metrics_delivered = Signal.METRICS not in tel.sender.unsupported
         return
     report.endpoint_error = outcome.endpoint
     report.error = (
         f"the collector did not accept the metrics ({outcome.error}); a traces-only backend such as Phoenix: "
         "set COPILOT_OTEL_METRICS=false"
+    )
+
+
+def _refused(report: ReplayReport) -> None:
+    """One line for every signal the endpoint refused (it was asked for each): exit 6, the endpoint's doing."""
+    refused = [signal for signal in ("logs", "metrics", "traces") if signal in report.refused_signals]
+    switches = " ".join(f"COPILOT_OTEL_{signal.upper()}=false" for signal in refused if signal != "traces")
+    report.endpoint_error = True
+    report.error = (
+        f"the endpoint refuses {' and '.join(refused)} (a traces-only backend such as Phoenix?)"
+        + (f": set {switches}" if switches else "")
     )
 
 
@@ -433,6 +453,7 @@ def _replay_here(
         report.logs_delivered += stats.logs_sent - before[1]
         report.dead_lettered += stats.dead_lettered - before[2]
         report.unencodable += stats.unencodable - before[3]
+        report.refused_signals |= {signal.value for signal in tel.sender.unsupported}
     tel.record_delivery_stats(metrics)
 
 
@@ -510,7 +531,8 @@ def _init_worker(config: Config, log_level: str) -> None:
     package_logger.setLevel(log_level.upper())
     package_logger.propagate = False
     _worker_state["config"] = config
-    _worker_state["telemetry"] = Telemetry.from_config(config, with_metrics=False)
+    _worker_state["telemetry"] = telemetry = Telemetry.from_config(config, with_metrics=False)
+    telemetry.sender.drop_unsupported = True
 
 
 def _replay_chunk(sessions: list[SessionFile], window: Window = None) -> tuple[ReplayReport, Aggregator]:
