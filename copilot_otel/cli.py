@@ -127,13 +127,20 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Every flag that takes a moment points to the one grammar (copilot_otel.moments, README "Moments").
+_MOMENT_HELP = "MOMENT: 2026-11-01, 20261101, 2026-11, 2026-11-01T09:00[+01:00], 7d, today… (README: Moments)"
+
+
 def _add_window_arguments(p: argparse.ArgumentParser) -> None:
-    forms = "an ISO date or datetime (2026-01-01, 2026-01-01T09:00+01:00), a time ago (12h, 7d, 2w), today"
     p.add_argument(
-        "--since", help=f"only prompts that started at or after this moment, by the events' own time: {forms}"
+        "--since",
+        metavar="MOMENT",
+        help=f"only prompts that started at or after this moment, by the events' own time; {_MOMENT_HELP}",
     )
     p.add_argument(
-        "--until", help="only prompts that started before this moment (a date: up to and including that day)"
+        "--until",
+        metavar="MOMENT",
+        help=f"only prompts that started before this moment (a day: up to and including it); {_MOMENT_HELP}",
     )
 
 
@@ -149,11 +156,19 @@ def _add_dead_letters_parser(sub: argparse._SubParsersAction[argparse.ArgumentPa
         "dead-letters",
         help="list, re-send or clear the records a collector permanently rejected",
         description="Records a collector refused (HTTP 400, partial success, INVALID_ARGUMENT) are kept in the "
-        "state directory with the exact request; 'resend' posts them again to the configured endpoint and "
+        "state directory with the exact request and where it was refused; 'resend' posts them again there and "
         "removes what it accepted.",
     )
     p.add_argument("action", choices=["list", "resend", "clear"])
-    add_arguments(p, ["endpoint", "protocol", "max_retry_time", "state_dir", "config_file", "log_level"])
+    p.add_argument(
+        "--to-current",
+        action="store_true",
+        help="resend: send records another destination refused to the configured one (by default a resend "
+        "goes only where each record was refused)",
+    )
+    add_arguments(
+        p, ["endpoint", "protocol", "output_file", "max_retry_time", "state_dir", "config_file", "log_level"]
+    )
 
 
 def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -173,8 +188,10 @@ def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         help=f"what a row is: {', '.join(PERIODS)} (default daily); then session folders, events.jsonl files "
         "or session-state roots (default: the session-state root)",
     )
-    p.add_argument("--since", help="from this day: YYYY-MM-DD, YYYY-MM, Nd, today, this-week, this-month…")
-    p.add_argument("--until", help="up to and including this day (same forms as --since)")
+    p.add_argument("--since", metavar="MOMENT", help=f"from this moment, in --tz; {_MOMENT_HELP}")
+    p.add_argument(
+        "--until", metavar="MOMENT", help=f"up to this moment (a day: up to and including it); {_MOMENT_HELP}"
+    )
     p.add_argument("--tz", help="IANA time zone days are cut in, e.g. UTC (default: the local zone)")
     p.add_argument("--sort", help="key or a figure name, e.g. premium_requests (default: key for periods)")
     p.add_argument("--order", choices=["asc", "desc"], help="sort order (default: asc for key, else desc)")
@@ -288,7 +305,7 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
     if args.command == "dead-letters":
         from .deadletter import command
 
-        return command(config, args.action)
+        return command(config, args.action, to_current=args.to_current)
     if args.command == "service":
         from .service import service
 
@@ -297,11 +314,14 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
 
 
 def _replay(args: argparse.Namespace, config: Config) -> int:
-    from .replay import Progress, replay
-    from .window import parse_moment
+    import time
 
-    since_ns = parse_moment(args.since) if args.since else None
-    until_ns = parse_moment(args.until, end=True) if args.until else None
+    from .moments import parse_moment
+    from .replay import Progress, replay
+
+    now_ns = time.time_ns()
+    since_ns = parse_moment(args.since, now_ns=now_ns, name="--since") if args.since else None
+    until_ns = parse_moment(args.until, now_ns=now_ns, end=True, name="--until") if args.until else None
     paths = args.paths or [str(config.session_state)]
     show_progress = not args.no_progress
     bar = None

@@ -35,9 +35,11 @@ import argparse
 import importlib
 import math
 import os
+import re
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from types import MappingProxyType, ModuleType
 from typing import Any, Generic, Literal, TypeVar, get_args
@@ -61,6 +63,7 @@ from .content import (
     ContentPolicy,
 )
 from .errors import ConfigError
+from .moments import FORMS, parse_moment
 
 
 def _toml_module() -> ModuleType | None:
@@ -88,6 +91,7 @@ __all__ = [
     "capture_state",
     "describe",
     "load_config",
+    "redact_url",
 ]
 
 # OTLP/JSON over HTTP is not offered: the metric exporters (the OTel SDK's) cannot send it, and every collector
@@ -354,6 +358,10 @@ def _path(raw: object, env: Env) -> Path:
     return _expand(_text(raw, "a path"), env)
 
 
+# A DNS name (letters, digits, "-", "_", dots), an IPv4 address, or an IPv6 one (urlsplit strips its brackets).
+_HOST = re.compile(r"[A-Za-z0-9_.-]+|[0-9A-Fa-f:.]+(%[A-Za-z0-9_.-]+)?")
+
+
 def _url(raw: object, env: Env) -> str:
     expected = "an http:// or https:// URL"
     text = _text(raw, expected)
@@ -364,32 +372,24 @@ def _url(raw: object, env: Env) -> str:
         raise _Invalid(expected) from None
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         raise _Invalid(expected)
+    # "local host", "host,name": urlsplit takes them, no resolver does (and it drops tabs and newlines silently)
+    if not _HOST.fullmatch(parts.hostname) or any(c.isspace() for c in text):
+        raise _Invalid(f"{expected} with a valid host name")
     return text
 
 
 def _backfill(raw: object, env: Env) -> Backfill:
-    expected = "all, none, or an ISO date or datetime such as 2026-01-01 or 2026-01-01T09:00:00+01:00"
-    if isinstance(raw, datetime):  # TOML (offset or local) datetime
-        moment = raw
-    elif isinstance(raw, date):  # TOML local date
-        moment = datetime.combine(raw, time())
-    else:
-        text = _text(raw, expected)
-        if text.lower() in ("all", "none"):
-            return Backfill("all" if text.lower() == "all" else "none")
-        if text[-1:] in ("Z", "z"):  # Python 3.10's fromisoformat does not accept "Z"
-            text = text[:-1] + "+00:00"
-        try:
-            moment = datetime.fromisoformat(text)
-        except ValueError:
-            raise _Invalid(expected) from None
+    """``all``, ``none`` or a moment of the one grammar (:mod:`copilot_otel.moments`), counted from now."""
+    expected = f"all, none or a moment: {FORMS}"
+    if isinstance(raw, (datetime, date)):  # TOML (offset or local) datetime, local date
+        raw = raw.isoformat()
+    text = _text(raw, expected)
+    if text.strip().lower() in ("all", "none"):
+        return Backfill("all" if text.strip().lower() == "all" else "none")
     try:
-        if moment.tzinfo is None:  # no offset given: the user's local time
-            moment = moment.astimezone()
-        since_ns = (moment - _EPOCH) // timedelta(microseconds=1) * 1_000
-    except (OverflowError, OSError, ValueError):
+        return Backfill("since", parse_moment(text, now_ns=time.time_ns()))
+    except ConfigError:
         raise _Invalid(expected) from None
-    return Backfill("since", since_ns)
 
 
 def _timeout_millis(raw: object, env: Env) -> float:
@@ -648,13 +648,13 @@ SETTINGS: tuple[Setting[Any], ...] = (
     ),
     Setting(
         "backfill",
-        "Sessions already on disk at start: all, none, or an ISO date/datetime: the prompts that started "
-        "since then, by the events' own time (local time unless an offset is given)",
+        "Sessions already on disk at start: all, none, or a moment (2026-11-01, 7d, yesterday…; README: "
+        "Moments): the prompts that started since then, by the events' own time",
         _backfill,
         default=Backfill("all"),
         flags=("--backfill",),
         env_vars=("COPILOT_OTEL_BACKFILL",),
-        metavar="all|none|DATE",
+        metavar="all|none|MOMENT",
     ),
     Setting(
         "idle_timeout",
@@ -1222,7 +1222,7 @@ def _flagged(name: str) -> Setting[Any]:
     return setting
 
 
-def _redact_url(url: str) -> str:
+def redact_url(url: str) -> str:
     """Hide credentials that may be embedded in an endpoint URL (userinfo, query string)."""
     parts = urlsplit(url)
     netloc = parts.netloc
@@ -1239,7 +1239,7 @@ def _show(name: str, value: object) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     if name == "endpoint" and isinstance(value, str):
-        return _redact_url(value)
+        return redact_url(value)
     if name == "notify_webhook" and isinstance(value, str):  # a Slack webhook's path is its credential
         parts = urlsplit(value)
         return f"{parts.scheme}://{parts.hostname}/***"
@@ -1330,7 +1330,7 @@ def capture_state(config: Config) -> CaptureState:
     if config.endpoint is None:
         where = f"are written on {_join(places)} to the embedded file {config.embedded_output}"
     else:
-        where = f"leave this machine on {_join(places)} to {_redact_url(config.endpoint)}"
+        where = f"leave this machine on {_join(places)} to {redact_url(config.endpoint)}"
     return CaptureState(
         True,
         f"ON: {_join(kinds)} {where} (secrets scrubbed, at most {policy.max_length:,} characters per value)",

@@ -5,6 +5,7 @@ A record is dead-lettered when the collector refuses *it* (HTTP 400, a ``partial
 values. Each becomes one JSON line in ``<state_dir>/dead-letter.jsonl``::
 
     {"id": "3f0c...", "at_ns": 1764600000000000000, "signal": "traces", "reason": "HTTP 400 ...",
+     "destination": "OTLP/HTTP http://collector:4318/v1/traces",              # who refused it (no credentials)
      "record": {"trace_id": "...", "span_id": "...", "name": "...", ...},      # what it was, for people
      "request": "CpYBCh..."}                                                   # base64 OTLP request, or null
 
@@ -14,6 +15,11 @@ byte-for-byte the span the collector refused (same ids, so a backend that took i
 bytes are kept rather than the source file and offset because a record is folded from many lines (a prompt's span
 needs the lines since the prompt began), the CLI may have deleted or rewritten the log since, and the request is
 self-contained. A record the encoder could not write has ``request: null``: it is listed, never re-sent.
+
+``destination`` is where the record was going, with any credentials in the URL hidden: ``resend`` sends it there
+again and refuses (one line, nothing removed) when the configured destination is another one, such as the local
+``otlp.jsonl`` a shell without ``OTEL_EXPORTER_OTLP_ENDPOINT`` writes to, unless told ``--to-current``. Entries
+written before destinations were kept have none and go to the configured destination.
 
 The file is bounded: past :data:`MAX_BYTES` it is rotated to ``dead-letter.jsonl.1`` (listed and re-sent like the
 current one); the generation that falls off is counted in ``dead-letter.discarded`` (a number, added to, never
@@ -51,6 +57,7 @@ __all__ = [
     "command",
     "dead_letter_path",
     "describe",
+    "redacted_destination",
 ]
 
 logger = logging.getLogger(__name__)
@@ -75,6 +82,7 @@ class DeadLetter:
         record: A readable summary of the record (ids, name, times, attributes).
         request: The OTLP request holding just this record, exactly as sent; ``None`` if it cannot be encoded.
         line: The entry's JSON line as stored (written back unchanged when it is kept).
+        destination: Where it was refused (:func:`redacted_destination`); "" in entries older than the field.
     """
 
     id: str
@@ -83,6 +91,7 @@ class DeadLetter:
     record: dict[str, Any]
     request: bytes | None
     line: bytes
+    destination: str = ""
 
     @property
     def name(self) -> str:
@@ -126,8 +135,12 @@ class DeadLetters:
         return [self.resending, self.rotated, self.path]
 
     # -- writing -----------------------------------------------------------------------------------------------
-    def append(self, signal: str, reason: str, record: dict[str, Any], request: bytes | None) -> None:
+    def append(
+        self, signal: str, reason: str, record: dict[str, Any], request: bytes | None, destination: str = ""
+    ) -> None:
         """Add one entry (one ``write`` in append mode, so concurrent writers never interleave a line).
+
+        ``destination`` is the transport's description; it is stored without the credentials a URL may hold.
 
         Raises:
             OSError: The file cannot be written (the caller logs it).
@@ -140,6 +153,7 @@ class DeadLetters:
             "reason": reason,
             "record": record,
             "request": base64.b64encode(request).decode() if request is not None else None,
+            "destination": redacted_destination(destination),
         }
         try:
             line = orjson.dumps(entry, default=str)
@@ -279,12 +293,21 @@ def _read(path: Path) -> Iterator[DeadLetter]:
                     doc.get("record") if isinstance(doc.get("record"), dict) else {},
                     base64.b64decode(request) if isinstance(request, str) else None,
                     line if line.endswith(b"\n") else line + b"\n",
+                    str(doc.get("destination") or ""),
                 )
             except (ValueError, KeyError, TypeError, AttributeError):
                 logger.warning("%s line %d is not a dead-letter entry; kept as it is", path, number)
                 yield DeadLetter(
                     "?", "?", "unreadable", {}, None, line if line.endswith(b"\n") else line + b"\n"
                 )
+
+
+def redacted_destination(description: str) -> str:
+    """A transport's description (``OTLP/HTTP https://user:token@host/v1/traces?key=…``) with the credentials
+    a URL may carry (userinfo, query string) hidden: it is written to disk and printed."""
+    from .config import redact_url
+
+    return " ".join(redact_url(word) if "://" in word else word for word in description.split(" "))
 
 
 # --------------------------------------------------------------------------------------------- the command
@@ -308,10 +331,15 @@ def describe(state_dir: Path) -> str | None:
     return text
 
 
-def command(config: Any, action: str) -> int:
+def command(config: Any, action: str, *, to_current: bool = False) -> int:
     """``copilot-otel dead-letters {list,resend,clear}``; returns the exit code.
 
+    Args:
+        to_current: ``resend`` sends entries refused by another destination to the configured one too.
+
     Raises:
+        ConfigError: ``resend`` without ``to_current`` while entries were refused by another destination
+            (nothing is sent or removed).
         ExportError: ``resend`` could not deliver (the endpoint refuses us, the collector is down); what was not
             delivered stays in the file.
         RejectedError: The collector rejected some entries again (they stay in the file).
@@ -327,7 +355,7 @@ def command(config: Any, action: str) -> int:
         print(f"copilot-otel: removed {n:,} dead letter{'s' if n != 1 else ''} from {letters.path}")
         return 0
     try:
-        return _resend(letters, config)
+        return _resend(letters, config, to_current=to_current)
     except LockHeld as exc:
         raise StateError(
             f"another 'dead-letters resend' is running on {letters.path} (pid {exc.owner})"
@@ -349,12 +377,30 @@ def _list(letters: DeadLetters) -> int:
     return 0
 
 
-def _resend(letters: DeadLetters, config: Any) -> int:
-    from .errors import EndpointError, ExportError, RejectedError
+def _elsewhere(letters: DeadLetters, here: str) -> list[str]:
+    """The destinations, other than ``here``, that refused entries a resend would send (oldest first)."""
+    seen: dict[str, None] = {}
+    for entry in letters.entries():
+        if entry.request is not None and entry.destination and entry.destination != here:
+            seen[entry.destination] = None
+    return list(seen)
+
+
+def _resend(letters: DeadLetters, config: Any, *, to_current: bool) -> int:
+    from .errors import ConfigError, EndpointError, ExportError, RejectedError
     from .export import Signal
     from .telemetry import Telemetry
 
     telemetry = Telemetry.from_config(config, with_metrics=False)
+    here = redacted_destination(telemetry.description)
+    if not to_current and (elsewhere := _elsewhere(letters, here)):
+        telemetry.close()
+        others = f" (and {len(elsewhere) - 1} more)" if len(elsewhere) > 1 else ""
+        raise ConfigError(
+            f"the dead letters in {letters.path} were refused by {elsewhere[0]}{others}, and the configured "
+            f"destination is {here}: set the endpoint to that collector, or pass --to-current to send them to "
+            f"{here}; nothing was sent or removed"
+        )
     sender = telemetry.sender
     sent = rejected = skipped = 0
     failure = None

@@ -5,6 +5,8 @@ The library raises these; only the CLI turns them into one line of text and an e
     CopilotOtelError            anything the user can act on (never a bug)
     ├── ConfigError             a setting has a bad value (names the setting and the value)
     ├── SourceError             a session path is missing, unreadable or unknown
+    │   └── UnreadableError     a session log is there but cannot be read (others can go on without it)
+    ├── PartialError            what could be read was delivered, but some sessions could not be read
     ├── StateError              the state directory is unusable or locked by another daemon
     └── ExportError             the collector did not accept everything (says what was not delivered)
         ├── EndpointError       the endpoint refused us (credentials, path), not the data
@@ -30,6 +32,22 @@ class SourceError(CopilotOtelError):
     """A session log path given by the user cannot be read or found."""
 
     exit_code = 3
+
+
+class UnreadableError(SourceError):
+    """A session log exists but cannot be read (permissions, a folder named ``events.jsonl``, an I/O error).
+
+    Alone, it is a :class:`SourceError`; among other sessions, the command skips it, says so and goes on.
+    """
+
+
+class PartialError(CopilotOtelError):
+    """Some sessions could not be read and were skipped; everything else was read (and delivered).
+
+    Its own code, so that a script tells "part of it" (8) from "nothing" (3, :class:`SourceError`).
+    """
+
+    exit_code = 8
 
 
 class StateError(CopilotOtelError):

@@ -694,9 +694,10 @@ class Sender:
         self.give_up_at: float | None = None
         self.stats = DeliveryStats()
         self._log = _Throttled()
-        #: Drop a signal the endpoint does not accept at all instead of failing (the daemon sets it).
+        #: Drop a signal the endpoint does not accept at all instead of failing (the daemon and replay set it).
         self.drop_unsupported = False
-        self._unsupported_logged: set[Signal] = set()
+        #: The signals dropped so (replay names them all in its last line).
+        self.unsupported: set[Signal] = set()
         self._transport_raised = False
 
     def deliver(
@@ -799,9 +800,10 @@ class Sender:
             if result.unsupported:
                 if self.drop_unsupported:
                     # The daemon keeps going: traces still flow, this signal is dropped (said once, loudly).
-                    if signal not in self._unsupported_logged:
-                        self._unsupported_logged.add(signal)
-                        logger.error("%s; dropping %s from now on", result.message, signal.value)
+                    if signal not in self.unsupported:
+                        self.unsupported.add(signal)
+                        if deadline is None:  # the daemon says it here; replay (a deadline) at its end
+                            logger.error("%s; dropping %s from now on", result.message, signal.value)
                     return Delivery(True)
                 self.stats.failed_batches += 1
                 return Delivery(False, error=result.message)
@@ -900,7 +902,9 @@ class Sender:
         if self.dead_letter is None:
             return
         try:
-            DeadLetters(self.dead_letter).append(signal.value, reason, _record_json(record), request)
+            DeadLetters(self.dead_letter).append(
+                signal.value, reason, _record_json(record), request, self.transport.description
+            )
         except OSError as exc:
             logger.error("cannot write dead-letter file %s: %s", self.dead_letter, exc.strerror)
 

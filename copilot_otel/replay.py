@@ -26,7 +26,7 @@ from .agentloop import FoldSettings
 from .config import Config
 from .content import ContentKind
 from .deadletter import DeadLetters
-from .errors import EndpointError, ExportError, RejectedError, SourceError
+from .errors import EndpointError, ExportError, PartialError, RejectedError, SourceError, UnreadableError
 from .export import ENCODE_ERRORS, Signal, measurement_encodable
 from .metrics import Aggregator
 from .pipeline import Pipeline, Step
@@ -37,7 +37,6 @@ from .sessions import (
     require_session_folder,
     resolve,
     session_title,
-    unreadable_sessions,
 )
 from .telemetry import Telemetry, fold_settings, resource_attributes
 from .window import PromptWindow
@@ -163,6 +162,10 @@ class ReplayReport:
     destination: str = ""
     dead_letter_file: str = ""
     bad_line_examples: list[str] = field(default_factory=list)
+    # Sessions that could not be read (why, one line each): skipped, the rest exported; exit 8 (partial).
+    skipped: list[str] = field(default_factory=list)
+    # Signals the endpoint does not take at all (a traces-only backend): each tried, all named at the end.
+    refused_signals: set[str] = field(default_factory=set)
     # Values dropped from events that were kept (a timestamp past 2262, a count beyond 2**53), by reason.
     values_dropped: dict[str, int] = field(default_factory=dict)
 
@@ -177,6 +180,8 @@ class ReplayReport:
         self.dead_letter_file = self.dead_letter_file or part.dead_letter_file
         room = max(0, _BAD_LINES_LOGGED - len(self.bad_line_examples))
         self.bad_line_examples.extend(part.bad_line_examples[:room])
+        self.skipped.extend(part.skipped)
+        self.refused_signals |= part.refused_signals
 
     @property
     def exit_code(self) -> int:
@@ -185,6 +190,8 @@ class ReplayReport:
             return (EndpointError if self.endpoint_error else ExportError).exit_code
         if self.dead_lettered or self.unencodable:
             return RejectedError.exit_code
+        if self.skipped:
+            return PartialError.exit_code
         return 0
 
     def summary(self) -> str:
@@ -193,7 +200,7 @@ class ReplayReport:
             f"delivered {self.spans_delivered} of {self.spans} spans and {self.logs_delivered} of {self.logs} "
             f"log events from {self.sessions} of {self.sessions_total} sessions ({self.events} events)"
         )
-        if not self.error and not self.dead_lettered and not self.unencodable:
+        if not self.error and not self.dead_lettered and not self.unencodable and not self.skipped:
             delivered = (
                 f"exported {self.sessions} sessions: {self.spans} spans, {self.logs} log events from "
                 f"{self.events} events"
@@ -211,6 +218,10 @@ class ReplayReport:
         if self.unencodable:
             parts.append(
                 f"{self.unencodable} records could not be encoded (values out of range) and were dropped"
+            )
+        if self.skipped:
+            parts.append(
+                f"{len(self.skipped)} sessions could not be read and were skipped ({self.skipped[0]})"
             )
         if self.bad_lines:
             parts.append(f"{self.bad_lines} bad lines skipped")
@@ -274,9 +285,15 @@ def replay(
     targets = list(targets)
     if any(Path(target) == config.session_state for target in targets):
         require_session_folder(config.session_state)
-    sessions = resolve(targets, config.session_state)
-    _warn_unreadable(targets)
+    unreadable: list[UnreadableError] = []
+    sessions = resolve(targets, config.session_state, unreadable)
+    for exc in unreadable[:_BAD_LINES_LOGGED]:
+        logger.warning("skipped: %s", exc)
     if not sessions:
+        if unreadable:
+            raise SourceError(
+                f"nothing to replay: {len(unreadable)} sessions could not be read ({unreadable[0]})"
+            )
         raise SourceError("nothing to replay: no session logs found")
     window: Window = None
     if since_ns is not None or until_ns is not None:
@@ -286,10 +303,14 @@ def replay(
     start_ns = time.time_ns()
     own_telemetry = telemetry is None
     tel = telemetry or Telemetry.from_config(config, with_metrics=False)
+    tel.sender.drop_unsupported = (
+        True  # a signal the endpoint refuses: try the others, name them all at the end
+    )
     report = ReplayReport(
         destination=tel.description,
         sessions_total=len(sessions),
         dead_letter_file=str(tel.sender.dead_letter or ""),
+        skipped=[str(exc) for exc in unreadable],
     )
     metrics = Aggregator()
     if on_progress is not None:  # the total is known before any work: a bar shows 0/N, not 0/?
@@ -303,6 +324,9 @@ def replay(
         report.metrics_delivered = not (config.metrics_enabled and metrics)
         if not report.error and not report.metrics_delivered:
             _send_metrics(config, tel, report, metrics, start_ns)
+        report.refused_signals |= {signal.value for signal in tel.sender.unsupported}
+        if report.refused_signals and not report.error:
+            _refused(report)
     finally:
         if own_telemetry:
             tel.close()
@@ -324,12 +348,23 @@ def _send_metrics(
         return
     outcome = tel.sender.deliver_body(Signal.METRICS, body, config.max_retry_time)
     if outcome.delivered:
-        report.metrics_delivered = True
+        report.metrics_delivered = Signal.METRICS not in tel.sender.unsupported
         return
     report.endpoint_error = outcome.endpoint
     report.error = (
         f"the collector did not accept the metrics ({outcome.error}); a traces-only backend such as Phoenix: "
         "set COPILOT_OTEL_METRICS=false"
+    )
+
+
+def _refused(report: ReplayReport) -> None:
+    """One line for every signal the endpoint refused (it was asked for each): exit 6, the endpoint's doing."""
+    refused = [signal for signal in ("logs", "metrics", "traces") if signal in report.refused_signals]
+    switches = " ".join(f"COPILOT_OTEL_{signal.upper()}=false" for signal in refused if signal != "traces")
+    report.endpoint_error = True
+    report.error = (
+        f"the endpoint refuses {' and '.join(refused)} (a traces-only backend such as Phoenix?)"
+        + (f": set {switches}" if switches else "")
     )
 
 
@@ -365,7 +400,7 @@ def _replay_here(
             report.sessions += 1
             bad_before = report.bad_lines
             fold = new_fold(session, settings, window)
-            for step in fold_events(session, fold):
+            for step in _skipping_unreadable(fold_events(session, fold), report):
                 bad = step.drop
                 if bad is not None:
                     report.bad_lines += 1
@@ -418,6 +453,7 @@ def _replay_here(
         report.logs_delivered += stats.logs_sent - before[1]
         report.dead_lettered += stats.dead_lettered - before[2]
         report.unencodable += stats.unencodable - before[3]
+        report.refused_signals |= {signal.value for signal in tel.sender.unsupported}
     tel.record_delivery_stats(metrics)
 
 
@@ -439,13 +475,14 @@ CHUNK_BYTES = 8 * 1024 * 1024
 _MAX_AUTO_WORKERS = 4
 
 
-def _warn_unreadable(targets: list[str | Path]) -> None:
-    """A session-state root's sessions that cannot be read are skipped, each with a line saying why."""
-    for target in targets:
-        root = Path(target)
-        if root.is_dir() and not (root / "events.jsonl").exists():
-            for session, reason in unreadable_sessions(root)[:_BAD_LINES_LOGGED]:
-                logger.warning("skipped session %s (%s): %s", session.session_id, session.path, reason)
+def _skipping_unreadable(steps: Iterator[Step], report: ReplayReport) -> Iterator[Step]:
+    """A session's steps; one that cannot be read ends here, is counted as skipped and the replay goes on."""
+    try:
+        yield from steps
+    except SourceError as exc:
+        report.sessions -= 1
+        report.skipped.append(str(exc))
+        logger.warning("skipped: %s", exc)
 
 
 def _written_since(session: SessionFile, since_ns: int) -> bool:
@@ -494,7 +531,8 @@ def _init_worker(config: Config, log_level: str) -> None:
     package_logger.setLevel(log_level.upper())
     package_logger.propagate = False
     _worker_state["config"] = config
-    _worker_state["telemetry"] = Telemetry.from_config(config, with_metrics=False)
+    _worker_state["telemetry"] = telemetry = Telemetry.from_config(config, with_metrics=False)
+    telemetry.sender.drop_unsupported = True
 
 
 def _replay_chunk(sessions: list[SessionFile], window: Window = None) -> tuple[ReplayReport, Aggregator]:

@@ -31,9 +31,9 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+import logging
 import multiprocessing
 import os
-import re
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -46,8 +46,10 @@ from .activity import Detection, ModelCall, PromptRun, SessionFacts, SessionShut
 from .agentloop import FoldSettings
 from .config import Config
 from .content import ContentPolicy
-from .errors import ConfigError, SourceError
+from .errors import ConfigError, PartialError, SourceError, UnreadableError
 from .library import SessionRecords, read_session
+from .moments import local_time as _local
+from .moments import parse_moment
 from .sessions import SessionFile, resolve
 
 __all__ = [
@@ -64,7 +66,6 @@ __all__ = [
     "build_report",
     "finish_report",
     "make_cut",
-    "parse_bound",
     "parse_zone",
     "render_csv",
     "render_json",
@@ -78,6 +79,8 @@ __all__ = [
 ]
 
 from ._report_defaults import PERIODS, PREMIUM_REQUEST_PRICE_USD, Period
+
+logger = logging.getLogger(__name__)
 
 PRICE_SOURCE = (
     "GitHub Docs, 'GitHub Copilot premium requests': $0.04 USD per additional premium request "
@@ -211,74 +214,6 @@ def _zone_name(zone: tzinfo | None) -> str:
     if zone is None:
         return f"local ({datetime.now().astimezone().tzname()})"
     return str(zone) if not isinstance(zone, timezone) else "UTC"
-
-
-def _local(time_ns: int, zone: tzinfo | None) -> datetime:
-    seconds = time_ns / 1e9
-    return (
-        datetime.fromtimestamp(seconds).astimezone()
-        if zone is None
-        else datetime.fromtimestamp(seconds, zone)
-    )
-
-
-def _start_of(day: date, zone: tzinfo | None) -> int:
-    naive = datetime(day.year, day.month, day.day)
-    aware = naive.astimezone() if zone is None else naive.replace(tzinfo=zone)
-    return int(aware.timestamp()) * 1_000_000_000
-
-
-_DAYS = re.compile(r"^(\d+)d$")
-
-
-def parse_bound(text: str, now_ns: int, zone: tzinfo | None, *, end: bool) -> int:
-    """A ``--since`` (``end=False``: the first moment) or ``--until`` (``end=True``: just after the last).
-
-    Accepts ``YYYY-MM-DD``, ``YYYY-MM`` (a month), ``today``, ``yesterday``, ``Nd`` (the last N days, today
-    included), ``this-week`` (from Monday), ``this-month`` and ``last-month``, each read in ``zone``.
-
-    Returns:
-        Nanoseconds since the epoch; ``until`` is exclusive (the start of the day after).
-
-    Raises:
-        ConfigError: The text is none of these.
-    """
-    today = _local(now_ns, zone).date()
-    first: date
-    last: date
-    value = text.strip().lower()
-    match = _DAYS.match(value)
-    if match:
-        first, last = today - timedelta(days=max(int(match.group(1)), 1) - 1), today
-    elif value == "today":
-        first = last = today
-    elif value == "yesterday":
-        first = last = today - timedelta(days=1)
-    elif value == "this-week":
-        first, last = today - timedelta(days=today.weekday()), today
-    elif value == "this-month":
-        first, last = today.replace(day=1), _month_end(today)
-    elif value == "last-month":
-        last = today.replace(day=1) - timedelta(days=1)
-        first = last.replace(day=1)
-    else:
-        try:
-            if re.fullmatch(r"\d{4}-\d{2}", value):
-                first = date.fromisoformat(value + "-01")
-                last = _month_end(first)
-            else:
-                first = last = date.fromisoformat(value)
-        except ValueError:
-            raise ConfigError(
-                "Expected a date (YYYY-MM-DD or YYYY-MM), Nd, today, yesterday, this-week, this-month or "
-                f"last-month, got {text!r}"
-            ) from None
-    return _start_of(last + timedelta(days=1), zone) if end else _start_of(first, zone)
-
-
-def _month_end(day: date) -> date:
-    following = (day.replace(day=28) + timedelta(days=4)).replace(day=1)
-    return following - timedelta(days=1)
 
 
 def _quota_month_start(now_ns: int) -> tuple[int, str]:
@@ -521,6 +456,8 @@ class Tally:
     rows: dict[str, Row] = dataclasses.field(default_factory=dict)
     totals: Row = dataclasses.field(default_factory=lambda: Row("total"))
     quota_used: float = 0.0
+    # Sessions that could not be read (why, one line each): left out of the rows, said on stderr, exit 8.
+    skipped: list[str] = dataclasses.field(default_factory=list)
     _day_keys: dict[date, str] = dataclasses.field(default_factory=dict)
 
     def add(self, part: SessionPart) -> None:
@@ -566,6 +503,7 @@ class Tally:
                 mine.merge(row)
         self.totals.merge(other.totals)
         self.quota_used += other.quota_used
+        self.skipped.extend(other.skipped)
 
 
 def build_report(
@@ -685,6 +623,8 @@ def report_sessions(
 # A history smaller than this is read in-process: starting worker processes costs more than it saves (as
 # replay decides).
 PARALLEL_MIN_BYTES = 32 * 1024 * 1024
+# Unreadable sessions named one by one on stderr; past this, a count (a broken disk can make thousands).
+_SKIPPED_SHOWN = 5
 # Sessions go to workers in chunks of about this many bytes (balance vs. per-chunk overhead).
 CHUNK_BYTES = 8 * 1024 * 1024
 _MAX_WORKERS = 4
@@ -711,7 +651,14 @@ def tally_logs(
         SourceError: A target is neither a readable path nor a session log folder.
     """
     settings = settings or FoldSettings()
-    found = _wanted(targets, cut.since_ns if read_since_ns is None else read_since_ns)
+    skipped: list[UnreadableError] = []
+    found = _wanted(targets, cut.since_ns if read_since_ns is None else read_since_ns, skipped)
+    tally = _tally_found(found, cut, settings, workers)
+    tally.skipped[:0] = [str(exc) for exc in skipped]
+    return tally
+
+
+def _tally_found(found: list[SessionFile], cut: Cut, settings: FoldSettings, workers: int | None) -> Tally:
     sizes = []
     for session in found:
         try:
@@ -741,26 +688,24 @@ def tally_logs(
 def _tally_chunk(paths: list[str], settings: FoldSettings, cut: Cut) -> Tally:
     tally = Tally(cut)
     for path in paths:
-        part = _part_of(Path(path), settings)
-        if part is not None:
-            tally.add(part)
+        try:
+            part = session_part(read_session(Path(path), settings))
+        except SourceError as exc:  # unreadable now (removed, permissions): the report is about the rest
+            tally.skipped.append(str(exc))
+            continue
+        tally.add(part)
     return tally
 
 
-def _part_of(path: Path, settings: FoldSettings) -> SessionPart | None:
-    try:
-        return session_part(read_session(path, settings))
-    except SourceError:
-        return None  # unreadable now (removed, permissions): the report is about the rest
-
-
-def _wanted(targets: Sequence[str | Path], since_ns: int | None) -> list[SessionFile]:
+def _wanted(
+    targets: Sequence[str | Path], since_ns: int | None, skipped: list[UnreadableError] | None = None
+) -> list[SessionFile]:
     """The session logs under ``targets``, but those last written before ``since_ns``.
 
     A log is only ever appended to, so a file whose modification time is before ``since`` holds no event
-    after it: it is not opened.
+    after it: it is not opened. Sessions there but unreadable go to ``skipped`` when it is given.
     """
-    found: list[SessionFile] = resolve([os.path.expanduser(str(t)) for t in targets])
+    found: list[SessionFile] = resolve([os.path.expanduser(str(t)) for t in targets], skipped=skipped)
     if since_ns is None:
         return found
     kept = []
@@ -1036,7 +981,8 @@ def report(
     """Print a usage report of the session logs under ``paths`` (default: the session-state root).
 
     Returns:
-        The exit code (0).
+        The exit code: 0, or 8 (:class:`~copilot_otel.errors.PartialError`) when sessions that could not be
+        read were left out (each named on stderr).
 
     Raises:
         ConfigError: A bad ``since`` / ``until`` / ``tz`` / ``sort`` value.
@@ -1050,8 +996,8 @@ def report(
     from .telemetry import fold_settings
 
     zone = parse_zone(tz)
-    since_ns = parse_bound(since, now_ns, zone, end=False) if since else None
-    until_ns = parse_bound(until, now_ns, zone, end=True) if until else None
+    since_ns = parse_moment(since, now_ns=now_ns, zone=zone, name="--since") if since else None
+    until_ns = parse_moment(until, now_ns=now_ns, zone=zone, end=True, name="--until") if until else None
     targets = list(paths) or [str(config.session_state)]
     if not paths and not config.session_state.is_dir():
         raise SourceError(
@@ -1064,8 +1010,9 @@ def report(
         read_since = min(read_since, _quota_month_start(now_ns)[0])
     settings = dataclasses.replace(fold_settings(config), content=ContentPolicy())
     cut = make_cut(period, zone=zone, since_ns=since_ns, until_ns=until_ns, now_ns=now_ns)
+    tally = tally_logs(targets, cut, settings, read_since_ns=read_since)
     built = finish_report(
-        tally_logs(targets, cut, settings, read_since_ns=read_since),
+        tally,
         now_ns=now_ns,
         price=price,
         quota=quota,
@@ -1081,4 +1028,14 @@ def report(
         console = Console(highlight=False, soft_wrap=False)
         console.print(render_table(built, console.width, zone))
     sys.stdout.flush()
-    return 0
+    if not tally.skipped:
+        return 0
+    for reason in tally.skipped[:_SKIPPED_SHOWN]:
+        logger.warning("left out of the totals: %s", reason)
+    more = len(tally.skipped) - _SKIPPED_SHOWN
+    logger.warning(
+        "%d sessions could not be read and are not counted%s",
+        len(tally.skipped),
+        f" ({more} more not listed)" if more > 0 else "",
+    )
+    return PartialError.exit_code

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ._platform import current
-from .errors import SourceError
+from .errors import SourceError, UnreadableError
 
 EVENTS_FILE = "events.jsonl"
 _YAML_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):\s*(.*?)\s*$")
@@ -125,20 +125,37 @@ def unreadable_reason(events: str | Path) -> str:
     return ""
 
 
-def resolve(targets: Iterable[str | Path], root: Path | None = None) -> list[SessionFile]:
+def resolve(
+    targets: Iterable[str | Path], root: Path | None = None, skipped: list[UnreadableError] | None = None
+) -> list[SessionFile]:
     """Turn what the user typed into session logs.
 
     Args:
         targets: Paths (folder, events.jsonl, flat file, session-state root) or session ids / id prefixes.
         root: The session-state root used to look up ids.
+        skipped: When given, a session that is there but cannot be read is added to it (a target naming one,
+            or one found in a session-state root) instead of being raised or left out without a word.
 
     Raises:
-        SourceError: A target is neither a readable path nor a known session id.
+        SourceError: A target is neither a readable path nor a known session id (or is unreadable and
+            ``skipped`` is ``None``).
     """
     out: list[SessionFile] = []
     seen: set[Path] = set()
     for target in targets:
-        for session in _resolve_one(Path(target), str(target), root):
+        try:
+            found = _resolve_one(Path(target), str(target), root)
+        except UnreadableError as exc:
+            if skipped is None:
+                raise
+            skipped.append(exc)
+            continue
+        if skipped is not None and Path(target).is_dir() and not (Path(target) / EVENTS_FILE).exists():
+            bad = unreadable_sessions(Path(target))
+            skipped.extend(_unreadable(session, reason) for session, reason in bad)
+            known = {session.path for session, _ in bad}
+            found = [session for session in found if session.path not in known]
+        for session in found:
             if session.path not in seen:
                 seen.add(session.path)
                 out.append(session)
@@ -148,16 +165,16 @@ def resolve(targets: Iterable[str | Path], root: Path | None = None) -> list[Ses
 def _resolve_one(path: Path, text: str, root: Path | None) -> list[SessionFile]:
     if path.is_file():
         if not os.access(path, os.R_OK):
-            raise SourceError(f"cannot read {path}: permission denied")
+            raise UnreadableError(f"cannot read {path}: permission denied")
         return [SessionFile.from_path(path)]
     if path.is_dir():
         if not os.access(path, os.R_OK | os.X_OK):
-            raise SourceError(f"cannot read {path}: permission denied")
+            raise UnreadableError(f"cannot read {path}: permission denied")
         events = path / EVENTS_FILE
         if events.is_file():
             return [SessionFile(path.name, events, path)]
         if reason := unreadable_reason(events):
-            raise SourceError(f"cannot read the session log {events}: {reason}")
+            raise UnreadableError(f"cannot read the session log {events}: {reason}")
         sessions = scan_root(path)
         if not sessions:
             raise SourceError(
@@ -175,9 +192,13 @@ def _resolve_one(path: Path, text: str, root: Path | None) -> list[SessionFile]:
             )
         for bad, reason in unreadable_sessions(root):
             if bad.session_id.startswith(text):  # there, but unreadable: say so, not "no such id"
-                raise SourceError(f"cannot read session {bad.session_id} ({bad.path}): {reason}")
+                raise _unreadable(bad, reason)
         raise SourceError(f"no such file, folder or session id: {text!r} (looked in {root})")
     raise SourceError(f"no such file or folder: {text}")
+
+
+def _unreadable(session: SessionFile, reason: str) -> UnreadableError:
+    return UnreadableError(f"cannot read session {session.session_id} ({session.path}): {reason}")
 
 
 def session_title(workspace: Mapping[str, str]) -> str | None:

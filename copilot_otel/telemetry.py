@@ -4,6 +4,7 @@ from a :class:`~copilot_otel.config.Config`, sharing one resource. Used by ``rep
 
 from __future__ import annotations
 
+import errno
 import getpass
 import os
 import socket
@@ -19,8 +20,8 @@ from . import __version__
 from .agentloop import FoldSettings
 from .config import SIGNALS, Config
 from .content import ContentPolicy
-from .errors import ConfigError
-from .export import Sender, Transport, build_transport, make_resource
+from .errors import ConfigError, StateError
+from .export import FileTransport, Sender, Transport, build_transport, make_resource
 from .metrics import Aggregator, Metrics, build_metric_exporter
 from .runaway import RunawayThresholds
 
@@ -85,6 +86,34 @@ def _base_endpoint(config: Config, env: Mapping[str, str]) -> tuple[str | None, 
     return config.endpoint, env
 
 
+def _check_writable(transport: Transport, config: Config) -> None:
+    """The output file can be written, or :class:`StateError` now: a folder, a file where its folder should be or
+    a read-only disk is this machine's problem, not a collector outage to retry for ``--max-retry-time``.
+
+    It opens the file for appending, as the first export would (creating it and its folders).
+    """
+    if not isinstance(transport, FileTransport):
+        return
+    path = transport.path
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "ab"):
+            pass
+    except OSError as exc:
+        # mkdir says "File exists" when a file stands where one of the folders should be
+        why = (
+            "a file is in the way of its folder"
+            if isinstance(exc, FileExistsError)
+            else exc.strerror or str(exc)
+        )
+        if config.output_file is None:  # the default, under the state directory
+            raise StateError(
+                f"cannot write the output file {path} (no endpoint is set; it is in the state directory "
+                f"{config.state_dir}): {why}; set --state-dir, --output-file or an endpoint"
+            ) from None
+        raise StateError(f"cannot write the output file {path}: {why}; set --output-file to a file") from None
+
+
 @dataclass
 class Telemetry:
     """The exporting side of a run: span/log sender, metrics, and a description for the user."""
@@ -111,6 +140,7 @@ class Telemetry:
             return build_transport(endpoint, config.protocol, config.embedded_output, transport_env, options)
 
         spans_and_logs = transport()
+        _check_writable(spans_and_logs, config)
         timeouts = {signal: option.timeout for signal, option in options.items()}
         dead_letter = config.state_dir / "dead-letter.jsonl"
         sender = Sender(spans_and_logs, make_resource(resource), dead_letter, stop, timeouts=timeouts)
@@ -130,6 +160,11 @@ class Telemetry:
             try:
                 metrics = Metrics(resource, exporter, config.metric_interval, prometheus)
             except OSError as exc:
+                if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+                    raise ConfigError(  # the name does not resolve, or is no address of this machine
+                        "Expected --prometheus-host to be a name or address of this machine, got "
+                        f"{config.prometheus_host!r} ({exc.strerror})"
+                    ) from exc
                 raise ConfigError(
                     f"Expected --prometheus-port to be a free port on {config.prometheus_host}, "
                     f"got {config.prometheus_port!r} ({exc.strerror})"

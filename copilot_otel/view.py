@@ -208,7 +208,10 @@ def _recent(root: Path, limit: int) -> list[SessionFile]:
     if not root.is_dir():
         raise SourceError(f"cannot read session folder {root}: not a directory")
     # Sessions whose log cannot be read are listed too, with the reason (not left out).
-    sessions = scan_root(root) + [bad for bad, _ in unreadable_sessions(root)]
+    # A log that is a file but cannot be opened (permissions) is in both lists: once is enough.
+    unreadable = [bad for bad, _ in unreadable_sessions(root)]
+    known = {bad.path for bad in unreadable}
+    sessions = [s for s in scan_root(root) if s.path not in known] + unreadable
     return sorted(sessions, key=_mtime, reverse=True)[: max(limit, 0)]
 
 

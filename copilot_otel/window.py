@@ -9,57 +9,14 @@ The window is a stage between the agent loop and the projections (:class:`~copil
 applies it), so the loop stays pure and unaware of it, and whatever the pipeline emits is already selected.
 A prompt is known by its :class:`~copilot_otel.activity.PromptStarted` record (a human prompt's first moment);
 a prompt without one (activity with no user message before it) is placed by the first record it completes.
+The bounds are read from what the user typed by :mod:`copilot_otel.moments`, the one time grammar.
 """
 
 from __future__ import annotations
 
-import re
-import time
-from datetime import datetime, timedelta, timezone
-
 from .activity import PromptRun, PromptStarted, Record
-from .errors import ConfigError
 
-__all__ = ["PromptWindow", "parse_moment"]
-
-_RELATIVE = re.compile(r"^(\d+)\s*([smhdw])$")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-_EXPECTED = (
-    "Expected an ISO date or datetime (2026-01-01, 2026-01-01T09:00, 2026-01-01T09:00:00+01:00), a time "
-    "ago (30m, 12h, 7d, 2w), today or yesterday"
-)
-
-
-def parse_moment(text: str, *, end: bool = False, now_ns: int | None = None) -> int:
-    """A ``--since`` (``end=False``) or ``--until`` (``end=True``) bound in Unix nanoseconds.
-
-    A date alone means its whole day in the local zone: ``--since`` from its first moment, ``--until`` up to
-    and including it. A datetime without an offset is local time. ``7d`` is seven days before now.
-
-    Raises:
-        ConfigError: The text is none of these forms.
-    """
-    now_ns = time.time_ns() if now_ns is None else now_ns
-    value = text.strip()
-    match = _RELATIVE.match(value.lower())
-    if match:
-        return now_ns - int(match.group(1)) * _UNIT_S[match.group(2)] * 1_000_000_000
-    if "T" in value.upper() or " " in value or ":" in value:
-        if value[-1:] in ("Z", "z"):  # Python 3.10's fromisoformat does not accept "Z"
-            value = value[:-1] + "+00:00"
-        try:
-            moment = datetime.fromisoformat(value)
-            if moment.tzinfo is None:
-                moment = moment.astimezone()
-            return (moment - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(microseconds=1) * 1_000
-        except (ValueError, OverflowError, OSError):
-            raise ConfigError(f"{_EXPECTED}, got {text!r}") from None
-    from .report import parse_bound  # dates, today, yesterday: read as the report reads them
-
-    try:
-        return parse_bound(value, now_ns, None, end=end)
-    except ConfigError:
-        raise ConfigError(f"{_EXPECTED}, got {text!r}") from None
+__all__ = ["PromptWindow"]
 
 
 class PromptWindow:

@@ -707,6 +707,9 @@ class OtlpReceiver:
         tls: ``(certificate chain file, private key file)`` (PEM): serve OTLP/HTTP as HTTPS and OTLP/gRPC over TLS
             (endpoints then start with ``https://``).
         client_ca: With ``tls``: require a client certificate signed by this CA (PEM), i.e. mutual TLS.
+        accept_only: Serve only these signals; the others are answered HTTP 404 / gRPC ``UNIMPLEMENTED`` (outcome
+            ``refused``, nothing stored), always, as a traces-only backend (Arize Phoenix) answers logs and
+            metrics. ``None``: all three.
     """
 
     def __init__(
@@ -719,7 +722,9 @@ class OtlpReceiver:
         on_accept: AcceptSink | None = None,
         tls: tuple[Path, Path] | None = None,
         client_ca: Path | None = None,
+        accept_only: Iterable[Signal] | None = None,
     ) -> None:
+        self._accept_only = frozenset(SIGNALS if accept_only is None else accept_only)
         self._tls = tls
         self._client_ca = client_ca
         self._grpc_port = grpc_port
@@ -1097,6 +1102,11 @@ class OtlpReceiver:
                 request = spec.request_type.FromString(raw)
             items = _DECODERS[spec.signal](request)
             count = len(items)
+        if spec.signal not in self._accept_only:  # not served at all: no scripted fault is used up
+            message = f"this server does not serve OTLP {spec.signal}"
+            reply = _Reply("refused", None, grpc.StatusCode.UNIMPLEMENTED, 404, message)
+            self._record(spec, transport, reply.outcome, count, received_ns, None)
+            return reply
         with self._cond:
             queue = self._faults[spec.signal] or self._faults[None]
             fault = queue.popleft() if queue else None

@@ -12,6 +12,7 @@ import pytest
 from copilot_otel import config as config_module
 from copilot_otel.config import SETTINGS, Backfill, Config, add_arguments, describe, load_config
 from copilot_otel.errors import ConfigError
+from copilot_otel.moments import FORMS
 
 
 @pytest.fixture
@@ -372,10 +373,9 @@ def test_no_toml_parser_means_no_config_file(
             "Expected --log-level to be one of debug, info, warning, error, got 'trace'",
         ),
         (
-            {"backfill": "yesterday"},
+            {"backfill": "sometime"},
             {},
-            "Expected --backfill to be all, none, or an ISO date or datetime such as 2026-01-01 or "
-            "2026-01-01T09:00:00+01:00, got 'yesterday'",
+            f"Expected --backfill to be all, none or a moment: {FORMS}, got 'sometime'",
         ),
         (
             {"state_dir": ""},

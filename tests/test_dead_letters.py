@@ -162,3 +162,42 @@ def test_the_dead_letter_file_is_bounded_and_counts_what_it_discarded(tmp_path: 
         assert [entry.record["n"] for entry in claimed] == kept
         claimed[:] = claimed[-2:]
     assert [entry.record["n"] for entry in letters.entries()] == kept[-2:]
+
+
+def test_resend_goes_only_where_the_records_were_refused(
+    tmp_path: Path, receiver: OtlpReceiver, capsys: pytest.CaptureFixture[str], _isolated_home: Path
+) -> None:
+    """Issue 24: a resend in a shell without the endpoint variable wrote the rejected records into the local
+    otlp.jsonl and deleted them. Each entry now says who refused it; another destination needs --to-current."""
+    receiver.reject_when(lambda span: span["name"].startswith("execute_tool"))
+    assert replay_into(receiver, CLI_GENERATED / "multi-tool") == RejectedError.exit_code
+    capsys.readouterr()
+    path = _isolated_home / ".local/state/copilot-otel/dead-letter.jsonl"
+    entries = list(DeadLetters(path).entries())
+    assert len(entries) == 5
+    assert {e.destination for e in entries} == {f"OTLP/HTTP {receiver.http_endpoint}/v1/traces"}
+
+    # no endpoint set: the configured destination is the local file; refused in one line, nothing removed
+    out_file = tmp_path / "otlp.jsonl"
+    assert main(["dead-letters", "resend", "--output-file", str(out_file)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "Traceback" not in err
+    assert f"were refused by OTLP/HTTP {receiver.http_endpoint}/v1/traces" in err
+    assert f"the configured destination is OTLP/JSON file {out_file}" in err and "--to-current" in err
+    assert DeadLetters(path).count() == 5
+    assert not out_file.exists() or out_file.stat().st_size == 0  # (opened to check it can be written)
+
+    # asked for explicitly, they go to the file and leave the dead letters
+    assert main(["dead-letters", "resend", "--output-file", str(out_file), "--to-current"]) == 0
+    assert "re-sent 5 dead letters" in capsys.readouterr().out
+    assert DeadLetters(path).count() == 0 and out_file.stat().st_size > 0
+
+
+def test_a_dead_letter_keeps_no_credentials_of_its_destination(tmp_path: Path) -> None:
+    letters = DeadLetters(tmp_path / "dead-letter.jsonl")
+    letters.append(
+        "traces", "HTTP 400", {"name": "x"}, b"req", "OTLP/HTTP https://me:s3cret@host/v1/traces?k=tok"
+    )
+    text = letters.path.read_text()
+    assert "s3cret" not in text and "tok" not in text
+    assert next(letters.entries()).destination == "OTLP/HTTP https://***@host/v1/traces?***"

@@ -22,7 +22,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from copilot_otel.cli import main
-from copilot_otel.report import Period, build_report, parse_bound, render_json, report_sessions
+from copilot_otel.report import Period, build_report, render_json, report_sessions
 from tests.conftest import CLI_GENERATED, FIXTURES, ROOT, read_events
 
 SCHEMA = ROOT / "docs" / "report.schema.json"
@@ -290,22 +290,6 @@ def test_since_and_until_cut_by_the_day_in_the_zone(
     assert early["report"]["until"] == "2026-11-30T00:00:00+09:00"
     none = _report(capsys, "daily", str(folder), "--tz", "Asia/Tokyo", "--since", "2026-12")
     assert none["rows"] == [] and none["totals"]["sessions"] == 0
-
-
-def test_relative_bounds() -> None:
-    now = int(datetime(2026, 12, 10, 15, 0, tzinfo=timezone.utc).timestamp() * 1e9)
-    utc = timezone.utc
-
-    def day(ns: int) -> str:
-        return datetime.fromtimestamp(ns / 1e9, utc).isoformat()
-
-    assert day(parse_bound("7d", now, utc, end=False)) == "2026-12-04T00:00:00+00:00"
-    assert day(parse_bound("7d", now, utc, end=True)) == "2026-12-11T00:00:00+00:00"
-    assert day(parse_bound("this-month", now, utc, end=False)) == "2026-12-01T00:00:00+00:00"
-    assert day(parse_bound("this-month", now, utc, end=True)) == "2027-01-01T00:00:00+00:00"
-    assert day(parse_bound("last-month", now, utc, end=False)) == "2026-11-01T00:00:00+00:00"
-    assert day(parse_bound("this-week", now, utc, end=False)) == "2026-12-07T00:00:00+00:00"
-    assert day(parse_bound("yesterday", now, utc, end=True)) == "2026-12-10T00:00:00+00:00"
 
 
 def test_bad_values_are_one_line_errors(capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,6 +8,7 @@ a broken link where ``events.jsonl`` should be, which no user can read.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -90,9 +91,76 @@ def test_unreadable_sessions_stay_in_the_listings(tmp_path: Path, capsys: pytest
 def test_replay_of_a_root_says_which_sessions_it_skipped(
     tmp_path: Path, receiver: OtlpReceiver, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Issue 24: skipped sessions were only warned about, and the exit code (0) said everything went."""
     root = _root(tmp_path)
-    assert replay_into(receiver, root) == 0
+    assert replay_into(receiver, root) == 8  # partial: the readable session went, two could not be read
     err = capsys.readouterr().err
-    assert f"skipped session {BAD_DIR} ({root / BAD_DIR / 'events.jsonl'}): events.jsonl is a folder" in err
-    assert f"skipped session {BAD_LINK} (" in err and "is a broken link" in err
+    assert (
+        f"skipped: cannot read session {BAD_DIR} ({root / BAD_DIR / 'events.jsonl'}): events.jsonl is a folder"
+        in err
+    )
+    assert f"skipped: cannot read session {BAD_LINK} (" in err and "is a broken link" in err
+    last = err.strip().splitlines()[-1]
+    assert "from 1 of 1 sessions" in last and "2 sessions could not be read and were skipped" in last, last
     assert {s["resource"]["service.name"] for s in receiver.spans()}  # the readable session was exported
+
+
+def test_replay_of_ids_skips_the_unreadable_one_and_exports_the_rest(
+    tmp_path: Path, receiver: OtlpReceiver, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 24: one unreadable session among the ids given made replay export nothing and exit 3."""
+    root = _root(tmp_path)
+    code = replay_into(receiver, "0a0000aa", "0badd1r0", extra=("--session-state", str(root)))
+    err = capsys.readouterr().err
+    assert code == 8, err
+    assert receiver.spans(), "the readable session was exported"
+    assert f"skipped: cannot read session {BAD_DIR}" in err
+    assert "1 sessions could not be read and were skipped" in err.strip().splitlines()[-1]
+    # Nothing readable at all is "nothing" (3), not "partial" (8).
+    assert replay_into(receiver, "0badd1r0", extra=("--session-state", str(root))) == 3
+    assert "nothing to replay: 1 sessions could not be read" in capsys.readouterr().err
+
+
+def test_report_says_which_sessions_it_left_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 24: report left unreadable sessions out of the totals without a word (exit 0)."""
+    root = _root(tmp_path)
+    assert main(["report", "--session-state", str(root), "--json"]) == 8
+    out, err = capsys.readouterr()
+    assert json.loads(out)["totals"]["sessions"] == 1
+    assert f"left out of the totals: cannot read session {BAD_DIR}" in err
+    assert "2 sessions could not be read and are not counted" in err
+
+
+def test_a_log_without_read_permission_is_listed_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A regular file that cannot be opened is found by the scan and by the unreadable check: one row."""
+    root = tmp_path / "session-state"
+    shutil.copytree(CLI_GENERATED / "plain-question", root / "0a0000aa-good")
+    shutil.copytree(CLI_GENERATED / "plain-question", root / "0a0000bb-locked")
+    locked = root / "0a0000bb-locked" / "events.jsonl"
+    locked.chmod(0)
+    if os.access(locked, os.R_OK):
+        pytest.skip("permissions do not stop this user (root): the folder and link cases above stand in")
+    assert main(["show", "--session-state", str(root), "--json"]) == 0
+    ids = [row["session_id"] for row in json.loads(capsys.readouterr().out)["sessions"]]
+    assert sorted(ids) == ["0a0000aa-good", "0a0000bb-locked"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="needs Linux's /proc/self/mem")
+def test_a_log_that_fails_while_read_is_skipped(
+    tmp_path: Path, receiver: OtlpReceiver, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A log that looks fine but fails when read (an I/O error: /proc/self/mem at offset 0 answers EIO, even
+    to root) used to stop replay with exit 3 after the sessions before it."""
+    root = tmp_path / "session-state"
+    shutil.copytree(CLI_GENERATED / "plain-question", root / "0a0000aa-good")
+    (root / "0a0000ff-eio").mkdir()
+    (root / "0a0000ff-eio" / "events.jsonl").symlink_to("/proc/self/mem")
+    assert replay_into(receiver, root) == 8
+    err = capsys.readouterr().err
+    assert "skipped: cannot read" in err and "0a0000ff-eio" in err
+    assert "from 1 of 2 sessions" in err.strip().splitlines()[-1]
+    assert receiver.spans()
+    assert main(["report", "--session-state", str(root), "--json"]) == 8
+    assert "1 sessions could not be read and are not counted" in capsys.readouterr().err
