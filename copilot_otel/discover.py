@@ -140,6 +140,9 @@ class Discovery:
         # through a symlink (/tmp is /private/tmp there; synced folders) would match no event.
         self._real_prefix: str | None = None
         self._polled: dict[str, _StatKey] = {}
+        self._real_root: str | None = None
+        self.refused: dict[str, str] = {}
+        """Session logs not read, and why (a link out of the folder, a FIFO): each said once."""
         self._mode: DiscoveryMode = "stopped"
         self._stop = threading.Event()
         self._wake = threading.Event()  # root deleted / overflow: act before the next poll tick
@@ -246,17 +249,41 @@ class Discovery:
                 try:
                     if entry.is_dir():
                         path = os.path.join(entry.path, EVENTS_FILE)
-                        st = os.stat(path)
+                        st = os.lstat(path)  # the one syscall a session costs: a regular file needs no other
+                        linked = entry.is_symlink()
                     elif entry.name.endswith(LEGACY_SUFFIX):
                         path = entry.path
-                        st = entry.stat()
+                        st = entry.stat(follow_symlinks=False)
+                        linked = False
                     else:
                         continue
+                    if linked or stat.S_ISLNK(st.st_mode):
+                        if not self._inside(path):
+                            self._refuse(path, "it is a link that leads out of the session-state folder")
+                            continue
+                        st = os.stat(path)
                 except OSError:
                     continue  # no events.jsonl (yet), or vanished meanwhile
                 if stat.S_ISREG(st.st_mode):
                     found[path] = (st.st_ino, st.st_size, st.st_mtime_ns)
+                else:
+                    self._refuse(path, "it is not a regular file (a FIFO, a device or a folder)")
         return found
+
+    def _inside(self, path: str) -> bool:
+        """Whether a log reached through a link stays inside the session-state folder (links within it are the
+        user's own layout; one out of it would make copilot-otel read and export any file, ``/etc/shadow`` too)."""
+        real_root = self._real_root or os.path.realpath(self._root_str)
+        self._real_root = real_root
+        real = os.path.realpath(path)
+        return real.startswith(real_root + os.sep)
+
+    def _refuse(self, path: str, why: str) -> None:
+        """A session log that is not read: said once per path (every scan finds it again), and counted."""
+        if path in self.refused:
+            return
+        self.refused[path] = why
+        logger.warning("skipped %s: %s; it is not read", path, why)
 
     def _is_session_log(self, path: str) -> bool:
         parent, name = os.path.split(path)

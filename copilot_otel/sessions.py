@@ -52,17 +52,33 @@ def scan_root(root: Path) -> list[SessionFile]:
         return []
     except OSError as exc:
         raise SourceError(f"cannot read session folder {root}: {exc.strerror}") from exc
+    real_root: str | None = None
     for entry in entries:
         try:
             if entry.is_dir():
                 events = Path(entry.path, EVENTS_FILE)
-                if events.is_file():
-                    found.append(SessionFile(entry.name, events, Path(entry.path)))
-            elif entry.name.endswith(".jsonl") and entry.is_file():
-                found.append(SessionFile(entry.name[: -len(".jsonl")], Path(entry.path), None))
+                session = SessionFile(entry.name, events, Path(entry.path))
+                linked = entry.is_symlink() or events.is_symlink()
+            elif entry.name.endswith(".jsonl"):
+                events = Path(entry.path)
+                session = SessionFile(entry.name[: -len(".jsonl")], events, None)
+                linked = entry.is_symlink()
+            else:
+                continue
+            if linked:
+                real_root = real_root or os.path.realpath(root)
+                if not _inside(events, real_root):
+                    continue  # a link out of the folder: unreadable_sessions names it
+            if events.is_file():
+                found.append(session)
         except OSError:
             continue
     return sorted(found, key=lambda s: str(s.path))
+
+
+def _inside(path: Path, real_root: str) -> bool:
+    """A log reached through a link is read only if the link stays inside the session-state folder."""
+    return os.path.realpath(path).startswith(real_root + os.sep)
 
 
 def require_session_folder(root: Path) -> None:
@@ -97,7 +113,10 @@ def unreadable_sessions(root: Path) -> list[tuple[SessionFile, str]]:
         except OSError:
             continue
         events = os.path.join(entry.path, EVENTS_FILE)  # a Path only for the few that cannot be read
-        reason = unreadable_reason(events)
+        if entry.is_symlink() and not _inside(Path(events), os.path.realpath(root)):
+            reason = "its folder is a link that leads out of the session-state folder"
+        else:
+            reason = unreadable_reason(events)
         if reason:
             found.append((SessionFile(entry.name, Path(events), Path(entry.path)), reason))
     return sorted(found, key=lambda item: str(item[0].path))
@@ -116,6 +135,8 @@ def unreadable_reason(events: str | Path) -> str:
     path = Path(events)
     if stat.S_ISLNK(st.st_mode) and not path.exists():
         return f"{EVENTS_FILE} is a broken link"
+    if stat.S_ISLNK(st.st_mode) and not _inside(path, os.path.realpath(path.parent.parent)):
+        return f"{EVENTS_FILE} is a link that leads out of the session-state folder"
     if path.is_dir():
         return f"{EVENTS_FILE} is a folder, not a file"
     if not path.is_file():
