@@ -8,7 +8,12 @@ passes, and each refusal says why (:class:`Refusal`):
 * it is the Copilot CLI: the native binary is named ``copilot`` (``copilot.exe``), the npm launcher is a node
   process running ``@github/copilot`` (``not_copilot``);
 * it was created no later than the lock file was written (plus a clock-tick slack): a process created after is
-  another program that got a dead CLI's pid (``started_after_lock``).
+  another program that got a dead CLI's pid (``started_after_lock``);
+* it is *this session's* CLI on *this machine*: it holds the session's ``inuse.<pid>.hold`` open, as the real CLI
+  does while it runs (``not_this_session``; ``unproven`` where the open files cannot be read, and ``no_hold`` when
+  there is no hold file). Without this, a live CLI of another session passed the checks above whenever a lock
+  named its pid: on a home folder shared between hosts the pid is a process on another machine, and restored or
+  synced folders carry stale locks. Any doubt: notify, never signal.
 
 What stops the loop while losing the least, measured with the real CLI 1.0.102 (``tests/test_interrupt_realcli.py``,
 README "Acting on a runaway"):
@@ -130,6 +135,21 @@ def verify(candidate: Candidate, platform: Platform = current) -> ProcessFacts |
             "started_after_lock",
             f"pid {candidate.pid} started {facts.create_time - candidate.written:.1f}s after {candidate.lock.name} "
             "was written: the CLI that wrote it is gone and another process got its pid",
+        )
+    hold = candidate.lock.with_name(f"inuse.{candidate.pid}.hold")
+    if not hold.exists():
+        return Refusal(
+            "no_hold",
+            f"no {hold.name} beside {candidate.lock.name}: cannot prove pid {candidate.pid} holds this session",
+        )
+    holds = platform.process_holds_open(candidate.pid, hold)
+    if holds is None:
+        return Refusal("unproven", f"cannot read which files pid {candidate.pid} holds open: not signalled")
+    if not holds:
+        return Refusal(
+            "not_this_session",
+            f"pid {candidate.pid} is a Copilot CLI but does not hold {hold.name} open: another session's, or a process "
+            "on another machine (a home folder shared between hosts, a restored or synced folder)",
         )
     return facts
 

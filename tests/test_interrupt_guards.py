@@ -55,8 +55,21 @@ def procs() -> Iterator[list[subprocess.Popen[bytes]]]:
         p.wait(5)
 
 
-def _start(procs: list[subprocess.Popen[bytes]], argv: list[str]) -> subprocess.Popen[bytes]:
-    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL)
+def _start(
+    procs: list[subprocess.Popen[bytes]], argv: list[str], holds: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """Start the stand-in; with ``holds`` (a session folder) it holds that folder's ``inuse.<pid>.hold`` open, as
+    the real CLI does while it runs (its standard input, opened before the start and renamed to its pid after)."""
+    stdin: Any = subprocess.DEVNULL
+    if holds is not None:
+        holds.mkdir(parents=True, exist_ok=True)
+        pending = holds / "starting.hold"
+        pending.write_text("")
+        stdin = pending.open("rb")
+    p = subprocess.Popen(argv, stdin=stdin)
+    if holds is not None:
+        stdin.close()
+        (holds / "starting.hold").rename(holds / f"inuse.{p.pid}.hold")
     procs.append(p)
     deadline = time.monotonic() + 5
     while current.process_facts(p.pid) is None or current.process_facts(p.pid).name not in (  # type: ignore[union-attr]
@@ -97,7 +110,7 @@ def test_the_verified_cli_is_interrupted(
     tmp_path: Path, fake_cli: Path, procs: list[subprocess.Popen[bytes]], caplog: pytest.LogCaptureFixture
 ) -> None:
     """The positive control: with every check passing the signal goes out (and ends the stand-in)."""
-    p = _start(procs, [str(fake_cli), "30"])
+    p = _start(procs, [str(fake_cli), "30"], holds=tmp_path / "s1")
     _lock(tmp_path / "s1", p.pid)
     records = _act(tmp_path / "s1", caplog)
     assert _result(records) == "interrupted"
@@ -108,7 +121,7 @@ def test_the_verified_cli_is_interrupted(
 def test_dry_run_only_logs(
     tmp_path: Path, fake_cli: Path, procs: list[subprocess.Popen[bytes]], caplog: pytest.LogCaptureFixture
 ) -> None:
-    p = _start(procs, [str(fake_cli), "30"])
+    p = _start(procs, [str(fake_cli), "30"], holds=tmp_path / "s1")
     _lock(tmp_path / "s1", p.pid)
     actions = RunawayActions(parse_policy("interrupt"), dry_run=True)
     with caplog.at_level(logging.WARNING, logger="copilot_otel"):
@@ -312,7 +325,7 @@ def test_windows_notifies_instead_of_interrupting(
     tmp_path: Path, fake_cli: Path, procs: list[subprocess.Popen[bytes]]
 ) -> None:
     """Windows' implementation (its process checks are the portable psutil ones, so they run here)."""
-    p = _start(procs, [str(fake_cli), "30"])
+    p = _start(procs, [str(fake_cli), "30"], holds=tmp_path / "s1")
     _lock(tmp_path / "s1", p.pid)
     outcome = interrupt_session(tmp_path / "s1", platform=for_platform("win32"))
     assert outcome.result == "unsupported" and "cannot interrupt" in outcome.detail
@@ -344,3 +357,29 @@ def test_a_slow_channel_never_blocks_submit_and_overflow_is_counted() -> None:
     notifier.close(5)
     outcomes = [notifier.outcomes.get_nowait() for _ in range(notifier.outcomes.qsize())]
     assert outcomes.count(("queue", "dropped")) >= 1 and slow.sent + outcomes.count(("queue", "dropped")) == 4
+
+
+def test_a_live_cli_of_another_session_is_refused(
+    tmp_path: Path, fake_cli: Path, procs: list[subprocess.Popen[bytes]], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every identity check passes (same user, named copilot, started before the lock), but the CLI holds another
+    session open: a stale lock here names it (a synced or restored folder, or a home shared between hosts, where
+    the pid is a process on another machine). Before, it was signalled."""
+    p = _start(procs, [str(fake_cli), "30"], holds=tmp_path / "s2")
+    _lock(tmp_path / "s2", p.pid)
+    _lock(tmp_path / "s1", p.pid)
+    (tmp_path / "s1" / f"inuse.{p.pid}.hold").write_text("")  # the stale pair in this session's folder
+    records = _act(tmp_path / "s1", caplog)
+    assert _result(records) == "refused"
+    assert "does not hold" in caplog.text and "another machine" in caplog.text
+    assert p.poll() is None
+
+
+def test_a_lock_without_its_hold_file_is_not_proof(
+    tmp_path: Path, fake_cli: Path, procs: list[subprocess.Popen[bytes]], caplog: pytest.LogCaptureFixture
+) -> None:
+    p = _start(procs, [str(fake_cli), "30"])
+    _lock(tmp_path / "s1", p.pid)
+    records = _act(tmp_path / "s1", caplog)
+    assert _result(records) == "refused" and "cannot prove" in caplog.text
+    assert p.poll() is None

@@ -250,6 +250,36 @@ class Platform:
             return None
         return ProcessFacts(pid, same_user, name, exe, cmdline, create_time, terminal, environ)
 
+    def process_holds_open(self, pid: int, path: str | os.PathLike[str]) -> bool | None:
+        """Whether process ``pid`` has the file at ``path`` open (:mod:`psutil`: ``/proc/<pid>/fd`` on Linux, the
+        process's file table on macOS); ``None`` when that cannot be read (another user's process, an OS that does
+        not say). Compared by identity (device and inode), not by name, so a path spelled through a link matches.
+
+        This is the proof the runaway interrupt asks for: the Copilot CLI holds its session's ``inuse.<pid>.hold``
+        open while it runs, so a process that holds it is this session's CLI on this machine (a pid read from a
+        lock on a home folder shared between hosts names a process on another machine, which holds nothing here).
+        """
+        import psutil
+
+        try:
+            want = os.stat(path)
+        except OSError:
+            return False
+        try:
+            opened = psutil.Process(pid).open_files()
+        except psutil.NoSuchProcess:
+            return False
+        except (psutil.AccessDenied, psutil.ZombieProcess, OSError, NotImplementedError):
+            return None
+        for item in opened:
+            try:
+                st = os.stat(item.path)
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) == (want.st_dev, want.st_ino):
+                return True
+        return False
+
     def send_interrupt(self, pid: int) -> None:
         """What a Ctrl-C in the CLI's terminal sends: SIGINT (raises ``OSError`` when it cannot be sent)."""
         os.kill(pid, signal.SIGINT)
