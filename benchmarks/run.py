@@ -918,16 +918,209 @@ def bench_burst(bench: Bench) -> list[Row]:
     return rows
 
 
+# Issue "History at scale": the same run at a small and a huge history, side by side.
+TARGET_SCALE_WRITE_MIB_PER_MIN = (
+    1.0  # one live session beside 100,000 idle ones: ≤ 1 MB a minute to the state dir
+)
+TARGET_SCALE_IDLE_CPU = 0.005  # ≤ 0.5 % of a core idle at 100,000 sessions
+TARGET_SCALE_IDLE_RSS_MIB = 100
+TARGET_SCALE_RESUMED_S = 1.0  # restart to the "resumed" line ≤ 1 s at 100,000 sessions
+_RESUMED = re.compile(rb"^(\S+) copilot-otel: INFO: resumed (\d+) checkpointed", re.M)
+
+
+@dataclass
+class ScaleFigures:
+    """What one history size gave."""
+
+    sessions: int
+    first_start_s: float = 0.0
+    resumed_s: float | None = None
+    resumed: int = 0
+    live_write_mib_per_min: float = 0.0
+    live_cpu: float = 0.0
+    live_spans_ok: bool = False
+    idle_cpu: float = 0.0
+    idle_rss_mib: float = 0.0
+    resent: int = 0
+
+
+def proc_write_bytes(pid: int) -> int:
+    """Bytes the process caused to be written to storage (``/proc/<pid>/io``: its writes and its fsyncs)."""
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("write_bytes:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _log_time_ns(stamp: bytes) -> int:
+    from datetime import datetime
+
+    return int(datetime.fromisoformat(stamp.decode()).timestamp() * 1e9)
+
+
+def measure_scale(bench: Bench, sessions: int, live_s: float, idle_s: float) -> ScaleFigures:
+    """``sessions`` idle sessions of history (two days old, checkpointed by a first start), then: a restart (time to
+    the "resumed" line, nothing re-sent), one session written line by line for ``live_s`` beside them (bytes the
+    daemon wrote to storage, CPU), and the idle daemon (CPU over ``idle_s``, RSS)."""
+    work = bench.work / f"scale-{sessions}"
+    root, state = work / "session-state", work / "state"
+    history.generate(root, 0, sessions=sessions, seed=41, only="plain-question")
+    old = time.time() - 2 * 86400
+    for folder in os.scandir(root):
+        os.utime(os.path.join(folder.path, "events.jsonl"), (old, old))
+    staging = work / "staging"
+    history.generate(staging, 0, sessions=1, seed=42, only="multi-tool", prompts_per_session=8)
+    (staged,) = history_files([staging])
+    live_lines = staged.read_bytes().splitlines(keepends=True)
+    live_spans = expected_spans([staged])
+    fig = ScaleFigures(sessions)
+    with Receiver(bench.work, bench.env(), f"scale-{sessions}") as receiver:
+        # First start: the history becomes checkpoints (backfill none: read to the end without exporting).
+        t0 = time.monotonic()
+        with daemon(bench, root, state, receiver.endpoint, "--backfill", "none") as proc:
+            status = state / "status.json"
+            deadline = time.monotonic() + 900
+            while time.monotonic() < deadline:
+                try:
+                    doc = orjson.loads(status.read_bytes())
+                    if doc.get("files_tracked", 0) >= sessions and doc.get("files_followed", sessions) <= 1:
+                        break
+                except (OSError, ValueError):
+                    pass
+                time.sleep(0.5)
+            else:
+                raise BenchError(f"scale {sessions:,}: the first start never settled")
+            fig.first_start_s = time.monotonic() - t0
+            time.sleep(1.5)  # a state flush
+        before = receiver.counts().get("spans", 0)
+        # Restart: time to "resumed"; then one live session written line by line beside the history.
+        err_before = {p.name for p in bench.work.glob("daemon-*.err")}
+        spawn_ns = time.time_ns()
+        with daemon(bench, root, state, receiver.endpoint) as proc:
+            (err,) = [p for p in bench.work.glob("daemon-*.err") if p.name not in err_before]
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and not (match := _RESUMED.search(err.read_bytes())):
+                time.sleep(0.02)
+            if match:
+                fig.resumed_s = (_log_time_ns(match.group(1)) - spawn_ns) / 1e9
+                fig.resumed = int(match.group(2))
+            target = root / staged.parent.name
+            target.mkdir()
+            time.sleep(1.0)
+            written0, cpu0, t0 = proc_write_bytes(proc.pid), proc_cpu_s(proc.pid), time.monotonic()
+            with open(target / "events.jsonl", "ab") as fh:
+                pause = live_s / max(1, len(live_lines))
+                for line in live_lines:
+                    fh.write(line)
+                    fh.flush()
+                    time.sleep(pause)
+            counts = receiver.wait_for_spans(before + live_spans, timeout_s=60.0)
+            time.sleep(1.5)  # the last checkpoint flush
+            os.sync()
+            elapsed = time.monotonic() - t0
+            fig.live_write_mib_per_min = (proc_write_bytes(proc.pid) - written0) / 2**20 / (elapsed / 60)
+            fig.live_cpu = (proc_cpu_s(proc.pid) - cpu0) / elapsed
+            fig.live_spans_ok = counts.get("spans", 0) >= before + live_spans
+            if idle_s:
+                time.sleep(15.0)  # the live session settles (descriptor closed, forgotten to its stat)
+                cpu0, t0 = proc_cpu_s(proc.pid), time.monotonic()
+                time.sleep(idle_s)
+                fig.idle_cpu = (proc_cpu_s(proc.pid) - cpu0) / (time.monotonic() - t0)
+            fig.idle_rss_mib = proc_rss_mib(proc.pid)
+        settled = wait_settled(receiver, 2.0, 30.0)
+        fig.resent = settled.get("spans", 0) - before - live_spans
+    shutil.rmtree(work, ignore_errors=True)
+    return fig
+
+
+def bench_scale(bench: Bench) -> list[Row]:
+    """The history-at-scale figures at a small and a huge history, measured in the same run."""
+    if bench.quick:  # the CI smoke run: one small size, the delivery checks only (no idle window)
+        a = b = measure_scale(bench, 200, 3.0, 0.0)
+        small = big = 200
+    else:
+        small, big = 1_000, 100_000
+        a, b = measure_scale(bench, small, 60.0, 60.0), measure_scale(bench, big, 60.0, 60.0)
+
+    def pair(fmt: Callable[[ScaleFigures], str]) -> tuple[str, str]:
+        return fmt(b), f"{small:,}: {fmt(a)}"
+
+    resumed = pair(lambda f: "no resumed line" if f.resumed_s is None else f"{f.resumed_s:.2f}")
+    rows = [
+        Row(
+            f"scale: first start, {big:,} idle sessions → checkpoints (s)",
+            *pair(lambda f: f"{f.first_start_s:.1f}"),
+            "",
+            "info",
+        ),
+        Row(
+            f"scale: restart to 'resumed', {big:,} sessions (s)",
+            *resumed,
+            "",
+            f"≤ {TARGET_SCALE_RESUMED_S:.0f} s",
+            b.resumed_s is not None and b.resumed_s <= TARGET_SCALE_RESUMED_S,
+        ),
+        Row(
+            f"scale: spans re-sent after restart, {big:,} sessions",
+            *pair(lambda f: f"{f.resent:,}"),
+            "",
+            "0",
+            a.resent == b.resent == 0,
+            gate=True,
+        ),
+        Row(
+            f"scale: one live session beside {big:,}: written to storage (MiB/min)",
+            *pair(lambda f: f"{f.live_write_mib_per_min:.2f}"),
+            "",
+            f"≤ {TARGET_SCALE_WRITE_MIB_PER_MIN:.0f}",
+            b.live_write_mib_per_min <= TARGET_SCALE_WRITE_MIB_PER_MIN,
+        ),
+        Row(
+            f"scale: one live session beside {big:,}: CPU",
+            *pair(lambda f: f"{f.live_cpu:.1%} of a core"),
+            "",
+            "info",
+        ),
+        Row(
+            f"scale: live session delivered, {big:,} sessions",
+            *pair(lambda f: "yes" if f.live_spans_ok else "no"),
+            "",
+            "yes",
+            a.live_spans_ok and b.live_spans_ok,
+            gate=True,
+        ),
+        Row(
+            f"scale: idle CPU, {big:,} sessions",
+            *pair(lambda f: f"{f.idle_cpu:.2%} of a core"),
+            "",
+            f"≤ {TARGET_SCALE_IDLE_CPU:.1%}",
+            b.idle_cpu <= TARGET_SCALE_IDLE_CPU,
+        ),
+        Row(
+            f"scale: idle RSS, {big:,} sessions (MiB)",
+            *pair(lambda f: f"{f.idle_rss_mib:.0f}"),
+            "",
+            f"≤ {TARGET_SCALE_IDLE_RSS_MIB}",
+            b.idle_rss_mib <= TARGET_SCALE_IDLE_RSS_MIB,
+        ),
+    ]
+    return rows
+
+
 DAEMON_BENCHES: list[tuple[str, Callable[[Bench], list[Row]]]] = [
     ("live latency p50 / p99", bench_live_latency),
     ("idle CPU/RSS, restart with checkpoints", bench_idle_and_restart),
     ("burst 50×200 ev/s", bench_burst),
+    ("history at scale", bench_scale),
 ]
 
 
-def daemon_figures(bench: Bench) -> None:
-    """Run every daemon benchmark; one failing does not stop the others (it becomes a failed row)."""
+def daemon_figures(bench: Bench, only: str | None = None) -> None:
+    """Run every daemon benchmark (or those whose label contains ``only``); one failing does not stop the others
+    (it becomes a failed row)."""
     for label, fn in DAEMON_BENCHES:
+        if only is not None and only not in label:
+            continue
         try:
             rows = fn(bench)
         except DaemonUnavailable as exc:
@@ -981,6 +1174,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompts-per-session", type=int, default=1, help="history shape (see history.py)")
     parser.add_argument("--strict", action="store_true", help="exit 1 when a performance target is missed")
     parser.add_argument("--no-daemon", action="store_true", help="skip the live-daemon figures")
+    parser.add_argument(
+        "--only-daemon",
+        metavar="NAME",
+        default=None,
+        help="run only the daemon benchmark whose label contains NAME (e.g. 'scale'), no replay figures",
+    )
     parser.add_argument("--keep", type=Path, default=None, help="work in this folder and keep it")
     parser.add_argument(
         "--baseline",
@@ -1010,11 +1209,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     failed = False
     try:
-        backfill(bench, events, args.prompts_per_session)
+        if args.only_daemon is None:
+            backfill(bench, events, args.prompts_per_session)
         if args.baseline is not None:
             versus_baseline(bench, args.baseline, events, args.pairs, args.prompts_per_session)
         if not args.no_daemon:
-            daemon_figures(bench)
+            daemon_figures(bench, args.only_daemon)
     except BenchError as exc:
         print(f"run.py: error: {exc}", file=sys.stderr)
         failed = True
