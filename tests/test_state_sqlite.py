@@ -400,3 +400,26 @@ def test_a_link_at_a_dead_letter_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(OSError, match="symbolic link"):  # (the daemon logs it and counts the record as lost)
         letters.append("traces", "HTTP 400", {"name": "x"}, None)
     assert target.read_bytes() == b"the user's own file\n"
+
+
+# ------------------------------------------------------------------------------------------------ doctor
+def test_doctor_reads_the_checkpoints_read_only_and_names_an_unsafe_dir(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from copilot_otel.cli import main
+
+    state = tmp_path / "state"
+    with StateStore(state) as store:  # (open: as while a daemon runs)
+        store.put("/a", cp(1))
+        store.put("/b", cp(2))
+        assert store.flush()
+        main(["doctor", "--state-dir", str(state), "--timeout", "1"])
+        out = " ".join(capsys.readouterr().out.split())
+        assert f"ok state dir: {state} is writable (2 checkpoints)" in out
+        store.put("/c", cp(3))
+        assert store.flush()  # doctor held nothing
+    if POSIX:
+        state.chmod(0o777)
+        main(["doctor", "--state-dir", str(state), "--timeout", "1"])
+        out = " ".join(capsys.readouterr().out.split())
+        assert f"FAIL state dir: {state} is writable by other users (mode 0777)" in out
