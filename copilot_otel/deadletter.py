@@ -48,6 +48,7 @@ from typing import Any
 import orjson
 
 from ._platform import LockHeld, current
+from .state import write_new_file
 
 __all__ = [
     "DEAD_LETTER_FILE",
@@ -162,11 +163,11 @@ class DeadLetters:
         self._write(line + b"\n")
 
     def _write(self, data: bytes) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
             if self.path.stat().st_size + len(data) > self.max_bytes:
                 self._rotate()
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | current.open_flags, 0o600)
+        fd = current.open_private(self.path, os.O_WRONLY | os.O_APPEND)
         try:
             os.write(fd, data)
         finally:
@@ -189,7 +190,7 @@ class DeadLetters:
     def _add_discarded(self, n: int) -> None:
         total = self.discarded() + n
         tmp = self.discarded_file.with_name(self.discarded_file.name + ".tmp")
-        tmp.write_text(f"{total}\n")
+        write_new_file(tmp, f"{total}\n".encode())
         current.replace(tmp, self.discarded_file)
 
     # -- reading -----------------------------------------------------------------------------------------------
@@ -226,7 +227,7 @@ class DeadLetters:
         Yields the entries (oldest first); on exit the ones still in the list are appended to the current file and
         the claimed copies are removed. Raises :class:`~._platform.LockHeld` when another resend is running.
         """
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         lock = current.lock_exclusive(self.path.with_name(self.path.name + _LOCK_SUFFIX))
         try:
             if not self.resending.exists():
@@ -236,7 +237,7 @@ class DeadLetters:
                 if self.rotated.exists():
                     rest = self.resending.read_bytes() if self.resending.exists() else b""
                     tmp = self.resending.with_name(self.resending.name + ".tmp")
-                    tmp.write_bytes(self.rotated.read_bytes() + rest)
+                    write_new_file(tmp, self.rotated.read_bytes() + rest)
                     current.replace(tmp, self.resending)
                     self.rotated.unlink()
             claimed = list(_read(self.resending))

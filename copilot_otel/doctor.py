@@ -28,14 +28,15 @@ from rich.console import Console
 from rich.text import Text
 
 from . import tls
+from ._platform import current
 from .config import Config, capture_state, describe
 from .deadletter import describe as describe_dead_letters
-from .errors import CopilotOtelError, SourceError
+from .errors import CopilotOtelError, SourceError, StateError
 from .export import Delivery, Signal
 from .metrics import Aggregator
 from .records import LogRecord, Severity, SpanKind, SpanRecord
 from .sessions import pid_alive, scan_root, unreadable_sessions
-from .state import StateStore
+from .state import StateStore, stored_checkpoints
 from .telemetry import Telemetry, resource_attributes
 
 __all__ = ["Check", "Mark", "doctor", "run_checks"]
@@ -181,7 +182,6 @@ def _runaway_action(config: Config) -> Check:
     """What a runaway detection does; a warning where it cannot do what was asked (see copilot_otel.act)."""
     import shutil
 
-    from ._platform import current
     from .act import describe_policy
 
     policy = config.runaway_action
@@ -248,6 +248,7 @@ def _endpoint(config: Config, shown: str, source: str) -> Check:
 def _state_dir(path: Path) -> Check:
     try:
         _probe_directory(path)
+        problem = current.private_dir_problem(path)
     except OSError as exc:
         return Check(
             Mark.FAIL,
@@ -255,7 +256,25 @@ def _state_dir(path: Path) -> Check:
             f"{path} is not writable ({exc.strerror or exc})",
             "set --state-dir or COPILOT_OTEL_STATE_DIR to a directory you can write",
         )
-    return Check(Mark.OK, "state dir", f"{path} is writable")
+    if problem is not None:
+        return Check(
+            Mark.FAIL,
+            "state dir",
+            f"{path} {problem}",
+            "the daemon refuses a state directory other users could plant files or links in",
+        )
+    try:  # read-only: a running daemon is not disturbed
+        stored = stored_checkpoints(path)
+    except StateError as exc:
+        return Check(
+            Mark.WARN,
+            "state dir",
+            str(exc),
+            "the daemon sets a damaged database aside at its next start and reads every session log again "
+            "(the same ids: nothing is lost, a backend may see data twice)",
+        )
+    held = f" ({stored} checkpoint{'' if stored == 1 else 's'})" if stored is not None else ""
+    return Check(Mark.OK, "state dir", f"{path} is writable{held}")
 
 
 def _daemon_checks(state_dir: Path) -> Iterator[Check]:

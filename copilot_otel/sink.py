@@ -4,6 +4,10 @@ Without rotation the file grew without bound (every ``replay`` appends a full co
 write would take it past :data:`MAX_BYTES`, it is renamed ``otlp.jsonl.1`` (the older ones shift to ``.2`` …),
 and the oldest beyond :data:`KEEP` rotated files is deleted: at most ``(KEEP + 1) * MAX_BYTES`` on disk.
 
+The file and its lock are created 0600 like every other file of the state directory (under ``umask 000`` an
+``open(path, "ab")`` made it 0666: readable and writable by everyone), and never through a link
+(:meth:`~copilot_otel._platform.Platform.open_private`).
+
 Several processes may write the same file (``replay``'s worker processes, a daemon and a ``replay``): each
 write checks the size and appends under a lock file next to it, so two writers never rotate twice for one full
 file nor together pass the bound. Each line is appended in one ``write`` on a file opened for appending.
@@ -15,6 +19,8 @@ import contextlib
 import os
 import threading
 from pathlib import Path
+
+from ._platform import current
 
 __all__ = ["KEEP", "MAX_BYTES", "RotatingFile"]
 
@@ -46,16 +52,22 @@ class RotatingFile:
         from filelock import FileLock
 
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             # The size check and the write under one lock shared by every writer: checked apart, two writers
             # could each find room for their line and together pass the bound.
-            with FileLock(str(self.path.with_name(f".{self.path.name}.lock")), timeout=_LOCK_TIMEOUT_S):
+            lock = FileLock(
+                str(self.path.with_name(f".{self.path.name}.lock")), timeout=_LOCK_TIMEOUT_S, mode=0o600
+            )
+            with lock:
                 size = self._size()
                 if size > 0 and size + len(data) > self.max_bytes:
                     with contextlib.suppress(OSError):
                         self._rotate()
-                with open(self.path, "ab") as fh:
-                    fh.write(data)
+                fd = current.open_private(self.path, os.O_WRONLY | os.O_APPEND)
+                try:
+                    os.write(fd, data)
+                finally:
+                    os.close(fd)
 
     def _size(self) -> int:
         try:

@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from copilot_otel.state import Checkpoint, read_checkpoints
 from tests import test_daemon
 from tests.conftest import CLI_GENERATED
 from tests.daemon_process import DaemonProcess, assert_delivered_like_replay, expected_spans
@@ -31,9 +32,8 @@ def _exactly_once(receiver: OtlpReceiver, paths: list[Path], tmp: Path) -> None:
     assert twice == [], f"{len(twice)} spans were sent again"
 
 
-def _checkpoints(state: Path) -> dict[str, Any]:
-    checkpoints: dict[str, Any] = json.loads((state / "state.json").read_text())["checkpoints"]
-    return checkpoints
+def _checkpoints(state: Path) -> dict[str, Checkpoint]:
+    return read_checkpoints(state)
 
 
 def _status(state: Path) -> dict[str, Any]:
@@ -198,4 +198,4 @@ def test_a_transport_that_raises_is_not_acked_and_the_batch_is_delivered_once(en
     assert out.count("the transport raised instead of returning a failure") >= 1
     assert out.count("Traceback") <= 1, "said once with its traceback, then counted"
     assert _status(env["state"])["retries"] >= 2
-    assert _checkpoints(env["state"])[str(log)]["acked_offset"] == log.stat().st_size
+    assert _checkpoints(env["state"])[str(log)].acked_offset == log.stat().st_size

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from copilot_otel.state import read_checkpoints
 from tests.conftest import CLI_GENERATED
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
@@ -82,4 +83,4 @@ def test_ctrl_c_right_as_run_starts_stops_it_cleanly(tmp_path: Path, attempt: in
     assert "did not stop" not in text and "did not exit" not in text, "no deadline had to end it"
     status = json.loads((state / "status.json").read_text())
     assert status["backlog_spans"] == 0, "what was read was delivered before it exited"
-    assert (state / "state.json").exists()
+    assert read_checkpoints(state), "the checkpoints were saved"

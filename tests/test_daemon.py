@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from copilot_otel.daemon import FD_CHECK_S, MAX_OPEN_TAILERS
+from copilot_otel.state import DB_FILE, read_checkpoints
 from tests.conftest import CLI_GENERATED, FIXTURES
 from tests.daemon_process import DaemonProcess, assert_delivered_like_replay, expected_spans
 from tests.otlp_receiver import OtlpReceiver
@@ -155,8 +156,7 @@ def test_deleted_while_open_is_drained_then_forgotten(env: dict[str, Any]) -> No
     log.unlink()
     env["receiver"].wait_for(lambda r: len(r.spans()) >= 12, 15)
     assert d.terminate() == 0
-    state = json.loads((env["state"] / "state.json").read_text())
-    assert str(log) not in state["checkpoints"]
+    assert str(log) not in read_checkpoints(env["state"])
 
 
 def test_session_folder_created_and_written_within_a_millisecond(env: dict[str, Any]) -> None:
@@ -260,9 +260,8 @@ def test_torn_state_file_falls_back_without_loss(env: dict[str, Any]) -> None:
     log = env["root"] / "r" / "events.jsonl"
     assert_delivered_like_replay(env["receiver"], [log], env["tmp"])
     assert d.terminate() == 0
-    for name in ("state.json", "state.json.prev"):
-        path = env["state"] / name
-        path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])  # torn
+    path = env["state"] / DB_FILE
+    path.write_bytes(b"\0" * len(path.read_bytes()))  # its pages overwritten: not a database any more
     env["receiver"].clear()
     d2 = env["daemon"]()
     assert_delivered_like_replay(env["receiver"], [log], env["tmp"])  # read again from 0, identical
@@ -415,8 +414,7 @@ def test_daemon_keeps_exporting_spans_when_the_endpoint_takes_no_logs(env: dict[
     assert_delivered_like_replay(receiver, [env["root"] / "s" / "events.jsonl"], env["tmp"])
     assert d.terminate() == 0
     assert d.output().count("does not accept logs") == 1  # said once, then logs are dropped
-    state = json.loads((env["state"] / "state.json").read_text())
-    assert state["checkpoints"], "checkpoints still advance"
+    assert read_checkpoints(env["state"]), "checkpoints still advance"
 
 
 def test_captured_content_live_is_what_replay_exports(

@@ -19,6 +19,7 @@ import pytest
 from copilot_otel.cli import main
 from copilot_otel.deadletter import DeadLetters
 from copilot_otel.errors import RejectedError
+from copilot_otel.state import read_checkpoints
 from tests.conftest import CLI_GENERATED, replay_into
 from tests.daemon_process import DaemonProcess, expected_spans
 from tests.otlp_receiver import OtlpReceiver
@@ -74,8 +75,8 @@ def test_dead_letters_from_the_daemon_are_resent_exactly_once(
         assert d.terminate() == 0
     assert receiver.spans() == [] and receiver.pending_faults() == 0
     assert status["dead_lettered"] == 3 and status["dead_letter_file"] == str(state / "dead-letter.jsonl")
-    checkpoints = json.loads((state / "state.json").read_text())["checkpoints"]
-    assert checkpoints[str(log)]["acked_offset"] == log.stat().st_size, "dead letters do not hold the file"
+    checkpoints = read_checkpoints(state)
+    assert checkpoints[str(log)].acked_offset == log.stat().st_size, "dead letters do not hold the file"
 
     # status and doctor say where they are and how many
     assert main(["status", "--state-dir", str(state)]) == 1  # (the daemon is stopped)

@@ -18,6 +18,7 @@ import pytest
 
 from copilot_otel.cli import main
 from copilot_otel.errors import EndpointError, ExportError, RejectedError
+from copilot_otel.state import read_checkpoints
 from tests.conftest import CLI_GENERATED, fixture_copy, replay_into
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver, Signal
@@ -154,9 +155,8 @@ def test_daemon_holds_data_while_the_endpoint_refuses_then_delivers_it_exactly_o
         assert status_json["last_error"] == status_json["endpoint_error"]
         assert status_json["backlog_spans"] > 0
         assert receiver.spans() == [] and not (state / "dead-letter.jsonl").exists()
-        state_file = state / "state.json"
-        checkpoints = json.loads(state_file.read_text())["checkpoints"] if state_file.exists() else {}
-        assert all(c["acked_offset"] == 0 for c in checkpoints.values()), checkpoints
+        checkpoints = read_checkpoints(state)
+        assert all(c.acked_offset == 0 for c in checkpoints.values()), checkpoints
         # the endpoint is fixed (token renewed, collector reconfigured): no restart needed
         receiver.reset_faults()
         receiver.wait_for(lambda r: {s["span_id"] for s in r.spans()} >= set(want_spans), 60)
@@ -311,9 +311,9 @@ def test_daemon_poison_values_cost_only_themselves_and_the_file_is_checkpointed(
     out = d.output()
     assert "Traceback" not in out and "unexpected error" not in out and "encoded" not in out
     assert sum("dropped a value" in line for line in out.splitlines()) == 2
-    checkpoints = json.loads((state / "state.json").read_text())["checkpoints"]
+    checkpoints = read_checkpoints(state)
     log = root / "poisoned" / "events.jsonl"
-    assert checkpoints[str(log)]["acked_offset"] == log.stat().st_size, "the poisoned file is not stuck"
+    assert checkpoints[str(log)].acked_offset == log.stat().st_size, "the poisoned file is not stuck"
     status = json.loads((state / "status.json").read_text())
     assert status["values_dropped"] == {"bad_timestamp": 1, "out_of_range": 1}
     assert status["unencodable"] == 0 and status["backlog_spans"] == 0

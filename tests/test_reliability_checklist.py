@@ -157,7 +157,7 @@ CHECKLIST: dict[int, tuple[str, tuple[str, ...], str]] = {
     22: (
         "SIGKILL during the checkpoint write",
         (
-            "test_state.py::test_stale_tmp_from_a_crash_is_removed",
+            "test_state_sqlite.py::test_sigkill_at_any_step_of_a_flush_leaves_the_old_or_the_new_rows",
             "test_daemon.py::test_torn_state_file_falls_back_without_loss",
         ),
         "",
@@ -165,8 +165,8 @@ CHECKLIST: dict[int, tuple[str, tuple[str, ...], str]] = {
     23: (
         "power loss",
         (
-            "test_state.py::test_flush_is_atomic_and_keeps_one_previous_generation",
-            "test_state.py::test_corrupt_state_falls_back_to_prev",
+            "test_state_sqlite.py::test_sigkill_at_any_step_of_a_flush_leaves_the_old_or_the_new_rows",
+            "test_state.py::test_a_db_that_is_not_a_database_is_set_aside",
         ),
         "",
     ),

@@ -1,9 +1,10 @@
-"""StateStore against a real directory: atomic flushes, corruption fallback, the lock, timing."""
+"""StateStore against a real directory: changed rows only, corruption set aside, the lock, a locked database."""
 
 from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -11,17 +12,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
 from copilot_otel.errors import StateError
 from copilot_otel.state import (
-    LOCK_FILE,
-    PREV_FILE,
-    STATE_FILE,
+    DB_FILE,
+    LEGACY_FILE,
     Checkpoint,
     LoadOutcome,
     StateStore,
+    read_checkpoints,
 )
 from copilot_otel.tail import FileIdentity
 
@@ -56,92 +56,88 @@ def test_round_trip(tmp_path: Path) -> None:
     again.close()
 
 
-def test_flush_is_atomic_and_keeps_one_previous_generation(tmp_path: Path) -> None:
+def test_flush_writes_only_the_changed_rows(tmp_path: Path) -> None:
     store = StateStore(tmp_path)
-    store.put("/a", cp(1))
+    for n in range(1_000):
+        store.put(f"/s/{n}", cp(n))
     assert store.flush()
-    first = (tmp_path / STATE_FILE).read_bytes()
-    store.put("/a", cp(2))
+    written = store.rows_written
+    assert written == 1_000 + 1  # the rows and the meta row of the startup flush
+    store.put("/s/7", cp(70))
+    store.forget("/s/8")
     assert store.flush()
-    assert (tmp_path / PREV_FILE).read_bytes() == first
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        ["user-home", LOCK_FILE, STATE_FILE, PREV_FILE]
-    )
-    doc = orjson.loads((tmp_path / STATE_FILE).read_bytes())
-    assert doc["version"] == 1
-    assert doc["checkpoints"]["/a"]["acked_offset"] == 25
-    # Nothing changed: no write at all.
-    mtime = (tmp_path / STATE_FILE).stat().st_mtime_ns
-    assert store.flush()
-    assert (tmp_path / STATE_FILE).stat().st_mtime_ns == mtime
+    assert store.rows_written - written == 2  # one upsert, one delete: not 1,000 rows again
+    # Nothing changed: no transaction at all.
+    assert store.flush() and store.rows_written - written == 2
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(DB_FILE)) == [
+        "lock",
+        "user-home",
+    ]
     store.close()
-
-
-def test_stale_tmp_from_a_crash_is_removed(tmp_path: Path) -> None:
-    (tmp_path / "state.json.tmp").write_bytes(b'{"version": 1, "checkp')
-    StateStore(tmp_path).close()
-    assert not (tmp_path / "state.json.tmp").exists()
-
-
-def test_corrupt_state_falls_back_to_prev(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    store = StateStore(tmp_path)
-    store.put("/a", cp(1))
-    assert store.flush()
-    store.put("/a", cp(2))
-    store.put("/b", cp(3))
-    assert store.flush()
-    store.close()
-    torn = (tmp_path / STATE_FILE).read_bytes()[:40]  # a torn write
-    (tmp_path / STATE_FILE).write_bytes(torn)
-
-    with caplog.at_level(logging.WARNING, logger="copilot_otel.state"):
-        recovered = StateStore(tmp_path)
-    assert recovered.load_outcome is LoadOutcome.FROM_PREVIOUS
-    assert recovered.all() == {"/a": cp(1)}
-    [kept] = recovered.corrupt_copies
-    assert kept.name.startswith("state.json.corrupt-") and kept.read_bytes() == torn
-    assert "is corrupt" in caplog.text and "state.json.prev" in caplog.text
-    # The recovered state was written back as a good state.json.
-    assert orjson.loads((tmp_path / STATE_FILE).read_bytes())["checkpoints"].keys() == {"/a"}
-    recovered.close()
-
-
-@pytest.mark.parametrize(
-    "bad", [b"", b"\x00" * 512, b"[1,2]", b'{"version":1,"checkpoints":{"/a":{"safe":1}}}']
-)
-def test_everything_corrupt_starts_empty_never_at_eof(
-    tmp_path: Path, bad: bytes, caplog: pytest.LogCaptureFixture
-) -> None:
-    (tmp_path / STATE_FILE).write_bytes(bad)
-    (tmp_path / PREV_FILE).write_bytes(b'{"version":1,"checkpoints":')
-    with caplog.at_level(logging.WARNING, logger="copilot_otel.state"):
-        store = StateStore(tmp_path)
-    assert store.load_outcome is LoadOutcome.EMPTY_AFTER_CORRUPTION
-    assert store.all() == {}
-    assert len(store.corrupt_copies) == 2
-    assert "read again from the start" in caplog.text
-    store.close()
-
-
-def test_missing_state_with_prev_uses_prev(tmp_path: Path) -> None:
-    store = StateStore(tmp_path)
-    store.put("/a", cp(7))
-    assert store.flush()
-    store.close()
-    os.replace(tmp_path / STATE_FILE, tmp_path / PREV_FILE)  # crash between the two renames
     again = StateStore(tmp_path)
-    assert again.load_outcome is LoadOutcome.FROM_PREVIOUS
-    assert again.all() == {"/a": cp(7)}
+    assert len(again) == 999 and again.get("/s/7") == cp(70) and again.get("/s/8") is None
     again.close()
 
 
+def test_stale_status_tmp_from_a_crash_is_replaced(tmp_path: Path) -> None:
+    (tmp_path / "status.json.tmp").write_bytes(b'{"pid": 1, "fil')
+    with StateStore(tmp_path) as store:
+        assert store.write_status({"pid": 2})
+    assert not (tmp_path / "status.json.tmp").exists()
+    assert StateStore.read_status(tmp_path) == {"pid": 2}
+
+
+def test_a_db_that_is_not_a_database_is_set_aside(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    store = StateStore(tmp_path)
+    store.put("/a", cp(1))
+    assert store.flush()
+    store.close()
+    garbage = b"this is not a database, it only has its name" * 100
+    (tmp_path / DB_FILE).write_bytes(garbage)
+    with caplog.at_level(logging.WARNING, logger="copilot_otel.state"):
+        recovered = StateStore(tmp_path)
+    assert recovered.load_outcome is LoadOutcome.EMPTY_AFTER_CORRUPTION
+    assert recovered.all() == {}
+    [kept] = recovered.corrupt_copies
+    assert kept.name.startswith("state.db.corrupt-") and kept.read_bytes() == garbage
+    assert "is corrupt" in caplog.text and "read again from the start" in caplog.text
+    # A good database again, used from now on.
+    recovered.put("/b", cp(2))
+    assert recovered.flush()
+    recovered.close()
+    again = StateStore(tmp_path)
+    assert again.load_outcome is LoadOutcome.LOADED and again.all() == {"/b": cp(2)}
+    again.close()
+
+
+def test_a_db_of_another_schema_is_set_aside(tmp_path: Path) -> None:
+    conn = sqlite3.connect(tmp_path / DB_FILE)
+    conn.execute("CREATE TABLE checkpoints (path TEXT, offset INTEGER)")
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    store = StateStore(tmp_path)
+    assert store.load_outcome is LoadOutcome.EMPTY_AFTER_CORRUPTION
+    assert len(store.corrupt_copies) == 1 and len(store) == 0
+    store.close()
+
+
 def test_state_from_a_newer_version_is_refused(tmp_path: Path) -> None:
-    (tmp_path / STATE_FILE).write_bytes(b'{"version": 99, "checkpoints": {}}')
+    conn = sqlite3.connect(tmp_path / DB_FILE)
+    conn.execute("PRAGMA user_version = 99")
+    conn.close()
+    with pytest.raises(StateError, match="newer copilot-otel") as refused:
+        StateStore(tmp_path)
+    assert "\n" not in str(refused.value)
+    # The refused store released its lock.
+    (tmp_path / DB_FILE).unlink()
+    StateStore(tmp_path).close()
+
+
+def test_json_state_from_a_newer_version_is_refused(tmp_path: Path) -> None:
+    (tmp_path / LEGACY_FILE).write_bytes(b'{"version": 99, "checkpoints": {}}')
     with pytest.raises(StateError, match="newer copilot-otel"):
         StateStore(tmp_path)
-    # The refused store released its lock.
-    (tmp_path / STATE_FILE).unlink()
-    StateStore(tmp_path).close()
 
 
 def test_second_store_in_process_is_refused(tmp_path: Path) -> None:
@@ -200,24 +196,30 @@ def test_unwritable_state_dir_is_refused(tmp_path: Path) -> None:
         locked.chmod(0o700)
 
 
+def _writer_holding(db: Path) -> sqlite3.Connection:
+    """Another program's connection in the middle of a write transaction on ``db``."""
+    other = sqlite3.connect(db, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    return other
+
+
 def test_failed_flush_keeps_state_and_is_retried(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     store = StateStore(tmp_path)
     store.put("/a", cp(1))
     assert store.flush()
-    good = (tmp_path / STATE_FILE).read_bytes()
-    # Make the write fail even for root: the tmp file's name is taken by a directory (EISDIR).
-    (tmp_path / "state.json.tmp").mkdir()
+    other = _writer_holding(tmp_path / DB_FILE)  # the database is locked: SQLITE_BUSY
     store.put("/a", cp(2))
     with caplog.at_level(logging.WARNING, logger="copilot_otel.state"):
         assert not store.flush()
         assert not store.flush()
     assert store.flush_failures == 2 and store.consecutive_flush_failures == 2
-    assert store.last_flush_error is not None and "EISDIR" in store.last_flush_error
+    assert store.last_flush_error is not None and "locked" in store.last_flush_error
     assert caplog.text.count("cannot write the state") == 1  # rate-limited
     assert store.dirty and store.get("/a") == cp(2)  # kept in memory
-    assert (tmp_path / STATE_FILE).read_bytes() == good  # last good state intact on disk
+    assert read_checkpoints(tmp_path) == {"/a": cp(1)}  # last good state intact on disk
 
-    (tmp_path / "state.json.tmp").rmdir()  # "space came back"
+    other.execute("ROLLBACK")  # the other program is done
+    other.close()
     assert store.flush()
     assert not store.dirty and store.consecutive_flush_failures == 0 and store.last_flush_error is None
     store.close()
@@ -225,10 +227,13 @@ def test_failed_flush_keeps_state_and_is_retried(tmp_path: Path, caplog: pytest.
 
 
 def test_startup_flush_failure_is_a_state_error(tmp_path: Path) -> None:
-    (tmp_path / "state.json.tmp").mkdir()
-    (tmp_path / "state.json.tmp" / "keep").write_bytes(b"")  # so the stale-tmp cleanup cannot remove it
-    with pytest.raises(StateError, match="cannot write the state"):
-        StateStore(tmp_path)
+    StateStore(tmp_path).close()
+    other = _writer_holding(tmp_path / DB_FILE)
+    try:
+        with pytest.raises(StateError, match="cannot write the state"):
+            StateStore(tmp_path)
+    finally:
+        other.close()
 
 
 def test_unserialisable_context_fails_at_put(tmp_path: Path) -> None:
@@ -262,7 +267,7 @@ def test_5000_checkpoints_load_and_flush_timing(tmp_path: Path) -> None:
         assert store.flush()
         flush_ms.append((time.perf_counter() - t0) * 1e3)
     store.close()
-    size = (tmp_path / STATE_FILE).stat().st_size
+    size = (tmp_path / DB_FILE).stat().st_size
 
     load_ms = []
     for _ in range(5):

@@ -6,7 +6,6 @@ Real daemons as child processes, the real OTLP receiver, real fixtures.
 
 from __future__ import annotations
 
-import json
 import shutil
 import signal
 import sys
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from copilot_otel.errors import StateError
+from copilot_otel.state import DB_FILE, Checkpoint, read_checkpoints
 from tests.conftest import CLI_GENERATED
 from tests.daemon_process import DaemonProcess, assert_delivered_like_replay
 from tests.otlp_receiver import OtlpReceiver
@@ -34,11 +34,16 @@ def _wait(predicate: object, timeout: float, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def _checkpoints(state: Path) -> dict[str, dict[str, object]]:
+def _checkpoints(state: Path) -> dict[str, Checkpoint]:
     try:
-        return json.loads((state / "state.json").read_text())["checkpoints"]  # type: ignore[no-any-return]
-    except (OSError, ValueError):
+        return read_checkpoints(state)
+    except StateError:  # (being re-created)
         return {}
+
+
+def _acked(state: Path, log: Path) -> int | None:
+    checkpoint = _checkpoints(state).get(str(log))
+    return checkpoint.acked_offset if checkpoint is not None else None
 
 
 def test_a_deleted_state_dir_is_recreated_relocked_and_saved(tmp_path: Path, receiver: OtlpReceiver) -> None:
@@ -48,7 +53,7 @@ def test_a_deleted_state_dir_is_recreated_relocked_and_saved(tmp_path: Path, rec
     d = DaemonProcess(root, state, receiver.http_endpoint, tmp_path / "daemon.log").start()
     try:
         _wait(
-            lambda: _checkpoints(state).get(str(first), {}).get("acked_offset") == first.stat().st_size,
+            lambda: _acked(state, first) == first.stat().st_size,
             30,
             "ack",
         )
@@ -68,7 +73,7 @@ def test_a_deleted_state_dir_is_recreated_relocked_and_saved(tmp_path: Path, rec
         later = root / "failing-tool" / "events.jsonl"
         assert_delivered_like_replay(receiver, [first, later], tmp_path)
         _wait(
-            lambda: _checkpoints(state).get(str(later), {}).get("acked_offset") == later.stat().st_size,
+            lambda: _acked(state, later) == later.stat().st_size,
             10,
             "ack",
         )
@@ -78,7 +83,7 @@ def test_a_deleted_state_dir_is_recreated_relocked_and_saved(tmp_path: Path, rec
     out = d.output()
     assert sum("was deleted while the daemon runs" in line for line in out.splitlines()) == 1
     assert "Traceback" not in out
-    assert _checkpoints(state)[str(first)]["acked_offset"] == first.stat().st_size
+    assert _acked(state, first) == first.stat().st_size
 
 
 def test_a_daemon_whose_deleted_state_dir_was_taken_over_stops_without_writing_there(
@@ -96,7 +101,7 @@ def test_a_daemon_whose_deleted_state_dir_was_taken_over_stops_without_writing_t
         )  # frozen: it cannot notice the deletion before the second one starts
         shutil.rmtree(state)
         second = DaemonProcess(root, state, receiver.http_endpoint, tmp_path / "second.log").start()
-        _wait(lambda: (state / "state.json").exists(), 10, "the second daemon's state")
+        _wait(lambda: (state / DB_FILE).exists(), 10, "the second daemon's state")
         d.proc.send_signal(signal.SIGCONT)
         assert d.wait(30) == StateError.exit_code, "the first one must stop, not share the directory"
         out = d.output()

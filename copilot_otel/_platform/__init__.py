@@ -9,6 +9,8 @@ Nothing else in the package calls an OS-specific function: only the modules here
 ``open_flags``             extra ``os.open`` flags for files we write: binary, not inherited by children
 ``replace(src, dst)``      atomic rename over ``dst``, retried briefly on a Windows sharing violation
 ``fsync_dir(path)``        make a rename durable (a no-op where a directory cannot be opened)
+``open_private``           a state file of ours: 0600, never through a link (``O_NOFOLLOW``), temporaries ``O_EXCL``
+``private_dir_problem``    why a state directory other users can write (or own) is unsafe (POSIX; ACLs on Windows)
 ``max_open_files``         the descriptor limit (``RLIMIT_NOFILE``; a fixed default on Windows)
 ``inotify_watched_inodes`` the directories our inotify watches cover (Linux; ``None`` elsewhere)
 ``lock_exclusive``         the one-daemon lock (:mod:`filelock`), with the holder's pid readable

@@ -38,6 +38,10 @@ _START_SLACK_S = 2.0
 _REPLACE_RETRY_S = 1.0
 # The pid starts at byte 1 of the lock file: byte 0 is the one Windows locks, unreadable by others while held.
 _PID_OFFSET = 1
+# The error text of a refused link (OSError's own for ELOOP, "Too many levels of symbolic links", misleads).
+_LINK_REFUSED = (
+    "is a symbolic link; copilot-otel never writes through links in its state directory (remove it)"
+)
 # What max_open_files() says where the OS has no limit to read (Windows' C runtime allows 8192).
 DEFAULT_MAX_OPEN_FILES = 1024
 
@@ -136,6 +140,32 @@ class Platform:
 
     def fsync_dir(self, directory: str | os.PathLike[str]) -> None:
         """Make renames in ``directory`` durable; a no-op where a directory cannot be opened as a file."""
+
+    def open_private(self, path: str | os.PathLike[str], flags: int, *, exclusive: bool = False) -> int:
+        """Open (creating it, mode 0600) a file of ours in the state directory for writing, never through a link.
+
+        ``flags`` are the access flags (``os.O_WRONLY | os.O_APPEND`` ...); ``exclusive`` makes it a new file only
+        (``O_EXCL``: fails with :class:`FileExistsError` when anything, a link included, has the name), what every
+        temporary is. Here, where ``O_NOFOLLOW`` does not exist (Windows), a link is refused by an ``lstat`` before
+        the open: a link planted in between is not caught, which takes write access to the state directory, and the
+        directory is the user's own (``%LOCALAPPDATA%`` is private by its ACL; creating a link on Windows takes
+        the privilege or Developer Mode as well).
+
+        Raises:
+            OSError: ``ELOOP`` when ``path`` is a symbolic link; any error of the open.
+        """
+        if not exclusive and os.path.islink(path):
+            raise OSError(errno.ELOOP, _LINK_REFUSED, os.fspath(path))
+        return os.open(path, self._private_flags(flags, exclusive), 0o600)
+
+    def _private_flags(self, flags: int, exclusive: bool) -> int:
+        return flags | os.O_CREAT | (os.O_EXCL if exclusive else 0) | self.open_flags
+
+    def private_dir_problem(self, path: str | os.PathLike[str]) -> str | None:
+        """Why the existing directory ``path`` is not safe for our state (other users could plant links or files
+        in it), or ``None``. Here nothing is checked: Windows guards directories by ACLs, and the default state
+        directory (``%LOCALAPPDATA%``) is private to its user; reading ACLs is not done."""
+        return None
 
     def max_open_files(self) -> int:
         """How many descriptors this process may hold (the soft ``RLIMIT_NOFILE`` on POSIX). Here a fixed

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import sys
 
-from ._portable import Platform
+from ._portable import _LINK_REFUSED, Platform
 
 __all__ = ["Posix", "posix_calls_present"]
 
 # What this implementation calls beyond the portable set; Windows has none of it.
-_POSIX_CALLS = ("pread", "preadv", "O_CLOEXEC", "O_NONBLOCK", "O_DIRECTORY")
+_POSIX_CALLS = ("pread", "preadv", "O_CLOEXEC", "O_NONBLOCK", "O_DIRECTORY", "O_NOFOLLOW")
 # What max_open_files() says when RLIMIT_NOFILE is unlimited.
 _UNLIMITED_OPEN_FILES = 1 << 20
 
@@ -49,3 +51,29 @@ class Posix(Platform):
                 os.fsync(fd)
             finally:
                 os.close(fd)
+
+        def open_private(self, path: str | os.PathLike[str], flags: int, *, exclusive: bool = False) -> int:
+            # O_NOFOLLOW: a link at the name fails the open itself (no window between a check and the open).
+            try:
+                fd = os.open(path, self._private_flags(flags, exclusive) | os.O_NOFOLLOW, 0o600)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise OSError(errno.ELOOP, _LINK_REFUSED, os.fspath(path)) from None
+                raise
+            try:  # a file an earlier version created under a permissive umask (otlp.jsonl was 0666) is tightened
+                if stat.S_IMODE(os.fstat(fd).st_mode) & 0o077:
+                    os.fchmod(fd, 0o600)
+            except OSError:
+                os.close(fd)
+                raise
+            return fd
+
+        def private_dir_problem(self, path: str | os.PathLike[str]) -> str | None:
+            st = os.stat(path)
+            uid = os.geteuid()
+            if st.st_uid != uid:
+                return f"is owned by uid {st.st_uid}, not by you (uid {uid}): use a directory of your own"
+            mode = stat.S_IMODE(st.st_mode)
+            if mode & 0o022:
+                return f"is writable by other users (mode {mode:04o}): run 'chmod go-w {os.fspath(path)}'"
+            return None

@@ -2,6 +2,11 @@
 
 Importable on every OS (the pure parts are tested on Linux); the Win32 calls are made through :mod:`ctypes`
 only on Windows, in the ``sys.platform == "win32"`` blocks below.
+
+Files of ours in the state directory are opened by the portable :meth:`~._portable.Platform.open_private`: there
+is no ``O_NOFOLLOW`` here, so a link is refused by an ``lstat`` before the open and temporaries are created with
+``O_EXCL`` (``CREATE_NEW``, which fails on any existing name, a link included). The directory check
+(:meth:`~._portable.Platform.private_dir_problem`) is the portable no-op: ``%LOCALAPPDATA%`` is private by its ACL.
 """
 
 from __future__ import annotations

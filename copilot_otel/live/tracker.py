@@ -121,11 +121,13 @@ class Tracker:
         without a stat (written by an older copilot-otel), with an open prompt or with unread bytes is followed
         at once (its file is opened and checked against its identity, as before).
         """
-        for key, cp in self.state.all().items():
+        for key, cp in self.state.summaries():
             if cp.size and cp.mtime_ns and cp.safe_offset == cp.acked_offset == cp.size:
-                self._known[key] = hash((cp.identity.inode, cp.size, cp.mtime_ns))  # counted by the first scan
+                self._known[key] = hash(
+                    (cp.identity.inode, cp.size, cp.mtime_ns)
+                )  # counted by the first scan
             elif os.path.exists(key):
-                self.resumed += self._track(key, cp) is not None
+                self.resumed += self._track(key, self.state.get(key)) is not None
             elif cp.identity.complete:  # deleted or moved while we were stopped: seen after the first scan
                 self._missing[cp.identity.fingerprint] = key
             else:  # too short a fingerprint to recognise it under another name
@@ -342,11 +344,15 @@ class Tracker:
         if self.fd_exhausted == self._fd_exhausted_at_check and self.fd_cap < self._fd_limit_cap:
             self.fd_cap = min(self._fd_limit_cap, self.fd_cap + max(1, self.fd_cap // 4))
         self._fd_exhausted_at_check = self.fd_exhausted
-        for key, f in list(self.files.items()):
-            seen = f.tailer.last_seen
-            if seen is not None and f.settled and key not in self.attention:
-                del self.files[key]
-                self._known[key] = hash(seen)
+        for f in list(self.files.values()):
+            self._forget_if_settled(f)
+
+    def _forget_if_settled(self, f: FollowedFile) -> None:
+        """A followed file with nothing in flight or open goes back to being known by its stat alone."""
+        seen = f.tailer.last_seen
+        if seen is not None and f.settled and f.key not in self.attention:
+            del self.files[f.key]
+            self._known[f.key] = hash(seen)
 
     def close_all(self) -> None:
         """Release every descriptor (shutdown)."""
@@ -369,6 +375,9 @@ class Tracker:
                         self.attention.discard(m.key)
                 elif m.identity is not None:
                     self._checkpoint(m)
+            if f.key in self.files:
+                # A backfill of 100,000 sessions then holds each one only until its checkpoint is acknowledged.
+                self._forget_if_settled(f)
 
     def _checkpoint(self, m: Marker) -> None:
         try:
