@@ -13,6 +13,7 @@ result with orjson and verifies that every event id is unique across the whole h
 Usage::
 
     python benchmarks/history.py OUT_DIR --events 200000 [--prompts-per-session 1] [--seed 1] [--check]
+    python benchmarks/history.py OUT_DIR --sessions 1 --session-mb 1024 --only multi-tool   # one 1 GiB log
 
 ``OUT_DIR`` becomes a ``session-state`` root: ``OUT_DIR/<sessionId>/events.jsonl`` + ``workspace.yaml``.
 """
@@ -186,6 +187,7 @@ def generate(
     fixtures: Path = DEFAULT_FIXTURES,
     sessions: int | None = None,
     only: str | None = None,
+    session_bytes: int | None = None,
 ) -> HistoryStats:
     """Write at least ``events`` events as new sessions under ``out_dir`` (a session-state root).
 
@@ -197,6 +199,11 @@ def generate(
         fixtures: The folder of real fixture sessions.
         sessions: Write exactly this many sessions instead (``events`` is then ignored).
         only: Copy only the fixture of this name (e.g. ``plain-question``).
+        session_bytes: Repeat each session's prompts until its log holds at least this many bytes
+            (``prompts_per_session`` is then ignored): one big log, for replay's memory bound.
+
+    Each log is written as it is generated, a line at a time, so a log of any size costs the generator one
+    prompt's lines of memory.
     """
     started = time.monotonic()
     templates = load_templates(fixtures)
@@ -208,33 +215,43 @@ def generate(
     out_dir.mkdir(parents=True, exist_ok=True)
     stats = HistoryStats()
     copy_index = 0
+    strides = 0  # prompt repetitions written so far: copies follow each other in time
     while (stats.sessions < sessions) if sessions is not None else (stats.events < events):
         template = templates[copy_index % len(templates)]
         session_id = new_uuid(rng)
         copy = _Copy(rng, session_id, template.session_id)
-        base_shift = _BASE_NS + copy_index * _COPY_STRIDE_NS * prompts_per_session - template.first_ns
+        base_shift = _BASE_NS + strides * _COPY_STRIDE_NS - template.first_ns
         lines = template.lines
+        repeated = session_bytes is not None or prompts_per_session > 1
         # With repeated prompts, a final session.shutdown moves to the very end of the session.
-        trailer = lines[-1:] if prompts_per_session > 1 and lines[-1].type == "session.shutdown" else ()
-        chunks: list[bytes] = []
-        for rep in range(prompts_per_session):
-            copy.shift_ns = base_shift + rep * _PROMPT_GAP_NS
-            if rep == 0:
-                chunks.extend(copy.render(line) for line in lines[: len(lines) - len(trailer)])
-                continue
-            copy.reset_ids()
-            chunks.extend(copy.render(line) for line in lines if line.type not in _SESSION_EVENTS)
-        chunks.extend(copy.render(line) for line in trailer)
-        body = b"\n".join(chunks) + b"\n"
+        trailer = lines[-1:] if repeated and lines[-1].type == "session.shutdown" else ()
         folder = out_dir / session_id.decode()
         folder.mkdir()
-        (folder / "events.jsonl").write_bytes(body)
+        written = lines_written = rep = 0
+        with open(folder / "events.jsonl", "wb") as out:
+            while (written < session_bytes) if session_bytes is not None else (rep < prompts_per_session):
+                copy.shift_ns = base_shift + rep * _PROMPT_GAP_NS
+                if rep == 0:
+                    chunk = [copy.render(line) for line in lines[: len(lines) - len(trailer)]]
+                else:
+                    copy.reset_ids()
+                    chunk = [copy.render(line) for line in lines if line.type not in _SESSION_EVENTS]
+                body = b"".join(line + b"\n" for line in chunk)
+                out.write(body)
+                written += len(body)
+                lines_written += len(chunk)
+                rep += 1
+            body = b"".join(copy.render(line) + b"\n" for line in trailer)
+            out.write(body)
+            written += len(body)
+            lines_written += len(trailer)
         if template.workspace is not None:
             copy.shift_ns = base_shift
             (folder / "workspace.yaml").write_bytes(copy.render(template.workspace))
         stats.sessions += 1
-        stats.events += len(chunks)
-        stats.bytes += len(body)
+        stats.events += lines_written
+        stats.bytes += written
+        strides += rep
         copy_index += 1
     stats.seconds = time.monotonic() - started
     return stats
@@ -276,6 +293,16 @@ def main(argv: list[str] | None = None) -> int:
         default=1,
         help="repeat each fixture's prompts N times in one session (default 1)",
     )
+    parser.add_argument(
+        "--sessions", type=int, default=None, help="write exactly this many sessions (--events is ignored)"
+    )
+    parser.add_argument(
+        "--session-mb",
+        type=float,
+        default=None,
+        help="repeat each session's prompts until its log holds this many MiB (one big log: --sessions 1)",
+    )
+    parser.add_argument("--only", default=None, help="copy only the fixture of this name (e.g. multi-tool)")
     parser.add_argument("--seed", type=int, default=1, help="id generator seed (default 1)")
     parser.add_argument("--fixtures", type=Path, default=DEFAULT_FIXTURES, help="fixture sessions folder")
     parser.add_argument("--check", action="store_true", help="decode the result and verify unique ids")
@@ -286,6 +313,9 @@ def main(argv: list[str] | None = None) -> int:
         prompts_per_session=args.prompts_per_session,
         seed=args.seed,
         fixtures=args.fixtures,
+        sessions=args.sessions,
+        only=args.only,
+        session_bytes=int(args.session_mb * 1024 * 1024) if args.session_mb is not None else None,
     )
     print(
         f"history.py: wrote {stats.sessions} sessions, {stats.events} events, {stats.bytes / 1e6:.1f} MB "

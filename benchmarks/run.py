@@ -2,6 +2,7 @@
 """One command for the performance figures: ours vs the limits and the naive baseline, side by side.
 
     python benchmarks/run.py [--events N] [--quick] [--strict] [--keep DIR] [--no-daemon] [--baseline TREE]
+                              [--big-log-mb MIB]
 
 Everything runs in one invocation on the same generated history (``benchmarks/history.py``), so the *ratios*
 are comparable even on a noisy machine; absolute numbers are printed for information only.
@@ -15,7 +16,8 @@ Backfill figures (what exists today):
   with ``COPILOT_OTEL_METRICS=false``; the receiver's span count must equal the spans replay reports;
 * naive: ``benchmarks/naive.py`` (stdlib json + SDK tracer + BatchSpanProcessor + stock OTLPSpanExporter) into
   the same kind of receiver;
-* peak RSS of the replay process for a history of N and of 2N events (``os.wait4`` rusage per child).
+* peak RSS of the replay process for a history of N and of 2N events (``os.wait4`` rusage per child), and
+  for one session log of 1 GiB (``--big-log-mb``): replay reads a log in chunks, so its size must not show.
 
 Rates of subprocesses are *marginal*: ``events / (wall − wall of the same command on a 1-session history)``,
 so interpreter start-up and imports (shown separately) do not distort small runs.
@@ -74,6 +76,8 @@ TARGET_IDLE_RSS_MIB = 100  # issue 7: ≤ 100 MB RSS idle with 5,000 tracked ses
 TARGET_RESTART_S = 2.0  # issue 7: restart with 5,000 checkpointed sessions ready in ≤ 2 s
 TARGET_LATENCY_MS = (300, 1500)  # issue 7: append → span received, p50 ≤ 0.3 s, p99 ≤ 1.5 s
 TARGET_BURST_LAG_S = 5.0  # the collector has everything ≤ 5 s after a burst ends
+TARGET_BIG_LOG_RSS_MIB = 150  # issue 21: replay of one 1 GB log in ≤ 150 MB (it held the whole file: 1.1 GB)
+BIG_LOG_MIB = 1_024  # the one big log's size (16 MiB with --quick)
 
 _REPLAY_LINE = re.compile(
     r"exported (\d+) sessions: (\d+) spans, (\d+) log events from (\d+) events in ([\d.]+)s"
@@ -540,6 +544,38 @@ def backfill(bench: Bench, events: int, prompts_per_session: int) -> None:
         f"{ours_spans.measured.wall_s:.1f}s, naive {naive_m.wall_s:.1f}s; CPU: ours "
         f"{ours.measured.cpu_s:.1f}s, spans only {ours_spans.measured.cpu_s:.1f}s, naive {naive_m.cpu_s:.1f}s"
     )
+
+
+def big_log(bench: Bench, mib: int) -> None:
+    """Peak RSS of replaying one session log of ``mib`` MiB (the real fixture's prompts repeated)."""
+    root = bench.work / "big-log"
+    stats = history.generate(root, 0, sessions=1, seed=6, only="multi-tool", session_bytes=mib * 1024 * 1024)
+    run = replay(bench, [root], "big-log")
+    size = f"{mib / 1024:g} GiB" if mib >= 1024 else f"{mib} MiB"
+    rss = run.measured.maxrss_mib
+    bench.add(
+        Row(
+            f"replay of a {size} log: peak RSS (MiB)",
+            f"{rss:.0f}",
+            f"{stats.bytes / 1e6:,.0f} MB, {run.events:,} events in one session",
+            f"{rss / TARGET_BIG_LOG_RSS_MIB:.2f}",
+            f"≤ {TARGET_BIG_LOG_RSS_MIB}",
+            rss <= TARGET_BIG_LOG_RSS_MIB,
+        )
+    )
+    got = run.received.get("spans", 0)
+    bench.add(
+        Row(
+            f"spans delivered, replay of a {size} log",
+            f"{got:,} received",
+            f"{run.spans:,} reported",
+            "equal" if got == run.spans else f"{got - run.spans:+,}",
+            "equal",
+            got == run.spans,
+            gate=True,
+        )
+    )
+    shutil.rmtree(root, ignore_errors=True)  # a GiB of disk, not needed by what follows
 
 
 # --------------------------------------------------------------------------------------------- daemon
@@ -1190,6 +1226,12 @@ def main(argv: list[str] | None = None) -> int:
         "and print the ratios (the 'not slower' check of a restructure)",
     )
     parser.add_argument("--pairs", type=int, default=7, help="paired runs against --baseline (default 7)")
+    parser.add_argument(
+        "--big-log-mb",
+        type=int,
+        default=None,
+        help=f"size of the one big log replayed for its peak RSS, MiB (default {BIG_LOG_MIB}; 16 with --quick)",
+    )
     args = parser.parse_args(argv)
     events = args.events or (5_000 if args.quick else 200_000)
 
@@ -1211,6 +1253,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.only_daemon is None:
             backfill(bench, events, args.prompts_per_session)
+            big_log(bench, args.big_log_mb or (16 if args.quick else BIG_LOG_MIB))
         if args.baseline is not None:
             versus_baseline(bench, args.baseline, events, args.pairs, args.prompts_per_session)
         if not args.no_daemon:

@@ -98,13 +98,9 @@ def iter_sessions(
 
 
 def _read(session: SessionFile, settings: FoldSettings) -> SessionRecords:
-    try:
-        blob = session.path.read_bytes()
-    except OSError as exc:
-        raise SourceError(f"cannot read {session.path}: {exc.strerror}") from exc
     pipeline = Pipeline(session.session_id, settings, project=False)
     out = SessionRecords(session)
-    for step in pipeline.feed_blob(blob):
+    for step in pipeline.feed_file(session.path):  # read in chunks: only the records are kept
         if step.drop is not None:
             out.drops.append(step.drop)
         out.records.extend(step.records)

@@ -1,9 +1,9 @@
 """The one path from a session log's bytes to what it did: lines → events → activity records → emissions.
 
-``replay`` reads whole files, the daemon reads the tailer's batches and ``show`` reads whole files too, but all
-three feed the same items (:class:`~copilot_otel.tail.Line` and :class:`~copilot_otel.tail.TooLong`) through the
-same :class:`Pipeline`, so a line means the same everywhere: a blank line is framing and skipped, a line longer
-than :data:`MAX_LINE_BYTES` is dropped as ``too_long`` without being decoded, a bad line is dropped with its
+``replay``, ``show`` and the library read a log from start to end in chunks (:meth:`Pipeline.feed_file`), the
+daemon reads the tailer's batches, but all of them frame lines alike and fold each through the same
+:class:`Pipeline`, so a line means the same everywhere: a blank line is framing and skipped, a line longer
+than :data:`MAX_LINE_BYTES` is dropped as ``too_long`` without being decoded (nor held), a bad line is dropped with its
 reason and costs only itself, a value no encoder could carry (a timestamp past 2262, a count beyond 2**53) is
 dropped with its reason and costs only itself (the event is kept without it), and the same events give the same
 records and emissions.
@@ -16,19 +16,31 @@ Stages (each owns one thing)::
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from ._platform import current
 from .activity import Record
 from .agentloop import AgentLoop, FoldSettings, LiveStats, RunawayThresholds, SessionContext
+from .errors import SourceError
 from .events import Event, pending_drops, take_dropped
 from .parse import parse_line
 from .project import Projector
 from .records import BadLine, DropReason, Emission
-from .tail import DEFAULT_MAX_LINE_BYTES, Line, TailItem, TooLong
+from .tail import DEFAULT_MAX_LINE_BYTES, DEFAULT_READ_CHUNK_BYTES, Line, TailItem, TooLong
 from .window import PromptWindow
 
-__all__ = ["MAX_LINE_BYTES", "FoldSettings", "Pipeline", "RunawayThresholds", "Step", "split_lines"]
+__all__ = [
+    "MAX_LINE_BYTES",
+    "READ_CHUNK_BYTES",
+    "FoldSettings",
+    "Pipeline",
+    "RunawayThresholds",
+    "Step",
+    "read_chunks",
+    "split_lines",
+]
 
 # ``tuple.__new__(Line, (...))`` is ``Line(...)`` without the Python-level ``__new__`` that NamedTuple generates:
 # one call less per line of every backfill, and the same value.
@@ -36,6 +48,24 @@ _new = tuple.__new__
 
 # Lines longer than this are dropped as too_long, by replay and the daemon alike (the tailer never holds more).
 MAX_LINE_BYTES = DEFAULT_MAX_LINE_BYTES
+# A log read from start to end (replay, show, the library) is read in reads of this size, as the tailer reads:
+# whatever the log's size, a reader holds one chunk and at most one line (up to MAX_LINE_BYTES) besides.
+READ_CHUNK_BYTES = DEFAULT_READ_CHUNK_BYTES
+
+
+def read_chunks(path: str | os.PathLike[str], chunk_bytes: int = READ_CHUNK_BYTES) -> Iterator[bytes]:
+    """A file's bytes from start to end, ``chunk_bytes`` at a time (opened as the tailer opens a log: the CLI
+    may go on appending to, rename or delete it meanwhile). Opened at the first ``next``.
+
+    Raises:
+        OSError: the file cannot be opened or read.
+    """
+    fd = current.open_shared(path)
+    try:
+        while chunk := os.read(fd, chunk_bytes):
+            yield chunk
+    finally:
+        os.close(fd)
 
 
 def split_lines(
@@ -130,27 +160,87 @@ class Pipeline:
             return self._too_long(item.start, item.end, number)
         return self._line(item.data, item.start, item.end, number)  # type: ignore[union-attr]  # a Line
 
-    def feed_blob(self, blob: bytes) -> Iterator[Step]:
-        """Fold a whole log read into memory (replay, ``show``, the library): the steps that completed something
-        or dropped a line; the lines that did neither are folded and counted, not yielded.
+    def feed_file(self, path: str | os.PathLike[str], chunk_bytes: int = READ_CHUNK_BYTES) -> Iterator[Step]:
+        """Fold a log read from disk in chunks (replay, ``show``, the library): :meth:`feed_chunks` over
+        :func:`read_chunks`, in memory bounded by the chunk and the longest line, whatever the log's size.
 
-        The lines are :func:`split_lines`'s, each folded as :meth:`feed` folds it (both call :meth:`_line`);
-        the framing is inlined here because a backfill runs it for every line of every log.
+        Raises:
+            SourceError: the file cannot be read (the steps of the lines before the failure were yielded).
         """
-        pos, n, find, line, limit = 0, len(blob), blob.find, self._line, MAX_LINE_BYTES
+        try:
+            yield from self.feed_chunks(read_chunks(path, chunk_bytes))
+        except OSError as exc:  # only the reads raise it: the fold does no I/O
+            raise SourceError(f"cannot read {path}: {exc.strerror}") from exc
+
+    def feed_blob(self, blob: bytes) -> Iterator[Step]:
+        """Fold a whole log already in memory: :meth:`feed_chunks` over one chunk."""
+        return self.feed_chunks((blob,))
+
+    def feed_chunks(self, chunks: Iterable[bytes]) -> Iterator[Step]:
+        """Fold a log given as consecutive pieces of its bytes, cut anywhere: the steps that completed
+        something or dropped a line; the lines that did neither are folded and counted, not yielded.
+
+        The lines are :func:`split_lines`'s (and the tailer's), each folded as :meth:`feed` folds it (both call
+        :meth:`_line`); the framing is inlined here because a backfill runs it for every line of every log. A
+        line cut by a chunk's end is held as its pieces until its newline (or the end of the log: a last line
+        without one is folded too); one that grows past :data:`MAX_LINE_BYTES` stops being held and is dropped
+        as ``too_long`` when it ends, so no line costs more memory than the limit.
+        """
+        line, too_long, limit = self._line, self._too_long, MAX_LINE_BYTES
         number = self.line_number
-        while pos < n:
-            stop = find(b"\n", pos)
-            if stop < 0:  # a last line without its newline
-                stop = end = n
-            else:
+        base = 0  # offset in the log of the chunk's first byte
+        held: list[bytes] = []  # the pieces of a line begun in an earlier chunk
+        held_start = held_bytes = 0  # where that line starts, its length so far (held or not)
+        for chunk in chunks:
+            pos, n, find = 0, len(chunk), chunk.find
+            if held_bytes:
+                stop = find(b"\n")
+                if stop < 0:  # the held line goes on past this chunk too
+                    held_bytes += n
+                    if held_bytes > limit:
+                        held.clear()  # too long: only its length is kept from now on
+                    else:
+                        held.append(chunk)
+                    base += n
+                    continue
+                number += 1
+                if held_bytes + stop > limit:
+                    step = too_long(held_start, base + stop + 1, number)
+                else:
+                    held.append(chunk[:stop])
+                    step = line(b"".join(held), held_start, base + stop + 1, number)
+                held.clear()
+                held_bytes = 0
+                pos = stop + 1
+                if step is not _NOTHING:
+                    self.line_number = number
+                    yield step
+            while True:
+                stop = find(b"\n", pos)
+                if stop < 0:
+                    break
                 end = stop + 1
+                number += 1
+                if stop - pos > limit:
+                    step = too_long(base + pos, base + end, number)
+                else:
+                    step = line(chunk[pos:stop], base + pos, base + end, number)
+                pos = end
+                if step is not _NOTHING:
+                    self.line_number = number
+                    yield step
+            if pos < n:  # a line cut by the chunk's end
+                held_start, held_bytes = base + pos, n - pos
+                if held_bytes <= limit:
+                    held.append(chunk[pos:] if pos else chunk)
+            base += n
+        if held_bytes:  # a last line without its newline
             number += 1
-            if stop - pos > limit:
-                step = self._too_long(pos, end, number)
-            else:
-                step = line(blob[pos:stop], pos, end, number)
-            pos = end
+            step = (
+                too_long(held_start, base, number)
+                if held_bytes > limit
+                else line(b"".join(held), held_start, base, number)
+            )
             if step is not _NOTHING:
                 self.line_number = number
                 yield step

@@ -95,16 +95,13 @@ def new_fold(session: SessionFile, settings: FoldSettings, window: Window = None
 
 def fold_events(session: SessionFile, fold: Pipeline, close_reason: str = "file_ended") -> Iterator[Step]:
     """Read one session log and fold it; yields the :class:`Step` of each line that completed something or was
-    dropped (:meth:`Pipeline.feed_blob`), then the closing step.
+    dropped (:meth:`Pipeline.feed_file`: read in chunks, a log of any size in bounded memory), then the closing
+    step.
 
     Raises:
         SourceError: the file cannot be read.
     """
-    try:
-        blob = session.path.read_bytes()
-    except OSError as exc:
-        raise SourceError(f"cannot read {session.path}: {exc.strerror}") from exc
-    yield from fold.feed_blob(blob)
+    yield from fold.feed_file(session.path)
     # The file ends here: whatever is still open is closed as incomplete (a live daemon would wait instead).
     yield fold.close(close_reason)
 
