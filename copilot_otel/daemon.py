@@ -56,7 +56,7 @@ from .outbox import Marker, Outbox
 from .pipeline import Pipeline
 from .ratelimit import RateLimitedLog
 from .records import LogRecord, SpanRecord
-from .route import Router
+from .route import RateLimitedDrops, Router
 from .semconv import EXPORT_BACKLOG, EXPORT_LAST_SUCCESS, FILES_TRACKED, LIVE_GAUGES
 from .sessions import SessionFile, require_session_folder
 from .state import Checkpoint, StateStore
@@ -121,7 +121,9 @@ class Daemon:
         )
         self.started_at = time.time()
         self._log = RateLimitedLog(logger)
-        self.router = Router(self.telemetry.metrics, logs_enabled=config.logs_enabled, log=self._log)
+        self.router = Router(
+            self.telemetry.metrics, logs_enabled=config.logs_enabled, say=RateLimitedDrops(self._log)
+        )
         self.outcomes = Outcomes()
         self._shared = Shared(self.settings, config.backfill, self.router, self.outbox, self, self._log)
         self.tracker = Tracker(
@@ -221,7 +223,7 @@ class Daemon:
             f.live = True
             first = _first_line(path)
             if first and first.startswith(b'{"type":"session.start"'):
-                seed = Pipeline(f.session.session_id, self.settings, project=False)
+                seed = Pipeline.for_session(f.session, self.settings, project=False)
                 seed.feed(Line(0, len(first) + 1, first))
                 f.context = seed.context_snapshot()
         else:

@@ -98,7 +98,7 @@ def iter_sessions(
 
 
 def _read(session: SessionFile, settings: FoldSettings) -> SessionRecords:
-    pipeline = Pipeline(session.session_id, settings, project=False)
+    pipeline = Pipeline.for_session(session, settings, project=False)
     out = SessionRecords(session)
     for step in pipeline.feed_file(session.path):  # read in chunks: only the records are kept
         if step.drop is not None:

@@ -23,11 +23,13 @@ from typing import Any, NamedTuple
 from ._platform import current
 from .activity import Record
 from .agentloop import AgentLoop, FoldSettings, LiveStats, RunawayThresholds, SessionContext
+from .content import ContentKind
 from .errors import SourceError
 from .events import Event, pending_drops, take_dropped
 from .parse import parse_line
 from .project import Projector
 from .records import BadLine, DropReason, Emission
+from .sessions import SessionFile, read_workspace, session_title
 from .tail import DEFAULT_MAX_LINE_BYTES, DEFAULT_READ_CHUNK_BYTES, Line, TailItem, TooLong
 from .window import PromptWindow
 
@@ -152,6 +154,27 @@ class Pipeline:
         # reads the log.
         self.lines = 0
         self.events = 0
+
+    @classmethod
+    def for_session(
+        cls,
+        session: SessionFile,
+        settings: FoldSettings,
+        *,
+        context: Mapping[str, Any] | None = None,
+        project: bool = True,
+        window: PromptWindow | None = None,
+    ) -> Pipeline:
+        """The pipeline of one session log: the one way replay, the daemon, ``show`` and the library build it.
+
+        The title from its ``workspace.yaml`` summarises the conversation, so it is content: read only when
+        prompts may be exported and emissions are built (a backfill of thousands of small sessions saves an open
+        per session).
+        """
+        title = None
+        if project and settings.content.allows(ContentKind.PROMPTS):
+            title = session_title(read_workspace(session.folder))
+        return cls(session.session_id, settings, context=context, title=title, project=project, window=window)
 
     def feed(self, item: TailItem, line_number: int | None = None) -> Step:
         """Fold one line; ``line_number`` (1-based, for messages) defaults to the count of lines fed."""

@@ -16,27 +16,25 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from ._platform import current
 from .agentloop import FoldSettings
 from .config import Config
-from .content import ContentKind
 from .deadletter import DeadLetters
 from .errors import EndpointError, ExportError, PartialError, RejectedError, SourceError, UnreadableError
-from .export import ENCODE_ERRORS, Signal, measurement_encodable
+from .export import ENCODE_ERRORS, Signal
 from .metrics import Aggregator
 from .pipeline import Pipeline, Step
 from .records import BadLine, Emission, LogRecord, Measurement, SpanRecord
+from .route import Health, Router
 from .sessions import (
     SessionFile,
-    read_workspace,
     require_session_folder,
     resolve,
-    session_title,
 )
 from .telemetry import Telemetry, fold_settings, resource_attributes
 from .window import PromptWindow
@@ -81,16 +79,9 @@ class FoldedSession:
 
 
 def new_fold(session: SessionFile, settings: FoldSettings, window: Window = None) -> Pipeline:
-    """The pipeline for one session, with the title from its ``workspace.yaml`` when it may be exported.
-
-    The title summarises the conversation, so it is content: without prompt capture it is never exported and
-    the file is not even read (a backfill of thousands of small sessions saves an open per session).
-    """
-    title = None
-    if settings.content.allows(ContentKind.PROMPTS):
-        title = session_title(read_workspace(session.folder))
+    """The pipeline for one session (:meth:`Pipeline.for_session`), kept to the prompts of ``window``."""
     prompts = PromptWindow(*window) if window is not None else None
-    return Pipeline(session.session_id, settings, title=title, window=prompts)
+    return Pipeline.for_session(session, settings, window=prompts)
 
 
 def fold_events(session: SessionFile, fold: Pipeline, close_reason: str = "file_ended") -> Iterator[Step]:
@@ -165,6 +156,19 @@ class ReplayReport:
     refused_signals: set[str] = field(default_factory=set)
     # Values dropped from events that were kept (a timestamp past 2262, a count beyond 2**53), by reason.
     values_dropped: dict[str, int] = field(default_factory=dict)
+    # Dropped values and measurements said so far (the first few are logged; the rest only counted).
+    values_said: int = 0
+    measurements_said: int = 0
+
+    def add_health(self, health: Health) -> None:
+        """Take what this process's router counted (lines read and dropped, values, points, log events)."""
+        self.events += health.lines_read
+        self.bad_lines += sum(health.lines_dropped.values())
+        self.logs += health.logs
+        self.measurements += health.measurements
+        self.unencodable += health.measurements_dropped
+        for reason, n in health.values_dropped.items():
+            self.values_dropped[reason] = self.values_dropped.get(reason, 0) + n
 
     def merge(self, part: ReplayReport) -> None:
         """Add a worker's report (counts add up; the first error and examples up to the usual limit are kept)."""
@@ -384,7 +388,9 @@ def _replay_here(
     stats = tel.sender.stats
     before = (stats.spans_sent, stats.logs_sent, stats.dead_lettered, stats.unencodable)
     delivery = _Delivery(tel, config.max_retry_time)
-    logs_enabled = config.logs_enabled
+    health = Health()
+    router = Router(metrics, logs_enabled=config.logs_enabled, say=_ReplayDrops(report), health=health)
+    route = router.route
 
     def flush() -> None:
         nonlocal spans, logs
@@ -395,47 +401,24 @@ def _replay_here(
     try:
         for index, session in enumerate(sessions):
             report.sessions += 1
-            bad_before = report.bad_lines
+            source = str(session.path)
             fold = new_fold(session, settings, window)
+            dropped_before = sum(health.lines_dropped.values())
             for step in _skipping_unreadable(fold_events(session, fold), report):
-                bad = step.drop
-                if bad is not None:
-                    report.bad_lines += 1
-                    _log_bad_line(report, session.path, bad)
-                    metrics.count(
-                        "copilot_otel.lines.dropped", 1, {"copilot_otel.drop.reason": bad.reason.value}
-                    )
+                if step.drop is not None:
+                    router.dropped_line(source, step.drop)
                     continue
-                if step.values_dropped:
-                    _count_dropped_values(report, session.path, step.values_dropped, metrics)
-                for record in step.emissions:
-                    # type() is, not isinstance: the three record classes are final, and this runs per record
-                    if type(record) is SpanRecord:
-                        spans.append(record)
-                        report.spans += 1
-                    elif type(record) is LogRecord:
-                        if logs_enabled:
-                            logs.append(record)
-                            report.logs += 1
-                    else:
-                        measurement = cast(Measurement, record)
-                        report.measurements += 1
-                        if measurement_encodable(measurement.value):
-                            metrics.record(measurement)
-                        else:
-                            _drop_measurement(report, session.path, measurement)
+                report.spans += route(step.emissions, step.values_dropped, source, spans, logs)
                 if len(spans) + len(logs) >= BATCH_RECORDS:
                     flush()
             # Lines with data, bad ones excepted (the same count the daemon reports for the same log).
-            good = fold.lines - (report.bad_lines - bad_before)
-            report.events += good
-            metrics.count("copilot_otel.lines.read", good)
+            router.read(fold.lines - (sum(health.lines_dropped.values()) - dropped_before))
             if on_progress is not None:
                 on_progress(
                     Progress(
                         index + 1,
                         total or len(sessions),
-                        report.events,
+                        report.events + health.lines_read,
                         report.spans,
                         time.monotonic() - started,
                     )
@@ -446,23 +429,13 @@ def _replay_here(
         report.error, report.endpoint_error = failed.args[0], failed.endpoint
     finally:
         delivery.stop()
+        report.add_health(health)
         report.spans_delivered += stats.spans_sent - before[0]
         report.logs_delivered += stats.logs_sent - before[1]
         report.dead_lettered += stats.dead_lettered - before[2]
         report.unencodable += stats.unencodable - before[3]
         report.refused_signals |= {signal.value for signal in tel.sender.unsupported}
     tel.record_delivery_stats(metrics)
-
-
-def _drop_measurement(report: ReplayReport, path: Path, record: Measurement) -> None:
-    report.unencodable += 1
-    if report.unencodable <= _BAD_LINES_LOGGED:
-        logger.warning(
-            "%s: dropped a %s measurement whose value cannot be encoded (%s); the rest is exported",
-            path,
-            record.name,
-            record.value,
-        )
 
 
 # A history smaller than this is replayed in-process: starting worker processes costs more than it saves.
@@ -677,25 +650,36 @@ class _Delivery:
             self._thread.join(5.0)
 
 
-def _count_dropped_values(
-    report: ReplayReport, path: Path, dropped: Sequence[BadLine], metrics: Aggregator
-) -> None:
-    for value in dropped:
-        reason = value.reason.value
-        report.values_dropped[reason] = report.values_dropped.get(reason, 0) + 1
-        metrics.count("copilot_otel.values.dropped", 1, {"copilot_otel.drop.reason": reason})
-        if sum(report.values_dropped.values()) <= _BAD_LINES_LOGGED:
+class _ReplayDrops:
+    """Replay's way of saying drops: the first few, each with its file and line number, kept for the summary (a
+    replay ends, so no rate over time: a history with a bad line in every session says 20 of them, then counts)."""
+
+    def __init__(self, report: ReplayReport) -> None:
+        self.report = report
+
+    def line(self, source: str, bad: BadLine) -> None:
+        text = f"{source}:{bad.line_number}: skipped a bad line ({bad.reason.value}: {bad.detail})"
+        if len(self.report.bad_line_examples) < _BAD_LINES_LOGGED:
+            self.report.bad_line_examples.append(text)
+            logger.warning("%s", text)
+
+    def value(self, source: str, value: BadLine) -> None:
+        self.report.values_said += 1
+        if self.report.values_said <= _BAD_LINES_LOGGED:
             logger.warning(
                 "%s:%d: dropped a value (%s: %s); the rest of the event is kept",
-                path,
+                source,
                 value.line_number,
-                reason,
+                value.reason.value,
                 value.detail,
             )
 
-
-def _log_bad_line(report: ReplayReport, path: Path, bad: BadLine) -> None:
-    text = f"{path}:{bad.line_number}: skipped a bad line ({bad.reason.value}: {bad.detail})"
-    if len(report.bad_line_examples) < _BAD_LINES_LOGGED:
-        report.bad_line_examples.append(text)
-        logger.warning("%s", text)
+    def measurement(self, source: str, record: Measurement) -> None:
+        self.report.measurements_said += 1
+        if self.report.measurements_said <= _BAD_LINES_LOGGED:
+            logger.warning(
+                "%s: dropped a %s measurement whose value cannot be encoded (%s); the rest is exported",
+                source,
+                record.name,
+                record.value,
+            )

@@ -14,16 +14,16 @@ a checkpoint marker) and what a record means for them beyond the pipeline (the d
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from .export import measurement_encodable
 from .ratelimit import RateLimitedLog
-from .records import BadLine, LogRecord, Measurement, SpanRecord
+from .records import BadLine, Emission, LogRecord, Measurement, SpanRecord
 from .semconv import DROP_REASON, LINES_DROPPED, LINES_READ, VALUES_DROPPED
 
-__all__ = ["Health", "MetricSink", "Router"]
+__all__ = ["DropLog", "Health", "MetricSink", "RateLimitedDrops", "Router"]
 
 logger = logging.getLogger(__name__)
 
@@ -39,15 +39,29 @@ class MetricSink(Protocol):
     def count(self, name: str, value: float = 1, attributes: Mapping[str, Any] | None = None) -> None: ...
 
 
+class DropLog(Protocol):
+    """How a driver says a drop: the daemon rate-limits by reason over time (it runs for months), replay says the
+    first few with their line numbers and keeps them for its summary (it ends)."""
+
+    def line(self, source: str, bad: BadLine) -> None: ...
+
+    def value(self, source: str, value: BadLine) -> None: ...
+
+    def measurement(self, source: str, record: Measurement) -> None: ...
+
+
 @dataclass
 class Health:
     """The pipeline's own health, counted the same way by every driver (``status``, replay's summary)."""
 
     lines_read: int = 0
+    logs: int = 0  # log events routed to be sent
     lines_dropped: dict[str, int] = field(default_factory=dict)
     # Values dropped from events that were kept (a timestamp past 2262, a count beyond 2**53), by reason.
     values_dropped: dict[str, int] = field(default_factory=dict)
-    # Metric points whose value no encoder carries (a poison 2**70 would stay in a cumulative counter forever).
+    # Metric points recorded, and those whose value no encoder carries (a poison 2**70 would stay in a cumulative
+    # counter forever).
+    measurements: int = 0
     measurements_dropped: int = 0
 
 
@@ -57,32 +71,32 @@ class Router:
     Args:
         metrics: Where metric points and health counts go (``None``: metrics are off, points are not kept).
         logs_enabled: Whether log events are sent (``COPILOT_OTEL_LOGS``).
-        log: The rate-limited log the drops are said in.
+        say: How drops are said (:class:`RateLimitedDrops` for the daemon).
         health: The counts (shared by the routers of one run).
     """
 
-    __slots__ = ("_log", "health", "logs_enabled", "metrics")
+    __slots__ = ("_say", "health", "logs_enabled", "metrics")
 
     def __init__(
         self,
         metrics: MetricSink | None,
         *,
         logs_enabled: bool,
-        log: RateLimitedLog,
+        say: DropLog,
         health: Health | None = None,
     ) -> None:
         self.metrics = metrics
         self.logs_enabled = logs_enabled
-        self._log = log
+        self._say = say
         self.health = health if health is not None else Health()
 
     def route(
         self,
-        emissions: Any,
-        values_dropped: Any,
+        emissions: Sequence[Emission],
+        values_dropped: Sequence[BadLine],
         source: str,
-        spans: list[SpanRecord | LogRecord],
-        logs: list[SpanRecord | LogRecord],
+        spans: list[Any],
+        logs: list[Any],
         after: int = -1,
     ) -> int:
         """Put a step's spans in ``spans`` and log events in ``logs`` (one list may be both); returns spans added.
@@ -106,11 +120,15 @@ class Router:
             elif kind is LogRecord:
                 if self.logs_enabled:
                     logs.append(record)
+                    self.health.logs += 1
             elif metrics is not None:
-                if measurement_encodable(record.value):
-                    metrics.record(record)
+                measurement = cast(Measurement, record)
+                self.health.measurements += 1
+                if measurement_encodable(measurement.value):
+                    metrics.record(measurement)
                 else:
-                    self._unencodable(source, record)
+                    self.health.measurements_dropped += 1
+                    self._say.measurement(source, measurement)
         return added
 
     def read(self, lines: int) -> None:
@@ -120,11 +138,30 @@ class Router:
             self.metrics.count(LINES_READ, lines)
 
     def dropped_line(self, source: str, bad: BadLine) -> None:
-        """A line that could not be read as an event: counted by reason, said (rate-limited)."""
+        """A line that could not be read as an event: counted by reason, said."""
         reason = bad.reason.value
         _add(self.health.lines_dropped, reason)
         if self.metrics is not None:
             self.metrics.count(LINES_DROPPED, 1, {DROP_REASON: reason})
+        self._say.line(source, bad)
+
+    def dropped_value(self, source: str, value: BadLine) -> None:
+        """A value of a kept event was dropped (a timestamp past 2262, a count beyond 2**53)."""
+        reason = value.reason.value
+        _add(self.health.values_dropped, reason)
+        if self.metrics is not None:
+            self.metrics.count(VALUES_DROPPED, 1, {DROP_REASON: reason})
+        self._say.value(source, value)
+
+
+class RateLimitedDrops:
+    """The daemon's way of saying drops: one line per reason per interval (:class:`RateLimitedLog`)."""
+
+    def __init__(self, log: RateLimitedLog) -> None:
+        self._log = log
+
+    def line(self, source: str, bad: BadLine) -> None:
+        reason = bad.reason.value
         self._log.warning(
             f"drop:{reason}",
             "skipped a bad line in %s at byte %d (%s: %s)",
@@ -134,12 +171,8 @@ class Router:
             bad.detail[:_DETAIL_CHARS],
         )
 
-    def dropped_value(self, source: str, value: BadLine) -> None:
-        """A value of a kept event was dropped (a timestamp past 2262, a count beyond 2**53)."""
+    def value(self, source: str, value: BadLine) -> None:
         reason = value.reason.value
-        _add(self.health.values_dropped, reason)
-        if self.metrics is not None:
-            self.metrics.count(VALUES_DROPPED, 1, {DROP_REASON: reason})
         self._log.warning(
             f"value:{reason}",
             "dropped a value in %s at byte %d (%s: %s); the rest of the event is kept",
@@ -149,8 +182,7 @@ class Router:
             value.detail,
         )
 
-    def _unencodable(self, source: str, record: Measurement) -> None:
-        self.health.measurements_dropped += 1
+    def measurement(self, source: str, record: Measurement) -> None:
         self._log.warning(
             "drop:measurement",
             "dropped a %s measurement of %s whose value cannot be encoded (%s)",

@@ -27,7 +27,7 @@ from copilot_otel.outbox import Marker
 from copilot_otel.pipeline import Pipeline
 from copilot_otel.ratelimit import RateLimitedLog
 from copilot_otel.records import LogRecord, SpanRecord
-from copilot_otel.route import Router
+from copilot_otel.route import RateLimitedDrops, Router
 from copilot_otel.sessions import SessionFile
 from copilot_otel.state import Checkpoint, StateStore
 from copilot_otel.tail import FileTailer
@@ -70,7 +70,8 @@ class Clock:
 
 def _shared(outbox: ListOutbox) -> Shared:
     log = RateLimitedLog(logging.getLogger("test"))
-    return Shared(SETTINGS, Backfill("all"), Router(None, logs_enabled=True, log=log), outbox, Heard(), log)
+    router = Router(None, logs_enabled=True, say=RateLimitedDrops(log))
+    return Shared(SETTINGS, Backfill("all"), router, outbox, Heard(), log)
 
 
 def _replayed(path: Path) -> list[SpanRecord]:

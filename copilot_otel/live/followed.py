@@ -30,14 +30,13 @@ from typing import Any, NamedTuple, Protocol
 from ..activity import Detection, PromptRun, Record
 from ..agentloop import FoldSettings
 from ..config import Backfill
-from ..content import ContentKind
 from ..errors import SourceError
 from ..outbox import Marker
 from ..pipeline import Pipeline, Step
 from ..ratelimit import RateLimitedLog
 from ..records import BadLine, DropReason, LogRecord, SpanRecord
 from ..route import Router
-from ..sessions import SessionFile, read_workspace, session_title
+from ..sessions import SessionFile
 from ..tail import FileIdentity, FileTailer, Line, TooLong
 from ..window import PromptWindow
 
@@ -318,15 +317,11 @@ class FollowedFile:
     # ------------------------------------------------------------------ internals
     def _fold(self) -> Pipeline:
         if self.fold is None:
-            settings = self.shared.settings
-            title = None
-            if settings.content.allows(ContentKind.PROMPTS):  # the title is content (see replay.new_fold)
-                title = session_title(read_workspace(self.session.folder))
             backfill = self.shared.backfill
             # --backfill DATE: the prompts that started since then, by the events' time (not the file's).
             window = PromptWindow(backfill.since_ns) if backfill.mode == "since" else None
-            self.fold = Pipeline(
-                self.session.session_id, settings, context=self.context, title=title, window=window
+            self.fold = Pipeline.for_session(
+                self.session, self.shared.settings, context=self.context, window=window
             )
             self.context = None
         return self.fold
