@@ -46,7 +46,7 @@ from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
-from . import __version__, wire
+from . import __version__, display, wire
 from .config import OtlpOptions, otlp_options
 from .deadletter import DeadLetters
 from .records import NUMBER_MAX, LogRecord, SpanRecord
@@ -256,7 +256,9 @@ class HttpTransport:
                 if any(url.lower().startswith("https:") for url in endpoints.values()):
                     sessions[key].mount("https://", tls.adapter(opts))
             self._sessions[signal] = sessions[key]
-        self.description = f"OTLP/HTTP {self._endpoints[Signal.TRACES]}"
+        # What messages show: the URLs without credentials (display.url); the real ones are only posted to.
+        self._shown = {signal: display.url(url) for signal, url in self._endpoints.items()}
+        self.description = f"OTLP/HTTP {self._shown[Signal.TRACES]}"
 
     def send(self, signal: Signal, body: bytes, timeout: float) -> SendResult:
         gzipped = self._options[signal].compression == "gzip"
@@ -268,17 +270,15 @@ class HttpTransport:
         except self._requests.exceptions.SSLError as exc:  # before ConnectionError, its base class
             from . import tls
 
-            message = tls.failure(self._endpoints[signal], str(exc), self._options[signal])
+            message = tls.failure(self._shown[signal], display.scrub(str(exc)), self._options[signal])
             return SendResult(ok=False, endpoint=True, message=message)
         except self._requests.ConnectionError:
-            return SendResult(
-                ok=False, retryable=True, message=f"cannot connect to {self._endpoints[signal]}"
-            )
+            return SendResult(ok=False, retryable=True, message=f"cannot connect to {self._shown[signal]}")
         except self._requests.Timeout:
             return SendResult(
                 ok=False,
                 retryable=True,
-                message=f"no answer from {self._endpoints[signal]} within {timeout:.0f}s",
+                message=f"no answer from {self._shown[signal]} within {timeout:.0f}s",
             )
         except self._requests.RequestException as exc:
             return SendResult(ok=False, retryable=True, message=f"{type(exc).__name__}: {_short(exc)}")
@@ -289,7 +289,7 @@ class HttpTransport:
             return SendResult(ok=True)
         reason = f"HTTP {resp.status_code} {_short(resp.text)}".strip()
         fix = _http_endpoint_error(
-            resp.status_code, reason, self._endpoints[signal], signal, bool(self._options[signal].headers)
+            resp.status_code, reason, self._shown[signal], signal, bool(self._options[signal].headers)
         )
         if fix is not None:
             return SendResult(ok=False, endpoint=True, message=fix)
@@ -298,7 +298,7 @@ class HttpTransport:
                 ok=False,
                 unsupported=True,
                 message=(
-                    f"{reason} from {self._endpoints[signal]}: this endpoint does not accept {signal.value} "
+                    f"{reason} from {self._shown[signal]}: this endpoint does not accept {signal.value} "
                     f"(a traces-only backend?); set COPILOT_OTEL_{signal.value.upper()}=false"
                 ),
             )
@@ -317,7 +317,8 @@ class HttpTransport:
 
 
 def _short(value: object, limit: int = 200) -> str:
-    text = str(value).replace("\n", " ")
+    """One line of at most ``limit`` characters, URL credentials masked (a library's message may quote them)."""
+    text = display.scrub(str(value).replace("\n", " "))
     return text if len(text) <= limit else text[:limit] + "…"
 
 
@@ -383,7 +384,7 @@ class GrpcTransport:
             signal: grpc.Compression.Gzip if options[signal].compression == "gzip" else None
             for signal in Signal
         }
-        self._endpoint = endpoint
+        self._endpoint = display.url(endpoint)  # what messages show; the channels have the real target
         self._calls: dict[Signal, tuple[Any, Any]] = {
             Signal.TRACES: (
                 trace_service_pb2_grpc.TraceServiceStub(channel_of[Signal.TRACES]).Export,  # type: ignore[no-untyped-call]
@@ -398,7 +399,7 @@ class GrpcTransport:
                 metrics_service_pb2.ExportMetricsServiceRequest,
             ),
         }
-        self.description = f"OTLP/gRPC {endpoint}"
+        self.description = f"OTLP/gRPC {self._endpoint}"
 
     _RETRYABLE = frozenset(
         {
@@ -425,7 +426,7 @@ class GrpcTransport:
             )
         except self._grpc.RpcError as exc:
             code = exc.code().name if hasattr(exc, "code") and exc.code() else "UNKNOWN"
-            details = exc.details() if hasattr(exc, "details") else str(exc)
+            details = display.scrub(exc.details() if hasattr(exc, "details") else str(exc))
             from . import tls
 
             if tls.is_handshake_failure(details):

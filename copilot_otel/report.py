@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from . import display
 from .activity import Detection, ModelCall, PromptRun, SessionFacts, SessionShutdown, ToolCall, Turn
 from .agentloop import FoldSettings
 from .config import Config
@@ -1025,7 +1026,7 @@ def report(
     elif output == "csv":
         sys.stdout.write(render_csv(built, zone))
     else:
-        console = Console(highlight=False, soft_wrap=False)
+        console = display.neutralise(Console(highlight=False, soft_wrap=False))
         console.print(render_table(built, console.width, zone))
     sys.stdout.flush()
     if not tally.skipped:
