@@ -283,6 +283,11 @@ class HttpTransport:
         except self._requests.RequestException as exc:
             return SendResult(ok=False, retryable=True, message=f"{type(exc).__name__}: {_short(exc)}")
         if 200 <= resp.status_code < 300:
+            not_otlp = _not_an_export_response(signal, resp.headers.get("Content-Type"), resp.content)
+            if not_otlp is not None:
+                return SendResult(
+                    ok=False, endpoint=True, message=_not_otlp_fix(not_otlp, self._shown[signal])
+                )
             rejected, message = _partial_success(signal, resp.content)
             if rejected:
                 return SendResult(ok=False, retryable=False, rejected=rejected, message=message)
@@ -322,17 +327,58 @@ def _short(value: object, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+_RESPONSE_TYPES: dict[Signal, Any] = {
+    Signal.TRACES: trace_service_pb2.ExportTraceServiceResponse,
+    Signal.LOGS: logs_service_pb2.ExportLogsServiceResponse,
+    Signal.METRICS: metrics_service_pb2.ExportMetricsServiceResponse,
+}
+_PROTOBUF_TYPES = frozenset({"application/x-protobuf", "application/protobuf"})
+
+
+def _not_an_export_response(signal: Signal, content_type: str | None, content: bytes) -> str | None:
+    """Why a 2xx answer is not an OTLP export response, else ``None``.
+
+    A web UI, a catch-all proxy or a login page answers 200 too (``hello``, text/html): counting that as accepted
+    would advance checkpoints for data no collector got. The OTLP/HTTP specification has the server answer with
+    the request's content type (we send protobuf; a JSON answer is tolerated) and an ``Export*ServiceResponse``
+    body, which may be empty. An empty answer without a content type is taken as an empty response.
+    """
+    kind = (content_type or "").split(";", 1)[0].strip().lower()
+    if kind in _PROTOBUF_TYPES:
+        try:
+            _RESPONSE_TYPES[signal].FromString(content)
+        except (
+            Exception
+        ):  # DecodeError, or another error by protobuf build (upb, cpp, python): all mean 'not one'
+            return f"a {kind} body that is not an {_RESPONSE_TYPES[signal].__name__}"
+        return None
+    if kind == "application/json":
+        from google.protobuf.json_format import Parse, ParseError
+
+        try:
+            Parse(content or b"{}", _RESPONSE_TYPES[signal]())
+        except (ParseError, ValueError, UnicodeDecodeError):
+            return f"an application/json body that is not an {_RESPONSE_TYPES[signal].__name__}"
+        return None
+    if not kind and not content:
+        return None
+    preview = _short(content.decode("utf-8", "replace"), 40)
+    return f"{kind or 'no content type'} ({len(content):,} bytes: {preview!r})"
+
+
+def _not_otlp_fix(why: str, url: str) -> str:
+    return (
+        f"HTTP 200 from {url} is not an OTLP export response ({why}): nothing was taken as delivered; is it a "
+        "collector's OTLP/HTTP port (http://host:4318), not a web UI or a proxy's catch-all page?"
+    )
+
+
 def _partial_success(signal: Signal, content: bytes) -> tuple[int, str]:
     if not content:
         return 0, ""
-    response_types: dict[Signal, Any] = {
-        Signal.TRACES: trace_service_pb2.ExportTraceServiceResponse,
-        Signal.LOGS: logs_service_pb2.ExportLogsServiceResponse,
-        Signal.METRICS: metrics_service_pb2.ExportMetricsServiceResponse,
-    }
     try:
-        response = response_types[signal].FromString(content)
-    except Exception:  # a collector answering 200 with a non-protobuf body still accepted the data
+        response = _RESPONSE_TYPES[signal].FromString(content)
+    except Exception:  # a JSON body (checked by _not_an_export_response) carries no partial success we read
         return 0, ""
     partial = response.partial_success
     rejected = getattr(
