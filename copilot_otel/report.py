@@ -1024,7 +1024,7 @@ def report(
     if output == "json":
         sys.stdout.write(orjson.dumps(render_json(built, zone), option=orjson.OPT_INDENT_2).decode() + "\n")
     elif output == "csv":
-        sys.stdout.write(render_csv(built, zone))
+        sys.stdout.write(display.printable(render_csv(built, zone)))  # a folder name's ESC is no CSV data
     else:
         console = display.neutralise(Console(highlight=False, soft_wrap=False))
         console.print(render_table(built, console.width, zone))

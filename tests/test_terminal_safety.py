@@ -47,6 +47,7 @@ def _assert_neutralised(text: str) -> None:
         pytest.param(["show", FOLDER], id="show-id"),
         pytest.param(["show"], id="show-list"),
         pytest.param(["report", "session"], id="report"),
+        pytest.param(["report", "session", "--csv"], id="report-csv"),
     ],
 )
 def test_commands_show_escape_sequences_from_the_log_as_visible_text(
