@@ -61,6 +61,9 @@ _REMEMBER = 4096
 # A detection whose line is older than this is history (a backfill, a catch-up after a pause): reported, never
 # acted on. Nobody wants a notification about yesterday's loop, and its lock may name a pid reused since.
 MAX_AGE_S = 120.0
+# One notification log line this often at most; those held back are summed up in one line (a storm of 200
+# detections is two lines, not 200).
+NOTICE_LOG_EVERY_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +202,8 @@ class RunawayActions:
         self._done: OrderedDict[tuple[str, int, str, str], None] = OrderedDict()
         self.stats = ActionStats()
         self._pending_counts: list[tuple[str, dict[str, Any]]] = []
+        self._logged_at = -float("inf")
+        self._held: list[Notice] = []  # notified but not logged yet (see NOTICE_LOG_EVERY_S)
 
     @classmethod
     def from_config(cls, config: Config) -> RunawayActions | None:
@@ -270,7 +275,10 @@ class RunawayActions:
         )
 
     def drain(self, metrics: Metrics | None) -> None:
-        """On the daemon's thread: count what the notifier did and the interrupts since the last call."""
+        """On the daemon's thread: count what the notifier did and the interrupts since the last call, and log
+        the notices held back once their interval is over."""
+        if self._held and time.monotonic() - self._logged_at >= NOTICE_LOG_EVERY_S:
+            self._log_held()
         notifier = self.notifier
         if notifier is not None:
             while not notifier.outcomes.empty():
@@ -288,9 +296,11 @@ class RunawayActions:
             for name, attrs in pending:
                 metrics.count(name, 1, attrs)
 
-    def close(self) -> None:
+    def close(self, timeout_s: float = 2.0) -> None:
+        """Log what was held back and send what is waiting (within ``timeout_s``)."""
+        self._log_held()
         if self.notifier is not None:
-            self.notifier.close()
+            self.notifier.close(timeout_s)
 
     def describe(self) -> str:
         """One line for ``doctor``: what happens on a detection."""
@@ -339,10 +349,29 @@ class RunawayActions:
         )
 
     def _notify(self, notice: Notice) -> None:
+        from .notify import MAX_WAITING
+
         self.stats.notified += 1
-        logger.warning("%s: %s", notice.headline(), notice.body())
+        now = time.monotonic()
+        if now - self._logged_at >= NOTICE_LOG_EVERY_S:
+            self._log_held()
+            self._logged_at = now
+            logger.warning("%s: %s", notice.headline(), notice.body())
+        elif len(self._held) < MAX_WAITING:
+            self._held.append(notice)
         if self.notifier is not None:
             self.notifier.submit(notice)
+
+    def _log_held(self) -> None:
+        """One line for the notices held back since the last line (see :class:`~copilot_otel.notify.Burst`)."""
+        if not self._held:
+            return
+        from .notify import Burst
+
+        held = self._held[0] if len(self._held) == 1 else Burst(tuple(self._held))
+        self._held = []
+        self._logged_at = time.monotonic()
+        logger.warning("%s: %s", held.headline(), held.body())
 
     def _record_interrupt(
         self, detection: Detection, view: SessionView, outcome: Outcome

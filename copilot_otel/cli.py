@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime
 
-from . import __version__
+from . import __version__, display
 from ._platform import text_streams
 from .config import Config, add_arguments, describe, load_config
 from .errors import CopilotOtelError
@@ -211,6 +211,7 @@ def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
 
 def _setup_logging(level: str) -> None:
     handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(display.SafeLogFilter())  # log content and URLs in messages: neutralised, masked
     # On a terminal someone watches the lines as they come; anywhere else (a service's log file, a pipe, a
     # container log) each line has to say when it happened.
     if sys.stderr.isatty():
@@ -248,7 +249,7 @@ def _main(argv: Sequence[str] | None) -> int:
         _setup_logging(config.log_level)
         return _dispatch(args, config)
     except CopilotOtelError as exc:
-        print(f"copilot-otel: error: {exc}", file=sys.stderr)
+        print(f"copilot-otel: error: {display.message(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("copilot-otel: interrupted", file=sys.stderr)
@@ -377,7 +378,7 @@ def _replay(args: argparse.Namespace, config: Config) -> int:
         if bar is not None:
             bar.stop()
     if report.exit_code:
-        print(f"copilot-otel: error: {report.summary()}", file=sys.stderr)
+        print(f"copilot-otel: error: {display.message(report.summary())}", file=sys.stderr)
     else:
-        print(f"copilot-otel: {report.summary()}")
+        print(f"copilot-otel: {display.message(report.summary())}")
     return report.exit_code

@@ -43,8 +43,9 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from types import MappingProxyType, ModuleType
 from typing import Any, Generic, Literal, TypeVar, get_args
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
+from . import display
 from ._platform import current
 from .act import RunawayPolicy as _RunawayPolicy
 from .act import parse_policy as _parse_policy
@@ -91,7 +92,6 @@ __all__ = [
     "capture_state",
     "describe",
     "load_config",
-    "redact_url",
 ]
 
 # OTLP/JSON over HTTP is not offered: the metric exporters (the OTel SDK's) cannot send it, and every collector
@@ -1222,15 +1222,6 @@ def _flagged(name: str) -> Setting[Any]:
     return setting
 
 
-def redact_url(url: str) -> str:
-    """Hide credentials that may be embedded in an endpoint URL (userinfo, query string)."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = "***@" + netloc.rsplit("@", 1)[1]
-    return urlunsplit((parts.scheme, netloc, parts.path, "***" if parts.query else "", parts.fragment))
-
-
 def _show(name: str, value: object) -> str:
     if value is None:
         return "none"
@@ -1239,10 +1230,9 @@ def _show(name: str, value: object) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     if name == "endpoint" and isinstance(value, str):
-        return redact_url(value)
+        return display.url(value)
     if name == "notify_webhook" and isinstance(value, str):  # a Slack webhook's path is its credential
-        parts = urlsplit(value)
-        return f"{parts.scheme}://{parts.hostname}/***"
+        return display.webhook(value)
     if name == "runaway_action_repositories" and isinstance(value, tuple):
         return ", ".join(value) if value else "all"
     return str(value)
@@ -1330,7 +1320,7 @@ def capture_state(config: Config) -> CaptureState:
     if config.endpoint is None:
         where = f"are written on {_join(places)} to the embedded file {config.embedded_output}"
     else:
-        where = f"leave this machine on {_join(places)} to {redact_url(config.endpoint)}"
+        where = f"leave this machine on {_join(places)} to {display.url(config.endpoint)}"
     return CaptureState(
         True,
         f"ON: {_join(kinds)} {where} (secrets scrubbed, at most {policy.max_length:,} characters per value)",

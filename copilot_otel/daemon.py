@@ -238,7 +238,7 @@ class Daemon:
                 self.actions.on_prompt_end(record, _session_view(f))
             return ()
         if f.live:
-            logger.warning("runaway agent in %s: %s", f.session.session_id, record.reason)
+            self._log.warning("runaway", "runaway agent in %s: %s", f.session.session_id, record.reason)
         else:  # found in the history: summed up in the "backfill done" line, not a warning each
             self._backfill.detected(record.reason)
             logger.debug("runaway agent in %s (history): %s", f.session.session_id, record.reason)

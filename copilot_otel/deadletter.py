@@ -47,6 +47,7 @@ from typing import Any
 
 import orjson
 
+from . import display
 from ._platform import LockHeld, current
 from .state import write_new_file
 
@@ -306,9 +307,7 @@ def _read(path: Path) -> Iterator[DeadLetter]:
 def redacted_destination(description: str) -> str:
     """A transport's description (``OTLP/HTTP https://user:token@host/v1/traces?key=…``) with the credentials
     a URL may carry (userinfo, query string) hidden: it is written to disk and printed."""
-    from .config import redact_url
-
-    return " ".join(redact_url(word) if "://" in word else word for word in description.split(" "))
+    return " ".join(display.url(word) if "://" in word else word for word in description.split(" "))
 
 
 # --------------------------------------------------------------------------------------------- the command
@@ -368,7 +367,9 @@ def _list(letters: DeadLetters) -> int:
     for entry in entries:
         when = "re-sendable" if entry.request is not None else "cannot be re-sent"
         print(
-            f"{entry.id}  {entry.signal:<6}  {entry.name!r} of session {entry.session}  ({when}): {entry.reason}"
+            display.message(
+                f"{entry.id}  {entry.signal:<6}  {entry.name!r} of session {entry.session}  ({when}): {entry.reason}"
+            )
         )
     resendable = sum(entry.request is not None for entry in entries)
     summary = f"copilot-otel: {len(entries):,} dead letters in {letters.path} ({resendable:,} re-sendable)"
@@ -434,5 +435,5 @@ def _resend(letters: DeadLetters, config: Any, *, to_current: bool) -> int:
         raise RejectedError(f"the collector rejected {rejected:,} again: {said}")
     if skipped:
         said += f" ({skipped:,} cannot be re-sent: a value could not be encoded)"
-    print(f"copilot-otel: {said}")
+    print(f"copilot-otel: {display.message(said)}")
     return 0

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 from rich.console import Console
 from rich.text import Text
 
-from . import tls
+from . import display, tls
 from ._platform import current
 from .config import Config, capture_state, describe
 from .deadletter import describe as describe_dead_letters
@@ -90,7 +90,7 @@ class Check:
 
 def doctor(config: Config, timeout_s: float = 10.0) -> int:
     """Run every check, print one line each, and return 0 when none failed (1 otherwise)."""
-    console = Console(highlight=False, soft_wrap=True)
+    console = display.neutralise(Console(highlight=False, soft_wrap=True))
     glyphs = console.is_terminal
     failed = 0
     for check in run_checks(config, timeout_s):

@@ -20,6 +20,8 @@ kept:
 * a count or amount beyond ±2**53 (no real value is; not every encoder carries it) is absent too, and noted as a
   dropped value (:func:`take_dropped`), which the pipeline counts with its reason;
 * :func:`flag`: ``True`` only for a JSON ``true``;
+* a value present but of the wrong type (a number where text belongs, a list where a number does) is noted as
+  a ``wrong_shape`` dropped value, as is an event whose ``data`` is not an object or only nulls (:mod:`~copilot_otel.parse`);
 * :func:`raw`: content (prompts, responses, tool arguments and results) passed on as decoded: only the content
   gate (:mod:`copilot_otel.content`) decides what of it may be kept.
 
@@ -38,7 +40,7 @@ from .records import NUMBER_MAX, DropReason, RecordBase, record
 
 T = TypeVar("T")
 
-__all__ = ["CLASSES", "Event", "Field", "drop_value", "pending_drops", "take_dropped"]
+__all__ = ["CLASSES", "Event", "Field", "drop_value", "json_type", "pending_drops", "take_dropped"]
 
 
 # ---------------------------------------------------------------------------------------------- coercion
@@ -68,6 +70,28 @@ def take_dropped() -> list[tuple[DropReason, str]]:
         mine = [(reason, detail) for thread, reason, detail in pending_drops if thread == me]
         pending_drops[:] = [entry for entry in pending_drops if entry[0] != me]
     return list(dict.fromkeys(mine))
+
+
+def json_type(value: object) -> str:
+    """The JSON name of a decoded value's type, with its article, for a message: ``an array``, ``a string``."""
+    if value is None:
+        return "null"
+    if value is True or value is False:
+        return "a boolean"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    return "a string" if isinstance(value, str) else "a number"
+
+
+def _beyond(value: object) -> bool:
+    """A number past ±2**53: already noted as ``out_of_range`` by :func:`_int` / :func:`_float`."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and not -NUMBER_MAX < value < NUMBER_MAX
+    )
 
 
 def _out_of_range(value: float) -> None:
@@ -128,15 +152,29 @@ class Field(Generic[T]):
             value = value.get(self.inner) if isinstance(value, dict) else None
         kind = self.kind  # interned: each comparison is a pointer check
         if kind is _TEXT:
-            return value if isinstance(value, str) and value else None
+            if value.__class__ is str:
+                return value or None
+            if value is not None:
+                self._wrong(event, value, "a string")
+            return None
         if kind is _RAW:
             return value
         if kind is _FLAG:
+            if value is not True and value is not False and value is not None:
+                self._wrong(event, value, "a boolean")
             return value is True
         if value.__class__ is int and -NUMBER_MAX < value < NUMBER_MAX:
             # the common number, without a call (not isinstance: a bool is an int); the rest is _int's or _float's
             return value if kind is _COUNT else float(value)
-        return _int(value) if kind is _COUNT else _float(value)
+        number = _int(value) if kind is _COUNT else _float(value)
+        if number is None and value is not None and not _beyond(value):
+            self._wrong(event, value, "a whole number" if kind is _COUNT else "a number")
+        return number
+
+    def _wrong(self, event: Event, value: object, wanted: str) -> None:
+        """A value of the wrong type: read as absent (the event is kept), noted as a ``wrong_shape`` drop."""
+        path = self.key if self.inner is None else f"{self.key}.{self.inner}"
+        drop_value(DropReason.WRONG_SHAPE, f"{event.type} {path} is {json_type(value)}, not {wanted}")
 
 
 _TEXT, _COUNT, _AMOUNT, _FLAG, _RAW = "text", "count", "amount", "flag", "raw"

@@ -46,7 +46,7 @@ from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
-from . import __version__, wire
+from . import __version__, display, wire
 from .config import OtlpOptions, otlp_options
 from .deadletter import DeadLetters
 from .records import NUMBER_MAX, LogRecord, SpanRecord
@@ -256,7 +256,9 @@ class HttpTransport:
                 if any(url.lower().startswith("https:") for url in endpoints.values()):
                     sessions[key].mount("https://", tls.adapter(opts))
             self._sessions[signal] = sessions[key]
-        self.description = f"OTLP/HTTP {self._endpoints[Signal.TRACES]}"
+        # What messages show: the URLs without credentials (display.url); the real ones are only posted to.
+        self._shown = {signal: display.url(url) for signal, url in self._endpoints.items()}
+        self.description = f"OTLP/HTTP {self._shown[Signal.TRACES]}"
 
     def send(self, signal: Signal, body: bytes, timeout: float) -> SendResult:
         gzipped = self._options[signal].compression == "gzip"
@@ -268,28 +270,31 @@ class HttpTransport:
         except self._requests.exceptions.SSLError as exc:  # before ConnectionError, its base class
             from . import tls
 
-            message = tls.failure(self._endpoints[signal], str(exc), self._options[signal])
+            message = tls.failure(self._shown[signal], display.scrub(str(exc)), self._options[signal])
             return SendResult(ok=False, endpoint=True, message=message)
         except self._requests.ConnectionError:
-            return SendResult(
-                ok=False, retryable=True, message=f"cannot connect to {self._endpoints[signal]}"
-            )
+            return SendResult(ok=False, retryable=True, message=f"cannot connect to {self._shown[signal]}")
         except self._requests.Timeout:
             return SendResult(
                 ok=False,
                 retryable=True,
-                message=f"no answer from {self._endpoints[signal]} within {timeout:.0f}s",
+                message=f"no answer from {self._shown[signal]} within {timeout:.0f}s",
             )
         except self._requests.RequestException as exc:
             return SendResult(ok=False, retryable=True, message=f"{type(exc).__name__}: {_short(exc)}")
         if 200 <= resp.status_code < 300:
+            not_otlp = _not_an_export_response(signal, resp.headers.get("Content-Type"), resp.content)
+            if not_otlp is not None:
+                return SendResult(
+                    ok=False, endpoint=True, message=_not_otlp_fix(not_otlp, self._shown[signal])
+                )
             rejected, message = _partial_success(signal, resp.content)
             if rejected:
                 return SendResult(ok=False, retryable=False, rejected=rejected, message=message)
             return SendResult(ok=True)
         reason = f"HTTP {resp.status_code} {_short(resp.text)}".strip()
         fix = _http_endpoint_error(
-            resp.status_code, reason, self._endpoints[signal], signal, bool(self._options[signal].headers)
+            resp.status_code, reason, self._shown[signal], signal, bool(self._options[signal].headers)
         )
         if fix is not None:
             return SendResult(ok=False, endpoint=True, message=fix)
@@ -298,7 +303,7 @@ class HttpTransport:
                 ok=False,
                 unsupported=True,
                 message=(
-                    f"{reason} from {self._endpoints[signal]}: this endpoint does not accept {signal.value} "
+                    f"{reason} from {self._shown[signal]}: this endpoint does not accept {signal.value} "
                     f"(a traces-only backend?); set COPILOT_OTEL_{signal.value.upper()}=false"
                 ),
             )
@@ -317,21 +322,63 @@ class HttpTransport:
 
 
 def _short(value: object, limit: int = 200) -> str:
-    text = str(value).replace("\n", " ")
+    """One line of at most ``limit`` characters, URL credentials masked (a library's message may quote them)."""
+    text = display.scrub(str(value).replace("\n", " "))
     return text if len(text) <= limit else text[:limit] + "…"
+
+
+_RESPONSE_TYPES: dict[Signal, Any] = {
+    Signal.TRACES: trace_service_pb2.ExportTraceServiceResponse,
+    Signal.LOGS: logs_service_pb2.ExportLogsServiceResponse,
+    Signal.METRICS: metrics_service_pb2.ExportMetricsServiceResponse,
+}
+_PROTOBUF_TYPES = frozenset({"application/x-protobuf", "application/protobuf"})
+
+
+def _not_an_export_response(signal: Signal, content_type: str | None, content: bytes) -> str | None:
+    """Why a 2xx answer is not an OTLP export response, else ``None``.
+
+    A web UI, a catch-all proxy or a login page answers 200 too (``hello``, text/html): counting that as accepted
+    would advance checkpoints for data no collector got. The OTLP/HTTP specification has the server answer with
+    the request's content type (we send protobuf; a JSON answer is tolerated) and an ``Export*ServiceResponse``
+    body, which may be empty. An empty answer without a content type is taken as an empty response.
+    """
+    kind = (content_type or "").split(";", 1)[0].strip().lower()
+    if kind in _PROTOBUF_TYPES:
+        try:
+            _RESPONSE_TYPES[signal].FromString(content)
+        except (
+            Exception
+        ):  # DecodeError, or another error by protobuf build (upb, cpp, python): all mean 'not one'
+            return f"a {kind} body that is not an {_RESPONSE_TYPES[signal].__name__}"
+        return None
+    if kind == "application/json":
+        from google.protobuf.json_format import Parse, ParseError
+
+        try:
+            Parse(content or b"{}", _RESPONSE_TYPES[signal]())
+        except (ParseError, ValueError, UnicodeDecodeError):
+            return f"an application/json body that is not an {_RESPONSE_TYPES[signal].__name__}"
+        return None
+    if not kind and not content:
+        return None
+    preview = _short(content.decode("utf-8", "replace"), 40)
+    return f"{kind or 'no content type'} ({len(content):,} bytes: {preview!r})"
+
+
+def _not_otlp_fix(why: str, url: str) -> str:
+    return (
+        f"HTTP 200 from {url} is not an OTLP export response ({why}): nothing was taken as delivered; is it a "
+        "collector's OTLP/HTTP port (http://host:4318), not a web UI or a proxy's catch-all page?"
+    )
 
 
 def _partial_success(signal: Signal, content: bytes) -> tuple[int, str]:
     if not content:
         return 0, ""
-    response_types: dict[Signal, Any] = {
-        Signal.TRACES: trace_service_pb2.ExportTraceServiceResponse,
-        Signal.LOGS: logs_service_pb2.ExportLogsServiceResponse,
-        Signal.METRICS: metrics_service_pb2.ExportMetricsServiceResponse,
-    }
     try:
-        response = response_types[signal].FromString(content)
-    except Exception:  # a collector answering 200 with a non-protobuf body still accepted the data
+        response = _RESPONSE_TYPES[signal].FromString(content)
+    except Exception:  # a JSON body (checked by _not_an_export_response) carries no partial success we read
         return 0, ""
     partial = response.partial_success
     rejected = getattr(
@@ -383,7 +430,7 @@ class GrpcTransport:
             signal: grpc.Compression.Gzip if options[signal].compression == "gzip" else None
             for signal in Signal
         }
-        self._endpoint = endpoint
+        self._endpoint = display.url(endpoint)  # what messages show; the channels have the real target
         self._calls: dict[Signal, tuple[Any, Any]] = {
             Signal.TRACES: (
                 trace_service_pb2_grpc.TraceServiceStub(channel_of[Signal.TRACES]).Export,  # type: ignore[no-untyped-call]
@@ -398,7 +445,7 @@ class GrpcTransport:
                 metrics_service_pb2.ExportMetricsServiceRequest,
             ),
         }
-        self.description = f"OTLP/gRPC {endpoint}"
+        self.description = f"OTLP/gRPC {self._endpoint}"
 
     _RETRYABLE = frozenset(
         {
@@ -425,7 +472,7 @@ class GrpcTransport:
             )
         except self._grpc.RpcError as exc:
             code = exc.code().name if hasattr(exc, "code") and exc.code() else "UNKNOWN"
-            details = exc.details() if hasattr(exc, "details") else str(exc)
+            details = display.scrub(exc.details() if hasattr(exc, "details") else str(exc))
             from . import tls
 
             if tls.is_handshake_failure(details):

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 
 import orjson
 
-from .events import CLASSES, Event, drop_value
+from .events import CLASSES, Event, drop_value, json_type
 from .records import BadLine, DropReason
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -69,6 +69,18 @@ def _seconds_ns(text: str) -> int:
     delta = dt - _EPOCH
     ns: int = (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1_000
     return ns
+
+
+def _all_null(value: object) -> bool:
+    """Every leaf of ``value`` is null (an object or array of nulls, nested); stops at the first real value, which
+    in a real log is the first one."""
+    if value is None:
+        return True
+    if value.__class__ is dict:
+        return all(_all_null(item) for item in value.values())
+    if value.__class__ is list:
+        return all(_all_null(item) for item in value)
+    return False
 
 
 # Events the fold reads only to capture their content, which are also the biggest lines of a log (the system
@@ -132,13 +144,22 @@ def parse_line(
         # Ids seed span ids; a line without one gets a stable id from its position in the file.
         event_id = f"offset-{offset}"
     data = obj.get("data")
+    cls = CLASSES.get(kind, Event)
+    if data.__class__ is not dict:
+        if (
+            cls is not Event and data is not None
+        ):  # an array, a string, a number: none of its fields can be read
+            drop_value(DropReason.WRONG_SHAPE, f"{kind}: data is {json_type(data)}, not an object")
+        data = {}
+    elif cls is not Event and data and _all_null(data):
+        drop_value(DropReason.WRONG_SHAPE, f"{kind}: every value of data is null")
     agent_id = obj.get("agentId")
     # Positional: a backfill builds one per line (type, id, time_ns, data, agent_id, offset, end_offset).
-    return CLASSES.get(kind, Event)(
+    return cls(
         kind,
         event_id,
         time_ns,
-        data if isinstance(data, dict) else {},
+        data,
         agent_id if isinstance(agent_id, str) and agent_id else None,
         offset,
         end_offset,

@@ -141,6 +141,9 @@ class DropReason(str, enum.Enum):
     TOO_LONG = "too_long"
     UNTERMINATED = "unterminated"
     """The last line of a log that was deleted or replaced never got its newline (the daemon; replay folds it)."""
+    WRONG_SHAPE = "wrong_shape"
+    """Valid JSON its event's type cannot be read from (``data`` an array, only nulls, a field of the wrong type):
+    the line is kept and routed but what it says is lost, so it is a dropped value, not a dropped line."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import display
 from ._platform import current
 from .agentloop import FoldSettings
 from .config import Config
@@ -495,6 +496,7 @@ _worker_state: dict[str, Any] = {}
 
 def _init_worker(config: Config, log_level: str) -> None:
     handler = logging.StreamHandler()
+    handler.addFilter(display.SafeLogFilter())
     handler.setFormatter(logging.Formatter("copilot-otel: %(levelname)s: %(message)s"))
     package_logger = logging.getLogger("copilot_otel")
     package_logger.handlers[:] = [handler]

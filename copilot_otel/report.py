@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from . import display
 from .activity import Detection, ModelCall, PromptRun, SessionFacts, SessionShutdown, ToolCall, Turn
 from .agentloop import FoldSettings
 from .config import Config
@@ -1023,9 +1024,9 @@ def report(
     if output == "json":
         sys.stdout.write(orjson.dumps(render_json(built, zone), option=orjson.OPT_INDENT_2).decode() + "\n")
     elif output == "csv":
-        sys.stdout.write(render_csv(built, zone))
+        sys.stdout.write(display.printable(render_csv(built, zone)))  # a folder name's ESC is no CSV data
     else:
-        console = Console(highlight=False, soft_wrap=False)
+        console = display.neutralise(Console(highlight=False, soft_wrap=False))
         console.print(render_table(built, console.width, zone))
     sys.stdout.flush()
     if not tally.skipped:

@@ -105,7 +105,7 @@ class Router:
         daemon re-reads them after a restart only to rebuild the fold; they were delivered before).
         """
         for value in values_dropped:
-            if value.offset > after:
+            if value.end_offset > after:  # a line *ending* past it, as for emissions
                 self.dropped_value(source, value)
         added = 0
         metrics = self.metrics

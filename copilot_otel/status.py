@@ -32,6 +32,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from . import display
 from ._platform import current, utf8_stdout
 from .config import Config
 from .deadletter import describe as describe_dead_letters
@@ -78,7 +79,7 @@ def print_status(config: Config, as_json: bool = False) -> int:
         if not running:
             print(_not_running(path, status, pid), file=sys.stderr)
         return 0 if running else 1
-    console = Console(highlight=False)
+    console = display.neutralise(Console(highlight=False))
     now = time.time()
     if not running:
         console.print(_not_running(path, status, pid), style="yellow", soft_wrap=True)

@@ -30,6 +30,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from . import display
 from ._platform import utf8_stdout
 from .activity import (
     Abort,
@@ -92,7 +93,7 @@ def show(config: Config, session: str | None, as_json: bool = False, limit: int 
     Raises:
         SourceError: The session is unknown, ambiguous or unreadable, or the session-state root is unreadable.
     """
-    console = Console(highlight=False, soft_wrap=False)
+    console = display.neutralise(Console(highlight=False, soft_wrap=False))
     if session is None:
         sessions = _recent(config.session_state, limit)
         if as_json:

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,17 @@ def replay_into(
             *extra,
         ]
     )
+
+
+# Inputs the property-based tests tried, by test (tests/test_fuzz_input.py); shown in the terminal summary so CI's
+# normal output says how much was fuzzed.
+FUZZ_INPUTS: Counter[str] = Counter()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if FUZZ_INPUTS:
+        tried = ", ".join(f"{name}: {n:,}" for name, n in sorted(FUZZ_INPUTS.items()))
+        terminalreporter.write_line(f"fuzzed inputs tried: {tried}")
 
 
 @pytest.fixture(autouse=True)

@@ -11,8 +11,8 @@ import pytest
 
 from copilot_otel.config import load_config
 from copilot_otel.telemetry import Telemetry
+from tests.http_answer import answering
 from tests.otlp_receiver import OtlpReceiver
-from tests.test_export import header_server
 
 
 def _telemetry(receiver: OtlpReceiver, tmp_path: Path, protocol: str) -> Telemetry:
@@ -57,7 +57,7 @@ def test_the_daemons_metrics_carry_the_metrics_headers(
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-team=all")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_HEADERS", "x-team=metrics")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_COMPRESSION", "gzip")
-    with header_server() as (url, seen):
+    with answering() as (url, seen):
         _export_one_count({"endpoint": url, "state_dir": str(tmp_path)})
     assert seen["/v1/metrics"]["x-team"] == "metrics"
     assert seen["/v1/metrics"]["content-encoding"] == "gzip"

@@ -10,10 +10,14 @@ from typing import Any
 
 
 class WebhookReceiver:
-    """Serves on 127.0.0.1 in a thread; ``bodies`` are the decoded bodies, ``headers`` their headers."""
+    """Serves on 127.0.0.1 in a thread; ``bodies`` are the decoded bodies, ``headers`` their headers.
 
-    def __init__(self, status: int = 200) -> None:
+    ``first``: statuses answered to the first requests, one each, before ``status`` (a webhook that recovers).
+    """
+
+    def __init__(self, status: int = 200, first: tuple[int, ...] = ()) -> None:
         self.status = status
+        self._first = list(first)
         self.bodies: list[Any] = []
         self.headers: list[dict[str, str]] = []
         self._cond = threading.Condition()
@@ -25,8 +29,9 @@ class WebhookReceiver:
                 with receiver._cond:
                     receiver.bodies.append(json.loads(data))
                     receiver.headers.append(dict(self.headers))
+                    status = receiver._first.pop(0) if receiver._first else receiver.status
                     receiver._cond.notify_all()
-                self.send_response(receiver.status)
+                self.send_response(status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
