@@ -153,9 +153,10 @@ class Burst:
 
     def headline(self) -> str:
         sessions = len(self.sessions)
+        where = "1 session" if sessions == 1 else f"{sessions} sessions"
         if all(n.event == "copilot_otel.prompt.error" for n in self.notices):
-            return f"Copilot prompts failed in {sessions} sessions"
-        return f"Runaway agents detected in {sessions} sessions ({len(self.notices)} notices)"
+            return f"Copilot prompts failed in {where}"
+        return f"Runaway agents detected in {where} ({len(self.notices)} notices)"
 
     def body(self) -> str:
         reasons: dict[str, int] = {}
@@ -163,6 +164,8 @@ class Burst:
             reasons[n.reason] = reasons.get(n.reason, 0) + 1
         why = ", ".join(f"{reason.replace('_', ' ')} {count}" for reason, count in sorted(reasons.items()))
         named = self.sessions
+        if len(named) == 1:  # several notices of one session (two thresholds crossed): its own command
+            return f"{why}; copilot-otel show {named[0]}"
         more = f" and {len(named) - BURST_NAMED} more" if len(named) > BURST_NAMED else ""
         return f"{why}; sessions {', '.join(s[:8] for s in named[:BURST_NAMED])}{more}; copilot-otel show <session>"
 
