@@ -39,7 +39,6 @@ from .activity import Detection, PromptRun, Record
 from .config import Config, capture_state
 from .deadletter import DeadLetters
 from .discover import Discovery
-from .errors import SourceError
 from .live.followed import IDLE_CLOSE_S, FollowedFile, Shared
 from .live.housekeeping import (
     OWNER_CHECK_S,
@@ -136,6 +135,9 @@ class Daemon:
         self._changed_lock = threading.Lock()
         self._resync = threading.Event()
         self._discovery = Discovery(config.session_state, self._on_change, on_resync=self._on_resync)
+        self._scanned: tuple[dict[str, tuple[int, int, int]], float] | None = None
+        self._scan_cost_s = 0.0
+        self._first_scan_applied = False
         self._live: list[LivePrompt] = []
         self.actions = RunawayActions.from_config(config)  # None unless runaway_action asks for more
         dead_letter = self.telemetry.sender.dead_letter
@@ -263,17 +265,17 @@ class Daemon:
         self.tracker.restore()
         # The watch is built on discovery's thread (100,000 session folders take seconds to watch); when it is up,
         # on_resync asks for one more scan, which covers what changed while it was being built.
-        self._discovery.start(background=True)
-        last_scan_cost = self._rescan()
         self._said_resumed()
+        self._discovery.start(background=True)
+        self._discovery.request_scan(self._on_scanned)
         timers = _Timers(time.monotonic())
         try:
             while not self.stop.is_set():
                 busy = self._pass()
                 now = time.monotonic()
-                if self._resync.is_set() or timers.due("scan", now, self._scan_period(last_scan_cost)):
+                if self._resync.is_set() or timers.due("scan", now, self._scan_period()):
                     self._resync.clear()
-                    last_scan_cost = self._rescan()
+                    self._discovery.request_scan(self._on_scanned)
                 if timers.due("live_poll", now, LIVE_POLL_S):
                     self.tracker.poll_attention()
                 if timers.due("owner", now, OWNER_CHECK_S):
@@ -301,6 +303,7 @@ class Daemon:
     def _pass(self) -> bool:
         """One pass over files with work: live ones first, then a time slice of backfill. True if more is left."""
         self._apply_acks()
+        self._apply_scan()
         with self._changed_lock:
             changed, self._changed = self._changed, set()
         tracker = self.tracker
@@ -338,24 +341,35 @@ class Daemon:
             self._backfill.finished(f.key)
         return read
 
-    def _rescan(self) -> float:
-        """Compare a full scan with what is tracked; returns what it cost (seconds)."""
-        started = time.monotonic()
-        try:
-            stats = self._discovery.scan_stats()
-        except SourceError as exc:
-            self._log.warning("scan", "%s", exc)
-            return time.monotonic() - started
-        self.tracker.scan(stats)
-        return time.monotonic() - started
+    def _on_scanned(self, stats: dict[str, tuple[int, int, int]], cost_s: float) -> None:
+        """A full scan, made on discovery's thread: compared with what is tracked on the loop's next pass."""
+        self._scanned = (stats, cost_s)
+        self._wake.set()
 
-    def _scan_period(self, last_cost_s: float) -> float:
+    def _apply_scan(self) -> None:
+        scanned, self._scanned = self._scanned, None
+        if scanned is None:
+            return
+        stats, self._scan_cost_s = scanned
+        first = not self._first_scan_applied
+        self._first_scan_applied = True
+        forgot = self.tracker.forgot
+        self.tracker.scan(stats)
+        if first and self.tracker.forgot > forgot:
+            gone = self.tracker.forgot - forgot
+            logger.info(
+                "forgot %d checkpointed session log%s deleted while stopped", gone, "" if gone == 1 else "s"
+            )
+
+    def _scan_period(self) -> float:
         """How often to scan: the configured interval (six times it while notifications work), and never more
         often than :data:`SCAN_SHARE` of the time allows for what the last scan cost."""
         base = self.config.rescan_interval * (6 if self._discovery.mode == "inotify" else 1)
-        return max(base, last_cost_s / SCAN_SHARE)
+        return max(base, self._scan_cost_s / SCAN_SHARE)
 
     def _said_resumed(self) -> None:
+        """Said once the checkpoints are restored, before the first scan (which at 100,000 sessions takes a second
+        or more, on discovery's thread): from here on every log is followed from its checkpoint."""
         resumed, forgot = self.tracker.resumed, self.tracker.forgot
         if resumed or forgot:
             logger.info(

@@ -132,6 +132,7 @@ class Discovery:
         self._force_polling = force_polling
         self._observer_factory = observer_factory
         self._on_resync = on_resync
+        self._scan_for: Callable[[dict[str, _StatKey], float], None] | None = None
         # In polling mode a poll costs one stat per session: it runs at most this share of the time.
         self._poll_cost_s = 0.0
         self._observer: BaseObserver | None = None
@@ -362,16 +363,43 @@ class Discovery:
 
     # -- supervisor ------------------------------------------------------------------------------
 
+    def request_scan(self, deliver: Callable[[dict[str, _StatKey], float], None]) -> None:
+        """Scan on discovery's thread and hand ``deliver`` the result and what it cost (seconds), soon.
+
+        A scan of 100,000 session folders takes a second or more; done here, the caller's loop keeps reading live
+        logs meanwhile (it only compares the result, which is quick). Requests made while one waits are one scan.
+        Before :meth:`start` (or after :meth:`stop`) the scan runs at once on the calling thread.
+        """
+        if self._thread is None:
+            started = time.monotonic()
+            deliver(self._scan_stat(), time.monotonic() - started)
+            return
+        self._scan_for = deliver
+        self._wake.set()
+
+    def _scan_requested(self) -> None:
+        deliver, self._scan_for = self._scan_for, None
+        if deliver is None:
+            return
+        started = time.monotonic()
+        stats = self._scan_stat()
+        try:
+            deliver(stats, time.monotonic() - started)
+        except Exception:
+            logger.exception("discovery scan callback failed")
+
     def _run(self) -> None:
         while not self._stop.is_set():
             period = self._poll_interval_s
             if self._mode == "polling":
                 period = max(period, self._poll_cost_s / _POLL_SHARE)
-            self._wake.wait(period)
+            if self._scan_for is None:
+                self._wake.wait(period)
             self._wake.clear()
             if self._stop.is_set():
                 break
             try:
+                self._scan_requested()  # first: a watch being built (seconds) must not delay it
                 self._tick()
             except Exception:
                 logger.exception("discovery supervisor failed; retrying in %.1f s", self._poll_interval_s)

@@ -123,9 +123,8 @@ class Tracker:
         """
         for key, cp in self.state.summaries():
             if cp.size and cp.mtime_ns and cp.safe_offset == cp.acked_offset == cp.size:
-                self._known[key] = hash(
-                    (cp.identity.inode, cp.size, cp.mtime_ns)
-                )  # counted by the first scan
+                self._known[key] = hash((cp.identity.inode, cp.size, cp.mtime_ns))
+                self.resumed += 1
             elif os.path.exists(key):
                 self.resumed += self._track(key, self.state.get(key)) is not None
             elif cp.identity.complete:  # deleted or moved while we were stopped: seen after the first scan
@@ -142,7 +141,6 @@ class Tracker:
         first = not self._first_scan_done
         self._first_scan_done = True
         if first:
-            self.resumed += len(self._known.keys() & stats.keys())
             for key in self._known.keys() - stats.keys():
                 cp = self.state.get(key)
                 if cp is not None and cp.identity.complete:
