@@ -135,9 +135,10 @@ class Daemon:
         self._changed_lock = threading.Lock()
         self._resync = threading.Event()
         self._discovery = Discovery(config.session_state, self._on_change, on_resync=self._on_resync)
-        self._scanned: tuple[dict[str, tuple[int, int, int]], float] | None = None
+        self._scanned: tuple[dict[str, int], float] | None = None
         self._scan_cost_s = 0.0
         self._first_scan_applied = False
+        self._scans = 0
         self._live: list[LivePrompt] = []
         self.actions = RunawayActions.from_config(config)  # None unless runaway_action asks for more
         dead_letter = self.telemetry.sender.dead_letter
@@ -341,7 +342,7 @@ class Daemon:
             self._backfill.finished(f.key)
         return read
 
-    def _on_scanned(self, stats: dict[str, tuple[int, int, int]], cost_s: float) -> None:
+    def _on_scanned(self, stats: dict[str, int], cost_s: float) -> None:
         """A full scan, made on discovery's thread: compared with what is tracked on the loop's next pass."""
         self._scanned = (stats, cost_s)
         self._wake.set()
@@ -351,6 +352,7 @@ class Daemon:
         if scanned is None:
             return
         stats, self._scan_cost_s = scanned
+        self._scans += 1
         first = not self._first_scan_applied
         self._first_scan_applied = True
         forgot = self.tracker.forgot
@@ -418,6 +420,8 @@ class Daemon:
             prompts_closed=dict(self.outcomes.prompts_closed),
             destination=self.telemetry.description,
             discovery=self._discovery.description,
+            scans=self._scans,
+            last_scan_s=round(self._scan_cost_s, 3),
             open_files_cap=self.tracker.fd_cap,
             reads_deferred_no_descriptor=self.tracker.fd_exhausted,
             state_flush_failures=self.state.flush_failures,

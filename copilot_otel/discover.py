@@ -90,7 +90,9 @@ _CALLBACK_ERROR_LOG_INTERVAL_S = 60.0
 
 DiscoveryMode = Literal["stopped", "waiting", "inotify", "polling"]
 ObserverFactory = Callable[[], BaseObserver]
-_StatKey = tuple[int, int, int]  # (inode, size, mtime_ns)
+# What a scan keeps of a log: the hash of its (inode, size, mtime_ns), one int (a scan of 100,000 logs holds 100,000
+# of them: tuples of three ints cost ~16 MB more). Only compared for equality, within one process.
+_StatKey = int
 
 
 # In polling mode (no notifications) the scan is the mechanism; with a huge history it is also the main cost, so its
@@ -176,9 +178,9 @@ class Discovery:
         """``"inotify"`` (watching), ``"polling"`` (fallback), ``"waiting"`` (no root) or ``"stopped"``."""
         return self._mode
 
-    def scan_stats(self) -> dict[str, tuple[int, int, int]]:
-        """Every session log under ``root`` now, with its ``(inode, size, mtime_ns)``: what :meth:`scan` lists, and
-        what a caller that knows logs by their stat compares without a ``stat`` of its own."""
+    def scan_stats(self) -> dict[str, int]:
+        """Every session log under ``root`` now, with the hash of its ``(inode, size, mtime_ns)``: what :meth:`scan`
+        lists, and what a caller that knows logs by their stat compares without a ``stat`` of its own."""
         return self._scan_stat()
 
     def scan(self) -> list[str]:
@@ -266,7 +268,7 @@ class Discovery:
                 except OSError:
                     continue  # no events.jsonl (yet), or vanished meanwhile
                 if stat.S_ISREG(st.st_mode):
-                    found[path] = (st.st_ino, st.st_size, st.st_mtime_ns)
+                    found[path] = hash((st.st_ino, st.st_size, st.st_mtime_ns))
                 else:
                     self._refuse(path, "it is not a regular file (a FIFO, a device or a folder)")
         return found

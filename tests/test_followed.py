@@ -174,10 +174,10 @@ def _tracker(tmp_path: Path, outbox: ListOutbox, clock: Clock) -> Tracker:
     return Tracker(state, follow, max_open_files=1024, log=shared.log, clock=clock)
 
 
-def _scan_of(path: Path) -> dict[str, tuple[int, int, int]]:
+def _scan_of(path: Path) -> dict[str, int]:
     """What discovery's scan reports of one log."""
     st = os.stat(path)
-    return {str(path): (st.st_ino, st.st_size, st.st_mtime_ns)}
+    return {str(path): hash((st.st_ino, st.st_size, st.st_mtime_ns))}
 
 
 def _drain(tracker: Tracker, outbox: ListOutbox) -> None:

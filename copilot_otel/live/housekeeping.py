@@ -234,6 +234,10 @@ class DaemonStatus:
     prompts_closed: dict[str, int]
     destination: str
     discovery: str
+    scans: (
+        int  # full scans of the session-state folder compared so far (the first, the watch's, the safety net)
+    )
+    last_scan_s: float  # what the last one cost (100,000 sessions: a second or more)
     open_files_cap: int
     reads_deferred_no_descriptor: int
     state_flush_failures: int

@@ -39,8 +39,8 @@ __all__ = ["MAX_OPEN_TAILERS", "StatKey", "Tracker", "open_tailer_cap"]
 
 logger = logging.getLogger("copilot_otel.daemon")
 
-# What a scan reports of a log, and what a known log is remembered by: (inode, size, mtime_ns).
-StatKey = tuple[int, int, int]
+# What a scan reports of a log, and what a known log is remembered by: the hash of its (inode, size, mtime_ns).
+StatKey = int
 # Open file descriptors kept for session logs at most; the least recently used are closed beyond this. Below it,
 # half of what the process's descriptor limit (RLIMIT_NOFILE) leaves beside a reserve for the interpreter, sockets,
 # the state and the libraries (the daemon itself holds about ten).
@@ -133,7 +133,8 @@ class Tracker:
                 self.forgot += self.state.forget(key)
 
     def scan(self, stats: Mapping[str, StatKey]) -> None:
-        """Compare a full scan (path → ``(inode, size, mtime_ns)``) with what is tracked; mark what changed.
+        """Compare a full scan (path → the hash of its ``(inode, size, mtime_ns)``) with what is tracked; mark what
+        changed.
 
         No I/O for a log whose stat is unchanged; known logs missing from the scan were deleted (on the first scan
         after a restart, they may have moved: a new log with their first KiB takes their checkpoint over).
@@ -156,13 +157,13 @@ class Tracker:
             f = self.files.get(key)
             if f is not None:
                 seen = f.tailer.last_seen
-                if not f.pending and seen != st:
+                if not f.pending and (seen is None or hash(seen) != st):
                     self._set_pending(f, True)
                 continue
             known = self._known.get(key)
             if known is None:
                 self._track(key)
-            elif known != hash(st):
+            elif known != st:
                 del self._known[key]
                 self._track(key, self.state.get(key))
         for key, f in self.files.items():
