@@ -230,6 +230,29 @@ class StateStore:
             if entry is not None:
                 yield key, entry[0].summary
 
+    def settled(self) -> tuple[dict[str, int], list[str]]:
+        """The checkpoints split for start-up: those taken at their file's end with a stat (path → the hash of
+        ``(inode, size, mtime_ns)``) and the paths of the others (pending changes included).
+
+        Raises:
+            StateError: The database cannot be read.
+        """
+        with self._lock:
+            pending = dict(self._pending)
+        known, others = self._database.settled()
+        if pending:
+            others = [key for key in others if key not in pending]
+            for key, entry in pending.items():
+                known.pop(key, None)
+                if entry is None:
+                    continue
+                cp = entry[0]
+                if cp.size and cp.mtime_ns and cp.safe_offset == cp.acked_offset == cp.size:
+                    known[key] = hash((cp.identity.inode, cp.size, cp.mtime_ns))
+                else:
+                    others.append(key)
+        return known, others
+
     def __len__(self) -> int:
         """How many checkpoints there are (counted by the database, without reading a row)."""
         with self._lock:

@@ -121,12 +121,14 @@ class Tracker:
         without a stat (written by an older copilot-otel), with an open prompt or with unread bytes is followed
         at once (its file is opened and checked against its identity, as before).
         """
-        for key, cp in self.state.summaries():
-            if cp.size and cp.mtime_ns and cp.safe_offset == cp.acked_offset == cp.size:
-                self._known[key] = hash((cp.identity.inode, cp.size, cp.mtime_ns))
-                self.resumed += 1
-            elif os.path.exists(key):
-                self.resumed += self._track(key, self.state.get(key)) is not None
+        self._known, others = self.state.settled()
+        self.resumed += len(self._known)
+        for key in others:
+            cp = self.state.get(key)
+            if cp is None:
+                continue
+            if os.path.exists(key):
+                self.resumed += self._track(key, cp) is not None
             elif cp.identity.complete:  # deleted or moved while we were stopped: seen after the first scan
                 self._missing[cp.identity.fingerprint] = key
             else:  # too short a fingerprint to recognise it under another name
