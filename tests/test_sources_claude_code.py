@@ -26,6 +26,7 @@ from tests.conftest import FIXTURES
 from tests.other_agents import assert_never_raises, views
 
 HERE = FIXTURES / "other-agents" / "claude-code"
+RECORDED = FIXTURES / "other-agents" / "recorded" / "claude-code"  # tests/otheragents/record.py
 CHECKS: dict[str, Any] = json.loads((HERE / "checks.json").read_text(encoding="utf-8"))["scenarios"]
 SCENARIOS = sorted(CHECKS)
 
@@ -296,7 +297,10 @@ def test_unknown_types_and_wrong_shapes_are_kept() -> None:
 def test_the_reader_never_raises_on_mutated_lines() -> None:
     lines = [
         line
-        for path in sorted(HERE.glob("*/projects/**/*.jsonl"))
+        for path in [
+            *sorted(HERE.glob("*/projects/**/*.jsonl")),
+            *sorted(RECORDED.glob("*/projects/**/*.jsonl")),
+        ]
         for line in path.read_bytes().splitlines()
         if line.strip()
     ]

@@ -25,6 +25,7 @@ from tests.conftest import FIXTURES
 from tests.other_agents import assert_never_raises, views
 
 HERE = FIXTURES / "other-agents" / "codex"
+RECORDED = FIXTURES / "other-agents" / "recorded" / "codex"  # tests/otheragents/record.py
 CHECKS: dict[str, Any] = json.loads((HERE / "checks.json").read_text(encoding="utf-8"))["scenarios"]
 SCENARIOS = sorted(CHECKS)
 
@@ -273,7 +274,10 @@ def test_bad_lines_and_unknown_kinds() -> None:
 def test_the_reader_never_raises_on_mutated_lines() -> None:
     lines = [
         line
-        for path in sorted(HERE.glob("*/sessions/**/*.jsonl"))
+        for path in [
+            *sorted(HERE.glob("*/sessions/**/*.jsonl")),
+            *sorted(RECORDED.glob("*/sessions/**/*.jsonl")),
+        ]
         for line in path.read_bytes().splitlines()
         if line.strip()
     ]

@@ -60,7 +60,9 @@ class ToolOutcome(enum.Enum):
     OK = "ok"
     FAILED = "failed"
     DENIED = "denied"
-    """A permission rule or the user refused it: it never ran (Copilot's ``error.code`` ``denied``)."""
+    """A permission rule refused it: it never ran (Copilot's ``error.code`` ``denied``)."""
+    INTERRUPTED = "interrupted"
+    """The user stopped it (Ctrl-C while it ran; the turn was aborted)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,6 +68,11 @@ SYNTHETIC_MODEL = "<synthetic>"  # message.model of a record the CLI wrote itsel
 _SUBAGENT_FILE = re.compile(r"^agent-(?P<id>[^/\\]+)\.jsonl$")
 # A permission rule's refusal (``--disallowedTools``), the tool_result's text; the tool never ran.
 _DENIED = re.compile(r"^(?:Error: )?Permission to use .* has been denied\.", re.DOTALL)
+# The result of a tool the user stopped (Ctrl-C while it ran: recorded by tests/otheragents/record.py); then a user
+# record "[Request interrupted by user for tool use]" follows. (An interactive refusal at the permission prompt may be
+# worded the same way: not recorded yet.)
+_INTERRUPTED = "The user doesn't want to proceed with this tool use."
+_INTERRUPT_NOTE = "[Request interrupted by user"
 # Wrappers of a local command's records (``/compact``): not what the human typed.
 _COMMAND_PREFIXES = ("<command-name>", "<local-command-stdout>", "<local-command-caveat>")
 
@@ -168,7 +173,10 @@ class ToolResult(RecordBase):
     def outcome(self) -> ToolOutcome:
         if not self.is_error:
             return ToolOutcome.OK
-        return ToolOutcome.DENIED if _DENIED.match(_text_of(self.content)) else ToolOutcome.FAILED
+        text = _text_of(self.content)
+        if _DENIED.match(text):
+            return ToolOutcome.DENIED
+        return ToolOutcome.INTERRUPTED if text.startswith(_INTERRUPTED) else ToolOutcome.FAILED
 
 
 def _text_of(content: Any) -> str:
@@ -219,6 +227,7 @@ class UserKind(enum.Enum):
     PROMPT = "prompt"  # what a human typed (or a sub-agent's first message, in its sidechain file)
     TOOL_RESULTS = "tool_results"
     COMMAND = "command"  # a local command's records (``<command-name>``, ``<local-command-stdout>``…)
+    INTERRUPT = "interrupt"  # ``[Request interrupted by user…]``: the CLI notes an abort
     COMPACT_SUMMARY = "compact_summary"
     META = "meta"  # the CLI's own messages (``Continue from where you left off.``, caveats)
 
@@ -251,8 +260,11 @@ class UserRecord(Record):
             return UserKind.META
         if _blocks(self.content, "tool_result"):
             return UserKind.TOOL_RESULTS
-        if _text_of(self.content).lstrip().startswith(_COMMAND_PREFIXES):
+        text = _text_of(self.content).lstrip()
+        if text.startswith(_COMMAND_PREFIXES):
             return UserKind.COMMAND
+        if text.startswith(_INTERRUPT_NOTE):
+            return UserKind.INTERRUPT
         return UserKind.PROMPT
 
     @property

@@ -70,6 +70,9 @@ _EXIT = re.compile(r"^Process exited with code (-?\d+)$", re.MULTILINE)
 # "Rejected(...)" }``).
 _REJECTED = re.compile(r"^exec_command failed: .*\bRejected\(", re.DOTALL)
 _PATCH_FAILED = "apply_patch verification failed"
+# A command the user stopped (Ctrl-C; the turn then ends with ``turn_aborted``): recorded by
+# tests/otheragents/record.py.
+_ABORTED = re.compile(r"^aborted by user$", re.MULTILINE)
 # ``response_item`` user messages the CLI writes itself (not prompts): these open with a tag.
 _HARNESS_TAGS = ("<environment_context>", "<subagent_notification>", "<turn_aborted>", "<user_instructions>")
 
@@ -311,6 +314,8 @@ class FunctionCallOutput(Event):
         text = self.plain_text
         if _REJECTED.match(text):
             return ToolOutcome.DENIED
+        if _ABORTED.search(text):
+            return ToolOutcome.INTERRUPTED
         exit_code = self.exit_code
         if (exit_code is not None and exit_code != 0) or text.startswith(
             (_PATCH_FAILED, "exec_command failed")
