@@ -104,7 +104,7 @@ def test_turns_and_their_prompts(scenario: Scenario) -> None:
 
 def test_the_context_window_error_names_its_kind() -> None:
     (end,) = _of(cx.TaskComplete, Scenario("context-too-long").main.events)
-    assert end.error_info == "context_window_exceeded"
+    assert (end.error_kind, end.error_status) == ("context_window_exceeded", None)
 
 
 def test_model_calls_and_tokens(scenario: Scenario) -> None:

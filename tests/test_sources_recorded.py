@@ -26,7 +26,7 @@ OUTCOMES = {"ok": ToolOutcome.OK, "failed": ToolOutcome.FAILED, "interrupted": T
 
 
 def test_every_scenario_of_both_clis_is_there() -> None:
-    expected = {"resumed", "runaway", "abort-mid-tool", "subagent-tools-fail"}
+    expected = {"resumed", "runaway", "abort-mid-tool", "subagent-tools-fail", "retries-exhausted"}
     assert {(cli, s) for cli, s in CASES} == {(cli, s) for cli in ("claude-code", "codex") for s in expected}
 
 
@@ -170,3 +170,17 @@ def test_a_sub_agent_whose_tools_fail_links_to_its_call() -> None:
         and e.tool == "spawn_agent"
     }
     assert spawned == {sub["spawned_by"]: (child.thread_id,)}
+
+
+def test_retries_that_run_out_end_the_prompt_with_the_error() -> None:
+    claude = Recording("claude-code", "retries-exhausted")
+    assert claude.check["http_errors_sent"] == {"exhausted": 11}  # 1 + 10 retries
+    assert [r["exit_code"] for r in claude.check["runs"]] == [1]
+    (failed,) = [e for e in claude.events if isinstance(e, cc.AssistantRecord) and e.api_error]
+    assert (failed.synthetic, failed.api_error_status, failed.error) == (True, 429, "rate_limit")
+    assert failed.usage is not None and failed.usage.input_tokens == 0  # no model call
+    codex = Recording("codex", "retries-exhausted")
+    assert codex.check["http_errors_sent"] == {"exhausted": 3}
+    (end,) = [e for e in codex.events if isinstance(e, cx.TaskComplete)]
+    assert (end.error_kind, end.error_status) == ("response_too_many_failed_attempts", 429)
+    assert end.error_message is not None and "429" in end.error_message

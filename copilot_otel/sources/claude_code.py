@@ -303,6 +303,11 @@ class AssistantRecord(Record):
     model = text("message", "model")
     stop_reason = text("message", "stop_reason")
     content = raw("message", "content")
+    # A model call that failed for good (retries exhausted): a synthetic record saying so, e.g. ``rate_limit`` / 429
+    # (recorded by tests/otheragents/record.py: 1 + 10 attempts over 175 s, then this record and exit 1).
+    api_error = flag("isApiErrorMessage")
+    api_error_status = count("apiErrorStatus")
+    error = text("error")
 
     @property
     def synthetic(self) -> bool:

@@ -190,10 +190,32 @@ class TaskComplete(Event):
     __slots__ = ()
     turn_id = text("turn_id")
     error_message = text("error", "message")
-    error_info = text("error", "codex_error_info")  # e.g. ``context_window_exceeded``
     duration_ms = count("duration_ms")
     time_to_first_token_ms = count("time_to_first_token_ms")
     last_agent_message = raw("last_agent_message")
+
+    @property
+    def _error_info(self) -> Any:
+        return _dict(self.data.get("error")).get("codex_error_info")
+
+    @property
+    def error_kind(self) -> str | None:
+        """What failed: ``codex_error_info``, a name (``context_window_exceeded``) or an object named by its one key
+        (``response_too_many_failed_attempts``, when the retries of a 429 ran out)."""
+        info = self._error_info
+        if isinstance(info, dict):
+            return next((k for k in info if isinstance(k, str) and k), None)
+        return _str(info)
+
+    @property
+    def error_status(self) -> int | None:
+        """The HTTP status of the last failed attempt, where the error names one (``http_status_code``)."""
+        info = self._error_info
+        if not isinstance(info, dict):
+            return None
+        return next(
+            (s for v in info.values() if (s := _int(_dict(v).get("http_status_code"))) is not None), None
+        )
 
 
 class TurnAborted(Event):

@@ -66,8 +66,22 @@ class Tool:
 
 @dataclass(frozen=True)
 class Step:
+    """One scripted model reply; with ``error`` (an HTTP status) the server answers that instead, ``error_times``
+    times (0: every time, so the CLI's retries run out)."""
+
     text: str | None = None
     tools: tuple[Tool, ...] = ()
+    error: int | None = None
+    error_times: int = 0
+
+
+class HttpError(Exception):
+    """A scripted HTTP error: the status, the API's JSON error body, a ``retry-after`` of 0 s."""
+
+    def __init__(self, status: int, body: dict[str, Any]) -> None:
+        super().__init__(status)
+        self.status = status
+        self.body = body
 
 
 @dataclass(frozen=True)
@@ -142,6 +156,12 @@ def claude_scenarios() -> list[Scenario]:
             (Run(f"Wait for the build. {marker('abort')}", interrupt_at=("abort", 0)),),
         ),
         Scenario(
+            "retries-exhausted",
+            "A Bash call, then every request gets HTTP 429 (retry-after 0) until the CLI gives up.",
+            (Script("exhausted", (Step(None, (_bash("cat VERSION"),)), Step(error=429)), "Never sent."),),
+            (Run(f"Which version is this? {marker('exhausted')}"),),
+        ),
+        Scenario(
             "subagent-tools-fail",
             "The Agent tool starts a sub-agent whose Bash (exit 1) and Read (missing file) both fail.",
             (
@@ -210,6 +230,12 @@ def codex_scenarios() -> list[Scenario]:
             (Run(f"Wait for the build. {marker('abort')}", interrupt_at=("abort", 0)),),
         ),
         Scenario(
+            "retries-exhausted",
+            "An exec_command, then every request gets HTTP 429 (retry-after 0) until the CLI gives up.",
+            (Script("exhausted", (Step(None, (_exec("cat VERSION"),)), Step(error=429)), "Never sent."),),
+            (Run(f"Which version is this? {marker('exhausted')}"),),
+        ),
+        Scenario(
             "subagent-tools-fail",
             "spawn_agent: the sub-agent's two exec_command calls exit 1; the parent waits for it and closes it.",
             (
@@ -268,6 +294,7 @@ class Server:
     cwd: str
     log: list[dict[str, Any]] = field(default_factory=list)
     answered: threading.Event = field(default_factory=threading.Event)
+    errors_sent: dict[tuple[str, int], int] = field(default_factory=dict)
     watch: tuple[str, int] | None = None
     httpd: http.server.ThreadingHTTPServer | None = None
 
@@ -282,10 +309,19 @@ class Server:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
                 if self.path.startswith("/v1/messages/count_tokens"):
                     self._json({"input_tokens": len(json.dumps(body)) // 4})
-                elif self.path.startswith("/v1/messages"):
-                    self._sse(server.anthropic(body))
-                elif self.path.startswith("/v1/responses"):
-                    self._sse(server.responses(body))
+                elif self.path.startswith(("/v1/messages", "/v1/responses")):
+                    try:
+                        events = (server.anthropic if "messages" in self.path else server.responses)(body)
+                    except HttpError as exc:
+                        data = json.dumps(exc.body).encode()
+                        self.send_response(exc.status)
+                        self.send_header("Content-Type", "application/json")
+                        self.send_header("retry-after", "0")
+                        self.send_header("Content-Length", str(len(data)))
+                        self.end_headers()
+                        self.wfile.write(data)
+                        return
+                    self._sse(events)
                 else:
                     self.send_error(404)
 
@@ -326,6 +362,10 @@ class Server:
     ) -> tuple[Script, int, Step]:
         script = _find_script(self.scripts, user_texts) or Script("unscripted", (), "OK.")
         step = script.step(replies_after)
+        key = (script.name, replies_after)
+        failing = step.error is not None and (
+            step.error_times == 0 or self.errors_sent.get(key, 0) < step.error_times
+        )
         self.log.append(
             {
                 "seq": len(self.log) + 1,
@@ -334,9 +374,28 @@ class Server:
                 "step_index": replies_after,
                 "model": body.get("model"),
                 "bytes": len(json.dumps(body)),
+                "http_error": step.error if failing else None,
             }
         )
-        if self.watch == (script.name, replies_after):
+        if failing and step.error is not None:
+            self.errors_sent[key] = self.errors_sent.get(key, 0) + 1
+            anthropic = "messages" in body
+            raise HttpError(
+                step.error,
+                {
+                    "type": "error",
+                    "error": {"type": "rate_limit_error", "message": "Rate limited (scripted)."},
+                }
+                if anthropic
+                else {
+                    "error": {
+                        "message": "Rate limit reached (scripted).",
+                        "type": "requests",
+                        "code": "rate_limit_exceeded",
+                    }
+                },
+            )
+        if self.watch == key:
             self.answered.set()
         return script, replies_after, step
 
@@ -751,7 +810,12 @@ def record(cli: str, scenario: Scenario, prefix: Path, out: Path, work: Path) ->
             if marker(sub.name) in json.dumps(t.input)
         ],
         "requests_answered": {
-            s.name: sum(1 for r in requests if r["script"] == s.name) for s in scenario.scripts
+            s.name: sum(1 for r in requests if r["script"] == s.name and not r["http_error"])
+            for s in scenario.scripts
+        },
+        "http_errors_sent": {
+            s.name: sum(1 for r in requests if r["script"] == s.name and r["http_error"])
+            for s in scenario.scripts
         },
         "files": sorted(
             str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file() and "_capture" not in p.parts
