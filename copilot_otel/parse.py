@@ -93,6 +93,18 @@ _TYPE_PREFIX = b'{"type":"'
 _SKIP_PREFIXES: dict[frozenset[bytes], tuple[bytes, ...]] = {}
 
 
+def undecodable(
+    line: bytes, exc: orjson.JSONDecodeError, offset: int, end_offset: int, line_number: int
+) -> BadLine:
+    """The :class:`BadLine` of a line that is no JSON: not UTF-8, or not JSON (the other sources' readers, in
+    :mod:`copilot_otel.sources`, say it the same way)."""
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        return BadLine(DropReason.INVALID_UTF8, offset, end_offset, line_number, "line is not valid UTF-8")
+    return BadLine(DropReason.INVALID_JSON, offset, end_offset, line_number, str(exc)[:200])
+
+
 def parse_line(
     line: bytes, offset: int, end_offset: int, line_number: int, skip: frozenset[bytes] = SKIPPED_TYPES
 ) -> Event | BadLine | None:
@@ -116,13 +128,7 @@ def parse_line(
     try:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
-        try:
-            line.decode("utf-8")
-        except UnicodeDecodeError:
-            return BadLine(
-                DropReason.INVALID_UTF8, offset, end_offset, line_number, "line is not valid UTF-8"
-            )
-        return BadLine(DropReason.INVALID_JSON, offset, end_offset, line_number, str(exc)[:200])
+        return undecodable(line, exc, offset, end_offset, line_number)
     if not isinstance(obj, dict):
         return BadLine(DropReason.NOT_AN_OBJECT, offset, end_offset, line_number, type(obj).__name__)
     kind = obj.get("type")

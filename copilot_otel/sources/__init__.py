@@ -1,0 +1,192 @@
+"""Other coding agents' session logs: where each CLI writes them, and a typed reader per CLI.
+
+Copilot CLI's log is read by :mod:`copilot_otel.parse` and :mod:`copilot_otel.events`. Each further source has one
+module here that is, for that source, what those two are for Copilot: the only place that knows its JSON names.
+
+* :mod:`.claude_code` - Claude Code: ``$CLAUDE_CONFIG_DIR/projects/<escaped cwd>/<session id>.jsonl`` (default
+  ``~/.claude``), a sub-agent in ``<session id>/subagents/agent-<id>.jsonl`` beside its ``.meta.json``.
+* :mod:`.codex` - Codex CLI: ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl`` (default
+  ``~/.codex``), a sub-agent a thread with a rollout of its own.
+
+Each reader turns one line into a view of :class:`copilot_otel.events.Event` (the same envelope and the same
+field descriptors as Copilot's events: a wrong-typed field reads as absent and is noted as a dropped value, an
+unknown record type is kept as a plain :class:`~copilot_otel.events.Event`) or a :class:`~copilot_otel.records.
+BadLine`, and never raises. What the records mean for the agent loop is in ``docs/other-agents.md``; nothing here
+is fed to the loop yet.
+
+Discovery is cheap, as :func:`copilot_otel.sessions.scan_root` is: names and ``stat`` only, no file content; a link
+that leads out of the source's root is not followed (a session log is read only if it really is under the root).
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .._platform import current
+from ..errors import SourceError
+from ..events import Event, drop_value
+from ..parse import MAX_TIME_NS, parse_timestamp, undecodable
+from ..records import BadLine, DropReason
+
+__all__ = ["LogKind", "Source", "SourceLog", "ToolOutcome", "read_blob", "source_root"]
+
+
+class Source(enum.Enum):
+    """A coding agent whose session logs we read (the value is the name users and attributes see)."""
+
+    CLAUDE_CODE = "claude-code"
+    CODEX = "codex"
+
+
+class LogKind(enum.Enum):
+    """What one log file of a source holds."""
+
+    SESSION = "session"
+    """A session's main log (Claude Code) or a thread's rollout (Codex: a sub-agent's too, linked inside it)."""
+    SUBAGENT = "subagent"
+    """A Claude Code sub-agent's sidechain file, beside its ``.meta.json``."""
+
+
+class ToolOutcome(enum.Enum):
+    """How a tool call ended, as the source's log says it: ran and succeeded, ran and failed, or never ran."""
+
+    OK = "ok"
+    FAILED = "failed"
+    DENIED = "denied"
+    """A permission rule refused it: it never ran (Copilot's ``error.code`` ``denied``)."""
+    INTERRUPTED = "interrupted"
+    """The user stopped it (Ctrl-C while it ran; the turn was aborted)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLog:
+    """One log file of a source, as discovery found it (from its path alone).
+
+    Attributes:
+        source: The agent that writes it.
+        kind: A session's (or thread's) log, or a Claude Code sub-agent's file.
+        session_id: The session (Claude Code) or thread (Codex) id, from the file's name.
+        path: The JSONL file.
+        agent_id: A sub-agent file's agent id (``agent-<id>.jsonl``); ``None`` otherwise.
+        parent: The main log a sub-agent file belongs to (it may not exist yet); ``None`` otherwise.
+    """
+
+    source: Source
+    kind: LogKind
+    session_id: str
+    path: Path
+    agent_id: str | None = None
+    parent: Path | None = None
+
+
+def source_root(env: Mapping[str, str], variable: str, default: str) -> Path:
+    """A source's home folder: ``env[variable]`` when set (``~`` expanded against ``env``), else ``~/default``."""
+    value = env.get(variable, "").strip()
+    home = current.home(env)
+    if not value:
+        return home / default
+    if value == "~" or value.startswith("~/"):
+        return home / value[2:]
+    return Path(value).expanduser()
+
+
+def walk_logs(root: Path, keep: Callable[[Path, str], SourceLog | None]) -> list[SourceLog]:
+    """Every file under ``root`` that ``keep(folder, name)`` names a log, sorted by path.
+
+    Links are followed only while they stay inside ``root`` (checked by real path, as
+    :func:`copilot_otel.sessions.scan_root` does), and each real folder is visited once, so a link loop ends.
+    A missing ``root`` has no logs (the CLI may never have run); one that cannot be read is an error.
+
+    Raises:
+        SourceError: ``root`` exists but cannot be listed.
+    """
+    try:
+        real_root = os.path.realpath(root)
+        top = list(os.scandir(root))
+    except FileNotFoundError:
+        return []
+    except NotADirectoryError as exc:
+        raise SourceError(f"{root} is a file, not a folder") from exc
+    except OSError as exc:
+        raise SourceError(f"cannot read {root}: {exc.strerror}") from exc
+    found: list[SourceLog] = []
+    seen = {real_root}
+    pending: list[tuple[Path, list[os.DirEntry[str]]]] = [(root, top)]
+    while pending:
+        folder, entries = pending.pop()
+        for entry in entries:
+            try:
+                linked = entry.is_symlink()
+                if linked and not _inside(entry.path, real_root):
+                    continue  # a link out of the root: never read
+                if entry.is_dir():
+                    if linked:
+                        real = os.path.realpath(entry.path)
+                        if real in seen:
+                            continue
+                        seen.add(real)
+                    pending.append((Path(entry.path), list(os.scandir(entry.path))))
+                elif entry.is_file():
+                    log = keep(folder, entry.name)
+                    if log is not None:
+                        found.append(log)
+            except OSError:
+                continue  # vanished or unreadable meanwhile: the next scan sees what is there
+    return sorted(found, key=lambda log: str(log.path))
+
+
+def _inside(path: str, real_root: str) -> bool:
+    return os.path.realpath(path).startswith(real_root + os.sep)
+
+
+def decode(line: bytes, offset: int, end_offset: int, line_number: int) -> dict[str, Any] | BadLine:
+    """One line's JSON object with a non-empty string ``type`` (both sources have one), or why it is not one
+    (the reasons :mod:`copilot_otel.parse` gives)."""
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        return undecodable(line, exc, offset, end_offset, line_number)
+    if not isinstance(obj, dict):
+        return BadLine(DropReason.NOT_AN_OBJECT, offset, end_offset, line_number, type(obj).__name__)
+    kind = obj.get("type")
+    if not isinstance(kind, str) or not kind:
+        return BadLine(DropReason.MISSING_FIELD, offset, end_offset, line_number, "no 'type'")
+    return obj
+
+
+def time_of(value: object) -> int:
+    """A record's ISO-8601 timestamp in Unix nanoseconds; 0 (noted as ``bad_timestamp``) when unusable, 0 when
+    absent (some records have none: Claude Code's ``last-prompt``)."""
+    if value is None:
+        return 0
+    try:
+        ns = parse_timestamp(value) if isinstance(value, str) else -1
+    except ValueError:
+        ns = -1
+    if not 0 < ns < MAX_TIME_NS:
+        drop_value(DropReason.BAD_TIMESTAMP, repr(value)[:80])
+        return 0
+    return ns
+
+
+LineReader = Callable[[bytes, int, int, int], "Event | BadLine"]
+
+
+def read_blob(blob: bytes, read_line: LineReader) -> Iterator[Event | BadLine]:
+    """Each complete line of a whole file read by ``read_line`` (blank lines skipped, a ``\\r`` dropped); the
+    last line only if it ends with a newline, as the tailer reads a file that is still being written."""
+    start = 0
+    number = 0
+    while (end := blob.find(b"\n", start)) >= 0:
+        number += 1
+        line = blob[start:end].rstrip(b"\r")
+        if line:
+            yield read_line(line, start, end + 1, number)
+        start = end + 1

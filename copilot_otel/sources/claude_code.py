@@ -1,0 +1,404 @@
+"""Claude Code's session logs, typed: the one module that knows their JSON names (observed in 2.1.197).
+
+Where (``docs/other-agents.md`` has the whole mapping)::
+
+    $CLAUDE_CONFIG_DIR/projects/<cwd, every non-alphanumeric character as '-'>/<session id>.jsonl
+                                                  <session id>/subagents/agent-<agent id>.jsonl
+                                                  <session id>/subagents/agent-<agent id>.meta.json
+
+``CLAUDE_CONFIG_DIR`` defaults to ``~/.claude``; ``--resume`` appends to the session's file. Each line is one
+record with a ``type``; the conversation's records (``user``, ``assistant``, ``attachment``, ``system``) carry
+``uuid``, ``parentUuid``, ``timestamp``, ``sessionId``, ``isSidechain`` and, in a sub-agent's file, ``agentId``.
+
+:func:`read_line` turns a line into the view of its type (the whole record is the view's ``data``; the envelope's
+``id`` is the record's ``uuid``, else ``offset-<n>``; ``agent_id`` its ``agentId``), any other type into a plain
+:class:`~copilot_otel.events.Event`, and a line that is no JSON object into a :class:`~copilot_otel.records.BadLine`.
+It never raises; a field of the wrong type reads as absent (noted as a ``wrong_shape`` dropped value).
+
+What the records say, as observed:
+
+* a model call is written as one ``assistant`` record *per content block* (text, tool_use), each with the same
+  ``message.id`` and the same ``message.usage``: one call per distinct ``message.id``; ``message.model``
+  ``<synthetic>`` marks a record the CLI wrote itself (no model call);
+* a tool call is a ``tool_use`` block (``id``, ``name``, ``input``); its end a ``tool_result`` block
+  (``tool_use_id``, ``is_error``, ``content``) of a later ``user`` record, whose ``toolUseResult`` is the
+  structured result; a permission rule's refusal is an error result that says ``Permission to use … has been
+  denied.``;
+* a human prompt is a ``queue-operation`` ``enqueue`` (``content``), then a ``user`` record with a new
+  ``promptId`` (every ``user`` record of that prompt carries it);
+* compaction: a ``system`` record of subtype ``compact_boundary`` (``compactMetadata.trigger`` manual/auto), then
+  a ``user`` record with ``isCompactSummary``.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..events import Event, _dict, _int, _str, count, flag, raw, text
+from ..records import BadLine, RecordBase, record
+from . import LogKind, Source, SourceLog, ToolOutcome, decode, source_root, time_of, walk_logs
+
+__all__ = [
+    "CLASSES",
+    "AssistantRecord",
+    "CompactBoundary",
+    "QueueOperation",
+    "SubagentMeta",
+    "ToolResult",
+    "ToolUse",
+    "Usage",
+    "UserKind",
+    "UserRecord",
+    "default_root",
+    "read_line",
+    "read_meta",
+    "scan",
+]
+
+ENV_VAR = "CLAUDE_CONFIG_DIR"
+DEFAULT_DIR = ".claude"
+PROJECTS = "projects"
+SYNTHETIC_MODEL = "<synthetic>"  # message.model of a record the CLI wrote itself
+_SUBAGENT_FILE = re.compile(r"^agent-(?P<id>[^/\\]+)\.jsonl$")
+# A permission rule's refusal (``--disallowedTools``), the tool_result's text; the tool never ran.
+_DENIED = re.compile(r"^(?:Error: )?Permission to use .* has been denied\.", re.DOTALL)
+# The result of a tool the user stopped (Ctrl-C while it ran: recorded by tests/otheragents/record.py); then a user
+# record "[Request interrupted by user for tool use]" follows. (An interactive refusal at the permission prompt may be
+# worded the same way: not recorded yet.)
+_INTERRUPTED = "The user doesn't want to proceed with this tool use."
+_INTERRUPT_NOTE = "[Request interrupted by user"
+# Wrappers of a local command's records (``/compact``): not what the human typed.
+_COMMAND_PREFIXES = ("<command-name>", "<local-command-stdout>", "<local-command-caveat>")
+
+
+# ---------------------------------------------------------------------------------------------- discovery
+def default_root(env: Mapping[str, str]) -> Path:
+    """Claude Code's config folder: ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
+    return source_root(env, ENV_VAR, DEFAULT_DIR)
+
+
+def scan(root: Path) -> list[SourceLog]:
+    """Every session log and sub-agent file under ``root/projects``, sorted by path (names only, no content).
+
+    Raises:
+        SourceError: ``root/projects`` exists but cannot be listed.
+    """
+    return walk_logs(root / PROJECTS, _log_of)
+
+
+def _log_of(folder: Path, name: str) -> SourceLog | None:
+    if not name.endswith(".jsonl"):
+        return None
+    path = folder / name
+    sub = _SUBAGENT_FILE.match(name)
+    if sub is not None and folder.name == "subagents":
+        session_folder = folder.parent
+        return SourceLog(
+            Source.CLAUDE_CODE,
+            LogKind.SUBAGENT,
+            session_folder.name,
+            path,
+            sub.group("id"),
+            session_folder.with_name(session_folder.name + ".jsonl"),
+        )
+    if folder.parent.name != PROJECTS:
+        return None  # deeper files that are no sub-agent's (tool results the CLI spills, …)
+    return SourceLog(Source.CLAUDE_CODE, LogKind.SESSION, name[: -len(".jsonl")], path)
+
+
+@record
+class SubagentMeta(RecordBase):
+    """A sub-agent's ``agent-<id>.meta.json``: what started it (the parent's ``Agent`` tool_use id)."""
+
+    agent_type: str | None
+    description: str | None
+    tool_use_id: str | None
+    spawn_depth: int | None
+
+
+def read_meta(path: Path) -> SubagentMeta | None:
+    """The ``.meta.json`` beside a sub-agent file (``agent-<id>.jsonl``); ``None`` when missing or unreadable."""
+    meta = path.with_name(path.name[: -len(".jsonl")] + ".meta.json") if path.suffix == ".jsonl" else path
+    try:
+        obj = orjson.loads(meta.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    if not isinstance(obj, dict):
+        return None
+    return SubagentMeta(
+        _str(obj.get("agentType")),
+        _str(obj.get("description")),
+        _str(obj.get("toolUseId")),
+        _int(obj.get("spawnDepth")),
+    )
+
+
+# ---------------------------------------------------------------------------------------------- nested values
+@record
+class Usage(RecordBase):
+    """``message.usage`` of an assistant record: one model call's tokens (the Anthropic API's meaning:
+    ``input_tokens`` excludes the cache's, which are counted apart)."""
+
+    input_tokens: int
+    output_tokens: int
+    cache_creation_input_tokens: int
+    cache_read_input_tokens: int
+    service_tier: str | None
+
+
+@record
+class ToolUse(RecordBase):
+    """A ``tool_use`` block: the model asks for a tool (``input`` is content)."""
+
+    id: str | None
+    name: str | None
+    input: Any
+
+
+@record
+class ToolResult(RecordBase):
+    """A ``tool_result`` block: a tool call's end (``content`` is content)."""
+
+    tool_use_id: str | None
+    is_error: bool
+    content: Any
+
+    @property
+    def outcome(self) -> ToolOutcome:
+        if not self.is_error:
+            return ToolOutcome.OK
+        text = _text_of(self.content)
+        if _DENIED.match(text):
+            return ToolOutcome.DENIED
+        return ToolOutcome.INTERRUPTED if text.startswith(_INTERRUPTED) else ToolOutcome.FAILED
+
+
+def _text_of(content: Any) -> str:
+    """The text of a message or block ``content``: a string, or the ``text`` of its text blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
+    return ""
+
+
+def _blocks(content: Any, kind: str) -> list[Mapping[str, Any]]:
+    if not isinstance(content, list):
+        return []
+    return [b for b in content if isinstance(b, dict) and b.get("type") == kind]
+
+
+# ---------------------------------------------------------------------------------------------- records
+class Record(Event):
+    """What the conversation's records share (``user``, ``assistant``, ``attachment``, ``system``)."""
+
+    __slots__ = ()
+    parent_uuid = text("parentUuid")
+    session_id = text("sessionId")
+    cwd = text("cwd")
+    version = text("version")
+    git_branch = text("gitBranch")
+    sidechain = flag("isSidechain")
+    meta = flag("isMeta")
+
+
+class QueueOperation(Event):
+    """``queue-operation``: ``enqueue`` (``content``: the prompt as typed, ``/compact`` too) then ``dequeue``."""
+
+    __slots__ = ()
+    operation = text("operation")
+    content = raw("content")
+
+    @property
+    def prompt(self) -> str | None:
+        """The prompt a human queued (``None`` for a dequeue)."""
+        return _str(self.content) if self.operation == "enqueue" else None
+
+
+class UserKind(enum.Enum):
+    """What a ``user`` record is in the loop's terms."""
+
+    PROMPT = "prompt"  # what a human typed (or a sub-agent's first message, in its sidechain file)
+    TOOL_RESULTS = "tool_results"
+    COMMAND = "command"  # a local command's records (``<command-name>``, ``<local-command-stdout>``…)
+    INTERRUPT = "interrupt"  # ``[Request interrupted by user…]``: the CLI notes an abort
+    COMPACT_SUMMARY = "compact_summary"
+    META = "meta"  # the CLI's own messages (``Continue from where you left off.``, caveats)
+
+
+class UserRecord(Record):
+    """``user``: a prompt, tool results, a compaction summary or the CLI's own messages (see :attr:`kind`)."""
+
+    __slots__ = ()
+    prompt_id = text("promptId")  # the human prompt every user record of it belongs to
+    prompt_source = text("promptSource")  # set on the record of what was typed
+    compact_summary = flag("isCompactSummary")
+    source_tool_assistant_uuid = text("sourceToolAssistantUUID")
+    content = raw("message", "content")
+    tool_use_result = raw("toolUseResult")  # the structured result (a string ``Error: …`` on errors)
+
+    @property
+    def tool_results(self) -> tuple[ToolResult, ...]:
+        return tuple(
+            [
+                ToolResult(_str(b.get("tool_use_id")), b.get("is_error") is True, b.get("content"))
+                for b in _blocks(self.content, "tool_result")
+            ]
+        )
+
+    @property
+    def kind(self) -> UserKind:
+        if self.compact_summary:
+            return UserKind.COMPACT_SUMMARY
+        if self.meta:
+            return UserKind.META
+        if _blocks(self.content, "tool_result"):
+            return UserKind.TOOL_RESULTS
+        text = _text_of(self.content).lstrip()
+        if text.startswith(_COMMAND_PREFIXES):
+            return UserKind.COMMAND
+        if text.startswith(_INTERRUPT_NOTE):
+            return UserKind.INTERRUPT
+        return UserKind.PROMPT
+
+    @property
+    def plain_text(self) -> str:
+        """The record's text (content: pass it through the content gate before keeping it)."""
+        return _text_of(self.content)
+
+    @property
+    def interrupted(self) -> bool:
+        """A Bash result that says it was interrupted (``toolUseResult.interrupted``)."""
+        result = self.tool_use_result
+        return isinstance(result, dict) and result.get("interrupted") is True
+
+    @property
+    def subagent_id(self) -> str | None:
+        """The sub-agent an ``Agent`` call's result names (``toolUseResult.agentId``)."""
+        return _str(_dict(self.tool_use_result).get("agentId"))
+
+    @property
+    def subagent_tokens(self) -> int | None:
+        """The sub-agent's total tokens, as the ``Agent`` call's result sums them."""
+        return _int(_dict(self.tool_use_result).get("totalTokens"))
+
+    @property
+    def subagent_tool_calls(self) -> int | None:
+        return _int(_dict(self.tool_use_result).get("totalToolUseCount"))
+
+
+class AssistantRecord(Record):
+    """``assistant``: one content block of a model's reply (group by :attr:`message_id`), or a record the CLI
+    wrote itself (:attr:`synthetic`)."""
+
+    __slots__ = ()
+    message_id = text("message", "id")  # the API message id: one model call
+    request_id = text("requestId")
+    model = text("message", "model")
+    stop_reason = text("message", "stop_reason")
+    content = raw("message", "content")
+    # A model call that failed for good (retries exhausted): a synthetic record saying so, e.g. ``rate_limit`` / 429
+    # (recorded by tests/otheragents/record.py: 1 + 10 attempts over 175 s, then this record and exit 1).
+    api_error = flag("isApiErrorMessage")
+    api_error_status = count("apiErrorStatus")
+    error = text("error")
+
+    @property
+    def synthetic(self) -> bool:
+        """Written by the CLI, not returned by a model (``message.model`` ``<synthetic>``)."""
+        return self.model == SYNTHETIC_MODEL
+
+    @property
+    def usage(self) -> Usage | None:
+        u = _dict(self.data.get("message")).get("usage")
+        if not isinstance(u, dict):
+            return None
+        return Usage(
+            _int(u.get("input_tokens")) or 0,
+            _int(u.get("output_tokens")) or 0,
+            _int(u.get("cache_creation_input_tokens")) or 0,
+            _int(u.get("cache_read_input_tokens")) or 0,
+            _str(u.get("service_tier")),
+        )
+
+    @property
+    def tool_uses(self) -> tuple[ToolUse, ...]:
+        return tuple(
+            [
+                ToolUse(_str(b.get("id")), _str(b.get("name")), b.get("input"))
+                for b in _blocks(self.content, "tool_use")
+            ]
+        )
+
+
+class SystemRecord(Record):
+    """``system``: the CLI's own notes (``subtype``); ``compact_boundary`` is read by :class:`CompactBoundary`."""
+
+    __slots__ = ()
+    subtype = text("subtype")
+    level = text("level")
+    logical_parent_uuid = text("logicalParentUuid")
+
+
+class CompactBoundary(SystemRecord):
+    """``system`` ``compact_boundary``: the context was compacted (``trigger`` ``manual`` for ``/compact``,
+    ``auto`` when the CLI did it itself, e.g. after a prompt-too-long error)."""
+
+    __slots__ = ()
+    trigger = text("compactMetadata", "trigger")
+    pre_tokens = count("compactMetadata", "preTokens")
+    duration_ms = count("compactMetadata", "durationMs")
+
+
+class Attachment(Record):
+    """``attachment``: context the CLI adds (``attachment.type``: ``file``, ``skill_listing``, …)."""
+
+    __slots__ = ()
+    attachment_type = text("attachment", "type")
+
+
+class LastPrompt(Event):
+    """``last-prompt``: the prompt to offer on ``--resume`` (no timestamp)."""
+
+    __slots__ = ()
+    last_prompt = raw("lastPrompt")
+    leaf_uuid = text("leafUuid")
+
+
+# The class of each record type this module reads; any other type is a plain Event.
+CLASSES: dict[str, type[Event]] = {
+    "queue-operation": QueueOperation,
+    "user": UserRecord,
+    "assistant": AssistantRecord,
+    "system": SystemRecord,
+    "attachment": Attachment,
+    "last-prompt": LastPrompt,
+}
+
+
+def read_line(line: bytes, offset: int, end_offset: int, line_number: int) -> Event | BadLine:
+    """One line (without its newline) → its record's view, or a :class:`BadLine`. Never raises."""
+    obj = decode(line, offset, end_offset, line_number)
+    if isinstance(obj, BadLine):
+        return obj
+    kind: str = obj["type"]
+    cls = CLASSES.get(kind, Event)
+    if cls is SystemRecord and obj.get("subtype") == "compact_boundary":
+        cls = CompactBoundary
+    uuid = obj.get("uuid")
+    agent = obj.get("agentId")
+    return cls(
+        kind,
+        uuid if isinstance(uuid, str) and uuid else f"offset-{offset}",
+        time_of(obj.get("timestamp")),
+        obj,
+        agent if isinstance(agent, str) and agent else None,
+        offset,
+        end_offset,
+    )
