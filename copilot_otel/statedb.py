@@ -402,13 +402,12 @@ class Database:
         Raises:
             StateError: The database cannot be read.
         """
-        with self._reading():
-            with self._lock:
-                rows = (
-                    self.connection()
-                    .execute("SELECT path, inode, size, mtime_ns, safe_offset, acked_offset FROM checkpoints")
-                    .fetchall()
-                )
+        with self._reading(), self._lock:
+            rows = (
+                self.connection()
+                .execute("SELECT path, inode, size, mtime_ns, safe_offset, acked_offset FROM checkpoints")
+                .fetchall()
+            )
         known: dict[str, int] = {}
         others: list[str] = []
         for path, inode, size, mtime_ns, safe, acked in rows:
