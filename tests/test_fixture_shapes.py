@@ -357,6 +357,7 @@ def test_sigint_during_an_autopilot_continuation() -> None:
 FEATURE_SHAPES = (
     "hooks",
     "skill-agent",
+    "skill-user",
     "custom-agent",
     "reasoning",
     "error-context",
@@ -413,6 +414,16 @@ def test_skill_agent_invokes_a_project_skill_with_the_skill_tool() -> None:
     assert skill["data"]["name"] == "release-notes"
     assert skill["data"]["source"] == "project"
     assert tool_starts(evs, "skill")
+
+
+def test_a_user_invoked_skill_is_written_before_its_user_message() -> None:
+    evs = events("skill-user")
+    skill = index_of(evs, lambda e: e["type"] == "skill.invoked")
+    assert evs[skill]["data"]["trigger"] == "user-invoked"
+    message = index_of(evs, lambda e: e["type"] == "user.message")
+    assert skill < message
+    assert evs[message]["data"]["content"].startswith("/notes-writer for version 2")
+    assert meta("skill-user")["runs"][0]["tui"]
 
 
 def test_custom_agent_is_selected_before_the_prompt() -> None:

@@ -35,6 +35,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -50,6 +52,7 @@ from tests.realcli.fake_model import (
     Script,
     Step,
     ToolCall,
+    marker,
     prompt_for,
 )
 from tests.realcli.harness import (
@@ -70,6 +73,9 @@ OTEL_REPEAT_MIN_CHARS = 2_000
 # How long to wait for a tool.execution_start before giving up on an interrupt (seconds).
 INTERRUPT_DEADLINE_S = 60.0
 POLL_S = 0.05
+# The TUI's footer hint once its input box takes keys, and a little more time for it to settle.
+TUI_READY = "/ commands"
+TUI_SETTLE_S = 1.0
 MCP_SERVER = Path(__file__).resolve().with_name("mcp_server.py")
 # Left out of the copied session folder: the per-session SQLite database (written once the
 # session compacts; ~190 KB of empty workflow tables, nothing the event log lacks).
@@ -95,6 +101,9 @@ class Run:
         env: added to the run's clean environment (e.g. ``COPILOT_MODEL``).
         interrupt_after_requests: SIGINT the CLI once the fake model got this many chat
             requests in this run (plus ``interrupt_delay_s``): Ctrl-C during a model reply.
+        tui: run the interactive CLI in a tmux pane instead of ``-p``, type ``prompt`` there
+            (``/<skill> args`` invokes a skill: only the TUI has user-invoked skills), wait for
+            ``tui_turns`` turn ends, then type ``/exit``.
         import_transcript: instead of a ``-p`` prompt, run ``copilot sessions import`` on this
             transcript (JSON lines; ``prompt`` is unused); the imported session's id, which
             the CLI chooses, replaces ``<session-id>`` in later runs.
@@ -108,6 +117,8 @@ class Run:
     env: Mapping[str, str] = field(default_factory=dict)
     interrupt_after_requests: int | None = None
     import_transcript: tuple[Mapping[str, Any], ...] = ()
+    tui: bool = False
+    tui_turns: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -664,6 +675,16 @@ SHAPES: tuple[Shape, ...] = (
         trusted=True,
     ),
     Shape(
+        "skill-user",
+        "The interactive CLI in a tmux pane (trusted folder): the user types '/notes-writer for version 2': "
+        "skill.invoked (user-invoked) is written before the user.message it belongs to; one text answer.",
+        _sid(21),
+        (Script("uskill", (Step(content="- Version 2 adds add(a, b)."),)),),
+        (Run(f"/notes-writer for version 2 {marker('uskill')}", tui=True, timeout_s=40.0),),
+        {**_PROJECT, ".github/skills/notes-writer/SKILL.md": _SKILL.replace("release-notes", "notes-writer")},
+        trusted=True,
+    ),
+    Shape(
         "custom-agent",
         "--agent reviewer with .github/agents/reviewer.agent.md in a trusted folder: the main agent is "
         "custom (subagent.selected before the prompt); one bash turn, then an answer.",
@@ -994,6 +1015,21 @@ def capture(shape: Shape, out_dir: Path, binary: Path, lab_root: Path, log: Call
             args = [_substitute(a, tokens) for a in run.args]
             if i == 0:
                 args.insert(0, f"--session-id={shape.session_id}")
+            if run.tui:
+                started = time.monotonic()
+                first_request = len(server.requests)
+                code = _run_tui(binary, home, workdir, run, args, server.base_url, folder)
+                log(f"{shape.name} run {i + 1}: tui exit {code} in {time.monotonic() - started:.1f} s")
+                runs_meta.append(
+                    {
+                        "tui": "tmux pane; typed the prompt, then /exit",
+                        "prompt": run.prompt,
+                        "args": ["--no-auto-update", "--allow-all-tools", *args],
+                        "exit_code": code,
+                        "request_seqs": [r.seq for r in server.requests[first_request:]],
+                    }
+                )
+                continue
             args += ["--output-format", "json"]
             otel = lab / f"otel-{i + 1}.jsonl"
             otel_files.append(otel)
@@ -1082,7 +1118,7 @@ def capture(shape: Shape, out_dir: Path, binary: Path, lab_root: Path, log: Call
         "scenario": shape.name,
         "description": shape.description,
         "session_id": tokens[SESSION_ID_TOKEN],
-        **{"import_transcript": list(r.import_transcript) for r in shape.runs if r.import_transcript},
+        **_import_meta(shape),
         "cli_version": _cli_version(binary),
         "cli_package": f"@github/copilot@{CLI_VERSION} (native binary @github/copilot-linux-x64)",
         "mode": (
@@ -1111,6 +1147,74 @@ def capture(shape: Shape, out_dir: Path, binary: Path, lab_root: Path, log: Call
     return target
 
 
+def _run_tui(
+    binary: Path, home: Path, workdir: Path, run: Run, args: Sequence[str], base_url: str, folder: Path
+) -> int:
+    """The interactive CLI in a detached tmux pane: type ``run.prompt``, wait for its turns, ``/exit``."""
+    pane = f"copilot-otel-shapes-{os.getpid()}"
+    env = build_env(home, base_url, {"TERM": "xterm-256color", **run.env})
+    command = shlex.join(
+        [
+            "env",
+            "-i",
+            *(f"{k}={v}" for k, v in env.items()),
+            str(binary),
+            "--no-auto-update",
+            "--allow-all-tools",
+            *args,
+        ]
+    )
+    status = home.parent / "tui-exit-code"
+    subprocess.run(
+        [
+            "tmux",
+            "new-session",
+            "-d",
+            "-s",
+            pane,
+            "-x",
+            "200",
+            "-y",
+            "50",
+            "-c",
+            str(workdir),
+            f"{command}; echo $? > {shlex.quote(str(status))}",
+        ],
+        check=True,
+    )
+    try:
+        # The session folder appears with the first message; the input box is ready once its hints are drawn.
+        _wait_for(lambda: TUI_READY in _screen(pane), run.timeout_s, pane)
+        time.sleep(TUI_SETTLE_S)
+        subprocess.run(["tmux", "send-keys", "-t", pane, "-l", run.prompt], check=True)
+        subprocess.run(["tmux", "send-keys", "-t", pane, "Enter"], check=True)
+        _wait_for(
+            lambda: sum(e["type"] == "assistant.turn_end" for e in read_events(folder)) >= run.tui_turns,
+            run.timeout_s,
+            pane,
+        )
+        subprocess.run(["tmux", "send-keys", "-t", pane, "-l", "/exit"], check=True)
+        subprocess.run(["tmux", "send-keys", "-t", pane, "Enter"], check=True)
+        _wait_for(status.exists, run.timeout_s, pane)
+        return int(status.read_text().strip() or "-1")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", pane], capture_output=True, check=False)
+
+
+def _wait_for(condition: Callable[[], bool], timeout_s: float, pane: str) -> None:
+    end = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > end:
+            raise RuntimeError(f"the interactive CLI did not get there in time; its screen:\n{_screen(pane)}")
+        time.sleep(POLL_S)
+
+
+def _screen(pane: str) -> str:
+    return subprocess.run(
+        ["tmux", "capture-pane", "-p", "-t", pane], capture_output=True, text=True, check=False
+    ).stdout
+
+
 def _import(
     binary: Path, home: Path, workdir: Path, lab: Path, run: Run, base_url: str
 ) -> tuple[str, subprocess.CompletedProcess[str]]:
@@ -1132,6 +1236,14 @@ def _import(
     if result.returncode != 0 or len(folders) != 1:
         raise RuntimeError(f"import failed (exit {result.returncode}): {result.stdout}{result.stderr}")
     return folders[0].parent.name, result
+
+
+def _import_meta(shape: Shape) -> dict[str, Any]:
+    """``import_transcript``: the records of the transcript a shape imported (none for the others)."""
+    for run in shape.runs:
+        if run.import_transcript:
+            return {"import_transcript": list(run.import_transcript)}
+    return {}
 
 
 def build_args(prompt: str, args: Sequence[str]) -> list[str]:
