@@ -262,6 +262,8 @@ class Usage(RecordBase):
     duration_ms: float | None
     initiator: str | None
     provider: str | None
+    # Reasoning output tokens (reasoning models); None when the record does not say.
+    reasoning_tokens: int | None = None
 
 
 @record
@@ -282,6 +284,9 @@ class SessionStart(Event):
     copilot_version = text("copilotVersion")
     producer = text("producer")
     selected_model = text("selectedModel")
+    reasoning_effort = text("reasoningEffort")
+    # When the session began: the transcript's date for an imported session (the event's own time is the import's).
+    start_time = text("startTime")
 
     @property
     def context(self) -> Context | None:
@@ -293,6 +298,7 @@ class SessionResume(Event):
 
     __slots__ = ()
     selected_model = text("selectedModel")
+    reasoning_effort = text("reasoningEffort")
 
     @property
     def context(self) -> Context | None:
@@ -314,6 +320,12 @@ class ModelChange(Event):
 
     __slots__ = ()
     new_model = text("newModel")
+    reasoning_effort = text("reasoningEffort")
+
+    @property
+    def says_reasoning_effort(self) -> bool:
+        """Whether the change names the effort (``null``: the model's default from now on)."""
+        return "reasoningEffort" in self.data
 
     @property
     def from_agent(self) -> bool:
@@ -326,6 +338,58 @@ class ModeChanged(Event):
     __slots__ = ()
     previous = text("previousMode")
     new = text("newMode")
+
+
+class SessionWarning(Event):
+    """``session.warning``: something went wrong without stopping the session (a hook that crashed, tools left
+    interrupted by a killed CLI)."""
+
+    __slots__ = ()
+    warning_type = text("warningType")
+    message = text("message")
+
+
+class HookStart(Event):
+    """``hook.start``: a repository or user hook (``.github/hooks/*.json``) begins.
+
+    ``tool_call_ids`` are the calls a ``preToolUse`` hook decides on (its input's ``toolCalls``); ``tool_name``
+    is the tool a ``postToolUse`` hook follows (its input names no call id).
+    """
+
+    __slots__ = ()
+    invocation_id = text("hookInvocationId")
+    hook_type = text("hookType")
+    tool_name = text("input", "toolName")
+
+    @property
+    def tool_call_ids(self) -> tuple[str, ...]:
+        calls = _dict(self.data.get("input")).get("toolCalls")
+        if not isinstance(calls, list):
+            return ()
+        return tuple(i for c in calls if isinstance(c, dict) and (i := _str(c.get("id"))) is not None)
+
+
+class HookEnd(Event):
+    """``hook.end``: the hook finished (``success`` false: it timed out or failed; ``error`` says why)."""
+
+    __slots__ = ()
+    invocation_id = text("hookInvocationId")
+    hook_type = text("hookType")
+    error_message = text("error", "message")
+    error_source = text("error", "source")
+
+    @property
+    def success(self) -> bool:
+        """False only for a JSON ``false``."""
+        return self.data.get("success") is not False
+
+    @property
+    def denied_calls(self) -> tuple[str, ...]:
+        """The tool calls a ``preToolUse`` hook denied (its ``output`` maps each call id to the reason)."""
+        output = self.data.get("output")
+        if self.data.get("hookType") != "preToolUse" or not isinstance(output, dict):
+            return ()
+        return tuple(k for k, v in output.items() if isinstance(v, str) and v.startswith("Denied"))
 
 
 class SessionError(Event):
@@ -440,12 +504,14 @@ class Truncation(Event):
 
 
 class SkillInvoked(Event):
-    """``skill.invoked``: a skill ran."""
+    """``skill.invoked``: a skill ran (``trigger`` ``user-invoked``: typed as ``/<skill>``, written before the
+    ``user.message`` it belongs to)."""
 
     __slots__ = ()
     name = text("name")
     plugin = text("pluginName")
     trigger = text("trigger")
+    source = text("source")
 
 
 class SystemNotification(Event):
@@ -495,6 +561,7 @@ class UserMessage(Event):
 
     __slots__ = ()
     content = raw("content")
+    message_id = text("messageId")  # absent on the messages ``copilot sessions import`` writes
     source = text("source")
     delivery = text("delivery")
     turn_id = text("turnId")
@@ -560,6 +627,7 @@ class UsageRecord(Event):
             _float(g("duration")),
             _str(g("initiator")),
             (_str(g("providerType")) or "byok") if byok is True else "github" if byok is False else None,
+            _int(g("reasoningTokens")),
         )
 
 
@@ -637,6 +705,14 @@ class ToolComplete(Event):
         return len(edits) if isinstance(edits, list) else None
 
 
+class AgentSelected(Event):
+    """``subagent.selected``: an agent was chosen; without ``agentId``, the main agent (``copilot --agent``)."""
+
+    __slots__ = ()
+    name = text("agentName")
+    display_name = text("agentDisplayName")
+
+
 class SubagentStarted(Event):
     """``subagent.started`` / ``custom_agent.started``: a sub-agent begins under its ``task`` call."""
 
@@ -676,6 +752,10 @@ CLASSES: dict[str, type[Event]] = {
     "session.model_change": ModelChange,
     "session.mode_changed": ModeChanged,
     "session.error": SessionError,
+    "session.warning": SessionWarning,
+    "hook.start": HookStart,
+    "hook.end": HookEnd,
+    "subagent.selected": AgentSelected,
     "abort": Abort,
     "session.shutdown": Shutdown,
     "session.compaction_start": Compaction,

@@ -98,6 +98,7 @@ FIGURES: tuple[str, ...] = (
     "output_tokens",
     "cache_read_tokens",
     "cache_write_tokens",
+    "reasoning_tokens",
     "premium_requests",
     "ai_units",
     "lines_added",
@@ -297,7 +298,7 @@ def _model_call_items(
     u = record.usage
     if record.calls:
         premium = u.cost if record.initiator in (None, "user") else 0.0
-        figures = (
+        figures: tuple[tuple[str, float], ...] = (
             ("input_tokens", u.input),
             ("output_tokens", u.output),
             ("cache_read_tokens", u.cache_read),
@@ -305,6 +306,8 @@ def _model_call_items(
             ("premium_requests", premium),
             ("ai_units", u.nano_aiu / _NANO),
         )
+        if u.reasoning is not None:  # only what a call reported: unknown is not zero
+            figures = (*figures, ("reasoning_tokens", u.reasoning))
         return [_Item(record.start_ns, record.model, record.trace_id, figures)]
     if run < len(ends) or run in runs_with_usage:
         return []  # its run's shutdown totals (or the run's usage records) count it
@@ -822,6 +825,7 @@ _COLUMNS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
     ("turns", "turns", _count),
     ("cache_read_tokens", "cache rd", _tokens),
     ("cache_write_tokens", "cache wr", _tokens),
+    ("reasoning_tokens", "reason", _tokens),
     ("ai_units", "AIU", _float),
     ("lines_added", "+lines", _count),
     ("lines_removed", "-lines", _count),

@@ -22,6 +22,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from copilot_otel.cli import main
+from copilot_otel.parse import parse_timestamp
 from copilot_otel.report import Period, build_report, render_json, report_sessions
 from tests.conftest import CLI_GENERATED, FIXTURES, ROOT, read_events
 
@@ -52,8 +53,21 @@ def _time(event: dict[str, Any]) -> datetime:
     return datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00"))
 
 
+def _imported(start: dict[str, Any]) -> bool:
+    started = start["data"].get("startTime")
+    return isinstance(started, str) and parse_timestamp(start["timestamp"]) - parse_timestamp(started) > 60e9
+
+
 def _raw(events: list[dict[str, Any]]) -> dict[str, float]:
-    """The figures of one log, from its raw events (the report's documented sources)."""
+    """The figures of one log, from its raw events (the report's documented sources).
+
+    An imported transcript (``copilot sessions import``: the log opens with a ``session.start`` whose ``startTime``
+    is the transcript's, days before the event) ran elsewhere: its tool calls, up to the next CLI process, are
+    not this session's work.
+    """
+    if events and events[0]["type"] == "session.start" and _imported(events[0]):
+        resume = next((i for i, e in enumerate(events) if e["type"] == "session.resume"), len(events))
+        events = events[:1] + events[resume:]
     usage = [e["data"]["usage"] for e in events if e["type"] == "session.usage_record"]
     # A compaction's own model call has no usage record; its tokens are in compactionTokensUsed (no cost).
     usage += [

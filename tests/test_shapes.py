@@ -42,7 +42,9 @@ def _ns(timestamp: str) -> int:
 
 
 def _human(e: dict[str, Any]) -> bool:
-    """A prompt a person sent: not a sub-agent's task, not injected (autopilot, skill), not steering."""
+    """A prompt a person sent here: not a sub-agent's task, not injected (autopilot, skill), not steering, not
+    a message of an imported transcript (those carry no delivery: ``copilot sessions import`` writes only the
+    content)."""
     d = e["data"]
     return (
         e["type"] == "user.message"
@@ -50,6 +52,7 @@ def _human(e: dict[str, Any]) -> bool:
         and not d.get("source")
         and not d.get("isAutopilotContinuation")
         and d.get("delivery") != "steering"
+        and d.keys() != {"content"}
     )
 
 

@@ -92,7 +92,7 @@ def prompt_run(attrs: dict[str, Any], rec: PromptRun) -> None:
     _put(attrs, "github.copilot.git.repo", facts.repository)
     _put(attrs, "github.copilot.git.branch", facts.branch)
     _put(attrs, "github.copilot.git.sha", facts.head_commit)
-    attrs["github.copilot.agent.type"] = "builtin"
+    attrs["github.copilot.agent.type"] = "custom" if rec.agent_name is not None else "builtin"
 
 
 def shutdown_totals(rec: SessionShutdown) -> dict[str, Any]:

@@ -19,9 +19,11 @@ from ..activity import (
     PromptRun,
     PromptStarted,
     SessionError,
+    SessionImported,
     SessionResumed,
     SessionShutdown,
     SessionStarted,
+    SessionWarning,
     TaskComplete,
 )
 from ..records import LogRecord, Severity
@@ -101,6 +103,22 @@ def session_error(rec: SessionError) -> LogRecord:
     if rec.status_code is not None:
         attrs[copilot.ERROR_STATUS_CODE] = rec.status_code
     return _traced(rec, rec.time_ns, "copilot_otel.session.error", message, attrs, Severity.ERROR)
+
+
+def session_warning(rec: SessionWarning) -> LogRecord:
+    body = f"warning ({rec.warning_type}): {rec.message}" if rec.message else f"warning: {rec.warning_type}"
+    return _traced(
+        rec, rec.time_ns, ours.WARNING_EVENT, body[:STATUS_MESSAGE_MAX], ours.warning(rec), Severity.WARN
+    )
+
+
+def session_imported(rec: SessionImported) -> LogRecord:
+    """What ``copilot sessions import`` brought in, dated by the transcript (not model calls made here)."""
+    body = (
+        f"imported transcript: {rec.user_messages} user and {rec.assistant_messages} assistant messages, "
+        f"{rec.tool_calls} tool calls"
+    )
+    return _log(rec, rec.time_ns, "copilot_otel.session.imported", body, ours.imported(rec))
 
 
 def abort(rec: Abort) -> LogRecord:

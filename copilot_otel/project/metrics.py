@@ -17,6 +17,7 @@ from ..activity import (
     PromptRun,
     SessionError,
     SessionShutdown,
+    SessionWarning,
     ToolCall,
 )
 from ..records import Emission, Measurement
@@ -52,6 +53,10 @@ def session_error(out: list[Emission], rec: SessionError) -> None:
     _m(out, "copilot_otel.errors", 1, {genai.ERROR_TYPE: rec.error_type}, rec.source_offset)
 
 
+def session_warning(out: list[Emission], rec: SessionWarning) -> None:
+    _m(out, "copilot_otel.session.warnings", 1, {sc.WARNING_TYPE: rec.warning_type}, rec.source_offset)
+
+
 def abort(out: list[Emission], rec: Abort) -> None:
     _m(out, "copilot_otel.errors", 1, {genai.ERROR_TYPE: "aborted"}, rec.source_offset)
 
@@ -77,6 +82,9 @@ def model_call(out: list[Emission], rec: ModelCall) -> None:
         base = {genai.OPERATION: genai.CHAT, **infer}
         _m(out, "gen_ai.client.token.usage", u.input, {genai.TOKEN_TYPE: "input", **base}, off)
         _m(out, "gen_ai.client.token.usage", u.output, {genai.TOKEN_TYPE: "output", **base}, off)
+        if u.reasoning is not None:
+            # Part of the output tokens, counted again by their own type (the CLI's own metric does the same).
+            _m(out, "gen_ai.client.token.usage", u.reasoning, {genai.TOKEN_TYPE: "reasoning", **base}, off)
         _m(out, "gen_ai.client.inference.operation.input_tokens", u.input, infer, off)
         _m(out, "gen_ai.client.inference.operation.output_tokens", u.output, infer, off)
         mod = {**infer, genai.TOKEN_MODALITY: "text"}
@@ -122,7 +130,7 @@ def agent_run(out: list[Emission], rec: AgentRun) -> None:
 
 def prompt_run(out: list[Emission], rec: PromptRun) -> None:
     off = rec.source_offset
-    attrs: dict[str, Any] = {genai.AGENT_NAME: "copilot"}
+    attrs: dict[str, Any] = {genai.AGENT_NAME: rec.agent_name or "copilot"}
     if rec.error_type is not None:
         attrs[genai.ERROR_TYPE] = rec.error_type
     _m(out, "gen_ai.invoke_agent.duration", (rec.end_ns - rec.start_ns) / 1e9, attrs, off)
