@@ -69,30 +69,35 @@ __all__ = [
 class Usage(RecordBase):
     """Token/cost sums of model calls, kept per chat and summed per agent.
 
-    ``reasoning`` (reasoning output tokens, part of ``output``) is ``None`` while no call said how many: unknown
-    is not zero.
+    Unknown is not zero: a count a usage record lacked or held out of range is ``None``, and so is every sum
+    it is part of (a total missing a part is not the total). ``reasoning`` (reasoning output tokens, part of
+    ``output``) is ``None`` until a call reports it; calls that do not are left out of its sum.
     """
 
-    input: int = 0
-    output: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
-    cost: float = 0.0
+    input: int | None = 0
+    output: int | None = 0
+    cache_read: int | None = 0
+    cache_write: int | None = 0
+    cost: float | None = 0.0
     nano_aiu: float = 0.0
     calls: int = 0
     reasoning: int | None = None
 
     def add(self, other: Usage) -> None:
         """Sum another call's usage into this one (a chat's records, an agent's chats)."""
-        self.input += other.input
-        self.output += other.output
-        self.cache_read += other.cache_read
-        self.cache_write += other.cache_write
-        self.cost += other.cost
+        self.input = _plus(self.input, other.input)
+        self.output = _plus(self.output, other.output)
+        self.cache_read = _plus(self.cache_read, other.cache_read)
+        self.cache_write = _plus(self.cache_write, other.cache_write)
+        self.cost = None if self.cost is None or other.cost is None else self.cost + other.cost
         self.nano_aiu += other.nano_aiu
         self.calls += other.calls
         if other.reasoning is not None:
             self.reasoning = (self.reasoning or 0) + other.reasoning
+
+
+def _plus(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a + b
 
 
 class Outcome(str, enum.Enum):

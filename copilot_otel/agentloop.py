@@ -884,7 +884,9 @@ class AgentLoop:
             calls=1,
             reasoning=report.reasoning_tokens,
         )
-        self._detect(prompt, check_burn(prompt, self.settings.runaway, event.time_ns, u.input + u.output))
+        self._detect(
+            prompt, check_burn(prompt, self.settings.runaway, event.time_ns, (u.input or 0) + (u.output or 0))
+        )
         turn = agent.turn
         if turn is None or turn.chat.emitted:
             self._standalone_chat(prompt, event, u, report.model, report.duration_ms, "usage_record", report)
@@ -965,7 +967,7 @@ class AgentLoop:
         chat.response_model = event.model or chat.response_model
         chat.response_id = chat.response_id or event.api_call_id
         if chat.records == 0 and event.output_tokens:
-            chat.usage.output += event.output_tokens
+            chat.usage.output = (chat.usage.output or 0) + event.output_tokens
         content = event.content
         if isinstance(content, str) and content:
             chat.message_text.append(content)
@@ -1695,11 +1697,12 @@ _HANDLERS: dict[type[Event], Callable[[AgentLoop, Any], None]] = {
     ev.AgentSelected: AgentLoop._on_agent_selected,
 }
 # Handlers of the events that may follow a turn that ended unanswered without settling it: the error or abort
-# that says why, and hooks or warnings written in between.
+# that says why, and hooks, warnings or a failed compaction written in between.
 _KEEPS_UNANSWERED = frozenset(
     {
         AgentLoop._on_session_error,
         AgentLoop._on_abort,
+        AgentLoop._on_compaction,
         AgentLoop._on_hook_start,
         AgentLoop._on_hook_end,
         AgentLoop._on_warning,

@@ -246,14 +246,15 @@ class Usage(RecordBase):
     """What a ``session.usage_record`` says of one model call.
 
     ``provider`` is ``github`` for the CLI's own API, the BYOK provider type (or ``byok``), ``None`` when the
-    record does not say.
+    record does not say. A count or the cost the record lacks, or holds out of range (dropped, counted), is
+    ``None``: unknown is not zero.
     """
 
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int
-    cache_write_tokens: int
-    cost: float
+    input_tokens: int | None
+    output_tokens: int | None
+    cache_read_tokens: int | None
+    cache_write_tokens: int | None
+    cost: float | None
     nano_aiu: float
     model: str | None
     api_call_id: str | None
@@ -612,11 +613,11 @@ class UsageRecord(Event):
         byok = g("isByok")
         copilot = g("copilotUsage")  # some versions report nano-AIU only there
         return Usage(
-            _int(g("inputTokens")) or 0,
-            _int(g("outputTokens")) or 0,
-            _int(g("cacheReadTokens")) or 0,
-            _int(g("cacheWriteTokens")) or 0,
-            _float(g("cost")) or 0.0,
+            _int(g("inputTokens")),
+            _int(g("outputTokens")),
+            _int(g("cacheReadTokens")),
+            _int(g("cacheWriteTokens")),
+            _float(g("cost")),
             _float(g("totalNanoAiu"))
             or _float(copilot.get("totalNanoAiu") if isinstance(copilot, dict) else None)
             or 0.0,

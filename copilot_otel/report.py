@@ -298,17 +298,20 @@ def _model_call_items(
     u = record.usage
     if record.calls:
         premium = u.cost if record.initiator in (None, "user") else 0.0
-        figures: tuple[tuple[str, float], ...] = (
+        # Only what the call reported: a count the log did not give (None) adds nothing (unknown is not zero).
+        given = (
             ("input_tokens", u.input),
             ("output_tokens", u.output),
             ("cache_read_tokens", u.cache_read),
             ("cache_write_tokens", u.cache_write),
+            ("reasoning_tokens", u.reasoning),
             ("premium_requests", premium),
             ("ai_units", u.nano_aiu / _NANO),
         )
-        if u.reasoning is not None:  # only what a call reported: unknown is not zero
-            figures = (*figures, ("reasoning_tokens", u.reasoning))
-        return [_Item(record.start_ns, record.model, record.trace_id, figures)]
+        figures = tuple((name, value) for name, value in given if value is not None)
+        # A count the record lacked or held out of range makes the row's figure a lower bound: estimated.
+        unknown = tuple(name for name, value in given[:4] if value is None)
+        return [_Item(record.start_ns, record.model, record.trace_id, figures, unknown)]
     if run < len(ends) or run in runs_with_usage:
         return []  # its run's shutdown totals (or the run's usage records) count it
     # A run with no usage record and no shutdown (older CLI, killed): only the output tokens the message states.
@@ -317,7 +320,7 @@ def _model_call_items(
             record.start_ns,
             record.model,
             record.trace_id,
-            (("output_tokens", u.output),),
+            (("output_tokens", u.output or 0),),
             (*_USAGE_FIGURES, "ai_units"),
         )
     ]

@@ -632,13 +632,22 @@ def _int(value: object) -> int:
 
 def _tokens(usages: Sequence[Usage]) -> str:
     """``1,200 in / 60 out tokens``, with the reasoning part of the output when a call reported it."""
-    tokens_in = sum(u.input for u in usages)
-    tokens_out = sum(u.output for u in usages)
+    tokens_in = _total([u.input for u in usages])
+    tokens_out = _total([u.output for u in usages])
     if not tokens_in and not tokens_out:
         return ""
     reasoning = [u.reasoning for u in usages if u.reasoning is not None]
     told = f" ({sum(reasoning):,} reasoning)" if reasoning else ""
-    return f"{tokens_in:,} in / {tokens_out:,} out tokens{told}"
+    return f"{_count_or_unknown(tokens_in)} in / {_count_or_unknown(tokens_out)} out tokens{told}"
+
+
+def _total(counts: Sequence[int | None]) -> int | None:
+    """The sum, or ``None`` when a part is unknown (the log did not give it)."""
+    return None if any(c is None for c in counts) else sum(c or 0 for c in counts)
+
+
+def _count_or_unknown(count: int | None) -> str:
+    return "?" if count is None else f"{count:,}"
 
 
 def _plural(count: int, noun: str) -> str:

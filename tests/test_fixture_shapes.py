@@ -364,6 +364,7 @@ FEATURE_SHAPES = (
     "error-ratelimit",
     "ctrlc-stream",
     "imported",
+    "usage-out-of-range",
 )
 
 
@@ -472,3 +473,10 @@ def test_imported_transcript_has_no_turns_then_a_real_prompt() -> None:
     assert [e["type"] for e in imported].count("assistant.message") == 3
     assert not [e for e in imported if e["type"] in ("assistant.turn_start", "session.usage_record")]
     assert of_type(evs[resume:], "assistant.turn_start")
+
+
+def test_the_cli_writes_a_count_beyond_two_to_the_53_as_is() -> None:
+    evs = events("usage-out-of-range")
+    (usage, *_) = [e["data"]["usage"] for e in of_type(evs, "session.usage_record")]
+    assert usage["outputTokens"] == 2**60 > 2**53
+    assert of_type(evs, "session.error")

@@ -274,3 +274,31 @@ def test_show_draws_hooks_under_their_tool_and_the_warning() -> None:
     assert "failed: HookTimeoutError" in text
     assert "denied 1 call" in text
     assert "⚠ warning (hook): post hook crashed" in text
+
+
+# ---------------------------------------------------------------------------------------------- unknown is not zero
+def test_a_count_out_of_range_is_absent_not_zero(
+    out: dict[str, Out], capsys: pytest.CaptureFixture[str]
+) -> None:
+    x = out["usage-out-of-range"]
+    raw = [e["data"]["usage"] for e in _events("usage-out-of-range") if e["type"] == "session.usage_record"]
+    assert raw[0]["outputTokens"] > 2**53
+    chat = x.named("chat ")[0]
+    assert chat["attributes"]["gen_ai.usage.input_tokens"] == raw[0]["inputTokens"]
+    for key in ("gen_ai.usage.output_tokens", "llm.token_count.completion", "llm.token_count.total"):
+        assert key not in chat["attributes"], key
+    (root,) = x.roots()
+    assert "gen_ai.usage.output_tokens" not in root["attributes"]  # a sum missing a part is not the sum
+    outputs = [
+        p for p in x.points("gen_ai.client.token.usage") if p["attributes"]["gen_ai.token.type"] == "output"
+    ]
+    assert not outputs
+    from copilot_otel.cli import main
+
+    folder = str(SHAPES / "usage-out-of-range")
+    assert main(["report", "session", folder, "--tz", "UTC", "--json"]) == 0
+    totals = json.loads(capsys.readouterr().out)["totals"]
+    assert "output_tokens" in totals["estimated"]
+    assert totals["input_tokens"] == sum(u["inputTokens"] for u in raw)
+    assert main(["show", folder]) == 0
+    assert "1,200 in / ? out tokens" in capsys.readouterr().out

@@ -142,7 +142,9 @@ def test_exactly_one_chat_per_model_call_with_its_own_tokens(
     for u in usage:
         (chat,) = by_id[u["apiCallId"]]
         assert chat["attributes"]["gen_ai.usage.input_tokens"] == u["inputTokens"]
-        assert chat["attributes"]["gen_ai.usage.output_tokens"] == u["outputTokens"]
+        # a count beyond 2**53 (usage-out-of-range) is unknown: absent, never 0
+        expected = u["outputTokens"] if u["outputTokens"] < 2**53 else None
+        assert chat["attributes"].get("gen_ai.usage.output_tokens") == expected
     compactions = [
         e["data"]["compactionTokensUsed"]
         for e in x.events

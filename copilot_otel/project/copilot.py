@@ -50,7 +50,8 @@ def _put(attrs: dict[str, Any], key: str, value: Any) -> None:
 
 
 def cost(attrs: dict[str, Any], u: Usage) -> None:
-    attrs["github.copilot.cost"] = u.cost
+    if u.cost is not None:
+        attrs["github.copilot.cost"] = u.cost
     if u.nano_aiu:
         attrs["github.copilot.nano_aiu"] = u.nano_aiu
 

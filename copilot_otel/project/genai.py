@@ -69,12 +69,24 @@ def common(operation: str | None, provider: str, session_id: str) -> dict[str, A
 def usage(attrs: dict[str, Any], u: Usage) -> None:
     """Token counts under the package's names (cache writes: ``cache_creation``, the only name it defines;
     reasoning output tokens only when a call reported them)."""
-    attrs[USAGE_INPUT] = u.input
-    attrs[USAGE_OUTPUT] = u.output
-    attrs[USAGE_CACHE_READ] = u.cache_read
-    attrs[USAGE_CACHE_CREATION] = u.cache_write
+    for key, value in (
+        (USAGE_INPUT, u.input),
+        (USAGE_OUTPUT, u.output),
+        (USAGE_CACHE_READ, u.cache_read),
+        (USAGE_CACHE_CREATION, u.cache_write),
+    ):
+        if value is not None:  # unknown: absent, never 0
+            attrs[key] = value
     if u.reasoning is not None:
         attrs[USAGE_REASONING] = u.reasoning
+
+
+def usage_counts(attrs: dict[str, Any], u: Usage) -> None:
+    """Input and output tokens only, where known (a prompt's log event)."""
+    if u.input is not None:
+        attrs[USAGE_INPUT] = u.input
+    if u.output is not None:
+        attrs[USAGE_OUTPUT] = u.output
 
 
 def model_call(rec: ModelCall) -> dict[str, Any]:
@@ -86,13 +98,8 @@ def model_call(rec: ModelCall) -> dict[str, Any]:
         SESSION_ID: rec.session_id,
         REQUEST_MODEL: rec.model,
         RESPONSE_MODEL: rec.response_model,
-        USAGE_INPUT: u.input,
-        USAGE_OUTPUT: u.output,
-        USAGE_CACHE_READ: u.cache_read,
-        USAGE_CACHE_CREATION: u.cache_write,
     }
-    if u.reasoning is not None:
-        attrs[USAGE_REASONING] = u.reasoning
+    usage(attrs, u)
     if rec.reasoning_effort is not None:
         attrs[REASONING_LEVEL] = rec.reasoning_effort
     if rec.response_id is not None:

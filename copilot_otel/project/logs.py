@@ -146,9 +146,8 @@ def prompt_ended(rec: PromptRun) -> LogRecord:
         ours.TURNS_TOTAL: rec.turns_total,
         ours.PROMPT_TOOL_CALLS: rec.tool_calls,
         "copilot_otel.prompt.duration_s": (rec.end_ns - rec.start_ns) / 1e9,
-        "gen_ai.usage.input_tokens": rec.usage.input,
-        "gen_ai.usage.output_tokens": rec.usage.output,
     }
+    genai.usage_counts(attrs, rec.usage)
     if rec.incomplete_reason is not None:
         attrs[ours.INCOMPLETE_REASON] = rec.incomplete_reason
     return _traced(

@@ -79,14 +79,16 @@ def model_call(out: list[Emission], rec: ModelCall) -> None:
     if rec.ttft_ms is not None:
         _m(out, "gen_ai.client.inference.time_to_first_chunk", rec.ttft_ms / 1000.0, infer, off)
     if u.calls or u.output:
+        # A count the log did not give (None) adds no point: unknown is not zero.
         base = {genai.OPERATION: genai.CHAT, **infer}
-        _m(out, "gen_ai.client.token.usage", u.input, {genai.TOKEN_TYPE: "input", **base}, off)
-        _m(out, "gen_ai.client.token.usage", u.output, {genai.TOKEN_TYPE: "output", **base}, off)
-        if u.reasoning is not None:
-            # Part of the output tokens, counted again by their own type (the CLI's own metric does the same).
-            _m(out, "gen_ai.client.token.usage", u.reasoning, {genai.TOKEN_TYPE: "reasoning", **base}, off)
-        _m(out, "gen_ai.client.inference.operation.input_tokens", u.input, infer, off)
-        _m(out, "gen_ai.client.inference.operation.output_tokens", u.output, infer, off)
+        for token_type, count in (("input", u.input), ("output", u.output), ("reasoning", u.reasoning)):
+            # Reasoning tokens are part of the output, counted again by their own type (as the CLI's metric).
+            if count is not None:
+                _m(out, "gen_ai.client.token.usage", count, {genai.TOKEN_TYPE: token_type, **base}, off)
+        if u.input is not None:
+            _m(out, "gen_ai.client.inference.operation.input_tokens", u.input, infer, off)
+        if u.output is not None:
+            _m(out, "gen_ai.client.inference.operation.output_tokens", u.output, infer, off)
         mod = {**infer, genai.TOKEN_MODALITY: "text"}
         for metric, value in (
             ("gen_ai.client.inference.usage.input_tokens", u.input),
@@ -96,7 +98,7 @@ def model_call(out: list[Emission], rec: ModelCall) -> None:
         ):
             if value:
                 _m(out, metric, value, mod, off)
-    if u.cost and rec.initiator in (None, "user"):
+    if u.cost is not None and u.cost and rec.initiator in (None, "user"):
         # Premium requests are billed per prompt the user sends (times the model's multiplier), not per
         # follow-up call of the agent loop; the span keeps every call's cost as the CLI's own export does.
         _m(out, "copilot_otel.premium_requests", u.cost, {genai.REQUEST_MODEL: rec.model}, off)

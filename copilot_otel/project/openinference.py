@@ -24,13 +24,17 @@ def model_call(attrs: dict[str, Any], rec: ModelCall) -> None:
     attrs["llm.model_name"] = rec.model
     attrs["llm.provider"] = rec.provider
     u = rec.usage
-    attrs["llm.token_count.prompt"] = u.input
-    attrs["llm.token_count.completion"] = u.output
-    attrs["llm.token_count.total"] = u.input + u.output
-    attrs["llm.token_count.prompt_details.cache_read"] = u.cache_read
-    attrs["llm.token_count.prompt_details.cache_write"] = u.cache_write
-    if u.reasoning is not None:
-        attrs["llm.token_count.completion_details.reasoning"] = u.reasoning
+    # Unknown counts are absent (never 0), and so is a total missing a part.
+    for key, value in (
+        ("llm.token_count.prompt", u.input),
+        ("llm.token_count.completion", u.output),
+        ("llm.token_count.total", None if u.input is None or u.output is None else u.input + u.output),
+        ("llm.token_count.prompt_details.cache_read", u.cache_read),
+        ("llm.token_count.prompt_details.cache_write", u.cache_write),
+        ("llm.token_count.completion_details.reasoning", u.reasoning),
+    ):
+        if value is not None:
+            attrs[key] = value
 
 
 def tool_call(attrs: dict[str, Any], rec: ToolCall, result_on_spans: bool) -> None:

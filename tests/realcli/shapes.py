@@ -817,6 +817,28 @@ SHAPES: tuple[Shape, ...] = (
         _PROJECT,
     ),
     Shape(
+        "usage-out-of-range",
+        "The first reply reports usage.completion_tokens = 2**60 (beyond the 2**53 a JSON number holds "
+        "exactly): the CLI writes it as is in the usage record and the shutdown totals, then fails the next "
+        "call on its prompt budget (a compaction, then session.error without a status); exit 1.",
+        _sid(22),
+        (
+            Script(
+                "huge",
+                (
+                    Step(
+                        content="Counting.",
+                        tool_calls=(_bash("wc -l src/app.py", "Count"),),
+                        completion_tokens=2**60,
+                    ),
+                ),
+                final="src/app.py has 2 lines.",
+            ),
+        ),
+        (Run(prompt_for("huge", "How long is src/app.py?")),),
+        _PROJECT,
+    ),
+    Shape(
         "imported",
         "copilot sessions import of a transcript dated 2026-11-20 (two user messages, three assistant "
         "messages, one view call and its result), then --resume with a real prompt and one bash turn.",
