@@ -168,7 +168,9 @@ class AgentLoop:
         # What came before the prompt it belongs to: hooks (sessionStart, userPromptSubmitted) and user-invoked
         # skills, written before their user.message; the next prompt to open takes them.
         self._pending_hooks: dict[str, Hook] = {}
-        self._pending_notes: list[SkillInvoked] = []
+        self._pending_notes: list[tuple[int, SkillInvoked]] = []  # (offset of its line, note)
+        # Where the first of them was read, and the context then: a restart must re-fold from there.
+        self._pending_at: tuple[int, dict[str, Any]] | None = None
         # A turn that ended with no answer and no usage: the model call failed or was cut. What follows says
         # which (session.error: its status; abort: cancelled); anything else: no response.
         self._unanswered: list[tuple[Prompt, Agent, OpenTurn, int]] = []
@@ -194,14 +196,18 @@ class AgentLoop:
 
         ``None`` when no prompt is open (resuming at the current offset with :meth:`context_snapshot` is enough).
         """
-        if not self._prompts:
+        starts = [(p.start_offset, p.context_at_open) for p in self._prompts.values()]
+        if self._pending_at is not None:
+            starts.append(self._pending_at)  # hooks or a skill waiting for their prompt
+        if not starts:
             return None
-        oldest = min(self._prompts.values(), key=lambda p: p.start_offset)
-        return oldest.start_offset, dict(oldest.context_at_open)
+        offset, context = min(starts, key=lambda start: start[0])
+        return offset, dict(context)
 
     @property
     def has_open_prompt(self) -> bool:
-        return bool(self._prompts)
+        """A prompt is open, or what belongs to the next one was read (the fold must be kept for it)."""
+        return bool(self._prompts) or self._pending_at is not None
 
     def live_stats(self) -> list[LiveStats]:
         """Progress of each prompt still open, for the live gauges."""
@@ -274,7 +280,8 @@ class AgentLoop:
         self, event: Event, message: ev.UserMessage | None = None, human: bool = False
     ) -> Prompt:
         """Open a prompt (a trace) at ``event``: a human ``message``, or other activity (then synthetic)."""
-        context_at_open = self.ctx.to_dict()
+        # Re-folded from where its hooks or skill were read, when it has any (see resume_point).
+        context_at_open = self._pending_at[1] if self._pending_at is not None else self.ctx.to_dict()
         # The prompt's trace id comes from its first event's id alone, so it is the same whether the log is
         # read from its start or from the middle (--backfill none, a restart). Logs that reuse event ids (trimmed
         # third-party fixtures) get a repeat counter, kept in the checkpointed context.
@@ -291,7 +298,7 @@ class AgentLoop:
             [
                 event.time_ns,
                 *(h.start_ns for h in self._pending_hooks.values()),
-                *(n.time_ns for n in self._pending_notes),
+                *(n.time_ns for _, n in self._pending_notes),
             ]
         )
         root = Agent(
@@ -307,7 +314,8 @@ class AgentLoop:
             trace_id=trace,
             root=root,
             start_ns=start_ns,
-            start_offset=min([event.offset, *(h.offset for h in self._pending_hooks.values())]),
+            # A restart re-folds the prompt from its first line, the hooks and skills before its message included.
+            start_offset=self._pending_at[0] if self._pending_at is not None else event.offset,
             interaction_id=event.interaction_id,
             human=human,
             agent_mode=(message.agent_mode if message is not None else None) or self.ctx.mode,
@@ -706,7 +714,8 @@ class AgentLoop:
         note = SkillInvoked(event.time_ns, event.name, event.plugin, event.trigger)
         if event.trigger == "user-invoked" or self._current is None:
             # Typed as /<skill>: written before the user.message it belongs to; the next prompt takes it.
-            self._pending_notes.append(note)
+            self._pending_notes.append((event.offset, note))
+            self._hold(event)
             return
         self._current.add_note(note)
 
@@ -1498,9 +1507,10 @@ class AgentLoop:
 
     def _take_pending(self, prompt: Prompt) -> None:
         """A new prompt takes the hooks and user-invoked skills written before its message."""
-        for note in self._pending_notes:
+        for _, note in self._pending_notes:
             prompt.add_note(note)
         self._pending_notes = []
+        self._pending_at = None
         pending, self._pending_hooks = self._pending_hooks, {}
         for hook in pending.values():
             hook.parent_span_id = prompt.root.span_id
@@ -1508,6 +1518,11 @@ class AgentLoop:
                 prompt.hooks[hook.invocation_id] = hook
             else:
                 self._emit_hook(prompt, hook, hook.end_ns, None)
+
+    def _hold(self, event: Event) -> None:
+        """Something for the next prompt was read at ``event``: a restart must re-fold from its line."""
+        if self._pending_at is None:
+            self._pending_at = (event.offset, self.ctx.to_dict())
 
     def _on_hook_start(self, event: ev.HookStart) -> None:
         """A hook begins: under the tool call it decides on (preToolUse names the calls) or follows (postToolUse
@@ -1532,6 +1547,7 @@ class AgentLoop:
         )
         if prompt is None:
             self._pending_hooks[invocation] = hook
+            self._hold(event)
             return
         hook.parent_span_id = tool.span_id if tool is not None else prompt.root.span_id
         prompt.hooks[invocation] = hook

@@ -916,7 +916,9 @@ def render_table(report: Report, width: int, zone: tzinfo | None) -> Any:
     if report.matched_rows > len(report.rows):
         notes.append(f"{len(report.rows)} of {report.matched_rows} rows shown; the total counts all.")
     if report.totals.estimated:
-        notes.append("~ estimated: an older CLI's log, a killed session or a count out of range lacks the exact figure.")
+        notes.append(
+            "~ estimated: an older CLI's log, a killed session or a count out of range lacks the exact figure."
+        )
     left_out = [n for n, _, _ in _COLUMNS if n not in {c[0] for c in columns}]
     if left_out:
         notes.append(f"{len(left_out)} more figures with a wider terminal or --json.")
