@@ -910,6 +910,7 @@ class AgentLoop:
         if report.duration_ms is not None:
             chat.server_ms = (chat.server_ms or 0.0) + report.duration_ms
         chat.initiator = chat.initiator or report.initiator
+        chat.reasoning_effort = report.reasoning_effort or chat.reasoning_effort
 
     def _standalone_chat(
         self,
@@ -940,6 +941,7 @@ class AgentLoop:
             turn.chat.response_id = record.api_call_id
             turn.chat.finish_reason = record.finish_reason
             turn.chat.initiator = record.initiator
+            turn.chat.reasoning_effort = record.reasoning_effort
         self._emit_chat(
             prompt,
             agent,
@@ -1319,7 +1321,8 @@ class AgentLoop:
                 text,  # output_text
                 requests,  # tool_requests
                 self._offset,  # source_offset
-                self.ctx.reasoning_effort,  # reasoning_effort
+                # The call's own (its usage record), else the session's for the main agent's calls.
+                chat.reasoning_effort or (self.ctx.reasoning_effort if agent is prompt.root else None),
             )
         )
         agent.usage.add(chat.usage)

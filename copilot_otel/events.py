@@ -265,6 +265,8 @@ class Usage(RecordBase):
     provider: str | None
     # Reasoning output tokens (reasoning models); None when the record does not say.
     reasoning_tokens: int | None = None
+    # The reasoning effort the call was made with (sub-agents' included), when the record says.
+    reasoning_effort: str | None = None
 
 
 @record
@@ -629,6 +631,7 @@ class UsageRecord(Event):
             _str(g("initiator")),
             (_str(g("providerType")) or "byok") if byok is True else "github" if byok is False else None,
             _int(g("reasoningTokens")),
+            _str(g("reasoningEffort")),
         )
 
 

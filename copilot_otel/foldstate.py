@@ -40,6 +40,7 @@ class Chat(RecordBase):
     ttft_ms: float | None = None
     server_ms: float | None = None
     initiator: str | None = None
+    reasoning_effort: str | None = None  # as the call's usage record says
     end_ns: int | None = None
     message_text: list[str] = field(default_factory=list)
     reasoning_text: list[str] = field(default_factory=list)  # captured only with the reasoning switch

@@ -174,12 +174,29 @@ def test_reasoning_tokens_and_effort_on_the_chat_spans(out: dict[str, Out]) -> N
     assert [c["attributes"]["llm.token_count.completion_details.reasoning"] for c in chats] == [25, 10, 5]
     assert [c["attributes"]["gen_ai.request.reasoning.level"] for c in chats] == ["high", "high", "low"]
     assert [r["attributes"]["gen_ai.request.reasoning.level"] for r in x.roots()] == ["high", "low"]
+    # a sub-agent's calls carry their own effort (their usage records say it), not the session's
     reasoning = [
         p
         for p in x.points("gen_ai.client.token.usage")
         if p["attributes"]["gen_ai.token.type"] == "reasoning"
     ]
     assert sum(p["sum"] if "sum" in p else p["value"] for p in reasoning) == 40
+
+
+def test_a_sub_agents_calls_carry_their_own_effort(tmp_path: Path) -> None:
+    from copilot_otel.activity import ModelCall
+    from copilot_otel.library import read_session
+
+    folder = FIXTURES / "cli-generated" / "subagent"
+    raw = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines() if line.strip()]
+    sub_agent = {
+        e["data"]["usage"]["apiCallId"]: e["data"]["usage"].get("reasoningEffort")
+        for e in raw
+        if e["type"] == "session.usage_record" and "agentId" in e
+    }
+    assert set(sub_agent.values()) == {"low"}
+    calls = [r for r in read_session(folder).records if isinstance(r, ModelCall)]
+    assert {c.response_id: c.reasoning_effort for c in calls if c.response_id in sub_agent} == sub_agent
 
 
 @pytest.mark.parametrize("name", NAMES)
