@@ -252,6 +252,7 @@ class AgentLoop:
             time_ns: When; defaults to the last event seen (never the wall clock).
         """
         self._out = []
+        self._adopt_pending(None)
         for prompt in list(self._prompts.values()):
             self._close_prompt(
                 prompt, time_ns or max(prompt.last_ns, prompt.start_ns), reason, incomplete=True
@@ -512,6 +513,7 @@ class AgentLoop:
         self.ctx.model = model
 
     def _on_shutdown(self, event: ev.Shutdown) -> None:
+        self._adopt_pending(event)
         prompt = self._current
         models: list[ModelTotals] = []
         premium_delta: list[tuple[str, float]] = []
@@ -1521,6 +1523,21 @@ class AgentLoop:
                 prompt.hooks[hook.invocation_id] = hook
             else:
                 self._emit_hook(prompt, hook, hook.end_ns, None)
+
+    def _adopt_pending(self, event: Event | None) -> None:
+        """Hooks or a skill still waiting when the session ends without a prompt: a synthetic prompt of their
+        own takes them (dated and named by the first of them), rather than losing them."""
+        if self._pending_at is None or self._current is not None:
+            return
+        offset = self._pending_at[0]
+        first_ns = min(
+            [
+                *(h.start_ns for h in self._pending_hooks.values()),
+                *(n.time_ns for _, n in self._pending_notes),
+            ]
+        )
+        anchor = event or Event("pending", f"pending@{offset}", first_ns, {}, None, offset, offset)
+        self._open_prompt(replace(anchor, time_ns=first_ns) if event is not None else anchor)
 
     def _hold(self, event: Event) -> None:
         """Something for the next prompt was read at ``event``: a restart must re-fold from its line."""

@@ -319,3 +319,23 @@ def test_a_count_out_of_range_is_absent_not_zero(
     assert totals["input_tokens"] == sum(u["inputTokens"] for u in raw)
     assert main(["show", folder]) == 0
     assert "1,200 in / ? out tokens" in capsys.readouterr().out
+
+
+def test_hooks_of_a_log_that_ends_before_its_prompt_are_not_lost() -> None:
+    """The hooks capture cut before its user.message (as a file being written, or a CLI killed, leaves it):
+    its sessionStart and userPromptSubmitted hooks still end up as spans, under a synthetic root."""
+    from copilot_otel.pipeline import Pipeline
+    from copilot_otel.records import SpanRecord
+
+    data = (SHAPES / "hooks" / "events.jsonl").read_bytes()
+    cut = data.index(b'{"type":"user.message"')
+    pipeline = Pipeline("hooks")
+    emitted = [e for step in pipeline.feed_blob(data[:cut]) for e in step.emissions]
+    assert pipeline.has_open_prompt  # what waits for the prompt keeps the fold (and the checkpoint) open
+    emitted += pipeline.close("file_ended").emissions
+    spans = [e for e in emitted if isinstance(e, SpanRecord)]
+    assert sorted(s.name for s in spans) == ["hook sessionStart", "hook userPromptSubmitted", "invoke_agent"]
+    (root,) = [s for s in spans if s.parent_span_id is None]
+    assert root.attributes["copilot_otel.prompt.synthetic"] is True
+    assert all(s.parent_span_id == root.span_id for s in spans if s is not root)
+    assert not pipeline.has_open_prompt
