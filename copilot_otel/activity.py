@@ -450,6 +450,8 @@ class ToolCall(RecordBase):
     # Who refused the call when it was denied: ``preToolUse hook`` (a repository hook), else None (a rule or
     # the user, as the CLI's ``denied`` code says).
     denied_by: str | None = None
+    # How long its pre/post tool hooks ran, inside the span (None: no hook ran); the tool's own time is the rest.
+    hooks_s: float | None = None
 
 
 @record

@@ -1134,6 +1134,7 @@ class AgentLoop:
                 self._offset,  # source_offset
                 tool.cli_initiated,  # cli_initiated
                 None if success else tool.denied_by,  # denied_by
+                tool.hooks_ns / 1e9 if tool.hooks_ns else None,  # hooks_s
             )
         )
         self._cli_calls.discard(tool.call_id)
@@ -1596,6 +1597,9 @@ class AgentLoop:
             tool = prompt.tools.get(call_id)
             if tool is not None:
                 tool.denied_by = HOOK_DENIAL
+        owner = prompt.tools.get(hook.tool_call_id) if hook.tool_call_id is not None else None
+        if owner is not None:
+            owner.hooks_ns += max(0, event.time_ns - hook.start_ns)
         self._touch(prompt, prompt.root, event.time_ns)
         self._emit_hook(prompt, hook, event.time_ns, None)
 

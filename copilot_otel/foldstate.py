@@ -85,6 +85,7 @@ class Tool(RecordBase):
     description: str | None = None
     cli_initiated: bool = False  # the CLI's own call (reading finished background work), not the model's
     denied_by: str | None = None  # "preToolUse hook" when a hook's output denied this call
+    hooks_ns: int = 0  # time its pre/post hooks ran (inside its span)
 
 
 @record

@@ -108,6 +108,12 @@ def test_a_failed_hook_is_an_error_span_with_its_reason(out: dict[str, Out]) -> 
     tool = out["hooks"].by_id(hook["parent_span_id"])
     assert tool["status_code"] != ERROR
     assert tool["start_ns"] <= hook["start_ns"] <= hook["end_ns"] <= tool["end_ns"]
+    # the tool span says how much of it its hooks took (here the 1 s timeout of a 1.05 s span)
+    in_hooks = [h for h in hooks if h["parent_span_id"] == tool["span_id"]]
+    assert tool["attributes"]["copilot_otel.tool.hooks_s"] == pytest.approx(
+        sum(h["end_ns"] - h["start_ns"] for h in in_hooks) / 1e9
+    )
+    assert tool["attributes"]["copilot_otel.tool.hooks_s"] > 0.9 * (tool["end_ns"] - tool["start_ns"]) / 1e9
 
 
 def test_a_tool_denied_by_a_hook_is_a_denial_naming_the_hook(out: dict[str, Out]) -> None:
