@@ -230,6 +230,7 @@ class SkillInvoked(RecordBase):
     name: str | None
     plugin_name: str | None
     trigger: str | None
+    source: str | None = None  # where the skill was found: project, personal, plugin, ...
 
 
 @record

@@ -713,7 +713,7 @@ class AgentLoop:
         )
 
     def _on_skill(self, event: ev.SkillInvoked) -> None:
-        note = SkillInvoked(event.time_ns, event.name, event.plugin, event.trigger)
+        note = SkillInvoked(event.time_ns, event.name, event.plugin, event.trigger, event.source)
         if event.trigger == "user-invoked" or self._current is None:
             # Typed as /<skill>: written before the user.message it belongs to; the next prompt takes it.
             self._pending_notes.append((event.offset, note))

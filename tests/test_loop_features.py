@@ -151,6 +151,11 @@ def test_a_skill_is_in_the_trace_of_its_prompt(out: dict[str, Out], name: str) -
     (raw,) = [e for e in _events(name) if e["type"] == "skill.invoked"]
     assert len(skills) == 1
     assert skills[0]["time_ns"] == _ns(raw["timestamp"])
+    attrs = skills[0]["attributes"]
+    assert (attrs["github.copilot.skill.trigger"], attrs["github.copilot.skill.source"]) == (
+        raw["data"]["trigger"],
+        raw["data"]["source"],
+    )
     if name == "skill-user":  # written before its user.message: the prompt starts with it
         assert root["start_ns"] == skills[0]["time_ns"]
 

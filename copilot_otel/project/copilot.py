@@ -144,6 +144,7 @@ def skill(rec: SkillInvoked) -> dict[str, Any]:
     _put(attrs, "github.copilot.skill.name", rec.name)
     _put(attrs, "github.copilot.skill.plugin_name", rec.plugin_name)
     _put(attrs, "github.copilot.skill.trigger", rec.trigger)
+    _put(attrs, "github.copilot.skill.source", rec.source)
     return attrs
 
 
