@@ -231,12 +231,13 @@ class ModelMetrics(RecordBase):
 
 @record
 class CompactionCall(RecordBase):
-    """The compaction's own model call (``compactionTokensUsed``): the CLI writes no usage record for it."""
+    """The compaction's own model call (``compactionTokensUsed``): the CLI writes no usage record for it. A count
+    it lacks or holds out of range is ``None`` (unknown is not zero)."""
 
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int
-    cache_write_tokens: int
+    input_tokens: int | None
+    output_tokens: int | None
+    cache_read_tokens: int | None
+    cache_write_tokens: int | None
     model: str | None
     duration_ms: float | None
 
@@ -486,10 +487,10 @@ class Compaction(Event):
         if not isinstance(used, dict):
             return None
         return CompactionCall(
-            _int(used.get("inputTokens")) or 0,
-            _int(used.get("outputTokens")) or 0,
-            _int(used.get("cacheReadTokens")) or 0,
-            _int(used.get("cacheWriteTokens")) or 0,
+            _int(used.get("inputTokens")),
+            _int(used.get("outputTokens")),
+            _int(used.get("cacheReadTokens")),
+            _int(used.get("cacheWriteTokens")),
             _str(used.get("model")),
             _float(used.get("duration")),
         )
