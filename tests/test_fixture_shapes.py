@@ -357,6 +357,7 @@ def test_sigint_during_an_autopilot_continuation() -> None:
 FEATURE_SHAPES = (
     "hooks",
     "skill-agent",
+    "skill-plugin",
     "skill-user",
     "custom-agent",
     "reasoning",
@@ -415,6 +416,12 @@ def test_skill_agent_invokes_a_project_skill_with_the_skill_tool() -> None:
     assert skill["data"]["name"] == "release-notes"
     assert skill["data"]["source"] == "project"
     assert tool_starts(evs, "skill")
+
+
+def test_a_plugin_skill_names_its_plugin() -> None:
+    (skill,) = of_type(events("skill-plugin"), "skill.invoked")
+    assert (skill["data"]["source"], skill["data"]["pluginName"]) == ("plugin", "shapes-tools")
+    assert skill["data"]["trigger"] == "agent-invoked"
 
 
 def test_a_user_invoked_skill_is_written_before_its_user_message() -> None:

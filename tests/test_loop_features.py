@@ -144,7 +144,7 @@ def test_a_session_warning_is_a_span_event_a_log_event_and_a_metric(out: dict[st
 
 
 # ---------------------------------------------------------------------------------------------- skills
-@pytest.mark.parametrize("name", ["skill-user", "skill-agent"])
+@pytest.mark.parametrize("name", ["skill-user", "skill-agent", "skill-plugin"])
 def test_a_skill_is_in_the_trace_of_its_prompt(out: dict[str, Out], name: str) -> None:
     (root,) = out[name].roots()
     skills = [e for e in root["events"] if e["name"] == "github.copilot.skill.invoked"]
@@ -156,6 +156,8 @@ def test_a_skill_is_in_the_trace_of_its_prompt(out: dict[str, Out], name: str) -
         raw["data"]["trigger"],
         raw["data"]["source"],
     )
+    if name == "skill-plugin":
+        assert attrs["github.copilot.skill.plugin_name"] == "shapes-tools"
     if name == "skill-user":  # written before its user.message: the prompt starts with it
         assert root["start_ns"] == skills[0]["time_ns"]
 

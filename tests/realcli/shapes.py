@@ -675,6 +675,45 @@ SHAPES: tuple[Shape, ...] = (
         trusted=True,
     ),
     Shape(
+        "skill-plugin",
+        "A local plugin (--plugin-dir plugins/shapes-tools: plugin.json and skills/plugin-notes/SKILL.md); "
+        "the model calls the skill tool for the plugin's skill: skill.invoked with the plugin's name.",
+        _sid(23),
+        (
+            Script(
+                "pskill",
+                (
+                    Step(
+                        content="Loading the plugin skill.",
+                        tool_calls=(ToolCall("skill", {"skill": "plugin-notes"}),),
+                    ),
+                ),
+                final="- Added add(a, b).",
+            ),
+        ),
+        (
+            Run(
+                prompt_for("pskill", "Write the notes with the plugin."),
+                ("--plugin-dir", "plugins/shapes-tools"),
+            ),
+        ),
+        {
+            **_PROJECT,
+            "plugins/shapes-tools/plugin.json": json.dumps(
+                {
+                    "name": "shapes-tools",
+                    "description": "Skills for the shapes demo.",
+                    "version": "1.0.0",
+                    "skills": ["skills/"],
+                }
+            ),
+            "plugins/shapes-tools/skills/plugin-notes/SKILL.md": _SKILL.replace(
+                "release-notes", "plugin-notes"
+            ),
+        },
+        trusted=True,
+    ),
+    Shape(
         "skill-user",
         "The interactive CLI in a tmux pane (trusted folder): the user types '/notes-writer for version 2': "
         "skill.invoked (user-invoked) is written before the user.message it belongs to; one text answer.",
