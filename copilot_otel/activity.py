@@ -453,6 +453,8 @@ class ToolCall(RecordBase):
     denied_by: str | None = None
     # How long its pre/post tool hooks ran, inside the span (None: no hook ran); the tool's own time is the rest.
     hooks_s: float | None = None
+    # Whether it ran under --sandbox, as its completion says (None: not said).
+    sandboxed: bool | None = None
 
 
 @record

@@ -1135,6 +1135,7 @@ class AgentLoop:
                 tool.cli_initiated,  # cli_initiated
                 None if success else tool.denied_by,  # denied_by
                 tool.hooks_ns / 1e9 if tool.hooks_ns else None,  # hooks_s
+                completion.sandboxed if completion is not None else None,  # sandboxed
             )
         )
         self._cli_calls.discard(tool.call_id)

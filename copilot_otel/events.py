@@ -705,6 +705,12 @@ class ToolComplete(Event):
         return self.data.get("success") is not False
 
     @property
+    def sandboxed(self) -> bool | None:
+        """Whether the command ran under ``--sandbox`` (None: the record does not say)."""
+        value = self.data.get("sandboxed")
+        return value if isinstance(value, bool) else None
+
+    @property
     def file_edits(self) -> int | None:
         edits = self.data.get("fileEdits")
         return len(edits) if isinstance(edits, list) else None

@@ -365,6 +365,7 @@ FEATURE_SHAPES = (
     "error-ratelimit",
     "ctrlc-stream",
     "imported",
+    "sandbox",
     "usage-out-of-range",
 )
 
@@ -487,3 +488,10 @@ def test_the_cli_writes_a_count_beyond_two_to_the_53_as_is() -> None:
     (usage, *_) = [e["data"]["usage"] for e in of_type(evs, "session.usage_record")]
     assert usage["outputTokens"] == 2**60 > 2**53
     assert of_type(evs, "session.error")
+
+
+def test_sandbox_without_bubblewrap_runs_nothing_but_says_sandboxed() -> None:
+    (done,) = of_type(events("sandbox"), "tool.execution_complete")
+    assert done["data"]["sandboxed"] is True
+    assert done["data"]["success"] is True and done["data"]["shellExecution"]["exitCode"] == 1
+    assert "Sandboxing is enabled but not supported" in done["data"]["result"]["content"]

@@ -352,3 +352,12 @@ def test_hooks_of_a_log_that_ends_before_its_prompt_are_not_lost() -> None:
     assert root.attributes["copilot_otel.prompt.synthetic"] is True
     assert all(s.parent_span_id == root.span_id for s in spans if s is not root)
     assert not pipeline.has_open_prompt
+
+
+def test_a_sandboxed_tool_run_says_so(out: dict[str, Out]) -> None:
+    (tool,) = out["sandbox"].named("execute_tool")
+    assert tool["attributes"]["copilot_otel.tool.sandboxed"] is True
+    assert tool["attributes"]["process.exit.code"] == 1
+    assert all(
+        "copilot_otel.tool.sandboxed" not in t["attributes"] for t in out["hooks"].named("execute_tool")
+    )

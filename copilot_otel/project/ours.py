@@ -75,6 +75,7 @@ def tool_call(attrs: dict[str, Any], rec: ToolCall) -> None:
         attrs["copilot_otel.tool.cli_initiated"] = True
     _put(attrs, "copilot_otel.tool.denied_by", rec.denied_by)
     _put(attrs, "copilot_otel.tool.hooks_s", rec.hooks_s)
+    _put(attrs, "copilot_otel.tool.sandboxed", rec.sandboxed)
     incomplete(attrs, rec.incomplete_reason)
 
 

@@ -856,6 +856,21 @@ SHAPES: tuple[Shape, ...] = (
         _PROJECT,
     ),
     Shape(
+        "sandbox",
+        "--sandbox on a machine without bubblewrap: the bash call is recorded as run (success, exit code 1, "
+        "a 'Sandboxing is enabled but not supported' result) and tool.execution_complete says sandboxed.",
+        _sid(24),
+        (
+            Script(
+                "sandbox",
+                (Step(content="Listing.", tool_calls=(_bash("ls", "List"),)),),
+                final="The sandbox is not available here.",
+            ),
+        ),
+        (Run(prompt_for("sandbox", "List the files."), ("--sandbox",)),),
+        _PROJECT,
+    ),
+    Shape(
         "usage-out-of-range",
         "The first reply reports usage.completion_tokens = 2**60 (beyond the 2**53 a JSON number holds "
         "exactly): the CLI writes it as is in the usage record and the shutdown totals, then fails the next "
