@@ -35,6 +35,7 @@ __all__ = [
     "AgentRun",
     "Compaction",
     "Detection",
+    "HookRun",
     "InputMessage",
     "ModeChange",
     "ModelCall",
@@ -48,9 +49,11 @@ __all__ = [
     "Record",
     "SessionError",
     "SessionFacts",
+    "SessionImported",
     "SessionResumed",
     "SessionShutdown",
     "SessionStarted",
+    "SessionWarning",
     "SkillInvoked",
     "TaskComplete",
     "ToolCall",
@@ -64,25 +67,37 @@ __all__ = [
 
 @record
 class Usage(RecordBase):
-    """Token/cost sums of model calls, kept per chat and summed per agent."""
+    """Token/cost sums of model calls, kept per chat and summed per agent.
 
-    input: int = 0
-    output: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
-    cost: float = 0.0
+    Unknown is not zero: a count a usage record lacked or held out of range is ``None``, and so is every sum
+    it is part of (a total missing a part is not the total). ``reasoning`` (reasoning output tokens, part of
+    ``output``) is ``None`` until a call reports it; calls that do not are left out of its sum.
+    """
+
+    input: int | None = 0
+    output: int | None = 0
+    cache_read: int | None = 0
+    cache_write: int | None = 0
+    cost: float | None = 0.0
     nano_aiu: float = 0.0
     calls: int = 0
+    reasoning: int | None = None
 
     def add(self, other: Usage) -> None:
         """Sum another call's usage into this one (a chat's records, an agent's chats)."""
-        self.input += other.input
-        self.output += other.output
-        self.cache_read += other.cache_read
-        self.cache_write += other.cache_write
-        self.cost += other.cost
+        self.input = _plus(self.input, other.input)
+        self.output = _plus(self.output, other.output)
+        self.cache_read = _plus(self.cache_read, other.cache_read)
+        self.cache_write = _plus(self.cache_write, other.cache_write)
+        self.cost = None if self.cost is None or other.cost is None else self.cost + other.cost
         self.nano_aiu += other.nano_aiu
         self.calls += other.calls
+        if other.reasoning is not None:
+            self.reasoning = (self.reasoning or 0) + other.reasoning
+
+
+def _plus(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a + b
 
 
 class Outcome(str, enum.Enum):
@@ -215,6 +230,38 @@ class SkillInvoked(RecordBase):
     name: str | None
     plugin_name: str | None
     trigger: str | None
+    source: str | None = None  # where the skill was found: project, personal, plugin, ...
+
+
+@record
+class SessionWarning(RecordBase):
+    """``session.warning``: something went wrong without stopping the session (``warning_type`` ``hook``: a hook
+    crashed; ``interrupted_tools``: a killed CLI left tools unfinished). A note of the prompt it happened in."""
+
+    session_id: str
+    time_ns: int
+    trace_id: int | None
+    span_id: int | None
+    warning_type: str
+    message: str | None
+    source_offset: int
+
+
+@record
+class SessionImported(RecordBase):
+    """The part of a session ``copilot sessions import`` wrote: a conversation that ran elsewhere, not model calls.
+
+    ``time_ns`` is the transcript's own date (``session.start.startTime``); ``imported_ns`` when the import ran
+    (the time its events carry). Counts of what it holds; the real prompts after it are prompts as usual.
+    """
+
+    session_id: str
+    time_ns: int
+    imported_ns: int
+    user_messages: int
+    assistant_messages: int
+    tool_calls: int
+    source_offset: int
 
 
 @record
@@ -302,6 +349,7 @@ Note = (
     | Notification
     | TaskComplete
     | ModeChange
+    | SessionWarning
 )
 
 
@@ -361,6 +409,8 @@ class ModelCall(RecordBase):
     output_text: str | None
     tool_requests: list[ToolRequest]
     source_offset: int
+    # The reasoning effort the call was made with (--reasoning-effort, session.model_change), when set.
+    reasoning_effort: str | None = None
 
 
 @record
@@ -398,6 +448,40 @@ class ToolCall(RecordBase):
     source_offset: int
     # The CLI ran it on its own (reading a finished background agent or shell), not the model.
     cli_initiated: bool = False
+    # Who refused the call when it was denied: ``preToolUse hook`` (a repository hook), else None (a rule or
+    # the user, as the CLI's ``denied`` code says).
+    denied_by: str | None = None
+    # How long its pre/post tool hooks ran, inside the span (None: no hook ran); the tool's own time is the rest.
+    hooks_s: float | None = None
+    # Whether it ran under --sandbox, as its completion says (None: not said).
+    sandboxed: bool | None = None
+
+
+@record
+class HookRun(RecordBase):
+    """One hook run (``hook.start`` … ``hook.end``): under the tool call it decides on or follows (pre/post tool
+    hooks), else under the prompt's root (session, prompt and agent-stop hooks).
+
+    ``success`` false: it timed out or failed (``error_message`` says why, ``error_source`` which file).
+    """
+
+    session_id: str
+    provider: str
+    trace_id: int
+    span_id: int
+    parent_span_id: int
+    start_ns: int
+    end_ns: int
+    invocation_id: str
+    hook_type: str
+    tool_call_id: str | None
+    tool_name: str | None
+    success: bool
+    error_message: str | None
+    error_source: str | None
+    denied_calls: int
+    incomplete_reason: str | None
+    source_offset: int
 
 
 @record
@@ -526,6 +610,9 @@ class PromptRun(RecordBase):
     notes: list[Note]
     dropped_notes: int
     source_offset: int
+    # The main agent when it is a custom one (``copilot --agent <name>``); None for the built-in agent.
+    agent_name: str | None = None
+    reasoning_effort: str | None = None
 
 
 # ---------------------------------------------------------------------------------------------- session events
@@ -579,6 +666,9 @@ Record = (
     | ModeChange
     | ModelCall
     | ToolCall
+    | HookRun
+    | SessionWarning
+    | SessionImported
     | PermissionWait
     | Turn
     | AgentRun

@@ -34,6 +34,7 @@ from .activity import (
     AgentRun,
     Compaction,
     Detection,
+    HookRun,
     InputMessage,
     ModeChange,
     ModelCall,
@@ -46,9 +47,11 @@ from .activity import (
     Record,
     SessionError,
     SessionFacts,
+    SessionImported,
     SessionResumed,
     SessionShutdown,
     SessionStarted,
+    SessionWarning,
     SkillInvoked,
     TaskComplete,
     ToolCall,
@@ -60,8 +63,9 @@ from .activity import (
 )
 from .content import ContentGate, ContentKind, ContentPolicy, argument_hash
 from .events import Event
-from .foldstate import Agent, Prompt, SessionContext, Tool
+from .foldstate import Agent, Hook, Prompt, SessionContext, Tool
 from .foldstate import Turn as OpenTurn
+from .parse import parse_timestamp
 from .records import DropReason, replace
 from .runaway import RunawayThresholds, check_burn, check_errors, check_identical, check_turns
 
@@ -69,6 +73,13 @@ from .runaway import RunawayThresholds, check_burn, check_errors, check_identica
 OWN_API = "github"
 
 __all__ = ["AgentLoop", "FoldSettings", "LiveStats", "RunawayThresholds", "SessionContext"]
+
+# A session.start whose startTime is this much older than the event itself opens an imported transcript
+# (``copilot sessions import`` dates the session by the transcript and stamps its events with the import's time;
+# in every other log the two are milliseconds apart).
+IMPORT_GAP_NS = 60 * 1_000_000_000
+# Who refused a call that a preToolUse hook's output denied (the CLI's code says only ``denied``).
+HOOK_DENIAL = "preToolUse hook"
 
 # Events read only for their content (the system prompt, 20-50 KB a line, and reasoning): parse skips them
 # without decoding unless their capture switch is on.
@@ -154,6 +165,15 @@ class AgentLoop:
         # is its own (it reads the result), not a model call. And the tool calls such messages asked for.
         self._notified: set[str | None] = set()
         self._cli_calls: set[str] = set()
+        # What came before the prompt it belongs to: hooks (sessionStart, userPromptSubmitted) and user-invoked
+        # skills, written before their user.message; the next prompt to open takes them.
+        self._pending_hooks: dict[str, Hook] = {}
+        self._pending_notes: list[tuple[int, SkillInvoked]] = []  # (offset of its line, note)
+        # Where the first of them was read, and the context then: a restart must re-fold from there.
+        self._pending_at: tuple[int, dict[str, Any]] | None = None
+        # A turn that ended with no answer and no usage: the model call failed or was cut. What follows says
+        # which (session.error: its status; abort: cancelled); anything else: no response.
+        self._unanswered: list[tuple[Prompt, Agent, OpenTurn, int]] = []
         self._out: list[Record] = []
         self._offset = 0
 
@@ -176,14 +196,18 @@ class AgentLoop:
 
         ``None`` when no prompt is open (resuming at the current offset with :meth:`context_snapshot` is enough).
         """
-        if not self._prompts:
+        starts = [(p.start_offset, p.context_at_open) for p in self._prompts.values()]
+        if self._pending_at is not None:
+            starts.append(self._pending_at)  # hooks or a skill waiting for their prompt
+        if not starts:
             return None
-        oldest = min(self._prompts.values(), key=lambda p: p.start_offset)
-        return oldest.start_offset, dict(oldest.context_at_open)
+        offset, context = min(starts, key=lambda start: start[0])
+        return offset, dict(context)
 
     @property
     def has_open_prompt(self) -> bool:
-        return bool(self._prompts)
+        """A prompt is open, or what belongs to the next one was read (the fold must be kept for it)."""
+        return bool(self._prompts) or self._pending_at is not None
 
     def live_stats(self) -> list[LiveStats]:
         """Progress of each prompt still open, for the live gauges."""
@@ -212,6 +236,10 @@ class AgentLoop:
         elif event.time_ns > ctx.last_event_ns:
             ctx.last_event_ns = event.time_ns
         handler = _HANDLERS.get(event.__class__)
+        if self._unanswered and handler not in _KEEPS_UNANSWERED:
+            self._flush_unanswered()
+        if ctx.imported and self._read_imported(event):
+            return self._out
         if handler is not None:
             handler(self, event)
         return self._out
@@ -224,6 +252,7 @@ class AgentLoop:
             time_ns: When; defaults to the last event seen (never the wall clock).
         """
         self._out = []
+        self._adopt_pending(None)
         for prompt in list(self._prompts.values()):
             self._close_prompt(
                 prompt, time_ns or max(prompt.last_ns, prompt.start_ns), reason, incomplete=True
@@ -252,7 +281,8 @@ class AgentLoop:
         self, event: Event, message: ev.UserMessage | None = None, human: bool = False
     ) -> Prompt:
         """Open a prompt (a trace) at ``event``: a human ``message``, or other activity (then synthetic)."""
-        context_at_open = self.ctx.to_dict()
+        # Re-folded from where its hooks or skill were read, when it has any (see resume_point).
+        context_at_open = self._pending_at[1] if self._pending_at is not None else self.ctx.to_dict()
         # The prompt's trace id comes from its first event's id alone, so it is the same whether the log is
         # read from its start or from the middle (--backfill none, a restart). Logs that reuse event ids (trimmed
         # third-party fixtures) get a repeat counter, kept in the checkpointed context.
@@ -264,11 +294,19 @@ class AgentLoop:
             self.ctx.prompt_id_repeats = 0
             key = event.id
         trace = ids.trace_id(self.ctx.session_id, key)
+        # Hooks and a user-invoked skill written before the prompt's message are part of handling it.
+        start_ns = min(
+            [
+                event.time_ns,
+                *(h.start_ns for h in self._pending_hooks.values()),
+                *(n.time_ns for _, n in self._pending_notes),
+            ]
+        )
         root = Agent(
             span_id=self._sid("root", key),
             parent_span_id=None,
-            name=None,
-            start_ns=event.time_ns,
+            name=self.ctx.agent_name,
+            start_ns=start_ns,
             model=self.ctx.model,
             last_ns=event.time_ns,
         )
@@ -276,8 +314,9 @@ class AgentLoop:
             key=key,
             trace_id=trace,
             root=root,
-            start_ns=event.time_ns,
-            start_offset=event.offset,
+            start_ns=start_ns,
+            # A restart re-folds the prompt from its first line, the hooks and skills before its message included.
+            start_offset=self._pending_at[0] if self._pending_at is not None else event.offset,
             interaction_id=event.interaction_id,
             human=human,
             agent_mode=(message.agent_mode if message is not None else None) or self.ctx.mode,
@@ -287,6 +326,7 @@ class AgentLoop:
         self._prompts[key] = prompt
         self._current = prompt
         self.ctx.prompts_started += 1
+        self._take_pending(prompt)
         if human and message is not None:
             root.input_text = self.gate.text(message.content, ContentKind.PROMPTS)
             self._out.append(
@@ -310,6 +350,9 @@ class AgentLoop:
         return self._open_prompt(event)
 
     def _close_prompt(self, prompt: Prompt, time_ns: int, reason: str | None, incomplete: bool) -> None:
+        self._flush_unanswered(prompt)
+        for hook in list(prompt.hooks.values()):
+            self._emit_hook(prompt, hook, time_ns, reason or "prompt_closed")
         for request_id in list(prompt.permissions):
             self._end_permission(prompt, request_id, time_ns, None, reason or "prompt_closed")
         for agent in list(prompt.agents.values()):
@@ -418,7 +461,12 @@ class AgentLoop:
         ctx.copilot_version = event.copilot_version or ctx.copilot_version
         ctx.producer = event.producer or ctx.producer
         ctx.model = event.selected_model or ctx.model
+        ctx.reasoning_effort = event.reasoning_effort or ctx.reasoning_effort
         self._apply_context(event.context)
+        started = event.start_time
+        if started is not None and event.time_ns - parse_timestamp(started) > IMPORT_GAP_NS > 0:
+            # An imported transcript follows (until the next CLI process): dated by the transcript.
+            ctx.imported = {"time_ns": parse_timestamp(started), "imported_ns": event.time_ns}
         self._out.append(
             SessionStarted(
                 self.ctx.session_id, event.time_ns, self.ctx.copilot_version, self.ctx.model, self._offset
@@ -432,6 +480,7 @@ class AgentLoop:
                 self._close_prompt(prompt, prompt.last_ns, "session_resumed", incomplete=True)
         self._notified.clear()  # a new CLI process: what the previous one was told does not carry over
         self.ctx.model = event.selected_model or self.ctx.model
+        self.ctx.reasoning_effort = event.reasoning_effort or self.ctx.reasoning_effort
         self._apply_context(event.context)
         self._out.append(SessionResumed(self.ctx.session_id, event.time_ns, self._offset))
 
@@ -450,6 +499,8 @@ class AgentLoop:
 
     def _on_model_change(self, event: ev.ModelChange) -> None:
         model = event.new_model
+        if event.agent_id is None and not event.from_agent and event.says_reasoning_effort:
+            self.ctx.reasoning_effort = event.reasoning_effort  # None: the model's default from now on
         if model is None:
             return
         if event.agent_id is not None or event.from_agent:
@@ -462,6 +513,7 @@ class AgentLoop:
         self.ctx.model = model
 
     def _on_shutdown(self, event: ev.Shutdown) -> None:
+        self._adopt_pending(event)
         prompt = self._current
         models: list[ModelTotals] = []
         premium_delta: list[tuple[str, float]] = []
@@ -548,14 +600,17 @@ class AgentLoop:
             status_code=event.status_code,
             source_offset=self._offset,
         )
+        # The provider's HTTP status is the failed call's error.type, as the semconv for HTTP errors has it.
+        failure = str(event.status_code) if event.status_code is not None else error_type
         if prompt is not None and agent is not None:
             self._touch(prompt, agent, event.time_ns)
             prompt.add_note(record)
             turn = agent.turn
             if turn is not None and not turn.chat.emitted:
-                self._emit_chat(prompt, agent, turn, event.time_ns, Outcome.ERROR, error_type, message)
+                self._emit_chat(prompt, agent, turn, event.time_ns, Outcome.ERROR, failure, message)
+            self._flush_unanswered(prompt, Outcome.ERROR, failure, message)
             agent.status = Outcome.ERROR
-            agent.error_type = error_type
+            agent.error_type = failure
             agent.status_message = message
             if agent is prompt.root:
                 prompt.outcome = "error"
@@ -579,6 +634,8 @@ class AgentLoop:
         prompt.add_note(record)
         prompt.outcome = "aborted"
         prompt.incomplete_reason = "aborted"
+        # A call the user cut (its turn already ended, unanswered) was cancelled, not left without a response.
+        self._flush_unanswered(prompt, Outcome.CANCELLED)
         # Everything still running was cancelled by the abort: close tools and pending model calls now.
         for agent in [prompt.root, *prompt.agents.values()]:
             if agent.closed:
@@ -656,9 +713,13 @@ class AgentLoop:
         )
 
     def _on_skill(self, event: ev.SkillInvoked) -> None:
-        if self._current is None:
+        note = SkillInvoked(event.time_ns, event.name, event.plugin, event.trigger, event.source)
+        if event.trigger == "user-invoked" or self._current is None:
+            # Typed as /<skill>: written before the user.message it belongs to; the next prompt takes it.
+            self._pending_notes.append((event.offset, note))
+            self._hold(event)
             return
-        self._current.add_note(SkillInvoked(event.time_ns, event.name, event.plugin, event.trigger))
+        self._current.add_note(note)
 
     # ------------------------------------------------------------------ messages
     def _on_system_message(self, event: ev.SystemMessage) -> None:
@@ -786,17 +847,9 @@ class AgentLoop:
             if incomplete is not None and chat.end_ns is None:
                 self._emit_chat(prompt, agent, turn, end_ns, Outcome.CANCELLED, None, None)
             elif chat.end_ns is None and chat.records == 0 and not turn.synthetic:
-                # The turn ended without any model response or usage: the model call failed (the CLI logs the
-                # retries' outcome as session.error right after turn_end).
-                self._emit_chat(
-                    prompt,
-                    agent,
-                    turn,
-                    end_ns,
-                    Outcome.ERROR,
-                    "ModelCallError",
-                    "the model call returned no response",
-                )
+                # The turn ended without any model response or usage: the model call failed, or the user cut it.
+                # The CLI says which right after turn_end (session.error with the provider's status, or abort).
+                self._unanswered.append((prompt, agent, turn, end_ns))
             else:
                 self._emit_chat(prompt, agent, turn, chat.end_ns or end_ns, Outcome.OK, None, None)
         end = max(end_ns, turn.last_ns)
@@ -840,8 +893,11 @@ class AgentLoop:
             cost=report.cost,
             nano_aiu=report.nano_aiu,
             calls=1,
+            reasoning=report.reasoning_tokens,
         )
-        self._detect(prompt, check_burn(prompt, self.settings.runaway, event.time_ns, u.input + u.output))
+        self._detect(
+            prompt, check_burn(prompt, self.settings.runaway, event.time_ns, (u.input or 0) + (u.output or 0))
+        )
         turn = agent.turn
         if turn is None or turn.chat.emitted:
             self._standalone_chat(prompt, event, u, report.model, report.duration_ms, "usage_record", report)
@@ -856,6 +912,7 @@ class AgentLoop:
         if report.duration_ms is not None:
             chat.server_ms = (chat.server_ms or 0.0) + report.duration_ms
         chat.initiator = chat.initiator or report.initiator
+        chat.reasoning_effort = report.reasoning_effort or chat.reasoning_effort
 
     def _standalone_chat(
         self,
@@ -886,6 +943,7 @@ class AgentLoop:
             turn.chat.response_id = record.api_call_id
             turn.chat.finish_reason = record.finish_reason
             turn.chat.initiator = record.initiator
+            turn.chat.reasoning_effort = record.reasoning_effort
         self._emit_chat(
             prompt,
             agent,
@@ -922,7 +980,7 @@ class AgentLoop:
         chat.response_model = event.model or chat.response_model
         chat.response_id = chat.response_id or event.api_call_id
         if chat.records == 0 and event.output_tokens:
-            chat.usage.output += event.output_tokens
+            chat.usage.output = (chat.usage.output or 0) + event.output_tokens
         content = event.content
         if isinstance(content, str) and content:
             chat.message_text.append(content)
@@ -1075,6 +1133,9 @@ class AgentLoop:
                 result_text,  # result_text
                 self._offset,  # source_offset
                 tool.cli_initiated,  # cli_initiated
+                None if success else tool.denied_by,  # denied_by
+                tool.hooks_ns / 1e9 if tool.hooks_ns else None,  # hooks_s
+                completion.sandboxed if completion is not None else None,  # sandboxed
             )
         )
         self._cli_calls.discard(tool.call_id)
@@ -1264,6 +1325,8 @@ class AgentLoop:
                 text,  # output_text
                 requests,  # tool_requests
                 self._offset,  # source_offset
+                # The call's own (its usage record), else the session's for the main agent's calls.
+                chat.reasoning_effort or (self.ctx.reasoning_effort if agent is prompt.root else None),
             )
         )
         agent.usage.add(chat.usage)
@@ -1314,6 +1377,8 @@ class AgentLoop:
                 notes=prompt.notes,
                 dropped_notes=prompt.dropped_notes,
                 source_offset=self._offset,
+                agent_name=root.name,
+                reasoning_effort=ctx.reasoning_effort,
             )
         )
 
@@ -1418,6 +1483,212 @@ class AgentLoop:
             )
         )
 
+    # ------------------------------------------------------------------ hooks, warnings, agents, imports
+    def _flush_unanswered(
+        self,
+        prompt: Prompt | None = None,
+        outcome: Outcome = Outcome.ERROR,
+        error_type: str | None = None,
+        message: str | None = None,
+    ) -> None:
+        """Emit the model calls of turns that ended unanswered (of ``prompt`` only, when given): failed with
+        ``error_type`` and ``message``, cancelled, or, when nothing said why, without a response."""
+        keep: list[tuple[Prompt, Agent, OpenTurn, int]] = []
+        for entry in self._unanswered:
+            owner, agent, turn, end_ns = entry
+            if prompt is not None and owner is not prompt:
+                keep.append(entry)
+            elif outcome is Outcome.ERROR and error_type is None:
+                self._emit_chat(
+                    owner,
+                    agent,
+                    turn,
+                    end_ns,
+                    Outcome.ERROR,
+                    "ModelCallError",
+                    "the model call returned no response",
+                )
+            else:
+                self._emit_chat(owner, agent, turn, end_ns, outcome, error_type, message)
+        self._unanswered = keep
+
+    def _take_pending(self, prompt: Prompt) -> None:
+        """A new prompt takes the hooks and user-invoked skills written before its message."""
+        for _, note in self._pending_notes:
+            prompt.add_note(note)
+        self._pending_notes = []
+        self._pending_at = None
+        pending, self._pending_hooks = self._pending_hooks, {}
+        for hook in pending.values():
+            hook.parent_span_id = prompt.root.span_id
+            if hook.end_ns is None:
+                prompt.hooks[hook.invocation_id] = hook
+            else:
+                self._emit_hook(prompt, hook, hook.end_ns, None)
+
+    def _adopt_pending(self, event: Event | None) -> None:
+        """Hooks or a skill still waiting when the session ends without a prompt: a synthetic prompt of their
+        own takes them (dated and named by the first of them), rather than losing them."""
+        if self._pending_at is None or self._current is not None:
+            return
+        offset = self._pending_at[0]
+        first_ns = min(
+            [
+                *(h.start_ns for h in self._pending_hooks.values()),
+                *(n.time_ns for _, n in self._pending_notes),
+            ]
+        )
+        anchor = event or Event("pending", f"pending@{offset}", first_ns, {}, None, offset, offset)
+        self._open_prompt(replace(anchor, time_ns=first_ns) if event is not None else anchor)
+
+    def _hold(self, event: Event) -> None:
+        """Something for the next prompt was read at ``event``: a restart must re-fold from its line."""
+        if self._pending_at is None:
+            self._pending_at = (event.offset, self.ctx.to_dict())
+
+    def _on_hook_start(self, event: ev.HookStart) -> None:
+        """A hook begins: under the tool call it decides on (preToolUse names the calls) or follows (postToolUse
+        names the tool: its latest open call), else under the prompt; before any prompt, it waits for one."""
+        invocation = event.invocation_id
+        if invocation is None:
+            return
+        ids = event.tool_call_ids
+        call_id = ids[0] if ids else None
+        prompt = (self._tool_owner.get(call_id) if call_id else None) or self._current
+        tool = prompt.tools.get(call_id) if prompt is not None and call_id else None
+        if tool is None and prompt is not None and event.tool_name is not None:
+            named = [t for t in prompt.tools.values() if t.name == event.tool_name]
+            tool = max(named, key=lambda t: t.start_ns) if named else None
+        hook = Hook(
+            invocation_id=invocation,
+            hook_type=event.hook_type or "unknown",
+            start_ns=event.time_ns,
+            offset=event.offset,
+            tool_call_id=tool.call_id if tool is not None else call_id,
+            tool_name=tool.name if tool is not None else event.tool_name,
+        )
+        if prompt is None:
+            self._pending_hooks[invocation] = hook
+            self._hold(event)
+            return
+        hook.parent_span_id = tool.span_id if tool is not None else prompt.root.span_id
+        prompt.hooks[invocation] = hook
+        self._touch(prompt, prompt.root, event.time_ns)
+
+    def _on_hook_end(self, event: ev.HookEnd) -> None:
+        invocation = event.invocation_id
+        if invocation is None:
+            return
+        prompt = None
+        hook = self._pending_hooks.get(invocation)
+        if hook is None:
+            prompt = next((p for p in self._prompts.values() if invocation in p.hooks), None)
+            if prompt is None:
+                return
+            hook = prompt.hooks[invocation]
+        hook.end_ns = event.time_ns
+        hook.success = event.success
+        hook.error_message = event.error_message
+        hook.error_source = event.error_source
+        denied = event.denied_calls
+        hook.denied_calls = len(denied)
+        if prompt is None:
+            return  # it waits for its prompt
+        for call_id in denied:
+            tool = prompt.tools.get(call_id)
+            if tool is not None:
+                tool.denied_by = HOOK_DENIAL
+        owner = prompt.tools.get(hook.tool_call_id) if hook.tool_call_id is not None else None
+        if owner is not None:
+            owner.hooks_ns += max(0, event.time_ns - hook.start_ns)
+        self._touch(prompt, prompt.root, event.time_ns)
+        self._emit_hook(prompt, hook, event.time_ns, None)
+
+    def _emit_hook(self, prompt: Prompt, hook: Hook, end_ns: int, incomplete: str | None) -> None:
+        prompt.hooks.pop(hook.invocation_id, None)
+        end = _not_before(hook.end_ns if hook.end_ns is not None else end_ns, hook.start_ns)
+        self._ended(prompt, end)
+        self._out.append(
+            HookRun(
+                session_id=self.ctx.session_id,
+                provider=self.ctx.provider or OWN_API,
+                trace_id=prompt.trace_id,
+                span_id=self._unique_sid(prompt, "hook", hook.invocation_id),
+                parent_span_id=hook.parent_span_id or prompt.root.span_id,
+                start_ns=hook.start_ns,
+                end_ns=end,
+                invocation_id=hook.invocation_id,
+                hook_type=hook.hook_type,
+                tool_call_id=hook.tool_call_id,
+                tool_name=hook.tool_name,
+                success=hook.success,
+                error_message=hook.error_message,
+                error_source=hook.error_source,
+                denied_calls=hook.denied_calls,
+                incomplete_reason=incomplete if hook.end_ns is None else None,
+                source_offset=self._offset,
+            )
+        )
+
+    def _on_warning(self, event: ev.SessionWarning) -> None:
+        prompt = self._current
+        record = SessionWarning(
+            session_id=self.ctx.session_id,
+            time_ns=event.time_ns,
+            trace_id=prompt.trace_id if prompt else None,
+            span_id=prompt.root.span_id if prompt else None,
+            warning_type=event.warning_type or "unknown",
+            message=event.message,
+            source_offset=self._offset,
+        )
+        if prompt is not None:
+            prompt.add_note(record)
+            self._touch(prompt, prompt.root, event.time_ns)
+        self._out.append(record)
+
+    def _on_agent_selected(self, event: ev.AgentSelected) -> None:
+        """The main agent is a custom one (``copilot --agent``): it names the roots from now on. A sub-agent's
+        selection (it has an ``agentId``) is read from its ``subagent.started``."""
+        if event.agent_id is not None or event.parent_tool_call_id is not None or event.name is None:
+            return
+        self.ctx.agent_name = event.name
+        if self._current is not None:
+            self._current.root.name = event.name
+
+    def _read_imported(self, event: Event) -> bool:
+        """Whether ``event`` belongs to an imported transcript (and was counted): its messages and tools ran
+        elsewhere, not as model calls or turns here. The first event of real work ends the imported part."""
+        imported = self.ctx.imported
+        kind = event.__class__
+        if kind is ev.UserMessage and event.interaction_id is None:
+            key = "user_messages"
+        elif kind is ev.AssistantMessage and event.interaction_id is None:
+            key = "assistant_messages"
+        elif kind is ev.ToolStart:
+            key = "tool_calls"
+        elif kind is ev.ToolComplete:
+            return True
+        else:
+            if kind in _ENDS_IMPORT:
+                self._emit_imported()
+            return False
+        imported[key] = imported.get(key, 0) + 1
+        return True
+
+    def _emit_imported(self) -> None:
+        imported, self.ctx.imported = self.ctx.imported, {}
+        self._out.append(
+            SessionImported(
+                session_id=self.ctx.session_id,
+                time_ns=imported.get("time_ns", 0),
+                imported_ns=imported.get("imported_ns", 0),
+                user_messages=imported.get("user_messages", 0),
+                assistant_messages=imported.get("assistant_messages", 0),
+                tool_calls=imported.get("tool_calls", 0),
+                source_offset=self._offset,
+            )
+        )
+
     # ------------------------------------------------------------------ runaway detection
     def _detect(self, prompt: Prompt, detection: Detection | None) -> None:
         """Hand on a rule's detection, if it fired, noted on the prompt."""
@@ -1461,4 +1732,22 @@ _HANDLERS: dict[type[Event], Callable[[AgentLoop, Any], None]] = {
     ev.PermissionCompleted: AgentLoop._on_permission_completed,
     ev.SubagentStarted: AgentLoop._on_subagent_started,
     ev.SubagentEnded: AgentLoop._on_subagent_end,
+    ev.HookStart: AgentLoop._on_hook_start,
+    ev.HookEnd: AgentLoop._on_hook_end,
+    ev.SessionWarning: AgentLoop._on_warning,
+    ev.AgentSelected: AgentLoop._on_agent_selected,
 }
+# Handlers of the events that may follow a turn that ended unanswered without settling it: the error or abort
+# that says why, and hooks, warnings or a failed compaction written in between.
+_KEEPS_UNANSWERED = frozenset(
+    {
+        AgentLoop._on_session_error,
+        AgentLoop._on_abort,
+        AgentLoop._on_compaction,
+        AgentLoop._on_hook_start,
+        AgentLoop._on_hook_end,
+        AgentLoop._on_warning,
+    }
+)
+# Events after which an imported transcript is over: a new CLI process, the end, a real turn.
+_ENDS_IMPORT = frozenset({ev.SessionResume, ev.Shutdown, ev.TurnStart, ev.UserMessage, ev.UsageRecord})

@@ -269,12 +269,13 @@ class ModelMetrics(RecordBase):
 
 @record
 class CompactionCall(RecordBase):
-    """The compaction's own model call (``compactionTokensUsed``): the CLI writes no usage record for it."""
+    """The compaction's own model call (``compactionTokensUsed``): the CLI writes no usage record for it. A count
+    it lacks or holds out of range is ``None`` (unknown is not zero)."""
 
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int
-    cache_write_tokens: int
+    input_tokens: int | None
+    output_tokens: int | None
+    cache_read_tokens: int | None
+    cache_write_tokens: int | None
     model: str | None
     duration_ms: float | None
 
@@ -284,14 +285,15 @@ class Usage(RecordBase):
     """What a ``session.usage_record`` says of one model call.
 
     ``provider`` is ``github`` for the CLI's own API, the BYOK provider type (or ``byok``), ``None`` when the
-    record does not say.
+    record does not say. A count or the cost the record lacks, or holds out of range (dropped, counted), is
+    ``None``: unknown is not zero.
     """
 
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int
-    cache_write_tokens: int
-    cost: float
+    input_tokens: int | None
+    output_tokens: int | None
+    cache_read_tokens: int | None
+    cache_write_tokens: int | None
+    cost: float | None
     nano_aiu: float
     model: str | None
     api_call_id: str | None
@@ -300,6 +302,10 @@ class Usage(RecordBase):
     duration_ms: float | None
     initiator: str | None
     provider: str | None
+    # Reasoning output tokens (reasoning models); None when the record does not say.
+    reasoning_tokens: int | None = None
+    # The reasoning effort the call was made with (sub-agents' included), when the record says.
+    reasoning_effort: str | None = None
 
 
 @record
@@ -320,6 +326,9 @@ class SessionStart(Event):
     copilot_version = text("copilotVersion")
     producer = text("producer")
     selected_model = text("selectedModel")
+    reasoning_effort = text("reasoningEffort")
+    # When the session began: the transcript's date for an imported session (the event's own time is the import's).
+    start_time = text("startTime")
 
     @property
     def context(self) -> Context | None:
@@ -331,6 +340,7 @@ class SessionResume(Event):
 
     __slots__ = ()
     selected_model = text("selectedModel")
+    reasoning_effort = text("reasoningEffort")
 
     @property
     def context(self) -> Context | None:
@@ -352,6 +362,12 @@ class ModelChange(Event):
 
     __slots__ = ()
     new_model = text("newModel")
+    reasoning_effort = text("reasoningEffort")
+
+    @property
+    def says_reasoning_effort(self) -> bool:
+        """Whether the change names the effort (``null``: the model's default from now on)."""
+        return "reasoningEffort" in self.data
 
     @property
     def from_agent(self) -> bool:
@@ -364,6 +380,58 @@ class ModeChanged(Event):
     __slots__ = ()
     previous = text("previousMode")
     new = text("newMode")
+
+
+class SessionWarning(Event):
+    """``session.warning``: something went wrong without stopping the session (a hook that crashed, tools left
+    interrupted by a killed CLI)."""
+
+    __slots__ = ()
+    warning_type = text("warningType")
+    message = text("message")
+
+
+class HookStart(Event):
+    """``hook.start``: a repository or user hook (``.github/hooks/*.json``) begins.
+
+    ``tool_call_ids`` are the calls a ``preToolUse`` hook decides on (its input's ``toolCalls``); ``tool_name``
+    is the tool a ``postToolUse`` hook follows (its input names no call id).
+    """
+
+    __slots__ = ()
+    invocation_id = text("hookInvocationId")
+    hook_type = text("hookType")
+    tool_name = text("input", "toolName")
+
+    @property
+    def tool_call_ids(self) -> tuple[str, ...]:
+        calls = _dict(self.data.get("input")).get("toolCalls")
+        if not isinstance(calls, list):
+            return ()
+        return tuple(i for c in calls if isinstance(c, dict) and (i := _str(c.get("id"))) is not None)
+
+
+class HookEnd(Event):
+    """``hook.end``: the hook finished (``success`` false: it timed out or failed; ``error`` says why)."""
+
+    __slots__ = ()
+    invocation_id = text("hookInvocationId")
+    hook_type = text("hookType")
+    error_message = text("error", "message")
+    error_source = text("error", "source")
+
+    @property
+    def success(self) -> bool:
+        """False only for a JSON ``false``."""
+        return self.data.get("success") is not False
+
+    @property
+    def denied_calls(self) -> tuple[str, ...]:
+        """The tool calls a ``preToolUse`` hook denied (its ``output`` maps each call id to the reason)."""
+        output = self.data.get("output")
+        if self.data.get("hookType") != "preToolUse" or not isinstance(output, dict):
+            return ()
+        return tuple(k for k, v in output.items() if isinstance(v, str) and v.startswith("Denied"))
 
 
 class SessionError(Event):
@@ -457,10 +525,10 @@ class Compaction(Event):
         if not isinstance(used, dict):
             return None
         return CompactionCall(
-            _int(used.get("inputTokens")) or 0,
-            _int(used.get("outputTokens")) or 0,
-            _int(used.get("cacheReadTokens")) or 0,
-            _int(used.get("cacheWriteTokens")) or 0,
+            _int(used.get("inputTokens")),
+            _int(used.get("outputTokens")),
+            _int(used.get("cacheReadTokens")),
+            _int(used.get("cacheWriteTokens")),
             _str(used.get("model")),
             _float(used.get("duration")),
         )
@@ -478,12 +546,14 @@ class Truncation(Event):
 
 
 class SkillInvoked(Event):
-    """``skill.invoked``: a skill ran."""
+    """``skill.invoked``: a skill ran (``trigger`` ``user-invoked``: typed as ``/<skill>``, written before the
+    ``user.message`` it belongs to)."""
 
     __slots__ = ()
     name = text("name")
     plugin = text("pluginName")
     trigger = text("trigger")
+    source = text("source")
 
 
 class SystemNotification(Event):
@@ -533,6 +603,7 @@ class UserMessage(Event):
 
     __slots__ = ()
     content = raw("content")
+    message_id = text("messageId")  # absent on the messages ``copilot sessions import`` writes
     source = text("source")
     delivery = text("delivery")
     turn_id = text("turnId")
@@ -583,11 +654,11 @@ class UsageRecord(Event):
         byok = g("isByok")
         copilot = g("copilotUsage")  # some versions report nano-AIU only there
         return Usage(
-            _int(g("inputTokens")) or 0,
-            _int(g("outputTokens")) or 0,
-            _int(g("cacheReadTokens")) or 0,
-            _int(g("cacheWriteTokens")) or 0,
-            _float(g("cost")) or 0.0,
+            _int(g("inputTokens")),
+            _int(g("outputTokens")),
+            _int(g("cacheReadTokens")),
+            _int(g("cacheWriteTokens")),
+            _float(g("cost")),
             _float(g("totalNanoAiu"))
             or _float(copilot.get("totalNanoAiu") if isinstance(copilot, dict) else None)
             or 0.0,
@@ -598,6 +669,8 @@ class UsageRecord(Event):
             _float(g("duration")),
             _str(g("initiator")),
             (_str(g("providerType")) or "byok") if byok is True else "github" if byok is False else None,
+            _int(g("reasoningTokens")),
+            _str(g("reasoningEffort")),
         )
 
 
@@ -670,9 +743,23 @@ class ToolComplete(Event):
         return self.data.get("success") is not False
 
     @property
+    def sandboxed(self) -> bool | None:
+        """Whether the command ran under ``--sandbox`` (None: the record does not say)."""
+        value = self.data.get("sandboxed")
+        return value if isinstance(value, bool) else None
+
+    @property
     def file_edits(self) -> int | None:
         edits = self.data.get("fileEdits")
         return len(edits) if isinstance(edits, list) else None
+
+
+class AgentSelected(Event):
+    """``subagent.selected``: an agent was chosen; without ``agentId``, the main agent (``copilot --agent``)."""
+
+    __slots__ = ()
+    name = text("agentName")
+    display_name = text("agentDisplayName")
 
 
 class SubagentStarted(Event):
@@ -714,6 +801,10 @@ CLASSES: dict[str, type[Event]] = {
     "session.model_change": ModelChange,
     "session.mode_changed": ModeChanged,
     "session.error": SessionError,
+    "session.warning": SessionWarning,
+    "hook.start": HookStart,
+    "hook.end": HookEnd,
+    "subagent.selected": AgentSelected,
     "abort": Abort,
     "session.shutdown": Shutdown,
     "session.compaction_start": Compaction,

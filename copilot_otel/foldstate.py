@@ -40,6 +40,7 @@ class Chat(RecordBase):
     ttft_ms: float | None = None
     server_ms: float | None = None
     initiator: str | None = None
+    reasoning_effort: str | None = None  # as the call's usage record says
     end_ns: int | None = None
     message_text: list[str] = field(default_factory=list)
     reasoning_text: list[str] = field(default_factory=list)  # captured only with the reasoning switch
@@ -83,6 +84,26 @@ class Tool(RecordBase):
     agent: Agent
     description: str | None = None
     cli_initiated: bool = False  # the CLI's own call (reading finished background work), not the model's
+    denied_by: str | None = None  # "preToolUse hook" when a hook's output denied this call
+    hooks_ns: int = 0  # time its pre/post hooks ran (inside its span)
+
+
+@record
+class Hook(RecordBase):
+    """A hook run between its ``hook.start`` and ``hook.end`` (or, before any prompt, until one opens)."""
+
+    invocation_id: str
+    hook_type: str
+    start_ns: int
+    offset: int  # of its hook.start line (a prompt it waits for starts its re-fold there)
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    parent_span_id: int | None = None  # None while it waits for a prompt
+    end_ns: int | None = None
+    success: bool = True
+    error_message: str | None = None
+    error_source: str | None = None
+    denied_calls: int = 0
 
 
 @record
@@ -156,6 +177,7 @@ class Prompt(RecordBase):
     context_at_open: dict[str, Any] = field(default_factory=dict)
     # permission requests not yet answered: requestId → (tool call id, kind, requested at)
     permissions: dict[str, tuple[str | None, str | None, int]] = field(default_factory=dict)
+    hooks: dict[str, Hook] = field(default_factory=dict)  # hook runs not yet ended, by invocation id
 
     def add_note(self, note: Note) -> None:
         """Note what happened during the prompt (its root span's events), counting those past :data:`MAX_SPAN_EVENTS`."""
@@ -185,6 +207,11 @@ class SessionContext(RecordBase):
     # logs write it once, before the first prompt.
     system_prompt: str | None = None
     saw_usage_records: bool = False
+    # The main agent when custom (``copilot --agent``: subagent.selected before the first prompt).
+    agent_name: str | None = None
+    reasoning_effort: str | None = None
+    # While a log's imported part (``copilot sessions import``) is read: what it held so far (see AgentLoop).
+    imported: dict[str, int] = field(default_factory=dict)
     prompts_started: int = 0
     last_event_ns: int = 0
     last_prompt_event_id: str | None = None

@@ -3,7 +3,7 @@
     >>> import copilot_otel
     >>> session = copilot_otel.read_session("~/.copilot/session-state/<id>")
     >>> [p.outcome for p in session.prompts]
-    >>> sum(c.usage.input for c in session.model_calls)
+    >>> sum(c.usage.input or 0 for c in session.model_calls)  # None: a count the log did not give
 
 The records are the agent loop's own (:mod:`copilot_otel.activity`): the same stages ``replay``, ``run`` and
 ``show`` run (:class:`copilot_otel.pipeline.Pipeline`), stopping before any vocabulary. Nothing is sent anywhere;

@@ -99,6 +99,7 @@ FIGURES: tuple[str, ...] = (
     "output_tokens",
     "cache_read_tokens",
     "cache_write_tokens",
+    "reasoning_tokens",
     "premium_requests",
     "ai_units",
     "lines_added",
@@ -298,15 +299,20 @@ def _model_call_items(
     u = record.usage
     if record.calls:
         premium = u.cost if record.initiator in (None, "user") else 0.0
-        figures = (
+        # Only what the call reported: a count the log did not give (None) adds nothing (unknown is not zero).
+        given = (
             ("input_tokens", u.input),
             ("output_tokens", u.output),
             ("cache_read_tokens", u.cache_read),
             ("cache_write_tokens", u.cache_write),
+            ("reasoning_tokens", u.reasoning),
             ("premium_requests", premium),
             ("ai_units", u.nano_aiu / _NANO),
         )
-        return [_Item(record.start_ns, record.model, record.trace_id, figures)]
+        figures = tuple((name, value) for name, value in given if value is not None)
+        # A count the record lacked or held out of range makes the row's figure a lower bound: estimated.
+        unknown = tuple(name for name, value in given[:4] if value is None)
+        return [_Item(record.start_ns, record.model, record.trace_id, figures, unknown)]
     if run < len(ends) or run in runs_with_usage:
         return []  # its run's shutdown totals (or the run's usage records) count it
     # A run with no usage record and no shutdown (older CLI, killed): only the output tokens the message states.
@@ -315,7 +321,7 @@ def _model_call_items(
             record.start_ns,
             record.model,
             record.trace_id,
-            (("output_tokens", u.output),),
+            (("output_tokens", u.output or 0),),
             (*_USAGE_FIGURES, "ai_units"),
         )
     ]
@@ -823,6 +829,7 @@ _COLUMNS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
     ("turns", "turns", _count),
     ("cache_read_tokens", "cache rd", _tokens),
     ("cache_write_tokens", "cache wr", _tokens),
+    ("reasoning_tokens", "reason", _tokens),
     ("ai_units", "AIU", _float),
     ("lines_added", "+lines", _count),
     ("lines_removed", "-lines", _count),
@@ -910,7 +917,9 @@ def render_table(report: Report, width: int, zone: tzinfo | None) -> Any:
     if report.matched_rows > len(report.rows):
         notes.append(f"{len(report.rows)} of {report.matched_rows} rows shown; the total counts all.")
     if report.totals.estimated:
-        notes.append("~ estimated: an older CLI's log or a killed session lacks the exact figure.")
+        notes.append(
+            "~ estimated: an older CLI's log, a killed session or a count out of range lacks the exact figure."
+        )
     left_out = [n for n, _, _ in _COLUMNS if n not in {c[0] for c in columns}]
     if left_out:
         notes.append(f"{len(left_out)} more figures with a wider terminal or --json.")

@@ -27,6 +27,7 @@ ERROR_TYPE = "error.type"
 OI_KIND = "openinference.span.kind"
 SESSION_ID = "session.id"
 RUNAWAY_REASON = "copilot_otel.runaway.reason"
+WARNING_TYPE = "copilot_otel.warning.type"
 PROMPT_OUTCOME = "copilot_otel.prompt.outcome"
 SESSION_EVENT = "copilot_otel.session.event"
 DROP_REASON = "copilot_otel.drop.reason"
@@ -199,6 +200,13 @@ METRICS: tuple[MetricSpec, ...] = (
     ),
     MetricSpec("copilot_otel.nano_aiu", "{nano_aiu}", _C, "AI units used, in nano-AIU.", (REQUEST_MODEL,)),
     MetricSpec("copilot_otel.errors", "{error}", _C, "Session errors and aborts, by type.", (ERROR_TYPE,)),
+    MetricSpec(
+        "copilot_otel.session.warnings",
+        "{warning}",
+        _C,
+        "Session warnings (a hook that crashed, tools a killed CLI left unfinished), by type.",
+        (WARNING_TYPE,),
+    ),
     MetricSpec(
         "copilot_otel.runaway.detections",
         "{detection}",

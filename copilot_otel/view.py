@@ -37,6 +37,7 @@ from .activity import (
     AgentRun,
     Compaction,
     Detection,
+    HookRun,
     ModeChange,
     ModelCall,
     Note,
@@ -47,10 +48,13 @@ from .activity import (
     Record,
     SessionError,
     SessionStarted,
+    SessionWarning,
+    SkillInvoked,
     TaskComplete,
     ToolCall,
     Truncation,
     Turn,
+    Usage,
 )
 from .agentloop import FoldSettings
 from .config import Config
@@ -295,13 +299,13 @@ def _tree_settings(settings: FoldSettings) -> FoldSettings:
     return dataclasses.replace(settings, content=policy)
 
 
-Work = PromptRun | Turn | ModelCall | ToolCall | AgentRun | PermissionWait
+Work = PromptRun | Turn | ModelCall | ToolCall | AgentRun | PermissionWait | HookRun
 
 
 def _failed(record: Record) -> bool:
     """A piece of work that failed: a tool that did not succeed (denied, cut short), a model call or agent in
     error, a prompt that ended in error (a model call cancelled by an abort is not a failure of its own)."""
-    if isinstance(record, ToolCall):
+    if isinstance(record, (ToolCall, HookRun)):
         return not record.success
     if isinstance(record, (ModelCall, AgentRun)):
         return record.outcome is Outcome.ERROR
@@ -319,7 +323,7 @@ def render_session(read: SessionRecords) -> Group:
     work: list[Work] = [
         r
         for r in read.records
-        if isinstance(r, (PromptRun, Turn, ModelCall, ToolCall, AgentRun, PermissionWait))
+        if isinstance(r, (PromptRun, Turn, ModelCall, ToolCall, AgentRun, PermissionWait, HookRun))
     ]
     by_id = {r.span_id: r for r in work}
     children: dict[int, list[Work]] = defaultdict(list)
@@ -430,7 +434,7 @@ def _add_repeat_row(node: Tree, run: Sequence[Work], origin_ns: int) -> None:
         text.append(f"chat {first.model}", style="cyan")
         text.append(f" {_TIMES}{len(run)}", style="bold cyan")
         text.append(f"  {took}", style="dim")
-        tokens = _tokens(sum(c.usage.input for c in calls), sum(c.usage.output for c in calls))
+        tokens = _tokens([c.usage for c in calls])
         if tokens:
             text.append(f"  {tokens}", style="dim")
         if first.finish_reason:
@@ -490,7 +494,7 @@ def _prompt_label(prompt: PromptRun, number: int, total: int, work: Sequence[Wor
     facts.append(f"{tools} ({failed_tools} failed)" if failed_tools else tools)
     # Tokens of every model call of the prompt, sub-agents' included (as its turn count counts theirs).
     calls = [r for r in work if isinstance(r, ModelCall)]
-    tokens = _tokens(sum(c.usage.input for c in calls), sum(c.usage.output for c in calls))
+    tokens = _tokens([c.usage for c in calls])
     if tokens:
         facts.append(tokens)
     if prompt.model:
@@ -520,7 +524,7 @@ def _work_label(r: Work, origin_ns: int) -> Text:
         text.append(f"  {took}", style="dim")
         if r.origin == "compaction":
             text.append("  (compaction)", style="yellow")
-        tokens = _tokens(r.usage.input, r.usage.output)
+        tokens = _tokens([r.usage])
         if tokens:
             text.append(f"  {tokens}", style="dim")
         if r.finish_reason:
@@ -544,6 +548,16 @@ def _work_label(r: Work, origin_ns: int) -> Text:
         elif failed:
             text.append(f"  failed: {_one_line(r.message or r.error_type or 'error', 100)}", style="red")
         return text
+    if isinstance(r, HookRun):
+        text.append(f"hook {r.hook_type}", style="red" if failed else "dim")
+        text.append(f"  {offset}  {took}", style="dim")
+        if r.denied_calls:
+            text.append(f"  denied {_plural(r.denied_calls, 'call')}", style="yellow")
+        if failed:
+            text.append(f"  failed: {_one_line(r.error_message or 'error', 100)}", style="red")
+        elif r.incomplete_reason:
+            text.append(f"  incomplete ({r.incomplete_reason})", style="yellow")
+        return text
     if isinstance(r, PermissionWait):
         text.append("waited for permission", style="yellow")
         if r.kind:
@@ -561,7 +575,7 @@ def _work_label(r: Work, origin_ns: int) -> Text:
         text.append(" in the background", style="magenta")
     text.append(f"  {offset}  {took}", style="dim")
     facts = [_plural(r.turn_count, "turn"), _plural(r.tool_calls, "tool call")]
-    tokens = _tokens(r.usage.input, r.usage.output)
+    tokens = _tokens([r.usage])
     if tokens:
         facts.append(tokens)
     text.append("  " + " · ".join(facts), style="dim")
@@ -597,6 +611,10 @@ def _note_label(note: Note, offset_ns: int) -> Text | None:
         text = Text(f"mode {note.previous or '?'} → {note.new or '?'}", style="cyan")
     elif isinstance(note, Notification):
         text = Text(f"background {note.kind.replace('_', ' ')}", style="dim")
+    elif isinstance(note, SessionWarning):
+        text = Text(f"⚠ warning ({note.warning_type}): {_one_line(note.message or '', 100)}", style="yellow")
+    elif isinstance(note, SkillInvoked):
+        text = Text(f"skill {note.name or '?'} ({note.trigger or 'invoked'})", style="cyan")
     else:
         return None
     text.append(at, style="dim")
@@ -613,10 +631,24 @@ def _int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _tokens(tokens_in: int, tokens_out: int) -> str:
+def _tokens(usages: Sequence[Usage]) -> str:
+    """``1,200 in / 60 out tokens``, with the reasoning part of the output when a call reported it."""
+    tokens_in = _total([u.input for u in usages])
+    tokens_out = _total([u.output for u in usages])
     if not tokens_in and not tokens_out:
         return ""
-    return f"{tokens_in:,} in / {tokens_out:,} out tokens"
+    reasoning = [u.reasoning for u in usages if u.reasoning is not None]
+    told = f" ({sum(reasoning):,} reasoning)" if reasoning else ""
+    return f"{_count_or_unknown(tokens_in)} in / {_count_or_unknown(tokens_out)} out tokens{told}"
+
+
+def _total(counts: Sequence[int | None]) -> int | None:
+    """The sum, or ``None`` when a part is unknown (the log did not give it)."""
+    return None if any(c is None for c in counts) else sum(c or 0 for c in counts)
+
+
+def _count_or_unknown(count: int | None) -> str:
+    return "?" if count is None else f"{count:,}"
 
 
 def _plural(count: int, noun: str) -> str:

@@ -350,3 +350,148 @@ def test_sigint_during_an_autopilot_continuation() -> None:
     assert evs.index(abort) > evs.index(tool)
     assert isinstance(abort["data"]["reason"], str)
     assert autopilot_stopped("sigint-autopilot") == ["aborted"]
+
+
+# ---------------------------------------------------------------------------------------------- agent-loop features
+# Shapes of issue 23 (hooks, skills, a custom agent, reasoning, failed calls, Ctrl-C mid-stream, an import).
+FEATURE_SHAPES = (
+    "hooks",
+    "skill-agent",
+    "skill-plugin",
+    "skill-user",
+    "custom-agent",
+    "reasoning",
+    "error-context",
+    "error-ratelimit",
+    "ctrlc-stream",
+    "imported",
+    "sandbox",
+    "usage-out-of-range",
+)
+
+
+@pytest.mark.parametrize("name", FEATURE_SHAPES)
+def test_feature_capture_is_a_real_cli_session(name: str) -> None:
+    evs = events(name)
+    info = meta(name)
+    assert info["scenario"] == name
+    assert info["cli_version"] == "GitHub Copilot CLI 1.0.102."
+    assert evs[0]["type"] == "session.start"
+    assert evs[0]["data"]["sessionId"] == info["session_id"]
+    assert evs[-1]["type"] == "session.shutdown"
+    # an import writes no shutdown; every -p run writes one
+    prompt_runs = [run for run in info["runs"] if "import" not in run]
+    assert len(of_type(evs, "session.shutdown")) == len(prompt_runs)
+
+
+def test_hooks_pairs_denial_timeout_and_warning() -> None:
+    evs = events("hooks")
+    starts = {e["data"]["hookInvocationId"]: e for e in of_type(evs, "hook.start")}
+    ends = {e["data"]["hookInvocationId"]: e for e in of_type(evs, "hook.end")}
+    assert starts.keys() == ends.keys()
+    assert [e["data"]["hookType"] for e in of_type(evs, "hook.start")] == [
+        "sessionStart",
+        "userPromptSubmitted",
+        "preToolUse",
+        "preToolUse",
+        "postToolUse",
+        "agentStop",
+        "sessionEnd",
+    ]
+    failed = [e for e in ends.values() if e["data"]["success"] is False]
+    assert len(failed) == 1
+    assert failed[0]["data"]["error"]["message"].startswith("HookTimeoutError")
+    denied = completes_by_id(evs)["call_hooks_0_0"]["data"]
+    assert denied["error"]["code"] == "denied"
+    assert denied["error"]["message"].startswith("Denied by preToolUse hook")
+    assert [w["data"]["warningType"] for w in of_type(evs, "session.warning")] == ["hook"]
+    # the user prompt hook runs before the user.message it belongs to
+    assert index_of(evs, lambda e: e["type"] == "hook.start") < index_of(
+        evs, lambda e: e["type"] == "user.message"
+    )
+
+
+def test_skill_agent_invokes_a_project_skill_with_the_skill_tool() -> None:
+    evs = events("skill-agent")
+    (skill,) = of_type(evs, "skill.invoked")
+    assert skill["data"]["name"] == "release-notes"
+    assert skill["data"]["source"] == "project"
+    assert tool_starts(evs, "skill")
+
+
+def test_a_plugin_skill_names_its_plugin() -> None:
+    (skill,) = of_type(events("skill-plugin"), "skill.invoked")
+    assert (skill["data"]["source"], skill["data"]["pluginName"]) == ("plugin", "shapes-tools")
+    assert skill["data"]["trigger"] == "agent-invoked"
+
+
+def test_a_user_invoked_skill_is_written_before_its_user_message() -> None:
+    evs = events("skill-user")
+    skill = index_of(evs, lambda e: e["type"] == "skill.invoked")
+    assert evs[skill]["data"]["trigger"] == "user-invoked"
+    message = index_of(evs, lambda e: e["type"] == "user.message")
+    assert skill < message
+    assert evs[message]["data"]["content"].startswith("/notes-writer for version 2")
+    assert meta("skill-user")["runs"][0]["tui"]
+
+
+def test_custom_agent_is_selected_before_the_prompt() -> None:
+    evs = events("custom-agent")
+    selected = index_of(evs, lambda e: e["type"] == "subagent.selected")
+    assert evs[selected]["data"]["agentName"] == "reviewer"
+    assert "agentId" not in evs[selected]
+    assert selected < index_of(evs, lambda e: e["type"] == "user.message")
+
+
+def test_reasoning_tokens_and_effort_are_in_the_log() -> None:
+    evs = events("reasoning")
+    assert evs[0]["data"]["reasoningEffort"] == "high"
+    usage = [e["data"]["usage"] for e in of_type(evs, "session.usage_record")]
+    assert [u["reasoningTokens"] for u in usage] == [25, 10, 5]
+    assert [u["cacheReadTokens"] for u in usage] == [1000, 1100, 0]
+    (change,) = of_type(evs, "session.model_change")
+    assert change["data"]["reasoningEffort"] == "low"
+
+
+@pytest.mark.parametrize(("name", "status"), [("error-context", 400), ("error-ratelimit", 429)])
+def test_failed_model_call_has_no_usage_and_a_status(name: str, status: int) -> None:
+    evs = events(name)
+    assert not of_type(evs, "session.usage_record")
+    (error,) = of_type(evs, "session.error")
+    assert error["data"]["statusCode"] == status
+    assert index_of(evs, lambda e: e["type"] == "assistant.turn_end") < evs.index(error)
+    assert all(run["exit_code"] == 1 for run in meta(name)["runs"])
+
+
+def test_ctrl_c_mid_stream_ends_the_turn_then_aborts() -> None:
+    evs = events("ctrlc-stream")
+    types = [e["type"] for e in evs]
+    assert len(of_type(evs, "assistant.turn_start")) == 2
+    assert len(of_type(evs, "session.usage_record")) == 1  # none for the cut call
+    # the cut turn's end and the abort, in either order (runs differ), then the shutdown
+    assert sorted(types[-3:-1]) == ["abort", "assistant.turn_end"]
+
+
+def test_imported_transcript_has_no_turns_then_a_real_prompt() -> None:
+    evs = events("imported")
+    resume = index_of(evs, lambda e: e["type"] == "session.resume")
+    imported = evs[1:resume]
+    assert evs[0]["data"]["startTime"] == "2026-11-20T09:00:00.000Z"
+    assert [e["type"] for e in imported].count("user.message") == 2
+    assert [e["type"] for e in imported].count("assistant.message") == 3
+    assert not [e for e in imported if e["type"] in ("assistant.turn_start", "session.usage_record")]
+    assert of_type(evs[resume:], "assistant.turn_start")
+
+
+def test_the_cli_writes_a_count_beyond_two_to_the_53_as_is() -> None:
+    evs = events("usage-out-of-range")
+    (usage, *_) = [e["data"]["usage"] for e in of_type(evs, "session.usage_record")]
+    assert usage["outputTokens"] == 2**60 > 2**53
+    assert of_type(evs, "session.error")
+
+
+def test_sandbox_without_bubblewrap_runs_nothing_but_says_sandboxed() -> None:
+    (done,) = of_type(events("sandbox"), "tool.execution_complete")
+    assert done["data"]["sandboxed"] is True
+    assert done["data"]["success"] is True and done["data"]["shellExecution"]["exitCode"] == 1
+    assert "Sandboxing is enabled but not supported" in done["data"]["result"]["content"]

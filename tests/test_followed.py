@@ -32,7 +32,8 @@ from copilot_otel.sessions import SessionFile
 from copilot_otel.state import Checkpoint, StateStore
 from copilot_otel.tail import FileTailer
 
-from .conftest import CLI_GENERATED
+from .conftest import CLI_GENERATED, FIXTURES
+from .test_fixture_shapes import FEATURE_SHAPES
 
 SETTINGS = FoldSettings(content=ContentPolicy.from_env({}))
 
@@ -93,12 +94,14 @@ def _key(span: SpanRecord) -> tuple[Any, ...]:
 
 def _session(tmp_path: Path, name: str) -> tuple[Path, list[bytes]]:
     source = CLI_GENERATED / name / "events.jsonl"
+    if not source.exists():  # the real CLI's agent-loop feature captures (tests/realcli/shapes.py)
+        source = FIXTURES / "cli-shapes" / name / "events.jsonl"
     folder = tmp_path / "session-state" / source.parent.name
     folder.mkdir(parents=True)
     return folder / "events.jsonl", source.read_bytes().splitlines(keepends=True)
 
 
-@pytest.mark.parametrize("name", ["multi-tool", "subagent", "resumed", "failing-tool"])
+@pytest.mark.parametrize("name", ["multi-tool", "subagent", "resumed", "failing-tool", *FEATURE_SHAPES])
 def test_restarts_from_every_acknowledged_point_put_out_each_span_once(tmp_path: Path, name: str) -> None:
     """Written line by line, read after each line; a restart from each checkpoint the acknowledgements allowed,
     with the un-acknowledged batches lost as a crash would lose them: the spans put out after the restart plus

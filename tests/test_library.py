@@ -27,8 +27,10 @@ def test_records_match_the_raw_log(folder: Path) -> None:
     starts = [e for e in events if e["type"] == "tool.execution_start"]
     assert sorted(t.call_id for t in session.tool_calls) == sorted(e["data"]["toolCallId"] for e in starts)
     usage = [e["data"]["usage"] for e in events if e["type"] == "session.usage_record"]
-    assert sum(c.usage.input for c in session.model_calls) == sum(u.get("inputTokens", 0) for u in usage)
-    assert sum(c.usage.output for c in session.model_calls) >= sum(u.get("outputTokens", 0) for u in usage)
+    assert sum(c.usage.input or 0 for c in session.model_calls) == sum(u.get("inputTokens", 0) for u in usage)
+    assert sum(c.usage.output or 0 for c in session.model_calls) >= sum(
+        u.get("outputTokens", 0) for u in usage
+    )
     raw_lines = [line for line in (folder / "events.jsonl").read_bytes().splitlines() if line.strip()]
     assert session.lines == len(raw_lines)
     assert not session.drops

@@ -140,3 +140,55 @@ def test_runaway_of_a_real_cli_session_is_detected_while_it_runs(
         if e["name"] == "copilot_otel.runaway.detected"
     )
     assert reasons == ["identical_tool_calls", "turns"]
+
+
+@pytest.mark.parametrize("name", ["hooks", "custom-agent", "error-context"])
+def test_live_agent_loop_features_equal_replay(
+    copilot_binary: Path,  # noqa: F811 - the fixture imported above
+    tmp_path: Path,
+    name: str,
+) -> None:
+    """A feature shape of tests/realcli/shapes.py (hooks with a denial, a timeout and a crash; a custom main
+    agent; a model call failed with HTTP 400) written by the real CLI while the daemon tails it: what the
+    daemon delivers is exactly what replay makes of the finished log."""
+    from tests.realcli.shapes import SHAPES
+
+    shape = next(s for s in SHAPES if s.name == name)
+    (run,) = shape.runs
+    home = tmp_path / "cli-home"
+    workdir = tmp_path / "project"
+    for rel, text in shape.files.items():
+        (workdir / rel).parent.mkdir(parents=True, exist_ok=True)
+        (workdir / rel).write_text(text)
+    session_state = home / ".copilot" / "session-state"
+    session_state.mkdir(parents=True)
+    if shape.trusted:
+        (home / ".copilot" / "config.json").write_text(f'{{"trustedFolders": ["{workdir}"]}}')
+    with OtlpReceiver() as receiver, FakeModelServer(scripts={s.name: s for s in shape.scripts}) as model:
+        daemon = DaemonProcess(
+            session_state, tmp_path / "state", receiver.http_endpoint, tmp_path / "daemon.log"
+        )
+        daemon.start()
+        try:
+            result = run_copilot(
+                copilot_binary,
+                home,
+                workdir,
+                run.prompt,
+                model.base_url,
+                session_id=shape.session_id,
+                extra_args=run.args,
+                timeout=90,
+            )
+            assert result.returncode == (1 if name == "error-context" else 0), result.stderr
+            log = session_dir(home, shape.session_id) / "events.jsonl"
+            assert_delivered_like_replay(receiver, [log], tmp_path, timeout=30)
+        finally:
+            assert daemon.terminate() == 0
+    names = [s["name"] for s in receiver.spans()]
+    expected = {
+        "hooks": "hook postToolUse",
+        "custom-agent": "invoke_agent reviewer",
+        "error-context": "chat gpt-4.1",
+    }
+    assert expected[name] in names

@@ -22,6 +22,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from copilot_otel.cli import main
+from copilot_otel.parse import parse_timestamp
 from copilot_otel.report import Period, build_report, render_json, report_sessions
 from tests.conftest import CLI_GENERATED, FIXTURES, ROOT, read_events
 
@@ -52,8 +53,21 @@ def _time(event: dict[str, Any]) -> datetime:
     return datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00"))
 
 
+def _imported(start: dict[str, Any]) -> bool:
+    started = start["data"].get("startTime")
+    return isinstance(started, str) and parse_timestamp(start["timestamp"]) - parse_timestamp(started) > 60e9
+
+
 def _raw(events: list[dict[str, Any]]) -> dict[str, float]:
-    """The figures of one log, from its raw events (the report's documented sources)."""
+    """The figures of one log, from its raw events (the report's documented sources).
+
+    An imported transcript (``copilot sessions import``: the log opens with a ``session.start`` whose ``startTime``
+    is the transcript's, days before the event) ran elsewhere: its tool calls, up to the next CLI process, are
+    not this session's work.
+    """
+    if events and events[0]["type"] == "session.start" and _imported(events[0]):
+        resume = next((i for i, e in enumerate(events) if e["type"] == "session.resume"), len(events))
+        events = events[:1] + events[resume:]
     usage = [e["data"]["usage"] for e in events if e["type"] == "session.usage_record"]
     # A compaction's own model call has no usage record; its tokens are in compactionTokensUsed (no cost).
     usage += [
@@ -62,6 +76,8 @@ def _raw(events: list[dict[str, Any]]) -> dict[str, float]:
         if e["type"] == "session.compaction_complete"
         and isinstance(e["data"].get("compactionTokensUsed"), dict)
     ]
+    # A count beyond 2**53 (usage-out-of-range) is unknown: the report leaves it out (and marks it estimated).
+    usage = [{k: v for k, v in u.items() if not (isinstance(v, int) and v >= 2**53)} for u in usage]
     shutdowns = [e["data"] for e in events if e["type"] == "session.shutdown"]
     last = shutdowns[-1] if shutdowns else {}
     return {
@@ -128,7 +144,7 @@ def test_all_fixtures_add_up(capsys: pytest.CaptureFixture[str]) -> None:
         for name, value in _raw(read_events(folder / "events.jsonl")).items():
             sums[name] += value
     totals = doc["totals"]
-    assert totals["sessions"] == len(folders) == 28
+    assert totals["sessions"] == len(folders) == 40
     for name, value in sums.items():
         assert totals[name] == pytest.approx(value), name
     assert totals["premium_requests"] == 3.0  # the three capi-* sessions: one user prompt each, multiplier 1
@@ -414,7 +430,7 @@ def test_worker_processes_give_the_same_report(monkeypatch: pytest.MonkeyPatch, 
     assert render_json(parallel, timezone.utc) == render_json(serial, timezone.utc)
     direct = build_report(report_sessions(roots), period, zone=timezone.utc, now_ns=0)
     assert render_json(direct, timezone.utc) == render_json(serial, timezone.utc)
-    assert parallel.totals.value("sessions", 0.04) == 32
+    assert parallel.totals.value("sessions", 0.04) == 44
 
 
 def test_reads_nothing_over_the_network(

@@ -42,7 +42,9 @@ def _ns(timestamp: str) -> int:
 
 
 def _human(e: dict[str, Any]) -> bool:
-    """A prompt a person sent: not a sub-agent's task, not injected (autopilot, skill), not steering."""
+    """A prompt a person sent here: not a sub-agent's task, not injected (autopilot, skill), not steering, not
+    a message of an imported transcript (those carry no delivery: ``copilot sessions import`` writes only the
+    content)."""
     d = e["data"]
     return (
         e["type"] == "user.message"
@@ -50,6 +52,7 @@ def _human(e: dict[str, Any]) -> bool:
         and not d.get("source")
         and not d.get("isAutopilotContinuation")
         and d.get("delivery") != "steering"
+        and d.keys() != {"content"}
     )
 
 
@@ -139,7 +142,9 @@ def test_exactly_one_chat_per_model_call_with_its_own_tokens(
     for u in usage:
         (chat,) = by_id[u["apiCallId"]]
         assert chat["attributes"]["gen_ai.usage.input_tokens"] == u["inputTokens"]
-        assert chat["attributes"]["gen_ai.usage.output_tokens"] == u["outputTokens"]
+        # a count beyond 2**53 (usage-out-of-range) is unknown: absent, never 0
+        expected = u["outputTokens"] if u["outputTokens"] < 2**53 else None
+        assert chat["attributes"].get("gen_ai.usage.output_tokens") == expected
     compactions = [
         e["data"]["compactionTokensUsed"]
         for e in x.events

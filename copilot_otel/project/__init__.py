@@ -17,6 +17,7 @@ from ..activity import (
     AgentRun,
     Compaction,
     Detection,
+    HookRun,
     ModeChange,
     ModelCall,
     Notification,
@@ -25,9 +26,11 @@ from ..activity import (
     PromptStarted,
     Record,
     SessionError,
+    SessionImported,
     SessionResumed,
     SessionShutdown,
     SessionStarted,
+    SessionWarning,
     TaskComplete,
     ToolCall,
     Turn,
@@ -114,6 +117,16 @@ class Projector:
         if rec.complete:
             out.append(logs.compaction(rec))
 
+    def _hook_run(self, rec: HookRun, out: list[Emission]) -> None:
+        out.append(spans.hook_run(rec))
+
+    def _session_warning(self, rec: SessionWarning, out: list[Emission]) -> None:
+        metrics.session_warning(out, rec)
+        out.append(logs.session_warning(rec))
+
+    def _session_imported(self, rec: SessionImported, out: list[Emission]) -> None:
+        out.append(logs.session_imported(rec))
+
     def _permission(self, rec: PermissionWait, out: list[Emission]) -> None:
         out.append(spans.permission(rec))
 
@@ -142,6 +155,9 @@ _ROUTES: dict[type, Callable[[Projector, Any, list[Emission]], None]] = {
     Abort: Projector._abort,
     Compaction: Projector._compaction,
     PermissionWait: Projector._permission,
+    HookRun: Projector._hook_run,
+    SessionWarning: Projector._session_warning,
+    SessionImported: Projector._session_imported,
     Notification: Projector._notification,
     TaskComplete: Projector._task_complete,
     ModeChange: Projector._mode_change,

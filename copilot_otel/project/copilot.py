@@ -50,7 +50,8 @@ def _put(attrs: dict[str, Any], key: str, value: Any) -> None:
 
 
 def cost(attrs: dict[str, Any], u: Usage) -> None:
-    attrs["github.copilot.cost"] = u.cost
+    if u.cost is not None:
+        attrs["github.copilot.cost"] = u.cost
     if u.nano_aiu:
         attrs["github.copilot.nano_aiu"] = u.nano_aiu
 
@@ -92,7 +93,7 @@ def prompt_run(attrs: dict[str, Any], rec: PromptRun) -> None:
     _put(attrs, "github.copilot.git.repo", facts.repository)
     _put(attrs, "github.copilot.git.branch", facts.branch)
     _put(attrs, "github.copilot.git.sha", facts.head_commit)
-    attrs["github.copilot.agent.type"] = "builtin"
+    attrs["github.copilot.agent.type"] = "custom" if rec.agent_name is not None else "builtin"
 
 
 def shutdown_totals(rec: SessionShutdown) -> dict[str, Any]:
@@ -143,6 +144,7 @@ def skill(rec: SkillInvoked) -> dict[str, Any]:
     _put(attrs, "github.copilot.skill.name", rec.name)
     _put(attrs, "github.copilot.skill.plugin_name", rec.plugin_name)
     _put(attrs, "github.copilot.skill.trigger", rec.trigger)
+    _put(attrs, "github.copilot.skill.source", rec.source)
     return attrs
 
 

@@ -15,7 +15,7 @@ from opentelemetry.semconv._incubating.attributes.session_attributes import SESS
 from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
 from opentelemetry.semconv.attributes.exception_attributes import EXCEPTION_MESSAGE, EXCEPTION_TYPE
 
-from ..activity import AgentRun, ModelCall, Outcome, PermissionWait, PromptRun, ToolCall, Turn, Usage
+from ..activity import AgentRun, HookRun, ModelCall, Outcome, PermissionWait, PromptRun, ToolCall, Turn, Usage
 
 OPERATION: Final = g.GEN_AI_OPERATION_NAME
 PROVIDER: Final = g.GEN_AI_PROVIDER_NAME
@@ -34,10 +34,10 @@ RESPONSE_ID: Final = g.GEN_AI_RESPONSE_ID
 FINISH_REASONS: Final = g.GEN_AI_RESPONSE_FINISH_REASONS
 __all__ = ["CONVERSATION", "ERROR_TYPE", "EXCEPTION_MESSAGE", "EXCEPTION_TYPE", "SESSION_ID"]
 
-# Not (yet) in the package: the token modality of the CLI's usage metrics, and the cache-write count (the
-# package names only its older alias, cache_creation, which we also send).
+# Not (yet) in the package: the token modality of the CLI's usage metrics, and the reasoning effort a call was
+# made with (the name the CLI's own export writes).
 TOKEN_MODALITY: Final = "gen_ai.token.modality"
-USAGE_CACHE_WRITE: Final = "gen_ai.usage.cache_write.input_tokens"
+REASONING_LEVEL: Final = "gen_ai.request.reasoning.level"
 
 # Operation names (gen_ai.operation.name values).
 CHAT: Final = "chat"
@@ -50,6 +50,7 @@ USAGE_INPUT: Final = g.GEN_AI_USAGE_INPUT_TOKENS
 USAGE_OUTPUT: Final = g.GEN_AI_USAGE_OUTPUT_TOKENS
 USAGE_CACHE_READ: Final = g.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS
 USAGE_CACHE_CREATION: Final = g.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS
+USAGE_REASONING: Final = g.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS
 TIME_TO_FIRST_CHUNK: Final = g.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK
 TOOL_CALL_ID: Final = g.GEN_AI_TOOL_CALL_ID
 TOOL_DESCRIPTION: Final = g.GEN_AI_TOOL_DESCRIPTION
@@ -66,11 +67,26 @@ def common(operation: str | None, provider: str, session_id: str) -> dict[str, A
 
 
 def usage(attrs: dict[str, Any], u: Usage) -> None:
-    attrs[USAGE_INPUT] = u.input
-    attrs[USAGE_OUTPUT] = u.output
-    attrs[USAGE_CACHE_READ] = u.cache_read
-    attrs[USAGE_CACHE_WRITE] = u.cache_write
-    attrs[USAGE_CACHE_CREATION] = u.cache_write
+    """Token counts under the package's names (cache writes: ``cache_creation``, the only name it defines;
+    reasoning output tokens only when a call reported them)."""
+    for key, value in (
+        (USAGE_INPUT, u.input),
+        (USAGE_OUTPUT, u.output),
+        (USAGE_CACHE_READ, u.cache_read),
+        (USAGE_CACHE_CREATION, u.cache_write),
+    ):
+        if value is not None:  # unknown: absent, never 0
+            attrs[key] = value
+    if u.reasoning is not None:
+        attrs[USAGE_REASONING] = u.reasoning
+
+
+def usage_counts(attrs: dict[str, Any], u: Usage) -> None:
+    """Input and output tokens only, where known (a prompt's log event)."""
+    if u.input is not None:
+        attrs[USAGE_INPUT] = u.input
+    if u.output is not None:
+        attrs[USAGE_OUTPUT] = u.output
 
 
 def model_call(rec: ModelCall) -> dict[str, Any]:
@@ -82,12 +98,10 @@ def model_call(rec: ModelCall) -> dict[str, Any]:
         SESSION_ID: rec.session_id,
         REQUEST_MODEL: rec.model,
         RESPONSE_MODEL: rec.response_model,
-        USAGE_INPUT: u.input,
-        USAGE_OUTPUT: u.output,
-        USAGE_CACHE_READ: u.cache_read,
-        USAGE_CACHE_WRITE: u.cache_write,
-        USAGE_CACHE_CREATION: u.cache_write,
     }
+    usage(attrs, u)
+    if rec.reasoning_effort is not None:
+        attrs[REASONING_LEVEL] = rec.reasoning_effort
     if rec.response_id is not None:
         attrs[RESPONSE_ID] = rec.response_id
     if rec.finish_reason:
@@ -163,14 +177,37 @@ def agent_run(rec: AgentRun) -> dict[str, Any]:
 
 def prompt_run(rec: PromptRun) -> dict[str, Any]:
     attrs = common(INVOKE_AGENT, rec.provider, rec.session_id)
+    if rec.agent_name is not None:
+        attrs[AGENT_NAME] = rec.agent_name
     if rec.model is not None:
         attrs[REQUEST_MODEL] = rec.model
+    if rec.reasoning_effort is not None:
+        attrs[REASONING_LEVEL] = rec.reasoning_effort
     usage(attrs, rec.usage)
     if rec.last_finish_reason:
         attrs[FINISH_REASONS] = (rec.last_finish_reason,)
     if rec.error_type:
         attrs[ERROR_TYPE] = rec.error_type
     return attrs
+
+
+def hook_run(rec: HookRun) -> dict[str, Any]:
+    """A hook run: no GenAI operation; the tool call it belongs to, and why it failed (the error's class, e.g.
+    ``HookTimeoutError``, else ``HookError``)."""
+    attrs = common(None, rec.provider, rec.session_id)
+    if rec.tool_call_id is not None:
+        attrs[TOOL_CALL_ID] = rec.tool_call_id
+    if rec.tool_name is not None:
+        attrs[TOOL_NAME] = rec.tool_name
+    if not rec.success:
+        attrs[ERROR_TYPE] = hook_error_type(rec)
+    return attrs
+
+
+def hook_error_type(rec: HookRun) -> str:
+    """``HookTimeoutError`` from ``HookTimeoutError: Hook command timed out …``; ``HookError`` otherwise."""
+    head = (rec.error_message or "").split(":", 1)[0]
+    return head if head.isidentifier() else "HookError"
 
 
 def permission(rec: PermissionWait) -> dict[str, Any]:

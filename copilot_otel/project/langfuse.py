@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ..activity import PromptRun
+from ..activity import HookRun, PromptRun
 
 LEVEL: Final = "langfuse.observation.level"
+OBSERVATION_TYPE: Final = "langfuse.observation.type"
 STATUS_MESSAGE: Final = "langfuse.observation.status_message"
 
 
@@ -23,4 +24,9 @@ def failed(attrs: dict[str, Any], status_message: str) -> None:
 
 def prompt_run(attrs: dict[str, Any], rec: PromptRun) -> None:
     # The session title is content (an LLM summary of the prompt): it names the trace only when captured.
-    attrs["langfuse.trace.name"] = rec.facts.title or "copilot prompt"
+    attrs["langfuse.trace.name"] = rec.facts.title or f"{rec.agent_name or 'copilot'} prompt"
+
+
+def hook_run(attrs: dict[str, Any], rec: HookRun) -> None:
+    # A plain span observation (not a generation or a tool call).
+    attrs[OBSERVATION_TYPE] = "span"

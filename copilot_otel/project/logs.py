@@ -19,9 +19,11 @@ from ..activity import (
     PromptRun,
     PromptStarted,
     SessionError,
+    SessionImported,
     SessionResumed,
     SessionShutdown,
     SessionStarted,
+    SessionWarning,
     TaskComplete,
 )
 from ..records import LogRecord, Severity
@@ -103,6 +105,22 @@ def session_error(rec: SessionError) -> LogRecord:
     return _traced(rec, rec.time_ns, "copilot_otel.session.error", message, attrs, Severity.ERROR)
 
 
+def session_warning(rec: SessionWarning) -> LogRecord:
+    body = f"warning ({rec.warning_type}): {rec.message}" if rec.message else f"warning: {rec.warning_type}"
+    return _traced(
+        rec, rec.time_ns, ours.WARNING_EVENT, body[:STATUS_MESSAGE_MAX], ours.warning(rec), Severity.WARN
+    )
+
+
+def session_imported(rec: SessionImported) -> LogRecord:
+    """What ``copilot sessions import`` brought in, dated by the transcript (not model calls made here)."""
+    body = (
+        f"imported transcript: {rec.user_messages} user and {rec.assistant_messages} assistant messages, "
+        f"{rec.tool_calls} tool calls"
+    )
+    return _log(rec, rec.time_ns, "copilot_otel.session.imported", body, ours.imported(rec))
+
+
 def abort(rec: Abort) -> LogRecord:
     body = f"prompt aborted: {rec.reason}" if rec.trace_id is not None else f"aborted: {rec.reason}"
     return _traced(rec, rec.time_ns, "copilot_otel.abort", body, copilot.abort(rec), Severity.WARN)
@@ -128,9 +146,8 @@ def prompt_ended(rec: PromptRun) -> LogRecord:
         ours.TURNS_TOTAL: rec.turns_total,
         ours.PROMPT_TOOL_CALLS: rec.tool_calls,
         "copilot_otel.prompt.duration_s": (rec.end_ns - rec.start_ns) / 1e9,
-        "gen_ai.usage.input_tokens": rec.usage.input,
-        "gen_ai.usage.output_tokens": rec.usage.output,
     }
+    genai.usage_counts(attrs, rec.usage)
     if rec.incomplete_reason is not None:
         attrs[ours.INCOMPLETE_REASON] = rec.incomplete_reason
     return _traced(

@@ -17,6 +17,7 @@ from ..activity import (
     PromptRun,
     SessionError,
     SessionShutdown,
+    SessionWarning,
     ToolCall,
 )
 from ..records import Emission, Measurement
@@ -52,6 +53,10 @@ def session_error(out: list[Emission], rec: SessionError) -> None:
     _m(out, "copilot_otel.errors", 1, {genai.ERROR_TYPE: rec.error_type}, rec.source_offset)
 
 
+def session_warning(out: list[Emission], rec: SessionWarning) -> None:
+    _m(out, "copilot_otel.session.warnings", 1, {sc.WARNING_TYPE: rec.warning_type}, rec.source_offset)
+
+
 def abort(out: list[Emission], rec: Abort) -> None:
     _m(out, "copilot_otel.errors", 1, {genai.ERROR_TYPE: "aborted"}, rec.source_offset)
 
@@ -74,11 +79,16 @@ def model_call(out: list[Emission], rec: ModelCall) -> None:
     if rec.ttft_ms is not None:
         _m(out, "gen_ai.client.inference.time_to_first_chunk", rec.ttft_ms / 1000.0, infer, off)
     if u.calls or u.output:
+        # A count the log did not give (None) adds no point: unknown is not zero.
         base = {genai.OPERATION: genai.CHAT, **infer}
-        _m(out, "gen_ai.client.token.usage", u.input, {genai.TOKEN_TYPE: "input", **base}, off)
-        _m(out, "gen_ai.client.token.usage", u.output, {genai.TOKEN_TYPE: "output", **base}, off)
-        _m(out, "gen_ai.client.inference.operation.input_tokens", u.input, infer, off)
-        _m(out, "gen_ai.client.inference.operation.output_tokens", u.output, infer, off)
+        for token_type, count in (("input", u.input), ("output", u.output), ("reasoning", u.reasoning)):
+            # Reasoning tokens are part of the output, counted again by their own type (as the CLI's metric).
+            if count is not None:
+                _m(out, "gen_ai.client.token.usage", count, {genai.TOKEN_TYPE: token_type, **base}, off)
+        if u.input is not None:
+            _m(out, "gen_ai.client.inference.operation.input_tokens", u.input, infer, off)
+        if u.output is not None:
+            _m(out, "gen_ai.client.inference.operation.output_tokens", u.output, infer, off)
         mod = {**infer, genai.TOKEN_MODALITY: "text"}
         for metric, value in (
             ("gen_ai.client.inference.usage.input_tokens", u.input),
@@ -88,7 +98,7 @@ def model_call(out: list[Emission], rec: ModelCall) -> None:
         ):
             if value:
                 _m(out, metric, value, mod, off)
-    if u.cost and rec.initiator in (None, "user"):
+    if u.cost is not None and u.cost and rec.initiator in (None, "user"):
         # Premium requests are billed per prompt the user sends (times the model's multiplier), not per
         # follow-up call of the agent loop; the span keeps every call's cost as the CLI's own export does.
         _m(out, "copilot_otel.premium_requests", u.cost, {genai.REQUEST_MODEL: rec.model}, off)
@@ -122,7 +132,7 @@ def agent_run(out: list[Emission], rec: AgentRun) -> None:
 
 def prompt_run(out: list[Emission], rec: PromptRun) -> None:
     off = rec.source_offset
-    attrs: dict[str, Any] = {genai.AGENT_NAME: "copilot"}
+    attrs: dict[str, Any] = {genai.AGENT_NAME: rec.agent_name or "copilot"}
     if rec.error_type is not None:
         attrs[genai.ERROR_TYPE] = rec.error_type
     _m(out, "gen_ai.invoke_agent.duration", (rec.end_ns - rec.start_ns) / 1e9, attrs, off)

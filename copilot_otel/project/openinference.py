@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ..activity import AgentRun, ModelCall, PromptRun, ToolCall, Turn
+from ..activity import AgentRun, HookRun, ModelCall, PromptRun, ToolCall, Turn
 
 SPAN_KIND: Final = "openinference.span.kind"
 INPUT_VALUE: Final = "input.value"
@@ -24,11 +24,17 @@ def model_call(attrs: dict[str, Any], rec: ModelCall) -> None:
     attrs["llm.model_name"] = rec.model
     attrs["llm.provider"] = rec.provider
     u = rec.usage
-    attrs["llm.token_count.prompt"] = u.input
-    attrs["llm.token_count.completion"] = u.output
-    attrs["llm.token_count.total"] = u.input + u.output
-    attrs["llm.token_count.prompt_details.cache_read"] = u.cache_read
-    attrs["llm.token_count.prompt_details.cache_write"] = u.cache_write
+    # Unknown counts are absent (never 0), and so is a total missing a part.
+    for key, value in (
+        ("llm.token_count.prompt", u.input),
+        ("llm.token_count.completion", u.output),
+        ("llm.token_count.total", None if u.input is None or u.output is None else u.input + u.output),
+        ("llm.token_count.prompt_details.cache_read", u.cache_read),
+        ("llm.token_count.prompt_details.cache_write", u.cache_write),
+        ("llm.token_count.completion_details.reasoning", u.reasoning),
+    ):
+        if value is not None:
+            attrs[key] = value
 
 
 def tool_call(attrs: dict[str, Any], rec: ToolCall, result_on_spans: bool) -> None:
@@ -56,8 +62,15 @@ def agent_run(attrs: dict[str, Any], rec: AgentRun) -> None:
         attrs[OUTPUT_VALUE] = rec.output_text
 
 
+def hook_run(attrs: dict[str, Any], rec: HookRun) -> None:
+    # A step of the agent's own pipeline, not a tool the model called: CHAIN (a tool hook sits under its TOOL).
+    attrs[SPAN_KIND] = "CHAIN"
+
+
 def prompt_run(attrs: dict[str, Any], rec: PromptRun) -> None:
     attrs[SPAN_KIND] = "AGENT"
+    if rec.agent_name is not None:
+        attrs["agent.name"] = rec.agent_name
     if rec.input_text is not None:
         attrs[INPUT_VALUE] = rec.input_text
         attrs[INPUT_MIME_TYPE] = TEXT

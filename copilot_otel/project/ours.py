@@ -10,11 +10,14 @@ from typing import Any, Final
 from ..activity import (
     AgentRun,
     Detection,
+    HookRun,
     ModeChange,
     ModelCall,
     Outcome,
     PermissionWait,
     PromptRun,
+    SessionImported,
+    SessionWarning,
     TaskComplete,
     ToolCall,
     Turn,
@@ -33,6 +36,9 @@ CLI_VERSION: Final = "copilot_otel.cli.version"
 RUNAWAY_EVENT: Final = "copilot_otel.runaway.detected"
 TASK_COMPLETE_EVENT: Final = "copilot_otel.session.task_complete"
 MODE_CHANGED_EVENT: Final = "copilot_otel.session.mode_changed"
+WARNING_EVENT: Final = "copilot_otel.session.warning"
+WARNING_TYPE: Final = "copilot_otel.warning.type"
+HOOK_TYPE: Final = "copilot_otel.hook.type"
 
 
 def _put(attrs: dict[str, Any], key: str, value: Any) -> None:
@@ -67,7 +73,36 @@ def tool_call(attrs: dict[str, Any], rec: ToolCall) -> None:
     _put(attrs, "copilot_otel.tool.file_edits", rec.file_edits)
     if rec.cli_initiated:
         attrs["copilot_otel.tool.cli_initiated"] = True
+    _put(attrs, "copilot_otel.tool.denied_by", rec.denied_by)
+    _put(attrs, "copilot_otel.tool.hooks_s", rec.hooks_s)
+    _put(attrs, "copilot_otel.tool.sandboxed", rec.sandboxed)
     incomplete(attrs, rec.incomplete_reason)
+
+
+def hook_run(attrs: dict[str, Any], rec: HookRun) -> None:
+    attrs[HOOK_TYPE] = rec.hook_type
+    attrs["copilot_otel.hook.invocation_id"] = rec.invocation_id
+    attrs["copilot_otel.hook.success"] = rec.success
+    _put(attrs, "copilot_otel.hook.source", rec.error_source)
+    if rec.denied_calls:
+        attrs["copilot_otel.hook.denied_calls"] = rec.denied_calls
+    incomplete(attrs, rec.incomplete_reason)
+
+
+def warning(rec: SessionWarning) -> dict[str, Any]:
+    """A ``session.warning``'s type and message (span event and log event)."""
+    attrs: dict[str, Any] = {WARNING_TYPE: rec.warning_type}
+    _put(attrs, "copilot_otel.warning.message", rec.message)
+    return attrs
+
+
+def imported(rec: SessionImported) -> dict[str, Any]:
+    return {
+        "copilot_otel.import.user_messages": rec.user_messages,
+        "copilot_otel.import.assistant_messages": rec.assistant_messages,
+        "copilot_otel.import.tool_calls": rec.tool_calls,
+        "copilot_otel.import.imported_at_ns": rec.imported_ns,
+    }
 
 
 def turn(attrs: dict[str, Any], rec: Turn) -> None:

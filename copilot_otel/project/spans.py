@@ -25,6 +25,7 @@ from ..activity import (
     AgentRun,
     Compaction,
     Detection,
+    HookRun,
     ModeChange,
     ModelCall,
     Note,
@@ -34,6 +35,7 @@ from ..activity import (
     PromptRun,
     SessionError,
     SessionShutdown,
+    SessionWarning,
     SkillInvoked,
     TaskComplete,
     ToolCall,
@@ -146,6 +148,19 @@ def tool_call(rec: ToolCall, content_on_spans: bool) -> SpanRecord:
     return _span(rec, name, SpanKind.INTERNAL, attrs, failure, events)
 
 
+def hook_run(rec: HookRun) -> SpanRecord:
+    """``hook {type}``: one hook run, under the tool call it decides on or follows, else under the prompt; a
+    hook that timed out or failed is an ERROR span (its message the status)."""
+    attrs = genai.hook_run(rec)
+    oi.hook_run(attrs, rec)
+    langfuse.hook_run(attrs, rec)
+    ours.hook_run(attrs, rec)
+    failure = None
+    if not rec.success:
+        failure = (rec.error_message or attrs[genai.ERROR_TYPE])[:STATUS_MESSAGE_MAX]
+    return _span(rec, f"hook {rec.hook_type}", SpanKind.INTERNAL, attrs, failure)
+
+
 def permission(rec: PermissionWait) -> SpanRecord:
     """``permission``: the time the agent waited for the user to allow a tool (under that tool's span)."""
     attrs = genai.permission(rec)
@@ -207,7 +222,7 @@ def prompt_run(rec: PromptRun) -> SpanRecord:
         trace_id=rec.trace_id,
         span_id=rec.span_id,
         parent_span_id=None,
-        name="invoke_agent",
+        name=f"invoke_agent {rec.agent_name}" if rec.agent_name else "invoke_agent",
         kind=SpanKind.INTERNAL,
         start_ns=rec.start_ns,
         end_ns=rec.end_ns,
@@ -247,6 +262,8 @@ def note_event(note: Note) -> SpanEventRecord:
         return SpanEventRecord(copilot.SKILL_EVENT, note.time_ns, copilot.skill(note))
     if isinstance(note, Notification):
         return SpanEventRecord(copilot.NOTIFICATION_EVENT, note.time_ns, copilot.notification(note))
+    if isinstance(note, SessionWarning):
+        return SpanEventRecord(ours.WARNING_EVENT, note.time_ns, ours.warning(note))
     if isinstance(note, TaskComplete):
         return SpanEventRecord(ours.TASK_COMPLETE_EVENT, note.time_ns, ours.task_complete(note))
     assert isinstance(note, ModeChange)

@@ -115,6 +115,14 @@ class Step:
         prompt_tokens: ``usage.prompt_tokens`` of this reply (default :data:`PROMPT_TOKENS`);
             more than the model's limit (gpt-4.1: 64000) makes the CLI compact.
         completion_tokens: ``usage.completion_tokens`` (default :data:`COMPLETION_TOKENS`).
+        reasoning: streamed first as ``reasoning_content`` deltas (what reasoning models send).
+        reasoning_tokens: ``usage.completion_tokens_details.reasoning_tokens`` when set.
+        cached_tokens: ``usage.prompt_tokens_details.cached_tokens`` when set.
+        error_code: with ``status``, the error body's ``code`` (e.g. ``context_length_exceeded``).
+        error_message: with ``status``, the error body's ``message``.
+        retry_after_s: with ``status``, sent as a ``Retry-After`` header.
+        stall: stream the role and text deltas, then only keep-alive comments (a reply the
+            user cuts with Ctrl-C mid-stream).
     """
 
     content: str = ""
@@ -124,6 +132,13 @@ class Step:
     status: int = 200
     prompt_tokens: int = PROMPT_TOKENS
     completion_tokens: int = COMPLETION_TOKENS
+    reasoning: str = ""
+    reasoning_tokens: int | None = None
+    cached_tokens: int | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+    retry_after_s: float | None = None
+    stall: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -415,12 +430,19 @@ def sse_frames(reply: _Reply, model: str, created: int) -> Iterator[bytes]:
 
     step = reply.step
     yield chunk({"role": "assistant", "content": ""})
+    if step.reasoning:
+        half = len(step.reasoning) // 2
+        for piece in (step.reasoning[:half], step.reasoning[half:]):
+            if piece:
+                yield chunk({"reasoning_content": piece})
     if step.content:
         # Two text deltas, as a real model streams several.
         half = len(step.content) // 2
         for piece in (step.content[:half], step.content[half:]):
             if piece:
                 yield chunk({"content": piece})
+    if step.stall:
+        return
     for n, call in enumerate(step.tool_calls):
         call_id = tool_call_id(reply.script or "unscripted", reply.step_index or 0, n)
         arguments = json.dumps(_substitute(call.arguments, reply.cwd))
@@ -435,11 +457,15 @@ def sse_frames(reply: _Reply, model: str, created: int) -> Iterator[bytes]:
         for piece in (arguments[:half], arguments[half:]):
             yield chunk({"tool_calls": [{"index": n, "function": {"arguments": piece}}]})
     yield chunk({}, "tool_calls" if step.tool_calls else "stop")
-    usage = {
+    usage: dict[str, Any] = {
         "prompt_tokens": step.prompt_tokens,
         "completion_tokens": step.completion_tokens,
         "total_tokens": step.prompt_tokens + step.completion_tokens,
     }
+    if step.reasoning_tokens is not None:
+        usage["completion_tokens_details"] = {"reasoning_tokens": step.reasoning_tokens}
+    if step.cached_tokens is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": step.cached_tokens}
     final = {
         "id": reply.response_id,
         "object": "chat.completion.chunk",
@@ -471,9 +497,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return bytes(data)
         return self.rfile.read(int(self.headers.get("content-length") or 0))
 
-    def _json(self, status: int, obj: Any) -> None:
+    def _json(self, status: int, obj: Any, headers: Mapping[str, str] | None = None) -> None:
         payload = json.dumps(obj).encode()
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(payload)))
         self.end_headers()
@@ -509,8 +537,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if step.delay_s and fake.stop_event.wait(step.delay_s):
             return
         if step.status != 200:
-            error = {"message": f"scripted error {step.status}", "type": "server_error", "code": step.status}
-            self._json(step.status, {"error": error})
+            error = {
+                "message": step.error_message or f"scripted error {step.status}",
+                "type": "invalid_request_error" if step.status < 500 else "server_error",
+                "code": step.error_code or step.status,
+            }
+            retry = {"retry-after": f"{step.retry_after_s:g}"} if step.retry_after_s is not None else {}
+            self._json(step.status, {"error": error}, retry)
             return
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
@@ -526,6 +559,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             for frame in sse_frames(reply, model, int(time.time())):
                 self.wfile.write(frame)
                 self.wfile.flush()
+            if step.stall:
+                self._hang()
         except (BrokenPipeError, ConnectionResetError):
             pass  # the CLI went away (abort); nothing to answer
 

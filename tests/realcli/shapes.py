@@ -35,6 +35,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -50,11 +52,13 @@ from tests.realcli.fake_model import (
     Script,
     Step,
     ToolCall,
+    marker,
     prompt_for,
 )
 from tests.realcli.harness import (
     CLI_VERSION,
     MODEL,
+    build_env,
     find_copilot_binary,
     read_events,
     run_copilot,
@@ -69,6 +73,9 @@ OTEL_REPEAT_MIN_CHARS = 2_000
 # How long to wait for a tool.execution_start before giving up on an interrupt (seconds).
 INTERRUPT_DEADLINE_S = 60.0
 POLL_S = 0.05
+# The TUI's footer hint once its input box takes keys, and a little more time for it to settle.
+TUI_READY = "/ commands"
+TUI_SETTLE_S = 1.0
 MCP_SERVER = Path(__file__).resolve().with_name("mcp_server.py")
 # Left out of the copied session folder: the per-session SQLite database (written once the
 # session compacts; ~190 KB of empty workflow tables, nothing the event log lacks).
@@ -91,6 +98,15 @@ class Run:
         interrupt_on: a tool-call id: SIGINT the CLI once that call's ``tool.execution_start``
             is in ``events.jsonl`` (plus ``interrupt_delay_s``).
         timeout_s: kill the run (and fail the capture) after this long.
+        env: added to the run's clean environment (e.g. ``COPILOT_MODEL``).
+        interrupt_after_requests: SIGINT the CLI once the fake model got this many chat
+            requests in this run (plus ``interrupt_delay_s``): Ctrl-C during a model reply.
+        tui: run the interactive CLI in a tmux pane instead of ``-p``, type ``prompt`` there
+            (``/<skill> args`` invokes a skill: only the TUI has user-invoked skills), wait for
+            ``tui_turns`` turn ends, then type ``/exit``.
+        import_transcript: instead of a ``-p`` prompt, run ``copilot sessions import`` on this
+            transcript (JSON lines; ``prompt`` is unused); the imported session's id, which
+            the CLI chooses, replaces ``<session-id>`` in later runs.
     """
 
     prompt: str
@@ -98,6 +114,11 @@ class Run:
     interrupt_on: str | None = None
     interrupt_delay_s: float = 1.0
     timeout_s: float = 180.0
+    env: Mapping[str, str] = field(default_factory=dict)
+    interrupt_after_requests: int | None = None
+    import_transcript: tuple[Mapping[str, Any], ...] = ()
+    tui: bool = False
+    tui_turns: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +131,9 @@ class Shape:
     scripts: tuple[Script, ...]
     runs: tuple[Run, ...]
     files: Mapping[str, str] = field(default_factory=dict)
+    # Trust the working folder (``trustedFolders`` in the CLI's config.json): repository hooks,
+    # skills and agents load only there (``--trust-folder`` refuses ``--session-id``).
+    trusted: bool = False
 
 
 def _bash(command: str, description: str, **extra: Any) -> ToolCall:
@@ -135,6 +159,107 @@ _PROJECT = {
     "README.md": "# Shapes demo\n\nA tiny project the real Copilot CLI works on.\n",
     "src/app.py": "def add(a, b):\n    return a + b\n",
 }
+
+# Repository hooks (.github/hooks/*.json, loaded with --trust-folder): every hook type the
+# CLI runs in -p mode; the preToolUse hook denies any call whose input mentions "rm -f"; of the
+# two postToolUse hooks one outlives its 1 s timeout, the other exits 2.
+_DENY_RM = (
+    'input=$(cat); case "$input" in *"rm -f"*) echo \'{"permissionDecision": "deny", '
+    '"permissionDecisionReason": "rm is blocked by the project policy"}\';; esac'
+)
+_HOOKS = {
+    "version": 1,
+    "hooks": {
+        "sessionStart": [{"type": "command", "bash": "cat > /dev/null; echo session started"}],
+        "userPromptSubmitted": [{"type": "command", "bash": "cat > /dev/null"}],
+        "preToolUse": [{"type": "command", "bash": _DENY_RM}],
+        "postToolUse": [
+            {"type": "command", "bash": "cat > /dev/null; sleep 5", "timeoutSec": 1},
+            {"type": "command", "bash": "cat > /dev/null; echo post hook crashed >&2; exit 2"},
+        ],
+        "agentStop": [{"type": "command", "bash": "cat > /dev/null"}],
+        "sessionEnd": [{"type": "command", "bash": "cat > /dev/null"}],
+    },
+}
+_SKILL = (
+    "---\nname: release-notes\ndescription: Write release notes for this project.\n---\n\n"
+    "Write the release notes as a short bullet list of user-visible changes.\n"
+)
+_AGENT = (
+    "---\nname: reviewer\ndescription: Reviews the project and reports problems.\n---\n\n"
+    "You are a careful code reviewer. Read the sources and report problems briefly.\n"
+)
+# A transcript in the CLI's session interchange format (version 1), dated 2026-11-20: a
+# question, an answer with one tool call and its result, a follow-up and its answer.
+_IMPORT_TRANSCRIPT: tuple[Mapping[str, Any], ...] = (
+    {
+        "type": "session",
+        "version": 1,
+        "externalId": "shapes-import-1",
+        "createdAt": "2026-11-20T09:00:00.000Z",
+        "updatedAt": "2026-11-20T09:05:00.000Z",
+        "title": "Imported shapes conversation",
+        "source": {"application": "copilot-otel-shapes", "version": "1"},
+    },
+    {
+        "type": "message",
+        "id": "m1",
+        "timestamp": "2026-11-20T09:00:00.000Z",
+        "role": "user",
+        "content": [{"type": "text", "text": "What does src/app.py define?"}],
+    },
+    {
+        "type": "message",
+        "id": "m2",
+        "timestamp": "2026-11-20T09:01:00.000Z",
+        "role": "assistant",
+        "turnId": "t1",
+        "model": "gpt-4.1",
+        "content": [{"type": "text", "text": "Let me read it."}],
+    },
+    {
+        "type": "tool-call",
+        "id": "c1",
+        "timestamp": "2026-11-20T09:01:01.000Z",
+        "turnId": "t1",
+        "name": "view",
+        "arguments": {"path": "src/app.py"},
+    },
+    {
+        "type": "tool-result",
+        "id": "r1",
+        "timestamp": "2026-11-20T09:01:02.000Z",
+        "turnId": "t1",
+        "toolCallId": "c1",
+        "success": True,
+        "content": "def add(a, b):\n    return a + b\n",
+    },
+    {
+        "type": "message",
+        "id": "m3",
+        "timestamp": "2026-11-20T09:02:00.000Z",
+        "role": "assistant",
+        "turnId": "t1",
+        "model": "gpt-4.1",
+        "content": [{"type": "text", "text": "It defines add(a, b)."}],
+    },
+    {
+        "type": "message",
+        "id": "m4",
+        "timestamp": "2026-11-20T09:04:00.000Z",
+        "role": "user",
+        "content": [{"type": "text", "text": "Thanks."}],
+    },
+    {
+        "type": "message",
+        "id": "m5",
+        "timestamp": "2026-11-20T09:05:00.000Z",
+        "role": "assistant",
+        "turnId": "t2",
+        "model": "gpt-4.1",
+        "content": [{"type": "text", "text": "You are welcome."}],
+    },
+)
 
 SHAPES: tuple[Shape, ...] = (
     Shape(
@@ -504,6 +629,287 @@ SHAPES: tuple[Shape, ...] = (
         ),
         _PROJECT,
     ),
+    Shape(
+        "hooks",
+        "Repository hooks (.github/hooks/policy.json) in a trusted folder (trustedFolders in config.json): sessionStart, "
+        "userPromptSubmitted, agentStop, sessionEnd run; a preToolUse hook denies 'rm -f scratch.txt'; "
+        "after the next bash call one postToolUse hook times out (timeoutSec 1, sleeps 5) and another "
+        "exits 2 (hook.end success false, session.warning).",
+        _sid(13),
+        (
+            Script(
+                "hooks",
+                (
+                    Step(
+                        content="Removing the scratch file.",
+                        tool_calls=(_bash("rm -f scratch.txt", "Remove the scratch file"),),
+                    ),
+                    Step(content="That was blocked; listing instead.", tool_calls=(_bash("ls", "List"),)),
+                ),
+                final="rm is blocked here; the folder holds README.md, scratch.txt and src.",
+            ),
+        ),
+        (Run(prompt_for("hooks", "Remove scratch.txt.")),),
+        {**_PROJECT, "scratch.txt": "scratch\n", ".github/hooks/policy.json": json.dumps(_HOOKS, indent=2)},
+        trusted=True,
+    ),
+    Shape(
+        "skill-agent",
+        "A project skill (.github/skills/release-notes/SKILL.md) in a trusted folder; the model calls "
+        "the skill tool (skill.invoked, agent-invoked), then answers.",
+        _sid(14),
+        (
+            Script(
+                "skill",
+                (
+                    Step(
+                        content="Loading the skill.",
+                        tool_calls=(ToolCall("skill", {"skill": "release-notes"}),),
+                    ),
+                ),
+                final="- Added add(a, b).",
+            ),
+        ),
+        (Run(prompt_for("skill", "Write the release notes.")),),
+        {**_PROJECT, ".github/skills/release-notes/SKILL.md": _SKILL},
+        trusted=True,
+    ),
+    Shape(
+        "skill-plugin",
+        "A local plugin (--plugin-dir plugins/shapes-tools: plugin.json and skills/plugin-notes/SKILL.md); "
+        "the model calls the skill tool for the plugin's skill: skill.invoked with the plugin's name.",
+        _sid(23),
+        (
+            Script(
+                "pskill",
+                (
+                    Step(
+                        content="Loading the plugin skill.",
+                        tool_calls=(ToolCall("skill", {"skill": "plugin-notes"}),),
+                    ),
+                ),
+                final="- Added add(a, b).",
+            ),
+        ),
+        (
+            Run(
+                prompt_for("pskill", "Write the notes with the plugin."),
+                ("--plugin-dir", "plugins/shapes-tools"),
+            ),
+        ),
+        {
+            **_PROJECT,
+            "plugins/shapes-tools/plugin.json": json.dumps(
+                {
+                    "name": "shapes-tools",
+                    "description": "Skills for the shapes demo.",
+                    "version": "1.0.0",
+                    "skills": ["skills/"],
+                }
+            ),
+            "plugins/shapes-tools/skills/plugin-notes/SKILL.md": _SKILL.replace(
+                "release-notes", "plugin-notes"
+            ),
+        },
+        trusted=True,
+    ),
+    Shape(
+        "skill-user",
+        "The interactive CLI in a tmux pane (trusted folder): the user types '/notes-writer for version 2': "
+        "skill.invoked (user-invoked) is written before the user.message it belongs to; one text answer.",
+        _sid(21),
+        (Script("uskill", (Step(content="- Version 2 adds add(a, b)."),)),),
+        (Run(f"/notes-writer for version 2 {marker('uskill')}", tui=True, timeout_s=40.0),),
+        {**_PROJECT, ".github/skills/notes-writer/SKILL.md": _SKILL.replace("release-notes", "notes-writer")},
+        trusted=True,
+    ),
+    Shape(
+        "custom-agent",
+        "--agent reviewer with .github/agents/reviewer.agent.md in a trusted folder: the main agent is "
+        "custom (subagent.selected before the prompt); one bash turn, then an answer.",
+        _sid(15),
+        (
+            Script(
+                "review",
+                (
+                    Step(
+                        content="Reading the module.",
+                        tool_calls=(_bash("cat src/app.py", "Read the module"),),
+                    ),
+                ),
+                final="No problems: add(a, b) is correct.",
+            ),
+        ),
+        (Run(prompt_for("review", "Review the project."), ("--agent", "reviewer")),),
+        {**_PROJECT, ".github/agents/reviewer.agent.md": _AGENT},
+        trusted=True,
+    ),
+    Shape(
+        "reasoning",
+        "COPILOT_MODEL=gpt-5-mini --reasoning-effort high; each reply streams reasoning_content and "
+        "reports completion_tokens_details.reasoning_tokens and prompt_tokens_details.cached_tokens; "
+        "run 2 resumes with --reasoning-effort low (session.model_change).",
+        _sid(16),
+        (
+            Script(
+                "reason",
+                (
+                    Step(
+                        content="Counting the lines.",
+                        tool_calls=(_bash("wc -l src/app.py", "Count lines"),),
+                        reasoning="The user wants a line count; wc -l answers it.",
+                        reasoning_tokens=25,
+                        cached_tokens=1_000,
+                        completion_tokens=60,
+                    ),
+                    Step(
+                        content="src/app.py has 2 lines.",
+                        reasoning="wc printed 2.",
+                        reasoning_tokens=10,
+                        cached_tokens=1_100,
+                    ),
+                ),
+            ),
+            Script(
+                "reasonb",
+                (Step(content="The README has three lines.", reasoning="Short.", reasoning_tokens=5),),
+            ),
+        ),
+        (
+            Run(
+                prompt_for("reason", "How long is src/app.py?"),
+                ("--reasoning-effort", "high"),
+                env={"COPILOT_MODEL": "gpt-5-mini"},
+            ),
+            Run(
+                prompt_for("reasonb", "And the README?"),
+                (f"--resume={SESSION_ID_TOKEN}", "--reasoning-effort", "low"),
+                env={"COPILOT_MODEL": "gpt-5-mini"},
+            ),
+        ),
+        _PROJECT,
+    ),
+    Shape(
+        "error-context",
+        "The model answers HTTP 400 context_length_exceeded (terminal, no retry): no usage record, then "
+        "session.error with statusCode 400 and the provider's message; exit 1.",
+        _sid(17),
+        (
+            Script(
+                "ctxlen",
+                (
+                    Step(
+                        status=400,
+                        error_code="context_length_exceeded",
+                        error_message="This model's maximum context length is 64000 tokens. However, your "
+                        "messages resulted in 70000 tokens.",
+                    ),
+                ),
+            ),
+        ),
+        (Run(prompt_for("ctxlen", "Summarise the whole history.")),),
+        _PROJECT,
+    ),
+    Shape(
+        "error-ratelimit",
+        "The model answers every request HTTP 429 (Retry-After 1): the CLI retries, then gives up with "
+        "session.error statusCode 429; exit 1.",
+        _sid(18),
+        (
+            Script(
+                "ratelimit",
+                (
+                    Step(
+                        status=429,
+                        error_code="rate_limit_exceeded",
+                        error_message="Rate limit reached for requests. Please try again later.",
+                        retry_after_s=1,
+                    ),
+                ),
+            ),
+        ),
+        (Run(prompt_for("ratelimit", "Say hello."), timeout_s=240.0),),
+        _PROJECT,
+    ),
+    Shape(
+        "ctrlc-stream",
+        "The second model reply streams its first text deltas and stalls; the CLI gets SIGINT 2 s after "
+        "that request arrived (Ctrl-C during a streamed reply): abort, no assistant.message or usage "
+        "record for the cut call.",
+        _sid(19),
+        (
+            Script(
+                "cut",
+                (
+                    Step(content="Listing first.", tool_calls=(_bash("ls", "List"),)),
+                    Step(content="Here is a long explanation that never finishes", stall=True),
+                ),
+            ),
+        ),
+        (
+            Run(
+                prompt_for("cut", "Explain the project at length."),
+                interrupt_after_requests=2,
+                interrupt_delay_s=2.0,
+            ),
+        ),
+        _PROJECT,
+    ),
+    Shape(
+        "sandbox",
+        "--sandbox on a machine without bubblewrap: the bash call is recorded as run (success, exit code 1, "
+        "a 'Sandboxing is enabled but not supported' result) and tool.execution_complete says sandboxed.",
+        _sid(24),
+        (
+            Script(
+                "sandbox",
+                (Step(content="Listing.", tool_calls=(_bash("ls", "List"),)),),
+                final="The sandbox is not available here.",
+            ),
+        ),
+        (Run(prompt_for("sandbox", "List the files."), ("--sandbox",)),),
+        _PROJECT,
+    ),
+    Shape(
+        "usage-out-of-range",
+        "The first reply reports usage.completion_tokens = 2**60 (beyond the 2**53 a JSON number holds "
+        "exactly): the CLI writes it as is in the usage record and the shutdown totals, then fails the next "
+        "call on its prompt budget (a compaction, then session.error without a status); exit 1.",
+        _sid(22),
+        (
+            Script(
+                "huge",
+                (
+                    Step(
+                        content="Counting.",
+                        tool_calls=(_bash("wc -l src/app.py", "Count"),),
+                        completion_tokens=2**60,
+                    ),
+                ),
+                final="src/app.py has 2 lines.",
+            ),
+        ),
+        (Run(prompt_for("huge", "How long is src/app.py?")),),
+        _PROJECT,
+    ),
+    Shape(
+        "imported",
+        "copilot sessions import of a transcript dated 2026-11-20 (two user messages, three assistant "
+        "messages, one view call and its result), then --resume with a real prompt and one bash turn.",
+        _sid(20),
+        (
+            Script(
+                "afterimport",
+                (Step(content="Counting lines.", tool_calls=(_bash("wc -l src/app.py", "Count lines"),)),),
+                final="src/app.py has 2 lines.",
+            ),
+        ),
+        (
+            Run("", import_transcript=_IMPORT_TRANSCRIPT),
+            Run(prompt_for("afterimport", "How long is src/app.py?"), (f"--resume={SESSION_ID_TOKEN}",)),
+        ),
+        _PROJECT,
+    ),
 )
 
 
@@ -563,7 +969,20 @@ def _step_dict(step: Step) -> dict[str, Any]:
         "tool_calls": [{"name": c.name, "arguments": dict(c.arguments)} for c in step.tool_calls],
     }
     defaults = Step()
-    for name in ("delay_s", "hang", "status", "prompt_tokens", "completion_tokens"):
+    for name in (
+        "delay_s",
+        "hang",
+        "status",
+        "prompt_tokens",
+        "completion_tokens",
+        "reasoning",
+        "reasoning_tokens",
+        "cached_tokens",
+        "error_code",
+        "error_message",
+        "retry_after_s",
+        "stall",
+    ):
         if getattr(step, name) != getattr(defaults, name):
             out[name] = getattr(step, name)
     return out
@@ -640,6 +1059,9 @@ def capture(shape: Shape, out_dir: Path, binary: Path, lab_root: Path, log: Call
     for rel, text in shape.files.items():
         (workdir / rel).parent.mkdir(parents=True, exist_ok=True)
         (workdir / rel).write_text(text)
+    if shape.trusted:
+        (home / ".copilot").mkdir(parents=True)
+        (home / ".copilot" / "config.json").write_text(json.dumps({"trustedFolders": [str(workdir)]}))
     scripts = {s.name: s for s in shape.scripts}
     tokens = {SESSION_ID_TOKEN: shape.session_id}
     if any(MCP_CONFIG_TOKEN in a for run in shape.runs for a in run.args):
@@ -651,13 +1073,44 @@ def capture(shape: Shape, out_dir: Path, binary: Path, lab_root: Path, log: Call
     otel_files: list[Path] = []
     with FakeModelServer(scripts=scripts) as server:
         for i, run in enumerate(shape.runs):
+            if run.import_transcript:
+                session_id, result = _import(binary, home, workdir, lab, run, server.base_url)
+                tokens[SESSION_ID_TOKEN] = session_id
+                folder = session_dir(home, session_id)
+                log(f"{shape.name} run {i + 1}: import exit {result.returncode}, session {session_id}")
+                stdout_parts.append(result.stdout)
+                stderr_parts.append(result.stderr)
+                runs_meta.append(
+                    {
+                        "import": "transcript.jsonl (see import_transcript)",
+                        "args": ["sessions", "import", "<transcript.jsonl>", "--output", "json"],
+                        "exit_code": result.returncode,
+                    }
+                )
+                continue
             args = [_substitute(a, tokens) for a in run.args]
             if i == 0:
                 args.insert(0, f"--session-id={shape.session_id}")
+            if run.tui:
+                started = time.monotonic()
+                first_request = len(server.requests)
+                code = _run_tui(binary, home, workdir, run, args, server.base_url, folder)
+                log(f"{shape.name} run {i + 1}: tui exit {code} in {time.monotonic() - started:.1f} s")
+                runs_meta.append(
+                    {
+                        "tui": "tmux pane; typed the prompt, then /exit",
+                        "prompt": run.prompt,
+                        "args": ["--no-auto-update", "--allow-all-tools", *args],
+                        "exit_code": code,
+                        "request_seqs": [r.seq for r in server.requests[first_request:]],
+                    }
+                )
+                continue
             args += ["--output-format", "json"]
             otel = lab / f"otel-{i + 1}.jsonl"
             otel_files.append(otel)
             first_request = len(server.requests)
+            first_chat = len(server.chat_requests())
             started = time.monotonic()
             proc = run_copilot(
                 binary,
@@ -669,6 +1122,7 @@ def capture(shape: Shape, out_dir: Path, binary: Path, lab_root: Path, log: Call
                 env_extra={
                     "COPILOT_OTEL_FILE_EXPORTER_PATH": str(otel),
                     "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true",
+                    **run.env,
                 },
                 background=True,
             )
@@ -677,6 +1131,13 @@ def capture(shape: Shape, out_dir: Path, binary: Path, lab_root: Path, log: Call
                 if run.interrupt_on is not None:
                     if not _wait_for_tool_start(folder, run.interrupt_on, proc):
                         raise RuntimeError(f"{shape.name}: no tool.execution_start for {run.interrupt_on}")
+                    time.sleep(run.interrupt_delay_s)
+                    proc.interrupt()
+                    interrupted = True
+                elif run.interrupt_after_requests is not None:
+                    wanted = first_chat + run.interrupt_after_requests
+                    if not server.wait_for_requests(wanted, timeout_s=INTERRUPT_DEADLINE_S):
+                        raise RuntimeError(f"{shape.name}: fewer than {wanted} model requests")
                     time.sleep(run.interrupt_delay_s)
                     proc.interrupt()
                     interrupted = True
@@ -690,8 +1151,13 @@ def capture(shape: Shape, out_dir: Path, binary: Path, lab_root: Path, log: Call
                 {
                     "prompt": run.prompt,
                     "args": build_args(run.prompt, args),
+                    "env": dict(run.env),
                     "interrupt": (
-                        {"on_tool_call": run.interrupt_on, "delay_s": run.interrupt_delay_s}
+                        {
+                            "on_tool_call": run.interrupt_on,
+                            "after_requests": run.interrupt_after_requests,
+                            "delay_s": run.interrupt_delay_s,
+                        }
                         if interrupted
                         else None
                     ),
@@ -702,6 +1168,10 @@ def capture(shape: Shape, out_dir: Path, binary: Path, lab_root: Path, log: Call
             )
         requests = list(server.requests)
 
+    if not folder.is_dir():
+        raise RuntimeError(
+            f"{shape.name}: the CLI wrote no session folder: {''.join(stdout_parts + stderr_parts)}"
+        )
     target = out_dir / shape.name
     shutil.rmtree(target, ignore_errors=True)
     left_out = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.match(LEFT_OUT))
@@ -723,7 +1193,8 @@ def capture(shape: Shape, out_dir: Path, binary: Path, lab_root: Path, log: Call
     meta = {
         "scenario": shape.name,
         "description": shape.description,
-        "session_id": shape.session_id,
+        "session_id": tokens[SESSION_ID_TOKEN],
+        **_import_meta(shape),
         "cli_version": _cli_version(binary),
         "cli_package": f"@github/copilot@{CLI_VERSION} (native binary @github/copilot-linux-x64)",
         "mode": (
@@ -750,6 +1221,105 @@ def capture(shape: Shape, out_dir: Path, binary: Path, lab_root: Path, log: Call
     }
     (cap / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     return target
+
+
+def _run_tui(
+    binary: Path, home: Path, workdir: Path, run: Run, args: Sequence[str], base_url: str, folder: Path
+) -> int:
+    """The interactive CLI in a detached tmux pane: type ``run.prompt``, wait for its turns, ``/exit``."""
+    pane = f"copilot-otel-shapes-{os.getpid()}"
+    env = build_env(home, base_url, {"TERM": "xterm-256color", **run.env})
+    command = shlex.join(
+        [
+            "env",
+            "-i",
+            *(f"{k}={v}" for k, v in env.items()),
+            str(binary),
+            "--no-auto-update",
+            "--allow-all-tools",
+            *args,
+        ]
+    )
+    status = home.parent / "tui-exit-code"
+    subprocess.run(
+        [
+            "tmux",
+            "new-session",
+            "-d",
+            "-s",
+            pane,
+            "-x",
+            "200",
+            "-y",
+            "50",
+            "-c",
+            str(workdir),
+            f"{command}; echo $? > {shlex.quote(str(status))}",
+        ],
+        check=True,
+    )
+    try:
+        # The session folder appears with the first message; the input box is ready once its hints are drawn.
+        _wait_for(lambda: TUI_READY in _screen(pane), run.timeout_s, pane)
+        time.sleep(TUI_SETTLE_S)
+        subprocess.run(["tmux", "send-keys", "-t", pane, "-l", run.prompt], check=True)
+        subprocess.run(["tmux", "send-keys", "-t", pane, "Enter"], check=True)
+        _wait_for(
+            lambda: sum(e["type"] == "assistant.turn_end" for e in read_events(folder)) >= run.tui_turns,
+            run.timeout_s,
+            pane,
+        )
+        subprocess.run(["tmux", "send-keys", "-t", pane, "-l", "/exit"], check=True)
+        subprocess.run(["tmux", "send-keys", "-t", pane, "Enter"], check=True)
+        _wait_for(status.exists, run.timeout_s, pane)
+        return int(status.read_text().strip() or "-1")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", pane], capture_output=True, check=False)
+
+
+def _wait_for(condition: Callable[[], bool], timeout_s: float, pane: str) -> None:
+    end = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > end:
+            raise RuntimeError(f"the interactive CLI did not get there in time; its screen:\n{_screen(pane)}")
+        time.sleep(POLL_S)
+
+
+def _screen(pane: str) -> str:
+    return subprocess.run(
+        ["tmux", "capture-pane", "-p", "-t", pane], capture_output=True, text=True, check=False
+    ).stdout
+
+
+def _import(
+    binary: Path, home: Path, workdir: Path, lab: Path, run: Run, base_url: str
+) -> tuple[str, subprocess.CompletedProcess[str]]:
+    """``copilot sessions import`` of ``run.import_transcript``; returns the new session's id."""
+    transcript = lab / "transcript.jsonl"
+    transcript.write_text("".join(json.dumps(record) + "\n" for record in run.import_transcript))
+    home.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run(
+        [str(binary), "--no-auto-update", "sessions", "import", str(transcript), "--output", "json"],
+        cwd=workdir,
+        env=build_env(home, base_url, run.env),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=run.timeout_s,
+        check=False,
+    )
+    folders = sorted((home / ".copilot" / "session-state").glob("*/events.jsonl"))
+    if result.returncode != 0 or len(folders) != 1:
+        raise RuntimeError(f"import failed (exit {result.returncode}): {result.stdout}{result.stderr}")
+    return folders[0].parent.name, result
+
+
+def _import_meta(shape: Shape) -> dict[str, Any]:
+    """``import_transcript``: the records of the transcript a shape imported (none for the others)."""
+    for run in shape.runs:
+        if run.import_transcript:
+            return {"import_transcript": list(run.import_transcript)}
+    return {}
 
 
 def build_args(prompt: str, args: Sequence[str]) -> list[str]:
