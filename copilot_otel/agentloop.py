@@ -65,7 +65,7 @@ from .content import ContentGate, ContentKind, ContentPolicy, argument_hash
 from .events import Event
 from .foldstate import Agent, Hook, Prompt, SessionContext, Tool
 from .foldstate import Turn as OpenTurn
-from .parse import parse_timestamp
+from .parse import timestamp_ns
 from .records import DropReason, replace
 from .runaway import RunawayThresholds, check_burn, check_errors, check_identical, check_turns
 
@@ -463,10 +463,10 @@ class AgentLoop:
         ctx.model = event.selected_model or ctx.model
         ctx.reasoning_effort = event.reasoning_effort or ctx.reasoning_effort
         self._apply_context(event.context)
-        started = event.start_time
-        if started is not None and event.time_ns - parse_timestamp(started) > IMPORT_GAP_NS > 0:
+        started = timestamp_ns(event.start_time) if event.start_time is not None else None
+        if started is not None and event.time_ns - started > IMPORT_GAP_NS > 0:
             # An imported transcript follows (until the next CLI process): dated by the transcript.
-            ctx.imported = {"time_ns": parse_timestamp(started), "imported_ns": event.time_ns}
+            ctx.imported = {"time_ns": started, "imported_ns": event.time_ns}
         self._out.append(
             SessionStarted(
                 self.ctx.session_id, event.time_ns, self.ctx.copilot_version, self.ctx.model, self._offset

@@ -62,6 +62,19 @@ def parse_timestamp(value: str) -> int:
     return ns
 
 
+def timestamp_ns(value: object) -> int | None:
+    """A timestamp of the log as Unix nanoseconds, or ``None`` (noted as a dropped ``bad_timestamp`` value) when it
+    is not a string, does not parse, or lies outside what an encoder carries (1970 to 2262)."""
+    try:
+        ns = parse_timestamp(value) if isinstance(value, str) else -1
+    except ValueError:
+        ns = -1
+    if 0 < ns < MAX_TIME_NS:
+        return ns
+    drop_value(DropReason.BAD_TIMESTAMP, repr(value)[:80])
+    return None
+
+
 def _seconds_ns(text: str) -> int:
     dt = datetime.fromisoformat(text)
     if dt.tzinfo is None:
@@ -135,16 +148,8 @@ def parse_line(
     if not isinstance(kind, str) or not kind:
         return BadLine(DropReason.MISSING_FIELD, offset, end_offset, line_number, "no 'type'")
     ts = obj.get("timestamp")
-    time_ns = 0
-    if ts is not None:
-        try:
-            time_ns = parse_timestamp(ts) if isinstance(ts, str) else -1
-        except ValueError:
-            time_ns = -1
-        if not 0 < time_ns < MAX_TIME_NS:
-            # The event itself is good: keep it; the fold dates it at the previous event (time_ns 0 = unknown).
-            drop_value(DropReason.BAD_TIMESTAMP, repr(ts)[:80])
-            time_ns = 0
+    # The event itself is good even with a bad time: keep it; the fold dates it at the previous event (0 = unknown).
+    time_ns = 0 if ts is None else (timestamp_ns(ts) or 0)
     event_id = obj.get("id")
     if not isinstance(event_id, str) or not event_id:
         # Ids seed span ids; a line without one gets a stable id from its position in the file.
