@@ -18,8 +18,7 @@ from opentelemetry.sdk.resources import Resource
 
 from . import __version__
 from .agentloop import FoldSettings
-from .config import SIGNALS, Config
-from .content import ContentPolicy
+from .config import SIGNALS, Config, content_policy
 from .errors import ConfigError, StateError
 from .export import FileTransport, Sender, Transport, build_transport, make_resource
 from .metrics import Aggregator, Metrics, build_metric_exporter
@@ -51,7 +50,7 @@ def resource_attributes(config: Config) -> dict[str, Any]:
 def fold_settings(config: Config, env: Mapping[str, str] | None = None) -> FoldSettings:
     """The fold's settings: privacy policy from the environment, runaway thresholds from the config."""
     return FoldSettings(
-        content=ContentPolicy.from_env(os.environ if env is None else env),
+        content=content_policy(os.environ if env is None else env),
         runaway=RunawayThresholds(
             turns=config.runaway_turns,
             identical_tool_calls=config.runaway_identical_calls,
