@@ -12,9 +12,10 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime
 
-from . import __version__, display
+from . import display
 from ._platform import text_streams
 from ._report_defaults import PERIODS, PREMIUM_REQUEST_PRICE_USD
+from ._version import __version__
 from .config import Config, add_arguments, describe, load_config
 from .errors import CopilotOtelError
 from .moments import parse_moment

@@ -46,7 +46,8 @@ from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
-from . import __version__, display, wire
+from . import display, wire
+from ._version import __version__
 from .config import OtlpOptions, otlp_options
 from .deadletter import DeadLetters
 from .records import NUMBER_MAX, LogRecord, SpanRecord

@@ -33,8 +33,8 @@ from opentelemetry.sdk.metrics.export import (
 )
 from opentelemetry.sdk.resources import Resource
 
-from . import __version__
 from . import semconv as sc
+from ._version import __version__
 from .export import SCOPE_NAME, Signal, Transport
 from .records import Instrument, Measurement
 
