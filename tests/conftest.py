@@ -60,8 +60,9 @@ def read_events(path: Path) -> list[dict[str, Any]]:
 
 # The serial lane of `pytest -n 2 --dist loadgroup` (the README's command): tests that load the machine (the
 # benchmark's quick run, a core for a minute) or measure or race it (a daemon's CPU share, a real CLI interrupted
-# within two tool calls, a detection that must arrive while the runaway still runs) run one after another in one
-# worker, never beside each other. Everything else shares the machine: its own tmp home, state, ports.
+# within two tool calls, a detection that must arrive while the runaway still runs, a Ctrl-C right as the daemon
+# starts) run one after another in one worker, never beside each other. Everything else shares the machine: its
+# own tmp home, state, ports.
 SERIAL = pytest.mark.xdist_group("serial")
 
 
