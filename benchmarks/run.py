@@ -717,9 +717,8 @@ def proc_rss_mib(pid: int, key: str = "VmRSS") -> float:
 
 def expected_spans(files: Sequence[Path]) -> int:
     """Spans the fold makes from these logs (in-process, the same fold the daemon runs)."""
-    from copilot_otel.pipeline import FoldSettings
+    from copilot_otel.pipeline import FoldSettings, fold_session
     from copilot_otel.records import SpanRecord
-    from copilot_otel.replay import fold_session
     from copilot_otel.sessions import SessionFile
 
     return sum(

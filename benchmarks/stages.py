@@ -47,9 +47,8 @@ def measure(root: Path) -> list[tuple[str, float, int, str]]:
     from copilot_otel.export import encode_logs, encode_spans, make_resource
     from copilot_otel.metrics import Aggregator
     from copilot_otel.parse import parse_line
-    from copilot_otel.pipeline import FoldSettings, split_lines
+    from copilot_otel.pipeline import FoldSettings, new_fold, split_lines
     from copilot_otel.records import BadLine, Emission, LogRecord, Measurement, SpanRecord
-    from copilot_otel.replay import new_fold
     from copilot_otel.sessions import scan_root
     from copilot_otel.tail import Line
     from copilot_otel.telemetry import resource_attributes

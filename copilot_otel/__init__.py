@@ -6,8 +6,21 @@ a session did as neutral records (:mod:`copilot_otel.activity`), without sending
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from typing import TYPE_CHECKING, Any
 
-from .library import SessionRecords, iter_sessions, read_session
+from ._version import __version__
+
+if TYPE_CHECKING:
+    from .library import SessionRecords, iter_sessions, read_session
 
 __all__ = ["SessionRecords", "__version__", "iter_sessions", "read_session"]
+
+
+def __getattr__(name: str) -> Any:
+    """The public API, imported on first use (PEP 562): every ``copilot_otel.<module>`` import runs this package
+    first, and the CLI's light commands (``--help``, ``status``, ``config``) must not load the pipeline."""
+    if name in ("SessionRecords", "iter_sessions", "read_session"):
+        from . import library  # on first use: start-up time of every command
+
+        return getattr(library, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

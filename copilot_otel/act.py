@@ -2,7 +2,7 @@
 
 The daemon hands every :class:`~copilot_otel.activity.Detection` it delivers (and, with ``notify_prompt_errors``,
 every prompt that ended in error) to :class:`RunawayActions` together with what it knows of the session
-(:class:`SessionView`). The action per reason comes from :class:`RunawayPolicy` (the ``runaway_action`` setting):
+(:class:`SessionView`). The action per reason comes from :class:`~copilot_otel.policy.RunawayPolicy` (the ``runaway_action`` setting):
 
 * ``none``: only the span event, metric and log event every detection already gets;
 * ``notify``: also a desktop notification and/or a webhook (:mod:`copilot_otel.notify`);
@@ -12,10 +12,8 @@ every prompt that ended in error) to :class:`RunawayActions` together with what 
   ``copilot_otel.runaway.interrupted`` (on a span ``copilot_otel.runaway.interrupt`` under the prompt's root)
   and, when it acted (or would have), the counter ``copilot_otel.runaway.interrupted``.
 
-The policy reads ``interrupt:identical,errors;notify:turns`` (the action for each listed reason; a bare action
-is every other reason's), or in the config file a table ``runaway_action = {identical = "interrupt", default =
-"notify"}``. ``runaway_action_repositories`` limits the actions to some repositories (``owner/name``) or
-folders. Parsing is import-light: the config module uses it at every start.
+The policy and its parser live in :mod:`copilot_otel.policy` (the settings table parses it at every start).
+``runaway_action_repositories`` limits the actions to some repositories (``owner/name``) or folders.
 """
 
 from __future__ import annotations
@@ -24,36 +22,26 @@ import logging
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any
+
+from . import ids
+from .interrupt import Outcome, interrupt_session
+from .notify import MAX_WAITING, Burst, DesktopChannel, Notice, Notifier, WebhookChannel
+from .records import LogRecord, Severity, SpanEventRecord, SpanKind, SpanRecord
 
 if TYPE_CHECKING:
     from .activity import Detection, PromptRun
     from .config import Config
-    from .interrupt import Outcome
     from .metrics import Metrics
-    from .notify import Notice, Notifier
-    from .records import LogRecord, SpanRecord
+    from .policy import RunawayPolicy
 
-__all__ = ["Action", "RunawayActions", "RunawayPolicy", "SessionView", "parse_policy", "parse_repositories"]
+__all__ = ["RunawayActions", "SessionView", "describe_policy"]
 
 logger = logging.getLogger(__name__)
 
-Action = Literal["none", "notify", "interrupt"]
-ACTIONS: tuple[str, ...] = get_args(Action)
-#: Reason names as the policy may spell them -> the detection's ``reason``.
-REASONS: Mapping[str, str] = {
-    "identical": "identical_tool_calls",
-    "identical_tool_calls": "identical_tool_calls",
-    "errors": "tool_errors",
-    "tool_errors": "tool_errors",
-    "turns": "turns",
-    "burn": "burn_rate",
-    "burn_rate": "burn_rate",
-}
-_SHORT = {"identical_tool_calls": "identical", "tool_errors": "errors", "turns": "turns", "burn_rate": "burn"}
 INTERRUPTED_EVENT = "copilot_otel.runaway.interrupted"
 INTERRUPT_SPAN = "copilot_otel.runaway.interrupt"
 # Prompts remembered for "once per prompt and reason" (oldest forgotten first).
@@ -64,83 +52,6 @@ MAX_AGE_S = 120.0
 # One notification log line this often at most; those held back are summed up in one line (a storm of 200
 # detections is two lines, not 200).
 NOTICE_LOG_EVERY_S = 60.0
-
-
-@dataclass(frozen=True, slots=True)
-class RunawayPolicy:
-    """The action for each runaway reason (``default`` for those not listed)."""
-
-    default: Action = "none"
-    by_reason: tuple[tuple[str, Action], ...] = ()
-
-    def action_for(self, reason: str) -> Action:
-        return dict(self.by_reason).get(reason, self.default)
-
-    @property
-    def active(self) -> bool:
-        """Whether any reason does more than report."""
-        return self.default != "none" or any(a != "none" for _, a in self.by_reason)
-
-    @property
-    def interrupts(self) -> bool:
-        return self.default == "interrupt" or any(a == "interrupt" for _, a in self.by_reason)
-
-    def __str__(self) -> str:
-        groups: dict[str, list[str]] = {}
-        for reason, action in self.by_reason:
-            groups.setdefault(action, []).append(_SHORT.get(reason, reason))
-        parts = [f"{action}:{','.join(reasons)}" for action, reasons in groups.items()]
-        if self.default != "none" or not parts:
-            parts.append(self.default)
-        return ";".join(parts)
-
-
-def _action(text: object, where: str) -> Action:
-    value = str(text).strip().lower()
-    if value not in ACTIONS:
-        raise ValueError(f"{where}: an action is one of {', '.join(ACTIONS)}")
-    return value  # type: ignore[return-value]
-
-
-def _reason(text: str) -> str:
-    key = text.strip().lower().replace("-", "_")
-    if key not in REASONS:
-        raise ValueError(f"unknown reason {text.strip()!r} (reasons: identical, errors, turns, burn)")
-    return REASONS[key]
-
-
-def parse_policy(raw: object) -> RunawayPolicy:
-    """``"interrupt"``, ``"interrupt:identical,errors;notify:turns"`` or a mapping ``{reason: action}`` (key
-    ``default`` for the rest). Raises ``ValueError`` saying what is wrong."""
-    default: Action = "none"
-    by_reason: dict[str, Action] = {}
-    if isinstance(raw, Mapping):
-        for key, value in raw.items():
-            if str(key).strip().lower() == "default":
-                default = _action(value, "default")
-            else:
-                by_reason[_reason(str(key))] = _action(value, str(key))
-        return RunawayPolicy(default, tuple(by_reason.items()))
-    if not isinstance(raw, str) or not raw.strip():
-        raise ValueError("none, notify, interrupt, or per reason: interrupt:identical,errors;notify:turns")
-    for segment in raw.split(";"):
-        if not segment.strip():
-            continue
-        action_text, sep, reasons = segment.partition(":")
-        action = _action(action_text, repr(segment.strip()))
-        if not sep:
-            default = action
-            continue
-        for reason in reasons.split(","):
-            if reason.strip():
-                by_reason[_reason(reason)] = action
-    return RunawayPolicy(default, tuple(by_reason.items()))
-
-
-def parse_repositories(raw: object) -> tuple[str, ...]:
-    """A TOML list or a comma-separated string of ``owner/name`` repositories and absolute folders."""
-    items = raw if isinstance(raw, (list, tuple)) else str(raw).split(",")
-    return tuple(str(item).strip() for item in items if str(item).strip())
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,8 +105,6 @@ class RunawayActions:
         self.notify_prompt_errors = notify_prompt_errors
         self.notifier = notifier
         if interrupt is None:
-            from .interrupt import interrupt_session
-
             interrupt = interrupt_session
         self._interrupt = interrupt
         self._clock = clock
@@ -211,8 +120,6 @@ class RunawayActions:
         policy: RunawayPolicy = config.runaway_action
         if not policy.active and not config.notify_prompt_errors:
             return None
-        from .notify import DesktopChannel, Notifier, WebhookChannel
-
         channels: list[Any] = []
         if config.notify_desktop:
             channels.append(DesktopChannel())
@@ -257,8 +164,6 @@ class RunawayActions:
             return
         if not self._first(view.session_id, run.trace_id, "prompt_error", "notify"):
             return
-        from .notify import Notice
-
         self._notify(
             Notice(
                 "copilot_otel.prompt.error",
@@ -330,8 +235,6 @@ class RunawayActions:
         return True
 
     def _notice(self, detection: Detection, view: SessionView, result: str, detail: str) -> Notice:
-        from .notify import Notice
-
         return Notice(
             "copilot_otel.runaway.detected",
             view.session_id,
@@ -349,8 +252,6 @@ class RunawayActions:
         )
 
     def _notify(self, notice: Notice) -> None:
-        from .notify import MAX_WAITING
-
         self.stats.notified += 1
         now = time.monotonic()
         if now - self._logged_at >= NOTICE_LOG_EVERY_S:
@@ -366,8 +267,6 @@ class RunawayActions:
         """One line for the notices held back since the last line (see :class:`~copilot_otel.notify.Burst`)."""
         if not self._held:
             return
-        from .notify import Burst
-
         held = self._held[0] if len(self._held) == 1 else Burst(tuple(self._held))
         self._held = []
         self._logged_at = time.monotonic()
@@ -376,9 +275,6 @@ class RunawayActions:
     def _record_interrupt(
         self, detection: Detection, view: SessionView, outcome: Outcome
     ) -> list[SpanRecord | LogRecord]:
-        from . import ids
-        from .records import LogRecord, Severity, SpanEventRecord, SpanKind, SpanRecord
-
         self.stats.interrupts[outcome.result] = self.stats.interrupts.get(outcome.result, 0) + 1
         acted = outcome.result in ("interrupted", "dry_run")
         (logger.error if outcome.result == "failed" else logger.warning)(

@@ -12,10 +12,13 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime
 
-from . import __version__, display
+from . import display
 from ._platform import text_streams
+from ._report_defaults import PERIODS, PREMIUM_REQUEST_PRICE_USD
+from ._version import __version__
 from .config import Config, add_arguments, describe, load_config
 from .errors import CopilotOtelError
+from .moments import parse_moment
 
 logger = logging.getLogger("copilot_otel")
 
@@ -172,8 +175,6 @@ def _add_dead_letters_parser(sub: argparse._SubParsersAction[argparse.ArgumentPa
 
 
 def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from ._report_defaults import PERIODS, PREMIUM_REQUEST_PRICE_USD
-
     p = sub.add_parser(
         "report",
         help="add up usage from the logs on disk: daily, weekly, monthly, per session, repo or model",
@@ -266,6 +267,8 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
         for name, value, source in describe(config):
             print(f"{name:<{width}}  {value}  ({source})")
         return 0
+    # Each command's module is imported when that command runs: the others' start-up time (`--help`, `status`
+    # and `config` never load the pipeline, `show` never loads the exporter).
     if args.command == "run":
         from .daemon import run
 
@@ -304,7 +307,7 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
 
         return print_status(config, as_json=args.json)
     if args.command == "dead-letters":
-        from .deadletter import command
+        from .resend import command
 
         return command(config, args.action, to_current=args.to_current)
     if args.command == "service":
@@ -317,8 +320,7 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
 def _replay(args: argparse.Namespace, config: Config) -> int:
     import time
 
-    from .moments import parse_moment
-    from .replay import Progress, replay
+    from .replay import Progress, replay  # each command's module is imported when it runs (start-up time)
 
     now_ns = time.time_ns()
     since_ns = parse_moment(args.since, now_ns=now_ns, name="--since") if args.since else None

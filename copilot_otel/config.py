@@ -47,9 +47,6 @@ from urllib.parse import urlsplit
 
 from . import display
 from ._platform import current
-from .act import RunawayPolicy as _RunawayPolicy
-from .act import parse_policy as _parse_policy
-from .act import parse_repositories as _parse_repositories
 from .content import (
     CAPTURE_ENV,
     CAPTURE_MODES,
@@ -65,6 +62,9 @@ from .content import (
 )
 from .errors import ConfigError
 from .moments import FORMS, parse_moment
+from .policy import RunawayPolicy as _RunawayPolicy
+from .policy import parse_policy as _parse_policy
+from .policy import parse_repositories as _parse_repositories
 
 
 def _toml_module() -> ModuleType | None:
@@ -1169,6 +1169,22 @@ def _content_policy(values: Mapping[str, Any]) -> ContentPolicy:
 def content_policy(env: Mapping[str, str]) -> ContentPolicy:
     """The content-capture policy of ``env`` alone (``OTEL_INSTRUMENTATION_GENAI_*``, ``COPILOT_OTEL_CAPTURE_*``,
     ``COPILOT_OTEL_CONTENT_MAX_LENGTH``), parsed by the same table as every other setting.
+
+    ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (case-insensitive) is the master switch:
+    unset, ``false``, ``0``, ``no`` or ``NO_CONTENT`` capture nothing; ``true``, ``1`` or ``yes``
+    capture prompts, responses, tool arguments and tool results on spans; ``SPAN_ONLY``, ``EVENT_ONLY``
+    and ``SPAN_AND_EVENT`` capture the same and choose where it goes. The system prompt and reasoning
+    are only captured through their own switch.
+
+    ``OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT`` (``true``/``false``) switches the details events; unset, it
+    follows the master switch (on for ``EVENT_ONLY`` and ``SPAN_AND_EVENT``). ``false`` turns them off, so
+    ``EVENT_ONLY`` then captures nothing. ``true`` with a master switch that keeps content on spans
+    (``true``, ``SPAN_ONLY``) changes nothing: the events exist to carry content, and that setting says
+    content goes on spans only.
+
+    ``COPILOT_OTEL_CAPTURE_{PROMPTS,RESPONSES,TOOL_ARGUMENTS,TOOL_RESULTS,SYSTEM_PROMPT,REASONING}``
+    (``true``/``false``) override the master switch for one kind each, and
+    ``COPILOT_OTEL_CONTENT_MAX_LENGTH`` (an integer, at least 16) sets ``max_length``.
 
     Raises:
         ConfigError: A variable has a value we cannot use; the message names it and the value.

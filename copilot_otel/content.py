@@ -133,33 +133,6 @@ class ContentPolicy:
         return kind in self.enabled
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> ContentPolicy:
-        """Build the policy from environment variables.
-
-        ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (case-insensitive) is the master switch:
-        unset, ``false``, ``0``, ``no`` or ``NO_CONTENT`` capture nothing; ``true``, ``1`` or ``yes``
-        capture prompts, responses, tool arguments and tool results on spans; ``SPAN_ONLY``, ``EVENT_ONLY``
-        and ``SPAN_AND_EVENT`` capture the same and choose where it goes. The system prompt and reasoning
-        are only captured through their own switch.
-
-        ``OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT`` (``true``/``false``) switches the details events; unset, it
-        follows the master switch (on for ``EVENT_ONLY`` and ``SPAN_AND_EVENT``). ``false`` turns them off, so
-        ``EVENT_ONLY`` then captures nothing. ``true`` with a master switch that keeps content on spans
-        (``true``, ``SPAN_ONLY``) changes nothing: the events exist to carry content, and that setting says
-        content goes on spans only.
-
-        ``COPILOT_OTEL_CAPTURE_{PROMPTS,RESPONSES,TOOL_ARGUMENTS,TOOL_RESULTS,SYSTEM_PROMPT,REASONING}``
-        (``true``/``false``) override the master switch for one kind each, and
-        ``COPILOT_OTEL_CONTENT_MAX_LENGTH`` (an integer, at least 16) sets ``max_length``.
-
-        Raises:
-            ConfigError: A variable has a value we cannot use; the message names it and the value.
-        """
-        from .config import content_policy  # the settings table parses the variables (one boolean parser)
-
-        return content_policy(env)
-
-    @classmethod
     def build(
         cls,
         mode: str,
@@ -168,7 +141,8 @@ class ContentPolicy:
         max_length: int,
     ) -> ContentPolicy:
         """The policy of parsed settings: a master ``mode`` (a key of :data:`CAPTURE_MODES`), the details-event
-        switch and the per-kind switches (``None`` = not set: follow the master), as :meth:`from_env` reads them.
+        switch and the per-kind switches (``None`` = not set: follow the master), as
+        :func:`copilot_otel.config.content_policy` reads them.
         """
         capture, on_spans, on_events = CAPTURE_MODES[mode]
         if emit_event is False:

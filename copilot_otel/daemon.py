@@ -52,7 +52,7 @@ from .live.housekeeping import (
 )
 from .live.tracker import MAX_OPEN_TAILERS, Tracker, open_tailer_cap
 from .outbox import Marker, Outbox
-from .pipeline import Pipeline
+from .pipeline import Pipeline, fold_settings
 from .ratelimit import RateLimitedLog
 from .records import LogRecord, SpanRecord
 from .route import RateLimitedDrops, Router
@@ -60,7 +60,7 @@ from .semconv import EXPORT_BACKLOG, EXPORT_LAST_SUCCESS, FILES_TRACKED, LIVE_GA
 from .sessions import SessionFile, require_session_folder
 from .state import Checkpoint, StateStore
 from .tail import FileTailer, Line
-from .telemetry import Telemetry, fold_settings
+from .telemetry import Telemetry
 
 __all__ = ["FD_CHECK_S", "MAX_OPEN_TAILERS", "Daemon", "open_tailer_cap", "run"]
 

@@ -10,7 +10,7 @@ values. Each becomes one JSON line in ``<state_dir>/dead-letter.jsonl``::
      "request": "CpYBCh..."}                                                   # base64 OTLP request, or null
 
 ``request`` is the serialized ``Export{Trace,Logs}ServiceRequest`` holding that one record with the resource it
-was sent with: ``copilot-otel dead-letters resend`` posts these bytes as they are, so a re-sent span is
+was sent with: ``copilot-otel dead-letters resend`` (:mod:`copilot_otel.resend`) posts these bytes as they are, so a re-sent span is
 byte-for-byte the span the collector refused (same ids, so a backend that took it meanwhile keeps one copy). The
 bytes are kept rather than the source file and offset because a record is folded from many lines (a prompt's span
 needs the lines since the prompt began), the CLI may have deleted or rewritten the log since, and the request is
@@ -48,7 +48,7 @@ from typing import Any
 import orjson
 
 from . import display
-from ._platform import LockHeld, current
+from ._platform import current
 from .state import write_new_file
 
 __all__ = [
@@ -56,7 +56,6 @@ __all__ = [
     "MAX_BYTES",
     "DeadLetter",
     "DeadLetters",
-    "command",
     "dead_letter_path",
     "describe",
     "redacted_destination",
@@ -310,7 +309,7 @@ def redacted_destination(description: str) -> str:
     return " ".join(display.url(word) if "://" in word else word for word in description.split(" "))
 
 
-# --------------------------------------------------------------------------------------------- the command
+# ------------------------------------------------------------------------ where they are, what status says
 def dead_letter_path(state_dir: Path) -> Path:
     """Where the daemon and ``replay`` write the dead letters of ``state_dir``."""
     return state_dir / DEAD_LETTER_FILE
@@ -329,111 +328,3 @@ def describe(state_dir: Path) -> str | None:
     if lost:
         text += f" ({lost:,} older ones discarded when the file reached its size cap)"
     return text
-
-
-def command(config: Any, action: str, *, to_current: bool = False) -> int:
-    """``copilot-otel dead-letters {list,resend,clear}``; returns the exit code.
-
-    Args:
-        to_current: ``resend`` sends entries refused by another destination to the configured one too.
-
-    Raises:
-        ConfigError: ``resend`` without ``to_current`` while entries were refused by another destination
-            (nothing is sent or removed).
-        ExportError: ``resend`` could not deliver (the endpoint refuses us, the collector is down); what was not
-            delivered stays in the file.
-        RejectedError: The collector rejected some entries again (they stay in the file).
-        StateError: Another resend is running on the same file.
-    """
-    from .errors import StateError
-
-    letters = DeadLetters(dead_letter_path(config.state_dir))
-    if action == "list":
-        return _list(letters)
-    if action == "clear":
-        n = letters.clear()
-        print(f"copilot-otel: removed {n:,} dead letter{'s' if n != 1 else ''} from {letters.path}")
-        return 0
-    try:
-        return _resend(letters, config, to_current=to_current)
-    except LockHeld as exc:
-        raise StateError(
-            f"another 'dead-letters resend' is running on {letters.path} (pid {exc.owner})"
-        ) from None
-
-
-def _list(letters: DeadLetters) -> int:
-    entries = list(letters.entries())
-    for entry in entries:
-        when = "re-sendable" if entry.request is not None else "cannot be re-sent"
-        print(
-            display.message(
-                f"{entry.id}  {entry.signal:<6}  {entry.name!r} of session {entry.session}  ({when}): {entry.reason}"
-            )
-        )
-    resendable = sum(entry.request is not None for entry in entries)
-    summary = f"copilot-otel: {len(entries):,} dead letters in {letters.path} ({resendable:,} re-sendable)"
-    if lost := letters.discarded():
-        summary += f"; {lost:,} older ones were discarded when the file reached its size cap"
-    print(summary)
-    return 0
-
-
-def _elsewhere(letters: DeadLetters, here: str) -> list[str]:
-    """The destinations, other than ``here``, that refused entries a resend would send (oldest first)."""
-    seen: dict[str, None] = {}
-    for entry in letters.entries():
-        if entry.request is not None and entry.destination and entry.destination != here:
-            seen[entry.destination] = None
-    return list(seen)
-
-
-def _resend(letters: DeadLetters, config: Any, *, to_current: bool) -> int:
-    from .errors import ConfigError, EndpointError, ExportError, RejectedError
-    from .export import Signal
-    from .telemetry import Telemetry
-
-    telemetry = Telemetry.from_config(config, with_metrics=False)
-    here = redacted_destination(telemetry.description)
-    if not to_current and (elsewhere := _elsewhere(letters, here)):
-        telemetry.close()
-        others = f" (and {len(elsewhere) - 1} more)" if len(elsewhere) > 1 else ""
-        raise ConfigError(
-            f"the dead letters in {letters.path} were refused by {elsewhere[0]}{others}, and the configured "
-            f"destination is {here}: set the endpoint to that collector, or pass --to-current to send them to "
-            f"{here}; nothing was sent or removed"
-        )
-    sender = telemetry.sender
-    sent = rejected = skipped = 0
-    failure = None
-    try:
-        with letters.claimed() as entries:
-            kept = []
-            for entry in entries:
-                if failure is not None or entry.request is None:
-                    skipped += entry.request is None
-                    kept.append(entry)
-                    continue
-                outcome = sender.deliver_body(Signal(entry.signal), entry.request, config.max_retry_time)
-                if outcome.delivered:
-                    sent += 1
-                    continue
-                kept.append(entry)
-                if outcome.endpoint or sender.stats.consecutive_failures:
-                    failure = outcome  # the endpoint or the collector, not this record: stop here
-                else:
-                    rejected += 1  # refused again: it stays a dead letter
-            entries[:] = kept
-    finally:
-        telemetry.close()
-    left = len(kept)
-    said = f"re-sent {sent:,} dead letters to {telemetry.description}; {left:,} left in {letters.path}"
-    if failure is not None:
-        error = EndpointError if failure.endpoint else ExportError
-        raise error(f"{failure.error}: {said}")
-    if rejected:
-        raise RejectedError(f"the collector rejected {rejected:,} again: {said}")
-    if skipped:
-        said += f" ({skipped:,} cannot be re-sent: a value could not be encoded)"
-    print(f"copilot-otel: {display.message(said)}")
-    return 0

@@ -29,6 +29,7 @@ from rich.text import Text
 
 from . import display, tls
 from ._platform import current
+from .act import describe_policy
 from .config import Config, capture_state, describe
 from .deadletter import describe as describe_dead_letters
 from .errors import CopilotOtelError, SourceError, StateError
@@ -181,8 +182,6 @@ def _config_file(config: Config) -> Check:
 def _runaway_action(config: Config) -> Check:
     """What a runaway detection does; a warning where it cannot do what was asked (see copilot_otel.act)."""
     import shutil
-
-    from .act import describe_policy
 
     policy = config.runaway_action
     source = config.sources.get("runaway_action", "default")

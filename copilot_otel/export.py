@@ -46,7 +46,8 @@ from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
-from . import __version__, display, wire
+from . import display, wire
+from ._version import __version__
 from .config import OtlpOptions, otlp_options
 from .deadletter import DeadLetters
 from .records import NUMBER_MAX, LogRecord, SpanRecord
@@ -232,7 +233,7 @@ class HttpTransport:
     def __init__(self, endpoints: Mapping[Signal, str], options: Mapping[Signal, OtlpOptions]) -> None:
         import requests
 
-        from . import tls  # with ssl: only when something is sent over the network
+        from . import tls  # with ssl: only when something is sent over the network (start-up time)
 
         self._requests = requests
         self._endpoints = dict(endpoints)
@@ -268,7 +269,7 @@ class HttpTransport:
                 self._endpoints[signal], data=data, headers=self._headers[signal], timeout=timeout
             )
         except self._requests.exceptions.SSLError as exc:  # before ConnectionError, its base class
-            from . import tls
+            from . import tls  # start-up time, as in __init__
 
             message = tls.failure(self._shown[signal], display.scrub(str(exc)), self._options[signal])
             return SendResult(ok=False, endpoint=True, message=message)
@@ -401,7 +402,7 @@ class GrpcTransport:
         from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2_grpc
         from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 
-        from . import tls
+        from . import tls  # with ssl: only when something is sent over the network (start-up time)
 
         self._grpc = grpc
         target = endpoint.split("://", 1)[-1].rstrip("/")
@@ -473,7 +474,7 @@ class GrpcTransport:
         except self._grpc.RpcError as exc:
             code = exc.code().name if hasattr(exc, "code") and exc.code() else "UNKNOWN"
             details = display.scrub(exc.details() if hasattr(exc, "details") else str(exc))
-            from . import tls
+            from . import tls  # start-up time, as in __init__
 
             if tls.is_handshake_failure(details):
                 return SendResult(

@@ -33,9 +33,9 @@ from opentelemetry.sdk.metrics.export import (
 )
 from opentelemetry.sdk.resources import Resource
 
-from . import __version__
 from . import semconv as sc
-from .export import Signal, Transport
+from ._version import __version__
+from .export import SCOPE_NAME, Signal, Transport
 from .records import Instrument, Measurement
 
 logger = logging.getLogger(__name__)
@@ -341,8 +341,6 @@ class Aggregator:
         from opentelemetry.proto.common.v1 import common_pb2
         from opentelemetry.proto.metrics.v1 import metrics_pb2
         from opentelemetry.proto.resource.v1 import resource_pb2
-
-        from .export import SCOPE_NAME
 
         def attrs(items: tuple[tuple[str, Any], ...] | Mapping[str, Any]) -> list[common_pb2.KeyValue]:
             pairs = items.items() if isinstance(items, Mapping) else items

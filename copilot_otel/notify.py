@@ -48,8 +48,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal, Protocol
 
-from . import __version__
 from ._platform import Platform, current
+from ._version import __version__
 
 __all__ = ["Burst", "DesktopChannel", "Notice", "Notifier", "Refused", "WebhookChannel"]
 

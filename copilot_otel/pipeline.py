@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ._platform import current
 from .activity import Record
 from .agentloop import AgentLoop, FoldSettings, LiveStats, RunawayThresholds, SessionContext
+from .config import Config, content_policy
 from .content import ContentKind
 from .errors import SourceError
 from .events import Event, pending_drops, take_dropped
@@ -37,9 +39,15 @@ __all__ = [
     "MAX_LINE_BYTES",
     "READ_CHUNK_BYTES",
     "FoldSettings",
+    "FoldedSession",
     "Pipeline",
     "RunawayThresholds",
     "Step",
+    "Window",
+    "fold_events",
+    "fold_session",
+    "fold_settings",
+    "new_fold",
     "read_chunks",
     "split_lines",
 ]
@@ -332,3 +340,63 @@ class Pipeline:
     def ctx(self) -> SessionContext:
         """The session's context (ids, versions, cwd and git facts) as the loop knows it now."""
         return self.loop.ctx
+
+
+# --- one session's log, whole -------------------------------------------------------------------------------
+# A time window (since, until) in Unix nanoseconds, either bound open (None); None: everything.
+Window = tuple[int | None, int | None] | None
+
+
+def fold_settings(config: Config, env: Mapping[str, str] | None = None) -> FoldSettings:
+    """The fold's settings: privacy policy from the environment, runaway thresholds from the config."""
+    return FoldSettings(
+        content=content_policy(os.environ if env is None else env),
+        runaway=RunawayThresholds(
+            turns=config.runaway_turns,
+            identical_tool_calls=config.runaway_identical_calls,
+            tool_errors=config.runaway_tool_errors,
+            tokens_per_minute=config.runaway_tokens_per_minute,
+        ),
+    )
+
+
+@dataclass
+class FoldedSession:
+    """Everything one session log folds into (used by ``show`` and tests)."""
+
+    session: SessionFile
+    emissions: list[Emission]
+    bad_lines: list[BadLine]
+    events: int
+    fold: Pipeline
+
+
+def new_fold(session: SessionFile, settings: FoldSettings, window: Window = None) -> Pipeline:
+    """The pipeline for one session (:meth:`Pipeline.for_session`), kept to the prompts of ``window``."""
+    prompts = PromptWindow(*window) if window is not None else None
+    return Pipeline.for_session(session, settings, window=prompts)
+
+
+def fold_events(session: SessionFile, fold: Pipeline, close_reason: str = "file_ended") -> Iterator[Step]:
+    """Read one session log and fold it; yields the :class:`Step` of each line that completed something or was
+    dropped (:meth:`Pipeline.feed_file`: read in chunks, a log of any size in bounded memory), then the closing
+    step.
+
+    Raises:
+        SourceError: the file cannot be read.
+    """
+    yield from fold.feed_file(session.path)
+    # The file ends here: whatever is still open is closed as incomplete (a live daemon would wait instead).
+    yield fold.close(close_reason)
+
+
+def fold_session(session: SessionFile, settings: FoldSettings) -> FoldedSession:
+    """Fold a whole session log in memory."""
+    emissions: list[Emission] = []
+    bad: list[BadLine] = []
+    fold = new_fold(session, settings)
+    for step in fold_events(session, fold):
+        if step.drop is not None:
+            bad.append(step.drop)
+        emissions.extend(step.emissions)
+    return FoldedSession(session, emissions, bad, fold.lines - len(bad), fold)

@@ -23,25 +23,20 @@ from typing import Any
 
 from . import display
 from ._platform import current
-from .agentloop import FoldSettings
 from .config import Config
 from .deadletter import DeadLetters
 from .errors import EndpointError, ExportError, PartialError, RejectedError, SourceError, UnreadableError
 from .export import ENCODE_ERRORS, Signal
 from .metrics import Aggregator
-from .pipeline import Pipeline, Step
-from .records import BadLine, Emission, LogRecord, Measurement, SpanRecord
+from .pipeline import Step, Window, fold_events, fold_settings, new_fold
+from .records import BadLine, LogRecord, Measurement, SpanRecord
 from .route import Health, Router
 from .sessions import (
     SessionFile,
     require_session_folder,
     resolve,
 )
-from .telemetry import Telemetry, fold_settings, resource_attributes
-from .window import PromptWindow
-
-# A time window (since, until) in Unix nanoseconds, either bound open (None); None: everything.
-Window = tuple[int | None, int | None] | None
+from .telemetry import Telemetry, resource_attributes
 
 logger = logging.getLogger(__name__)
 
@@ -66,48 +61,6 @@ def _fewer_gc_passes() -> Iterator[None]:
         yield
     finally:
         gc.set_threshold(*before)
-
-
-@dataclass
-class FoldedSession:
-    """Everything one session log folds into (used by ``show`` and tests)."""
-
-    session: SessionFile
-    emissions: list[Emission]
-    bad_lines: list[BadLine]
-    events: int
-    fold: Pipeline
-
-
-def new_fold(session: SessionFile, settings: FoldSettings, window: Window = None) -> Pipeline:
-    """The pipeline for one session (:meth:`Pipeline.for_session`), kept to the prompts of ``window``."""
-    prompts = PromptWindow(*window) if window is not None else None
-    return Pipeline.for_session(session, settings, window=prompts)
-
-
-def fold_events(session: SessionFile, fold: Pipeline, close_reason: str = "file_ended") -> Iterator[Step]:
-    """Read one session log and fold it; yields the :class:`Step` of each line that completed something or was
-    dropped (:meth:`Pipeline.feed_file`: read in chunks, a log of any size in bounded memory), then the closing
-    step.
-
-    Raises:
-        SourceError: the file cannot be read.
-    """
-    yield from fold.feed_file(session.path)
-    # The file ends here: whatever is still open is closed as incomplete (a live daemon would wait instead).
-    yield fold.close(close_reason)
-
-
-def fold_session(session: SessionFile, settings: FoldSettings) -> FoldedSession:
-    """Fold a whole session log in memory."""
-    emissions: list[Emission] = []
-    bad: list[BadLine] = []
-    fold = new_fold(session, settings)
-    for step in fold_events(session, fold):
-        if step.drop is not None:
-            bad.append(step.drop)
-        emissions.extend(step.emissions)
-    return FoldedSession(session, emissions, bad, fold.lines - len(bad), fold)
 
 
 _COUNTS = (

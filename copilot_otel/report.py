@@ -51,6 +51,7 @@ from .errors import ConfigError, PartialError, SourceError, UnreadableError
 from .library import SessionRecords, read_session
 from .moments import local_time as _local
 from .moments import parse_moment
+from .pipeline import fold_settings
 from .sessions import SessionFile, resolve
 
 __all__ = [
@@ -1002,8 +1003,6 @@ def report(
 
     import orjson
     from rich.console import Console
-
-    from .telemetry import fold_settings
 
     zone = parse_zone(tz)
     since_ns = parse_moment(since, now_ns=now_ns, zone=zone, name="--since") if since else None

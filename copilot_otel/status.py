@@ -140,7 +140,7 @@ def _find_state_dir(config: Config) -> Path:
     service names another state dir in which one does."""
     if config.sources.get("state_dir", "default") != "default" or _running_in(config.state_dir):
         return config.state_dir
-    from .service import installed_state_dirs
+    from .service import installed_state_dirs  # start-up time: only when no daemon runs where configured
 
     for candidate in installed_state_dirs():
         if candidate != config.state_dir and _running_in(candidate):

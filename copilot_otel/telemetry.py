@@ -16,14 +16,11 @@ from typing import Any
 
 from opentelemetry.sdk.resources import Resource
 
-from . import __version__
-from .agentloop import FoldSettings
+from ._version import __version__
 from .config import SIGNALS, Config
-from .content import ContentPolicy
 from .errors import ConfigError, StateError
 from .export import FileTransport, Sender, Transport, build_transport, make_resource
 from .metrics import Aggregator, Metrics, build_metric_exporter
-from .runaway import RunawayThresholds
 
 _TRACES_ENV = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 
@@ -46,19 +43,6 @@ def resource_attributes(config: Config) -> dict[str, Any]:
     if config.include_user_name and "user.name" not in attrs:
         attrs["user.name"] = getpass.getuser()
     return attrs
-
-
-def fold_settings(config: Config, env: Mapping[str, str] | None = None) -> FoldSettings:
-    """The fold's settings: privacy policy from the environment, runaway thresholds from the config."""
-    return FoldSettings(
-        content=ContentPolicy.from_env(os.environ if env is None else env),
-        runaway=RunawayThresholds(
-            turns=config.runaway_turns,
-            identical_tool_calls=config.runaway_identical_calls,
-            tool_errors=config.runaway_tool_errors,
-            tokens_per_minute=config.runaway_tokens_per_minute,
-        ),
-    )
 
 
 def _base_endpoint(config: Config, env: Mapping[str, str]) -> tuple[str | None, dict[str, str]]:

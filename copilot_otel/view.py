@@ -61,8 +61,8 @@ from .config import Config
 from .content import ContentKind, ContentPolicy
 from .errors import SourceError
 from .library import SessionRecords, read_session
+from .pipeline import fold_session, fold_settings
 from .records import SpanRecord
-from .replay import fold_session
 from .sessions import (
     SessionFile,
     read_workspace,
@@ -72,7 +72,6 @@ from .sessions import (
     unreadable_reason,
     unreadable_sessions,
 )
-from .telemetry import fold_settings
 
 __all__ = ["PROMPT_PREVIEW_CHARS", "SessionSummary", "show", "span_json", "summarize"]
 

@@ -58,6 +58,14 @@ def read_events(path: Path) -> list[dict[str, Any]]:
     return out
 
 
+# The serial lane of `pytest -n 2 --dist loadgroup` (the README's command): tests that load the machine (the
+# benchmark's quick run, a core for a minute) or measure or race it (a daemon's CPU share, a real CLI interrupted
+# within two tool calls, a detection that must arrive while the runaway still runs, a Ctrl-C right as the daemon
+# starts) run one after another in one worker, never beside each other. Everything else shares the machine: its
+# own tmp home, state, ports.
+SERIAL = pytest.mark.xdist_group("serial")
+
+
 # Looks like a GitHub token to the scrubber (built from parts so that secret scanners leave the repository alone).
 TOKEN_LIKE = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 
@@ -97,6 +105,19 @@ def replay_into(
 # Inputs the property-based tests tried, by test (tests/test_fuzz_input.py); shown in the terminal summary so CI's
 # normal output says how much was fuzzed.
 FUZZ_INPUTS: Counter[str] = Counter()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """In a ``pytest -n`` worker: hand the counts to the main process (which prints the summary)."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["fuzz_inputs"] = dict(FUZZ_INPUTS)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """In the main process of ``pytest -n``: add up each worker's counts (an xdist hook, called per worker)."""
+    FUZZ_INPUTS.update(getattr(node, "workeroutput", {}).get("fuzz_inputs", {}))
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

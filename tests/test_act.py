@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from copilot_otel.act import RunawayActions, SessionView, parse_policy
+from copilot_otel.act import RunawayActions, SessionView
 from copilot_otel.activity import Detection
 from copilot_otel.config import describe, load_config
 from copilot_otel.doctor import run_checks
 from copilot_otel.errors import ConfigError
 from copilot_otel.interrupt import Outcome
+from copilot_otel.policy import parse_policy
 
 
 def test_policy_per_reason_reads_as_written() -> None:

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import psutil
 
-from tests.conftest import CLI_GENERATED
+from tests.conftest import CLI_GENERATED, SERIAL
 from tests.daemon_process import DaemonProcess
+
+pytestmark = SERIAL  # it measures the daemon's CPU share
 
 CAP = 200
 WINDOW_S = 20.0

@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import SERIAL
+
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = SERIAL  # a core for a minute: never beside the tests that race the clock
 
 
 @pytest.mark.timeout(300)

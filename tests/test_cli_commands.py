@@ -8,6 +8,7 @@ receiver, and a ``systemctl`` replaced by a recording shell script (or pointed a
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import plistlib
@@ -17,6 +18,7 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -243,13 +245,18 @@ def test_show_without_session_state(capsys: pytest.CaptureFixture[str]) -> None:
     assert ".copilot/session-state does not exist" in line
 
 
+_TMUX_SERVERS = itertools.count()
+
+
 def _tmux_capture(tmp_path: Path, argv: list[str], width: int = 100, height: int = 60) -> tuple[str, str]:
     """Run ``argv`` in a detached tmux pane; return the screen as text and with its colours (SGR codes)."""
     tmux = shutil.which("tmux")
     assert tmux is not None
     conf = tmp_path / "tmux.conf"
     conf.write_text("set -g remain-on-exit on\nset -g status off\n")
-    socket_name = f"copilot-otel-test-{os.getpid()}"
+    # A server of its own per capture: reusing one name, a capture could start while the previous server was
+    # still exiting ("server exited unexpectedly", seen under load).
+    socket_name = f"copilot-otel-test-{os.getpid()}-{next(_TMUX_SERVERS)}"
     base = [tmux, "-L", socket_name, "-f", str(conf)]
     command = " ".join(map(_shell_quote, argv))
     subprocess.run(
@@ -605,12 +612,13 @@ def _verify_unit(unit: Path, tmp_path: Path) -> None:
     analyze = shutil.which("systemd-analyze")
     if analyze is None:
         pytest.skip("systemd-analyze is not installed; the unit was checked by parsing only")
-    runtime = tmp_path / "xdg-runtime"
-    runtime.mkdir(mode=0o700, exist_ok=True)
-    env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime)}
-    proc = subprocess.run(
-        [analyze, "--user", "verify", str(unit)], capture_output=True, text=True, env=env, timeout=60
-    )
+    # A runtime dir with a short path of its own: systemd puts sockets in it (gnupg/S.gpg-agent.browser), and a
+    # socket path has at most 107 bytes, which a test's tmp_path under `pytest -n` (.../popen-gw0/...) can exceed.
+    with tempfile.TemporaryDirectory(prefix="xdg-") as runtime:
+        env = {**os.environ, "XDG_RUNTIME_DIR": runtime}
+        proc = subprocess.run(
+            [analyze, "--user", "verify", str(unit)], capture_output=True, text=True, env=env, timeout=60
+        )
     if proc.returncode != 0 and "Failed to initialize manager" in proc.stderr:
         proc = subprocess.run([analyze, "verify", str(unit)], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from copilot_otel.config import content_policy
 from copilot_otel.content import (
     ContentKind,
     ContentPolicy,
@@ -419,7 +420,7 @@ def test_capture_json_fuzz_keeps_small_values_whole(value: object) -> None:
         assert result == orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
-# --- ContentPolicy.from_env --------------------------------------------------------------------------------
+# --- content_policy(env) --------------------------------------------------------------------------------
 
 MASTER = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 
@@ -449,7 +450,7 @@ def test_from_env_master_switch(
     value: str | None, enabled: frozenset[ContentKind], on_spans: bool, on_events: bool
 ) -> None:
     env = {} if value is None else {MASTER: value}
-    policy = ContentPolicy.from_env(env)
+    policy = content_policy(env)
     assert policy == ContentPolicy(enabled=enabled, max_length=4_096, on_spans=on_spans, on_events=on_events)
 
 
@@ -466,7 +467,7 @@ def test_from_env_master_switch(
     ],
 )
 def test_from_env_emit_event_switch(master: str, emit: str, on_spans: bool, on_events: bool) -> None:
-    policy = ContentPolicy.from_env({MASTER: master, "OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT": emit})
+    policy = content_policy({MASTER: master, "OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT": emit})
     assert (policy.on_spans, policy.on_events) == (on_spans, on_events)
     # with nowhere to put content, nothing is captured
     assert policy.enabled == (MASTER_KINDS if on_spans or on_events else frozenset())
@@ -477,16 +478,16 @@ def test_from_env_bad_emit_event_value() -> None:
         ConfigError,
         match=r"^Expected OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT to be true or false, got 'sometimes'$",
     ):
-        ContentPolicy.from_env({MASTER: "EVENT_ONLY", "OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT": "sometimes"})
+        content_policy({MASTER: "EVENT_ONLY", "OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT": "sometimes"})
 
 
 def test_from_env_default_is_no_content() -> None:
-    assert ContentPolicy.from_env({}) == ContentPolicy()
+    assert content_policy({}) == ContentPolicy()
     assert ContentPolicy().enabled == frozenset()
 
 
 def test_from_env_finer_switches_override_the_master() -> None:
-    policy = ContentPolicy.from_env(
+    policy = content_policy(
         {
             MASTER: "true",
             "COPILOT_OTEL_CAPTURE_TOOL_RESULTS": "false",
@@ -500,12 +501,10 @@ def test_from_env_finer_switches_override_the_master() -> None:
         ContentKind.TOOL_ARGUMENTS,
         ContentKind.SYSTEM_PROMPT,
     }
-    policy = ContentPolicy.from_env(
-        {"COPILOT_OTEL_CAPTURE_PROMPTS": "1", "COPILOT_OTEL_CAPTURE_REASONING": "yes"}
-    )
+    policy = content_policy({"COPILOT_OTEL_CAPTURE_PROMPTS": "1", "COPILOT_OTEL_CAPTURE_REASONING": "yes"})
     assert policy.enabled == {ContentKind.PROMPTS, ContentKind.REASONING}
     assert (policy.on_spans, policy.on_events) == (True, False)
-    policy = ContentPolicy.from_env({MASTER: "EVENT_ONLY", "COPILOT_OTEL_CAPTURE_PROMPTS": "false"})
+    policy = content_policy({MASTER: "EVENT_ONLY", "COPILOT_OTEL_CAPTURE_PROMPTS": "false"})
     assert policy.enabled == MASTER_KINDS - {ContentKind.PROMPTS}
     assert (policy.on_spans, policy.on_events) == (False, True)
 
@@ -523,43 +522,41 @@ def test_from_env_finer_switches_override_the_master() -> None:
 )
 def test_from_env_each_finer_switch(name: str) -> None:
     kind = ContentKind(name.removeprefix("COPILOT_OTEL_CAPTURE_").lower())
-    assert ContentPolicy.from_env({name: "true"}).enabled == {kind}
-    everything = ContentPolicy.from_env({MASTER: "true", name: "true"}).enabled
-    assert ContentPolicy.from_env({MASTER: "true", name: "false"}).enabled == everything - {kind}
+    assert content_policy({name: "true"}).enabled == {kind}
+    everything = content_policy({MASTER: "true", name: "true"}).enabled
+    assert content_policy({MASTER: "true", name: "false"}).enabled == everything - {kind}
     with pytest.raises(ConfigError, match=rf"^Expected {name} to be true or false, got 'sometimes'$"):
-        ContentPolicy.from_env({name: "sometimes"})
+        content_policy({name: "sometimes"})
 
 
 @pytest.mark.parametrize(("on", "off"), [("on", "off"), ("ON", "Off"), ("yes", "no"), ("1", "0")])
 def test_content_switches_take_every_boolean_the_other_settings_take(on: str, off: str) -> None:
     # One boolean parser for every setting: "on" was valid for COPILOT_OTEL_METRICS and an error here.
-    assert ContentPolicy.from_env({"COPILOT_OTEL_CAPTURE_PROMPTS": on}).enabled == {ContentKind.PROMPTS}
-    assert ContentPolicy.from_env({MASTER: on}).enabled == MASTER_KINDS
-    assert ContentPolicy.from_env({MASTER: off}) == ContentPolicy()
-    everything = ContentPolicy.from_env(
-        {MASTER: "SPAN_AND_EVENT", "OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT": off}
-    )
+    assert content_policy({"COPILOT_OTEL_CAPTURE_PROMPTS": on}).enabled == {ContentKind.PROMPTS}
+    assert content_policy({MASTER: on}).enabled == MASTER_KINDS
+    assert content_policy({MASTER: off}) == ContentPolicy()
+    everything = content_policy({MASTER: "SPAN_AND_EVENT", "OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT": off})
     assert (everything.on_spans, everything.on_events) == (True, False)
 
 
 def test_from_env_max_length() -> None:
-    assert ContentPolicy.from_env({"COPILOT_OTEL_CONTENT_MAX_LENGTH": "16"}).max_length == 16
-    assert ContentPolicy.from_env({"COPILOT_OTEL_CONTENT_MAX_LENGTH": " 100000 "}).max_length == 100_000
-    assert ContentPolicy.from_env({"COPILOT_OTEL_CONTENT_MAX_LENGTH": ""}).max_length == 4_096
+    assert content_policy({"COPILOT_OTEL_CONTENT_MAX_LENGTH": "16"}).max_length == 16
+    assert content_policy({"COPILOT_OTEL_CONTENT_MAX_LENGTH": " 100000 "}).max_length == 100_000
+    assert content_policy({"COPILOT_OTEL_CONTENT_MAX_LENGTH": ""}).max_length == 4_096
 
 
 @pytest.mark.parametrize("value", ["15", "0", "-5", "abc", "1.5", "4k"])
 def test_from_env_bad_max_length(value: str) -> None:
     expected = f"Expected COPILOT_OTEL_CONTENT_MAX_LENGTH to be an integer >= 16, got {value!r}"
     with pytest.raises(ConfigError) as info:
-        ContentPolicy.from_env({"COPILOT_OTEL_CONTENT_MAX_LENGTH": value})
+        content_policy({"COPILOT_OTEL_CONTENT_MAX_LENGTH": value})
     assert str(info.value) == expected
 
 
 @pytest.mark.parametrize("value", ["maybe", "2", "span", "SPAN_ONLY,EVENT_ONLY"])
 def test_from_env_bad_master_value(value: str) -> None:
     with pytest.raises(ConfigError) as info:
-        ContentPolicy.from_env({MASTER: value})
+        content_policy({MASTER: value})
     assert str(info.value) == (
         f"Expected {MASTER} to be one of true, false, NO_CONTENT, SPAN_ONLY, EVENT_ONLY, SPAN_AND_EVENT, "
         f"got {value!r}"

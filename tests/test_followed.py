@@ -18,8 +18,7 @@ import pytest
 
 from copilot_otel.activity import Detection, PromptRun, Record
 from copilot_otel.agentloop import FoldSettings
-from copilot_otel.config import Backfill
-from copilot_otel.content import ContentPolicy
+from copilot_otel.config import Backfill, content_policy
 from copilot_otel.live.followed import FollowedFile, Shared
 from copilot_otel.live.housekeeping import Housekeeping
 from copilot_otel.live.tracker import Tracker
@@ -35,7 +34,7 @@ from copilot_otel.tail import FileTailer
 from .conftest import CLI_GENERATED, FIXTURES
 from .test_fixture_shapes import FEATURE_SHAPES
 
-SETTINGS = FoldSettings(content=ContentPolicy.from_env({}))
+SETTINGS = FoldSettings(content=content_policy({}))
 
 
 class ListOutbox:

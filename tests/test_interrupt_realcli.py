@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import SERIAL
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver
 from tests.realcli.fake_model import FakeModelServer, Script, Step, prompt_for, runaway_script
@@ -27,7 +28,7 @@ from tests.realcli.harness import _warm_cache, build_env, read_events, run_copil
 from tests.test_realcli_smoke import copilot_binary  # noqa: F401 - the shared "installed or skip/fail" fixture
 from tests.webhook_receiver import WebhookReceiver
 
-pytestmark = [pytest.mark.realcli, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.realcli, pytest.mark.timeout(120), SERIAL]
 
 IDENTICAL = 5  # the identical-calls threshold in these tests (default 5 too)
 

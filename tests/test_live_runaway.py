@@ -13,9 +13,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import SERIAL
 from tests.daemon_process import DaemonProcess, assert_delivered_like_replay
 from tests.otlp_receiver import OtlpReceiver
 from tests.runaway import DEFAULT_SESSION_ID, iter_runaway_lines
+
+pytestmark = SERIAL  # the detection must arrive while the runaway is still being written
 
 
 def test_detection_and_gauge_arrive_while_the_runaway_is_still_going(tmp_path: Path) -> None:

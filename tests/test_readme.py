@@ -92,7 +92,7 @@ def test_ci_runs_the_readme_commands_as_written_in_a_fresh_clone() -> None:
     """``.ci/run`` takes both commands from the README itself and runs them in a clone with nothing beside it
     (no shared fixtures folder beside the repository), the quick start against the embedded default until a clean Ctrl-C."""
     ci = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text()
-    assert _first_sh_block("Run the tests") == ".venv/bin/python -m pytest -q"
+    assert _first_sh_block("Run the tests") == ".venv/bin/python -m pytest -q -n 2 --dist loadgroup"
     assert _first_sh_block("Quick start") == (
         "python3 -m venv .venv && .venv/bin/pip install -q . && .venv/bin/copilot-otel run"
     )

@@ -13,13 +13,14 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import SERIAL
 from tests.daemon_process import DaemonProcess, assert_delivered_like_replay
 from tests.otlp_receiver import OtlpReceiver
 from tests.realcli.fake_model import FakeModelServer, default_scripts, prompt_for
 from tests.realcli.harness import run_copilot, session_dir
 from tests.test_realcli_smoke import copilot_binary  # noqa: F401 - the shared "installed or skip/fail" fixture
 
-pytestmark = [pytest.mark.realcli, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.realcli, pytest.mark.timeout(120), SERIAL]
 
 
 def test_live_trace_of_a_real_cli_session(copilot_binary: Path, tmp_path: Path) -> None:  # noqa: F811

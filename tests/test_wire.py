@@ -16,7 +16,7 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 
 from copilot_otel import __version__
 from copilot_otel.export import SCOPE_NAME, encode_logs, encode_spans, make_resource
-from copilot_otel.pipeline import FoldSettings
+from copilot_otel.pipeline import FoldSettings, fold_session
 from copilot_otel.records import (
     AttrValue,
     LogRecord,
@@ -26,7 +26,6 @@ from copilot_otel.records import (
     SpanRecord,
     StatusCode,
 )
-from copilot_otel.replay import fold_session
 from copilot_otel.sessions import SessionFile
 from tests.conftest import all_fixture_logs
 

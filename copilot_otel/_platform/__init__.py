@@ -60,7 +60,10 @@ def launchd_domains(uid: int) -> list[str]:
 
 
 def for_platform(name: str) -> Platform:
-    """The implementation for ``sys.platform`` value ``name`` (the portable one where its calls are missing)."""
+    """The implementation for ``sys.platform`` value ``name`` (the portable one where its calls are missing).
+
+    Each OS's module is imported here, for that OS only: the others' calls do not exist on it.
+    """
     if name == "win32":
         from ._windows import Windows
 

@@ -34,6 +34,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, Literal, overload
 
+from filelock import FileLock
+
 __all__ = [
     "CLI_VERSION",
     "FAKE_API_KEY",
@@ -194,7 +196,8 @@ _warmed: set[tuple[str, str]] = set()
 
 
 def _warm_cache(binary: Path, cache_dir: str) -> None:
-    """Let the binary unpack itself into ``cache_dir`` once (``--version``), serialised per process.
+    """Let the binary unpack itself into ``cache_dir`` once (``--version``), serialised per process and, with
+    a lock file beside the folder, between processes (the test workers of ``pytest -n``).
 
     Without this, two concurrent first runs would both unpack into the same folder.
     """
@@ -202,22 +205,29 @@ def _warm_cache(binary: Path, cache_dir: str) -> None:
     with _warm_lock:
         if key in _warmed:
             return
-        with tempfile.TemporaryDirectory(prefix="copilot-warm-") as home:
-            env = {
-                "PATH": "/usr/local/bin:/usr/bin:/bin",
-                "HOME": home,
-                "XDG_CACHE_HOME": cache_dir,
-                "COPILOT_AUTO_UPDATE": "false",
-            }
-            subprocess.run(
-                [str(binary), "--version"],
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=WARM_TIMEOUT_S,
-                check=True,
-            )
+        Path(cache_dir).parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(f"{cache_dir}.lock", timeout=WARM_TIMEOUT_S * 2):
+            _unpack(binary, cache_dir)
         _warmed.add(key)
+
+
+def _unpack(binary: Path, cache_dir: str) -> None:
+    """Run ``binary --version`` once with ``cache_dir`` as its cache: it unpacks itself there."""
+    with tempfile.TemporaryDirectory(prefix="copilot-warm-") as home:
+        env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": home,
+            "XDG_CACHE_HOME": cache_dir,
+            "COPILOT_AUTO_UPDATE": "false",
+        }
+        subprocess.run(
+            [str(binary), "--version"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=WARM_TIMEOUT_S,
+            check=True,
+        )
 
 
 @overload
