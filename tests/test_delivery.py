@@ -199,7 +199,7 @@ def _poisoned_session(tmp_path: Path) -> Path:
 
 def _assert_poisoned_session_whole(got: dict[str, dict[str, Any]], clean: dict[str, dict[str, Any]]) -> None:
     """Every span of the poisoned multi-tool arrived, identical to the clean one's but for the two values lost:
-    the tool that ended "in 2700" is dated at the event before, the call of 2**70 tokens counts none."""
+    the tool that ended "in 2700" is dated at the event before, the call of 2**70 tokens has no output count."""
     assert set(got) == set(clean), "every span of the poisoned session arrived"
     differ = {k for k in clean if got[k] != clean[k]}
     by_name = {clean[k]["name"]: k for k in differ}
@@ -209,13 +209,16 @@ def _assert_poisoned_session_whole(got: dict[str, dict[str, Any]], clean: dict[s
     assert {k: v for k, v in bash.items() if k != "end_ns"} == {
         k: v for k, v in clean[by_name["execute_tool bash"]].items() if k != "end_ns"
     }
+    # Unknown is not zero (issue 23): the dropped count is absent, and so is every sum it is part of.
     chat = got[by_name["chat gpt-4.1"]]["attributes"]
-    assert chat["gen_ai.usage.output_tokens"] == 0 and chat["llm.token_count.completion"] == 0
-    root = got[by_name["invoke_agent"]]["attributes"]
+    assert "gen_ai.usage.output_tokens" not in chat and "llm.token_count.completion" not in chat
     assert (
-        root["gen_ai.usage.output_tokens"]
-        == clean[by_name["invoke_agent"]]["attributes"]["gen_ai.usage.output_tokens"] - 40
+        chat["gen_ai.usage.input_tokens"]
+        == clean[by_name["chat gpt-4.1"]]["attributes"]["gen_ai.usage.input_tokens"]
     )
+    root = got[by_name["invoke_agent"]]["attributes"]
+    assert "gen_ai.usage.output_tokens" not in root
+    assert "gen_ai.usage.output_tokens" in clean[by_name["invoke_agent"]]["attributes"]
 
 
 def test_replay_poison_values_cost_only_themselves(
