@@ -197,8 +197,8 @@ class LoadOutcome(str, enum.Enum):
     """``state.json`` was torn or missing, its ``state.json.prev`` was imported: files resume up to one flush
     earlier (replays are identical)."""
     EMPTY_AFTER_CORRUPTION = "empty_after_corruption"
-    """``state.db`` (or both JSON files to import) was not usable (kept as ``*.corrupt-<ts>``): every file is read
-    from 0."""
+    """``state.db`` was not usable (kept as ``state.db.corrupt-<ts>``), or neither JSON file to import was (both left
+    where they are, under their own names): every file is read from 0."""
 
 
 class Corrupt(Exception):
@@ -253,7 +253,11 @@ class Database:
                 kept,
             )
             conn = _connect_fresh(path)
-            mark_imported(conn, "not imported: the database was set aside as corrupt")
+            try:
+                mark_imported(conn, "not imported: the database was set aside as corrupt")
+            except sqlite3.Error as error:  # (a full disk, say): one line, never a traceback
+                conn.close()
+                raise StateError(f"cannot write the state in {self._dir}: {describe(error)}") from error
             self._conn = conn
             return LoadOutcome.EMPTY_AFTER_CORRUPTION
         try:
