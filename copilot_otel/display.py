@@ -30,6 +30,12 @@ __all__ = ["SafeLogFilter", "message", "neutralise", "printable", "scrub", "url"
 MASK = "***"
 
 
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 session``, ``2 sessions``, ``12,345 spans``: how every message of ours says how many (with thousands
+    separators, and the singular for one)."""
+    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
+
+
 def url(value: str) -> str:
     """``value`` as a message may show it: userinfo replaced by ``***@``, a query string by ``***``.
 

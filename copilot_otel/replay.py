@@ -25,6 +25,7 @@ from . import display
 from ._platform import current
 from .config import Config
 from .deadletter import DeadLetters
+from .display import count
 from .errors import EndpointError, ExportError, PartialError, RejectedError, SourceError, UnreadableError
 from .export import ENCODE_ERRORS, Signal
 from .metrics import Aggregator
@@ -152,13 +153,14 @@ class ReplayReport:
     def summary(self) -> str:
         """One line saying exactly what was and was not delivered."""
         delivered = (
-            f"delivered {self.spans_delivered} of {self.spans} spans and {self.logs_delivered} of {self.logs} "
-            f"log events from {self.sessions} of {self.sessions_total} sessions ({self.events} events)"
+            f"delivered {self.spans_delivered:,} of {count(self.spans, 'span')} and {self.logs_delivered:,} of "
+            f"{count(self.logs, 'log event')} from {self.sessions:,} of {count(self.sessions_total, 'session')} "
+            f"({count(self.events, 'event')})"
         )
         if not self.error and not self.dead_lettered and not self.unencodable and not self.skipped:
             delivered = (
-                f"exported {self.sessions} sessions: {self.spans} spans, {self.logs} log events from "
-                f"{self.events} events"
+                f"exported {count(self.sessions, 'session')}: {count(self.spans, 'span')}, "
+                f"{count(self.logs, 'log event')} from {count(self.events, 'event')}"
             )
         parts = [delivered]
         if self.dead_lettered:
@@ -176,7 +178,8 @@ class ReplayReport:
             )
         if self.skipped:
             parts.append(
-                f"{len(self.skipped)} sessions could not be read and were skipped ({self.skipped[0]})"
+                f"{count(len(self.skipped), 'session')} could not be read and {'was' if len(self.skipped) == 1 else 'were'} "
+                f"skipped ({self.skipped[0]})"
             )
         if self.bad_lines:
             parts.append(f"{self.bad_lines} bad lines skipped")
@@ -247,7 +250,7 @@ def replay(
     if not sessions:
         if unreadable:
             raise SourceError(
-                f"nothing to replay: {len(unreadable)} sessions could not be read ({unreadable[0]})"
+                f"nothing to replay: {count(len(unreadable), 'session')} could not be read ({unreadable[0]})"
             )
         raise SourceError("nothing to replay: no session logs found")
     window: Window = None

@@ -1043,8 +1043,9 @@ def report(
         logger.warning("left out of the totals: %s", reason)
     more = len(tally.skipped) - _SKIPPED_SHOWN
     logger.warning(
-        "%d sessions could not be read and are not counted%s",
-        len(tally.skipped),
-        f" ({more} more not listed)" if more > 0 else "",
+        "%s could not be read and %s not counted%s",
+        display.count(len(tally.skipped), "session"),
+        "is" if len(tally.skipped) == 1 else "are",
+        f" ({more:,} more not listed)" if more > 0 else "",
     )
     return PartialError.exit_code

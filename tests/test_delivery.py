@@ -376,14 +376,14 @@ def test_replay_exit_code_and_summary_tell_the_truth(
     assert "Traceback" not in out + err
     if outcome == "delivered":
         assert rc == 0 and err.count("error") == 0
-        assert out.startswith("copilot-otel: exported 1 sessions: 14 spans, 4 log events from 30 events in ")
+        assert out.startswith("copilot-otel: exported 1 session: 14 spans, 4 log events from 30 events in ")
         return
     line = err.strip().splitlines()[-1]
     assert line.startswith("copilot-otel: error: ")
     assert "were delivered" not in line  # the old "spans and log events were delivered" when none were
     if outcome == "dead_lettered":
         assert rc == RejectedError.exit_code
-        assert "delivered 13 of 14 spans and 4 of 4 log events from 1 of 1 sessions" in line
+        assert "delivered 13 of 14 spans and 4 of 4 log events from 1 of 1 session " in line
         assert "1 records rejected by the collector were dead-lettered in " in line
     elif outcome == "endpoint":
         assert rc == EndpointError.exit_code

@@ -85,3 +85,17 @@ def test_the_log_filter_neutralises_arguments_and_keeps_them_on_one_line() -> No
     )
     assert display.SafeLogFilter().filter(record)
     assert record.getMessage() == "in a␛[2J␊b: 3"
+
+
+@pytest.mark.parametrize(
+    ("n", "noun", "said"),
+    [
+        (0, "session", "0 sessions"),
+        (1, "session", "1 session"),
+        (2, "span", "2 spans"),
+        (12_345, "log event", "12,345 log events"),
+    ],
+)
+def test_counts_are_said_with_their_number(n: int, noun: str, said: str) -> None:
+    """'exported 1 sessions', and counts without thousands separators, were what users read (issue 24, point 10)."""
+    assert display.count(n, noun) == said

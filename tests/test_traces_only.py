@@ -65,5 +65,5 @@ def test_with_both_off_a_traces_only_backend_takes_everything(
     monkeypatch.setenv("COPILOT_OTEL_LOGS", "false")
     monkeypatch.setenv("COPILOT_OTEL_METRICS", "false")
     assert main(_replay(phoenix, "http/protobuf")) == 0
-    assert capsys.readouterr().out.startswith("copilot-otel: exported 1 sessions: 14 spans")
+    assert capsys.readouterr().out.startswith("copilot-otel: exported 1 session: 14 spans")
     assert {r.signal for r in phoenix.request_log()} == {"traces"}

@@ -101,7 +101,7 @@ def test_replay_of_a_root_says_which_sessions_it_skipped(
     )
     assert f"skipped: cannot read session {BAD_LINK} (" in err and "is a broken link" in err
     last = err.strip().splitlines()[-1]
-    assert "from 1 of 1 sessions" in last and "2 sessions could not be read and were skipped" in last, last
+    assert "from 1 of 1 session " in last and "2 sessions could not be read and were skipped" in last, last
     assert {s["resource"]["service.name"] for s in receiver.spans()}  # the readable session was exported
 
 
@@ -115,10 +115,10 @@ def test_replay_of_ids_skips_the_unreadable_one_and_exports_the_rest(
     assert code == 8, err
     assert receiver.spans(), "the readable session was exported"
     assert f"skipped: cannot read session {BAD_DIR}" in err
-    assert "1 sessions could not be read and were skipped" in err.strip().splitlines()[-1]
+    assert "1 session could not be read and was skipped" in err.strip().splitlines()[-1]
     # Nothing readable at all is "nothing" (3), not "partial" (8).
     assert replay_into(receiver, "0badd1r0", extra=("--session-state", str(root))) == 3
-    assert "nothing to replay: 1 sessions could not be read" in capsys.readouterr().err
+    assert "nothing to replay: 1 session could not be read" in capsys.readouterr().err
 
 
 def test_report_says_which_sessions_it_left_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -162,7 +162,7 @@ def test_a_log_that_fails_while_read_is_skipped(
     assert replay_into(receiver, root) == 8
     err = capsys.readouterr().err
     assert "0a0000ff-eio" in err and "leads out of the session-state folder" in err
-    assert "from 1 of 1 sessions" in err.strip().splitlines()[-1]
+    assert "from 1 of 1 session " in err.strip().splitlines()[-1]
     assert receiver.spans()
     assert main(["report", "--session-state", str(root), "--json"]) == 8
-    assert "1 sessions could not be read and are not counted" in capsys.readouterr().err
+    assert "1 session could not be read and is not counted" in capsys.readouterr().err

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..activity import Detection, PromptRun
 from ..agentloop import LiveStats
+from ..display import count
 from ..semconv import (
     LIVE_MAX_DURATION,
     LIVE_MAX_IDENTICAL_TOOL_CALLS,
@@ -167,10 +168,10 @@ class BackfillProgress:
             if now - self._last_line >= BACKFILL_PROGRESS_S:
                 self._last_line = now
                 logger.info(
-                    "backfill: %d of %d sessions read, %d spans",
-                    self.sessions - len(self.pending),
-                    self.sessions,
-                    self.spans,
+                    "backfill: %s of %s read, %s",
+                    f"{self.sessions - len(self.pending):,}",
+                    count(self.sessions, "session"),
+                    count(self.spans, "span"),
                 )
             return
         found = ""
@@ -179,9 +180,9 @@ class BackfillProgress:
                 f"{reason} {count}" for reason, count in sorted(self.detections.items())
             )
         logger.info(
-            "backfill done: %d sessions, %d spans in %.1f s%s",
-            self.sessions,
-            self.spans,
+            "backfill done: %s, %s in %.1f s%s",
+            count(self.sessions, "session"),
+            count(self.spans, "span"),
             now - self.started,
             found,
         )
