@@ -79,8 +79,9 @@ TARGET_BURST_LAG_S = 5.0  # the collector has everything ≤ 5 s after a burst e
 TARGET_BIG_LOG_RSS_MIB = 150  # issue 21: replay of one 1 GB log in ≤ 150 MB (it held the whole file: 1.1 GB)
 BIG_LOG_MIB = 1_024  # the one big log's size (16 MiB with --quick)
 
+# replay's last line says counts with thousands separators and the singular for one ("exported 1 session: ...").
 _REPLAY_LINE = re.compile(
-    r"exported (\d+) sessions: (\d+) spans, (\d+) log events from (\d+) events in ([\d.]+)s"
+    r"exported ([\d,]+) sessions?: ([\d,]+) spans?, ([\d,]+) log events? from ([\d,]+) events? in ([\d.]+)s"
 )
 _READY = re.compile(r"READY grpc=(\d+) http=(\d+)")
 _START_TIMEOUT_S = 30.0
@@ -339,7 +340,7 @@ def replay(
         match = _REPLAY_LINE.search(measured.stdout)
         if not match:
             raise BenchError(f"cannot read replay's summary line: {measured.stdout!r}")
-        sessions, spans, logs, events = (int(match.group(i)) for i in range(1, 5))
+        sessions, spans, logs, events = (int(match.group(i).replace(",", "")) for i in range(1, 5))
         received = receiver.wait_for_spans(spans)
         received = receiver.stop()
     return ReplayRun(measured, sessions, spans, logs, events, float(match.group(5)), received)
