@@ -60,6 +60,7 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
 from ._platform import current
+from .sessions import stays_inside
 
 __all__ = ["EVENTS_FILE", "LEGACY_SUFFIX", "Discovery", "DiscoveryMode", "ObserverFactory"]
 
@@ -274,12 +275,10 @@ class Discovery:
         return found
 
     def _inside(self, path: str) -> bool:
-        """Whether a log reached through a link stays inside the session-state folder (links within it are the
-        user's own layout; one out of it would make copilot-otel read and export any file, ``/etc/shadow`` too)."""
+        """:func:`~copilot_otel.sessions.stays_inside` the session-state folder (its resolved path read once)."""
         real_root = self._real_root or os.path.realpath(self._root_str)
         self._real_root = real_root
-        real = os.path.realpath(path)
-        return real.startswith(real_root + os.sep)
+        return stays_inside(path, real_root)
 
     def _refuse(self, path: str, why: str) -> None:
         """A session log that is not read: said once per path (every scan finds it again), and counted."""

@@ -67,7 +67,7 @@ def scan_root(root: Path) -> list[SessionFile]:
                 continue
             if linked:
                 real_root = real_root or os.path.realpath(root)
-                if not _inside(events, real_root):
+                if not stays_inside(events, real_root):
                     continue  # a link out of the folder: unreadable_sessions names it
             if events.is_file():
                 found.append(session)
@@ -76,8 +76,10 @@ def scan_root(root: Path) -> list[SessionFile]:
     return sorted(found, key=lambda s: str(s.path))
 
 
-def _inside(path: Path, real_root: str) -> bool:
-    """A log reached through a link is read only if the link stays inside the session-state folder."""
+def stays_inside(path: str | os.PathLike[str], real_root: str) -> bool:
+    """Whether a log reached through a link stays inside the folder whose resolved path is ``real_root``: links
+    within it are the user's own layout; one out of it would make copilot-otel read and export any file
+    (``/etc/shadow`` too). The one rule of discovery, ``replay``/``show``/``report`` and the other agents' logs."""
     return os.path.realpath(path).startswith(real_root + os.sep)
 
 
@@ -113,7 +115,7 @@ def unreadable_sessions(root: Path) -> list[tuple[SessionFile, str]]:
         except OSError:
             continue
         events = os.path.join(entry.path, EVENTS_FILE)  # a Path only for the few that cannot be read
-        if entry.is_symlink() and not _inside(Path(events), os.path.realpath(root)):
+        if entry.is_symlink() and not stays_inside(Path(events), os.path.realpath(root)):
             reason = "its folder is a link that leads out of the session-state folder"
         else:
             reason = unreadable_reason(events)
@@ -135,7 +137,7 @@ def unreadable_reason(events: str | Path) -> str:
     path = Path(events)
     if stat.S_ISLNK(st.st_mode) and not path.exists():
         return f"{EVENTS_FILE} is a broken link"
-    if stat.S_ISLNK(st.st_mode) and not _inside(path, os.path.realpath(path.parent.parent)):
+    if stat.S_ISLNK(st.st_mode) and not stays_inside(path, os.path.realpath(path.parent.parent)):
         return f"{EVENTS_FILE} is a link that leads out of the session-state folder"
     if path.is_dir():
         return f"{EVENTS_FILE} is a folder, not a file"

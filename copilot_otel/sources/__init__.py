@@ -31,9 +31,10 @@ import orjson
 
 from .._platform import current
 from ..errors import SourceError
-from ..events import Event, drop_value
-from ..parse import MAX_TIME_NS, parse_timestamp, undecodable
+from ..events import Event
+from ..parse import timestamp_ns, undecodable
 from ..records import BadLine, DropReason
+from ..sessions import stays_inside
 
 __all__ = ["LogKind", "Source", "SourceLog", "ToolOutcome", "read_blob", "source_root"]
 
@@ -124,7 +125,7 @@ def walk_logs(root: Path, keep: Callable[[Path, str], SourceLog | None]) -> list
         for entry in entries:
             try:
                 linked = entry.is_symlink()
-                if linked and not _inside(entry.path, real_root):
+                if linked and not stays_inside(entry.path, real_root):
                     continue  # a link out of the root: never read
                 if entry.is_dir():
                     if linked:
@@ -140,10 +141,6 @@ def walk_logs(root: Path, keep: Callable[[Path, str], SourceLog | None]) -> list
             except OSError:
                 continue  # vanished or unreadable meanwhile: the next scan sees what is there
     return sorted(found, key=lambda log: str(log.path))
-
-
-def _inside(path: str, real_root: str) -> bool:
-    return os.path.realpath(path).startswith(real_root + os.sep)
 
 
 def decode(line: bytes, offset: int, end_offset: int, line_number: int) -> dict[str, Any] | BadLine:
@@ -164,16 +161,7 @@ def decode(line: bytes, offset: int, end_offset: int, line_number: int) -> dict[
 def time_of(value: object) -> int:
     """A record's ISO-8601 timestamp in Unix nanoseconds; 0 (noted as ``bad_timestamp``) when unusable, 0 when
     absent (some records have none: Claude Code's ``last-prompt``)."""
-    if value is None:
-        return 0
-    try:
-        ns = parse_timestamp(value) if isinstance(value, str) else -1
-    except ValueError:
-        ns = -1
-    if not 0 < ns < MAX_TIME_NS:
-        drop_value(DropReason.BAD_TIMESTAMP, repr(value)[:80])
-        return 0
-    return ns
+    return 0 if value is None else (timestamp_ns(value) or 0)
 
 
 LineReader = Callable[[bytes, int, int, int], "Event | BadLine"]
