@@ -250,7 +250,7 @@ class FollowedFile:
             self.deleted = True
         return ReadOutcome(Read.READ, spans)
 
-    def fold_unterminated(self) -> Read:
+    def fold_unterminated(self) -> ReadOutcome:
         """Fold a last line that never got its newline (the CLI was killed, or an old log), as ``replay`` does.
 
         The caller has checked that the file has been quiet and its CLI is gone. The offset stays before the line
@@ -261,23 +261,23 @@ class FollowedFile:
             item = self.tailer.read_unterminated()
         except OSError as exc:
             if exc.errno in (errno.EMFILE, errno.ENFILE):
-                return Read.NO_DESCRIPTOR
+                return ReadOutcome(Read.NO_DESCRIPTOR, error=exc)
             self._log.warning(f"read:{self.key}", "cannot read %s: %s", self.key, exc)
-            return Read.FAILED
+            return ReadOutcome(Read.FAILED)
         self.tail_bytes = False
         if item is None or isinstance(item, TooLong):
-            return Read.READ
+            return ReadOutcome(Read.READ)
         fold = self._fold()
         lines_before = fold.lines
         step = fold.feed(item, self.line_number + 1)
         if step.drop is not None:
-            return Read.READ
+            return ReadOutcome(Read.READ)
         self.router.read(fold.lines - lines_before)
         out: Outgoing = []
         self._collect(step, out)
         self.fed_unterminated = item.start
         self._enqueue(out, self.tailer.offset, self.tailer.identity)
-        return Read.READ
+        return ReadOutcome(Read.READ)
 
     def close_prompt(self, reason: str) -> None:
         """End the open prompt for ``reason`` (its CLI exited, or it idled out) and enqueue what that completes."""

@@ -113,8 +113,9 @@ class Housekeeping:
         tracker = self.tracker
         if not tracker.opening(f):
             return
-        if f.fold_unterminated() is Read.NO_DESCRIPTOR:
-            tracker.out_of_descriptors(OSError("too many open files"))
+        outcome = f.fold_unterminated()
+        if outcome.how is Read.NO_DESCRIPTOR and outcome.error is not None:
+            tracker.out_of_descriptors(outcome.error)  # the real EMFILE/ENFILE, as a read reports it
         tracker.update(f)
 
     def live_prompts(self, now_ns: int) -> list[LivePrompt]:
