@@ -134,6 +134,8 @@ class Shape:
     # Trust the working folder (``trustedFolders`` in the CLI's config.json): repository hooks,
     # skills and agents load only there (``--trust-folder`` refuses ``--session-id``).
     trusted: bool = False
+    # The CLI's user settings (``$HOME/.copilot/settings.json``), e.g. feature flags; None: no file.
+    settings: Mapping[str, Any] | None = None
 
 
 def _bash(command: str, description: str, **extra: Any) -> ToolCall:
@@ -159,6 +161,35 @@ _PROJECT = {
     "README.md": "# Shapes demo\n\nA tiny project the real Copilot CLI works on.\n",
     "src/app.py": "def add(a, b):\n    return a + b\n",
 }
+
+# A project extension (.github/extensions/<name>/extension.mjs): a Node process the CLI forks,
+# joined over JSON-RPC on stdio through the SDK the CLI bundles. It offers one tool, which fails
+# (the handler throws) when asked to greet "boom". In 1.0.102 extensions load only with the
+# EXTENSIONS feature flag in settings.json (an object, not a list: a list is ignored with a
+# warning), and in -p mode project extensions only with GITHUB_COPILOT_PROMPT_MODE_EXTENSIONS=true
+# (folder trust is not consulted in -p mode; without it the tool "does not exist").
+_EXTENSION_NAME = "shapes-greeter"
+_EXTENSION = """\
+import { joinSession } from "@github/copilot-sdk/extension";
+
+await joinSession({
+    tools: [
+        {
+            name: "shapes_greet",
+            description: "Greets someone by name.",
+            parameters: {
+                type: "object",
+                properties: { name: { type: "string", description: "Who to greet" } },
+                required: ["name"],
+            },
+            handler: async ({ name }) => {
+                if (name === "boom") throw new Error("scripted failure for boom");
+                return `hello, ${name}`;
+            },
+        },
+    ],
+});
+"""
 
 # Repository hooks (.github/hooks/*.json, loaded with --trust-folder): every hook type the
 # CLI runs in -p mode; the preToolUse hook denies any call whose input mentions "rm -f"; of the
@@ -910,6 +941,36 @@ SHAPES: tuple[Shape, ...] = (
         ),
         _PROJECT,
     ),
+    Shape(
+        "extension-tools",
+        f"A project extension (.github/extensions/{_EXTENSION_NAME}/extension.mjs, EXTENSIONS feature flag in "
+        "settings.json, GITHUB_COPILOT_PROMPT_MODE_EXTENSIONS=true) offering the tool shapes_greet; the model "
+        "calls it twice in parallel, once succeeding and once failing (the handler throws), then answers.",
+        _sid(25),
+        (
+            Script(
+                "ext",
+                (
+                    Step(
+                        content="Greeting through the extension.",
+                        tool_calls=(
+                            ToolCall("shapes_greet", {"name": "otel"}),
+                            ToolCall("shapes_greet", {"name": "boom"}),
+                        ),
+                    ),
+                ),
+                final="Greeted otel; greeting boom failed as expected.",
+            ),
+        ),
+        (
+            Run(
+                prompt_for("ext", "Greet otel and boom with the extension tool."),
+                env={"GITHUB_COPILOT_PROMPT_MODE_EXTENSIONS": "true"},
+            ),
+        ),
+        {**_PROJECT, f".github/extensions/{_EXTENSION_NAME}/extension.mjs": _EXTENSION},
+        settings={"enabledFeatureFlags": {"EXTENSIONS": True}},
+    ),
 )
 
 
@@ -1062,6 +1123,9 @@ def capture(shape: Shape, out_dir: Path, binary: Path, lab_root: Path, log: Call
     if shape.trusted:
         (home / ".copilot").mkdir(parents=True)
         (home / ".copilot" / "config.json").write_text(json.dumps({"trustedFolders": [str(workdir)]}))
+    if shape.settings is not None:
+        (home / ".copilot").mkdir(parents=True, exist_ok=True)
+        (home / ".copilot" / "settings.json").write_text(json.dumps(shape.settings))
     scripts = {s.name: s for s in shape.scripts}
     tokens = {SESSION_ID_TOKEN: shape.session_id}
     if any(MCP_CONFIG_TOKEN in a for run in shape.runs for a in run.args):
