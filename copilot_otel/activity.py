@@ -455,6 +455,9 @@ class ToolCall(RecordBase):
     hooks_s: float | None = None
     # Whether it ran under --sandbox, as its completion says (None: not said).
     sandboxed: bool | None = None
+    # The CLI handed it to the process that registered the tool (an extension, an SDK client):
+    # ``external_tool.requested``. The log does not name that process.
+    external: bool = False
 
 
 @record

@@ -1071,6 +1071,13 @@ class AgentLoop:
             completion=event,
         )
 
+    def _on_external_tool(self, event: ev.ExternalToolRequested) -> None:
+        # An extension (or SDK client) runs a call already started: the same call, so its span, not a second.
+        prompt = self._tool_owner.get(event.call_id or "")
+        tool = prompt.tools.get(event.call_id or "") if prompt is not None else None
+        if tool is not None:
+            tool.external = True
+
     def _end_tool(
         self,
         prompt: Prompt,
@@ -1136,6 +1143,7 @@ class AgentLoop:
                 None if success else tool.denied_by,  # denied_by
                 tool.hooks_ns / 1e9 if tool.hooks_ns else None,  # hooks_s
                 completion.sandboxed if completion is not None else None,  # sandboxed
+                tool.external,  # external
             )
         )
         self._cli_calls.discard(tool.call_id)
@@ -1725,6 +1733,7 @@ _HANDLERS: dict[type[Event], Callable[[AgentLoop, Any], None]] = {
     ev.AssistantMessage: AgentLoop._on_assistant_message,
     ev.ToolStart: AgentLoop._on_tool_start,
     ev.ToolComplete: AgentLoop._on_tool_complete,
+    ev.ExternalToolRequested: AgentLoop._on_external_tool,
     ev.SystemNotification: AgentLoop._on_notification,
     ev.TaskComplete: AgentLoop._on_task_complete,
     ev.ModeChanged: AgentLoop._on_mode_changed,

@@ -754,6 +754,20 @@ class ToolComplete(Event):
         return len(edits) if isinstance(edits, list) else None
 
 
+class ExternalToolRequested(Event):
+    """``external_tool.requested``: the CLI hands a started tool call (``call_id``, its ``tool.execution_start``
+    before) to the process that registered the tool: a project or user extension
+    (``.github/extensions/<name>/extension.mjs``) or an SDK client. The call's span is the tool's own; this only
+    says where it ran. Its ``external_tool.completed`` (only the ``requestId``) comes just before the call's
+    ``tool.execution_complete``. In CLI 1.0.102 neither names the extension (``session.extensions_loaded``, which
+    does, is stdout-only), and its schema's optional ``providerId`` ("stable provider identity captured with an
+    extension-owned tool definition") was absent in the real capture, so it is not read.
+    """
+
+    __slots__ = ()
+    call_id = text("toolCallId")
+
+
 class AgentSelected(Event):
     """``subagent.selected``: an agent was chosen; without ``agentId``, the main agent (``copilot --agent``)."""
 
@@ -824,6 +838,7 @@ CLASSES: dict[str, type[Event]] = {
     "assistant.message": AssistantMessage,
     "tool.execution_start": ToolStart,
     "tool.execution_complete": ToolComplete,
+    "external_tool.requested": ExternalToolRequested,
     "subagent.started": SubagentStarted,
     "custom_agent.started": SubagentStarted,
     "subagent.completed": SubagentEnded,

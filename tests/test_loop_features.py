@@ -20,8 +20,8 @@ from tests.otlp_receiver import OtlpReceiver
 from tests.test_fixture_shapes import FEATURE_SHAPES
 
 SHAPES = FIXTURES / "cli-shapes"
-# The feature captures, and one session of a model that reports no reasoning tokens.
-NAMES = (*FEATURE_SHAPES, "model-change-resume")
+# The feature captures, one session of a model that reports no reasoning tokens, and the extension tools.
+NAMES = (*FEATURE_SHAPES, "model-change-resume", "extension-tools")
 Span = dict[str, Any]
 ERROR = 2  # the OTLP status code of a failed span
 
@@ -361,3 +361,44 @@ def test_a_sandboxed_tool_run_says_so(out: dict[str, Out]) -> None:
     assert all(
         "copilot_otel.tool.sandboxed" not in t["attributes"] for t in out["hooks"].named("execute_tool")
     )
+
+
+# ---------------------------------------------------------------------------------------------- extensions
+def test_an_extension_tool_call_is_one_tool_span_marked_as_run_by_an_extension(out: dict[str, Out]) -> None:
+    x = out["extension-tools"]
+    raw = _events("extension-tools")
+    handed = [e["data"]["toolCallId"] for e in raw if e["type"] == "external_tool.requested"]
+    starts = {e["data"]["toolCallId"]: e for e in raw if e["type"] == "tool.execution_start"}
+    assert sorted(handed) == sorted(starts) == ["call_ext_0_0", "call_ext_0_1"]
+    tools = x.named("execute_tool")
+    # One span per call, from its tool.execution_start: external_tool.* add none (the CLI's own OTel makes a
+    # second, "external_tool shapes_greet", under each).
+    assert sorted(t["attributes"]["gen_ai.tool.call.id"] for t in tools) == sorted(handed)
+    assert not [s for s in x.spans if "external" in s["name"]]
+    for tool in tools:
+        attrs = tool["attributes"]
+        assert tool["start_ns"] == _ns(starts[attrs["gen_ai.tool.call.id"]]["timestamp"])
+        assert attrs["copilot_otel.tool.external"] is True
+        assert attrs["gen_ai.tool.type"] == "extension"
+        assert "copilot_otel.tool.mcp_server" not in attrs
+    failed = {t["attributes"]["gen_ai.tool.call.id"]: t["status_code"] == ERROR for t in tools}
+    assert failed == {"call_ext_0_0": False, "call_ext_0_1": True}
+    # The CLI's own tools are not marked.
+    assert all(
+        "copilot_otel.tool.external" not in t["attributes"] for t in out["hooks"].named("execute_tool")
+    )
+    assert {t["attributes"]["gen_ai.tool.type"] for t in out["hooks"].named("execute_tool")} == {"function"}
+
+
+def test_the_extension_is_named_on_stdout_only() -> None:
+    """Why the tool span cannot name its extension: CLI 1.0.102 names it only in the ephemeral
+    ``session.extensions_loaded`` (stdout), never in events.jsonl, and says nowhere which extension owns a tool."""
+    folder = SHAPES / "extension-tools"
+    log = (folder / "events.jsonl").read_text(encoding="utf-8")
+    stdout = [json.loads(line) for line in (folder / "_capture" / "stdout.jsonl").read_text().splitlines()]
+    (loaded,) = [e for e in stdout if e.get("type") == "session.extensions_loaded"]
+    assert loaded["data"]["extensions"] == [
+        {"id": "project:shapes-greeter", "name": "shapes-greeter", "source": "project", "status": "running"}
+    ]
+    assert "shapes-greeter" not in log and "session.extensions_loaded" not in log
+    assert all("providerId" not in e["data"] for e in _events("extension-tools"))

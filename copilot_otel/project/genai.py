@@ -125,8 +125,8 @@ def model_call_error(rec: ModelCall) -> str | None:
 
 
 def tool_type(rec: ToolCall) -> str:
-    """``extension`` for an MCP server's tool, ``function`` for the CLI's own."""
-    return "extension" if rec.mcp_server else "function"
+    """``extension`` for an MCP server's or a CLI extension's tool, ``function`` for the CLI's own."""
+    return "extension" if rec.mcp_server or rec.external else "function"
 
 
 def tool_call(rec: ToolCall) -> dict[str, Any]:

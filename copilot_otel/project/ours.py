@@ -76,6 +76,8 @@ def tool_call(attrs: dict[str, Any], rec: ToolCall) -> None:
     _put(attrs, "copilot_otel.tool.denied_by", rec.denied_by)
     _put(attrs, "copilot_otel.tool.hooks_s", rec.hooks_s)
     _put(attrs, "copilot_otel.tool.sandboxed", rec.sandboxed)
+    if rec.external:
+        attrs["copilot_otel.tool.external"] = True
     incomplete(attrs, rec.incomplete_reason)
 
 
