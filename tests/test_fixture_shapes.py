@@ -367,6 +367,7 @@ FEATURE_SHAPES = (
     "imported",
     "sandbox",
     "usage-out-of-range",
+    "extension-tools",
 )
 
 

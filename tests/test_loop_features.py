@@ -20,8 +20,8 @@ from tests.otlp_receiver import OtlpReceiver
 from tests.test_fixture_shapes import FEATURE_SHAPES
 
 SHAPES = FIXTURES / "cli-shapes"
-# The feature captures, one session of a model that reports no reasoning tokens, and the extension tools.
-NAMES = (*FEATURE_SHAPES, "model-change-resume", "extension-tools")
+# The feature captures, and one session of a model that reports no reasoning tokens.
+NAMES = (*FEATURE_SHAPES, "model-change-resume")
 Span = dict[str, Any]
 ERROR = 2  # the OTLP status code of a failed span
 
