@@ -287,7 +287,8 @@ def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpa
     commands = next((a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction)), {})
     target: argparse.ArgumentParser = commands.get(args.command, parser) if args.command else parser
     known = [flag for action in target._actions for flag in action.option_strings]
-    hints = [did_you_mean(word.split("=", 1)[0], known) for word in unknown if word.startswith("-")]
+    # Flags share their "--": only a close match is a guess (--sinse: --since; --workers under report: none).
+    hints = [did_you_mean(word.split("=", 1)[0], known, 0.8) for word in unknown if word.startswith("-")]
     hint = next((h for h in hints if h), "")
     target.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
 

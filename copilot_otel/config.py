@@ -1064,12 +1064,12 @@ def _resolve(
     return setting.default_for(env), "default"
 
 
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """``"; did you mean 'x'?"`` for the closest of ``choices`` to a mistyped ``word`` (``""`` when none is close):
-    one matcher for config keys, flags and report periods."""
+def did_you_mean(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str:
+    """``"; did you mean 'x'?"`` for the closest of ``choices`` to a mistyped ``word`` (``""`` when none is as
+    close as ``cutoff``, difflib's ratio): one matcher for config keys, flags and report periods."""
     import difflib  # only for this message: not every command's start-up
 
-    close = difflib.get_close_matches(word, list(choices), n=1)
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=cutoff)
     return f"; did you mean {close[0]!r}?" if close else ""
 
 

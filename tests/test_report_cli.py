@@ -260,6 +260,10 @@ def test_a_bad_flag_prints_its_subcommands_usage_and_the_flag_it_meant(
         main(["status", "--frobnicate"])  # nothing close: no guess
     err = capsys.readouterr().err
     assert err.startswith("usage: copilot-otel status ") and "did you mean" not in err
+    with pytest.raises(SystemExit):
+        main(["report", "--workers", "1"])  # replay's flag: no far-fetched guess ('--order')
+    err = capsys.readouterr().err
+    assert "unrecognized arguments: --workers" in err and "did you mean" not in err
 
 
 def test_run_no_longer_offers_max_retry_time(capsys: pytest.CaptureFixture[str]) -> None:
