@@ -325,9 +325,12 @@ def test_report_workers_start_as_the_platform_seam_says(monkeypatch: pytest.Monk
     # A forked child has the parent's memory (this mark on a module); a spawned interpreter starts without it.
     monkeypatch.setattr(io, "parent_was_here", True, raising=False)
     probe = "hasattr(__import__('io'), 'parent_was_here')"
-    for name, forked in (("darwin", False), ("linux", True)):
-        with workers.process_pool(1, platform=for_platform(name)) as pool:
-            assert pool.submit(eval, probe).result() is forked, name
+    assert for_platform("darwin").worker_start_method("") == "spawn"
+    for name in ("darwin", "linux"):  # linux forks (but in the no-POSIX run, where os has no fork)
+        platform = for_platform(name)
+        with workers.process_pool(1, platform=platform) as pool:
+            forked = pool.submit(eval, probe).result()
+        assert forked is (platform.worker_start_method("") == "fork"), name
     cut = report_module.make_cut("daily", zone=timezone.utc, now_ns=0)
     serial = report_module.finish_report(report_module.tally_logs(ROOTS, cut, workers=1), now_ns=0)
     monkeypatch.setattr(workers, "current", for_platform("darwin"))
