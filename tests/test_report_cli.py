@@ -351,3 +351,18 @@ def test_one_chunker_and_one_pool_for_replay_and_report() -> None:
         text = path.read_text(encoding="utf-8")
         assert "get_context(" not in text and "ProcessPoolExecutor(" not in text, relative
         assert "def _chunks" not in text, relative
+
+
+def test_the_readme_ccusage_table_names_only_flags_report_has(capsys: pytest.CaptureFixture[str]) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("**`report` beside ccusage**", 1)[1].split("\n\n", 2)[1]
+    ours = [line.split("|")[2] for line in table.splitlines()[2:]]
+    flags = {flag for cell in ours for flag in re.findall(r"--[a-z-]+", cell)}
+    assert {"--breakdown", "--compact", "--wide", "--since", "--tz", "--json"} <= flags
+    with pytest.raises(SystemExit):
+        main(["report", "--help"])
+    usage = capsys.readouterr().out
+    for flag in flags:
+        assert re.search(rf"{flag}\b", usage), flag
+    for word in ("daily", "weekly", "monthly", "session", "repo", "model"):
+        assert f"`report {word}" in table or f"/ `{word}`" in table or f"/ {word}" in table, word
