@@ -6,11 +6,13 @@ a session did as neutral records (:mod:`copilot_otel.activity`), without sending
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from ._version import __version__
 
+# Not `from typing import TYPE_CHECKING`: nothing is imported here before cli.py can turn a Ctrl-C into one line.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from .library import SessionRecords, iter_sessions, read_session
 
 __all__ = ["SessionRecords", "__version__", "iter_sessions", "read_session"]

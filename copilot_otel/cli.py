@@ -6,19 +6,35 @@ Parses arguments, builds a :class:`~copilot_otel.config.Config`, calls one libra
 
 from __future__ import annotations
 
-import argparse
-import logging
 import sys
-from collections.abc import Sequence
-from datetime import datetime
 
-from . import display
-from ._platform import text_streams
-from ._report_defaults import PERIODS, PREMIUM_REQUEST_PRICE_USD
-from ._version import __version__
-from .config import Config, add_arguments, describe, load_config
-from .errors import CopilotOtelError
-from .moments import parse_moment
+
+def _interrupted(argv: list[str]) -> int:
+    """A Ctrl-C that came before the command could handle it: one line, and the exit code the README promises.
+
+    ``run`` stops on Ctrl-C and exits 0 (README, "Guarantees"): stopping it that early is no failure, nothing was
+    read yet. Every other command exits 130 (128 + SIGINT, what a shell reports for a Ctrl-C): it did not finish.
+    """
+    print("copilot-otel: interrupted", file=sys.stderr)
+    command = next((word for word in argv if not word.startswith("-")), None)
+    return 0 if command == "run" else 130
+
+
+try:  # a Ctrl-C while the program is still loading (its first ~100 ms) is one line too, not a traceback
+    import argparse
+    import logging
+    from collections.abc import Sequence
+    from datetime import datetime
+
+    from . import display
+    from ._platform import text_streams
+    from ._report_defaults import PERIODS, PREMIUM_REQUEST_PRICE_USD
+    from ._version import __version__
+    from .config import Config, add_arguments, describe, did_you_mean, load_config
+    from .errors import CopilotOtelError
+    from .moments import parse_moment
+except KeyboardInterrupt:
+    raise SystemExit(_interrupted(sys.argv[1:])) from None
 
 logger = logging.getLogger("copilot_otel")
 
@@ -26,13 +42,14 @@ _EXPORT = [
     "endpoint",
     "protocol",
     "output_file",
-    "max_retry_time",
     "config_file",
     "log_level",
     "state_dir",
     "session_state",
     "runaway_turns",
 ]
+# Not --max-retry-time: the daemon never gives up on a batch (what it could not deliver yet is read again at the
+# next start), so a time limit there would do nothing; replay and dead-letters resend take it.
 _RUN = [
     *_EXPORT,
     "export_delay",
@@ -65,7 +82,7 @@ def _parser() -> argparse.ArgumentParser:
         help="session folder, events.jsonl, legacy <id>.jsonl, a session-state root, or a session id "
         "(default: the whole session-state root)",
     )
-    add_arguments(p, [*_EXPORT, "workers"])
+    add_arguments(p, [*_EXPORT, "max_retry_time", "workers"])
     p.add_argument("--no-progress", action="store_true", help="do not show progress")
     _add_window_arguments(p)
 
@@ -185,9 +202,9 @@ def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     p.add_argument(
         "targets",
         nargs="*",
-        metavar="[PERIOD] [PATH ...]",
-        help=f"what a row is: {', '.join(PERIODS)} (default daily); then session folders, events.jsonl files "
-        "or session-state roots (default: the session-state root)",
+        metavar="[PERIOD] [SESSION|PATH ...]",
+        help=f"what a row is: {', '.join(PERIODS)} (default daily); then session ids (or unique prefixes), "
+        "session folders, events.jsonl files or session-state roots (default: the session-state root)",
     )
     p.add_argument("--since", metavar="MOMENT", help=f"from this moment, in --tz; {_MOMENT_HELP}")
     p.add_argument(
@@ -204,9 +221,29 @@ def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         help=f"USD per premium request (default {PREMIUM_REQUEST_PRICE_USD}, GitHub's public price)",
     )
     p.add_argument("--quota", type=float, help="monthly premium request allowance: show what is left")
+    p.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="under each row, one row per model (as ccusage's --breakdown); --json: each row's 'models'",
+    )
     out = p.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print one JSON document (docs/report.schema.json)")
     out.add_argument("--csv", action="store_true", help="print CSV: the JSON rows' keys, then a total row")
+    out.add_argument(
+        "--compact", action="store_true", help="the table with only sessions, prompts, tokens and cost"
+    )
+    out.add_argument(
+        "--wide",
+        action="store_true",
+        help="the table with every figure, however wide (default: what fits the terminal; 80 columns piped)",
+    )
+    progress = p.add_mutually_exclusive_group()
+    progress.add_argument(
+        "--progress",
+        action="store_true",
+        help="say how far reading has got on stderr even when it is no terminal (default: only on a terminal)",
+    )
+    progress.add_argument("--no-progress", action="store_true", help="never say how far reading has got")
     add_arguments(p, ["session_state", "config_file", "log_level", "runaway_turns"])
 
 
@@ -233,14 +270,32 @@ def _setup_logging(level: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
-    # A cp1252 console or a redirected stream gets ASCII glyphs instead of a UnicodeEncodeError.
-    with text_streams():
-        return _main(argv)
+    try:
+        # A cp1252 console or a redirected stream gets ASCII glyphs instead of a UnicodeEncodeError.
+        with text_streams():
+            return _main(argv)
+    except KeyboardInterrupt:  # before the command's own handling (building the parser, reading argv)
+        return _interrupted(list(sys.argv[1:] if argv is None else argv))
+
+
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """``parser.parse_args``, but a flag the subcommand does not know is that subcommand's error: its usage, and
+    the flag it most likely meant (argparse would print the top-level usage, which names no flag at all)."""
+    args, unknown = parser.parse_known_args(argv)
+    if not unknown:
+        return args
+    commands = next((a.choices for a in parser._actions if isinstance(a, argparse._SubParsersAction)), {})
+    target: argparse.ArgumentParser = commands.get(args.command, parser) if args.command else parser
+    known = [flag for action in target._actions for flag in action.option_strings]
+    # Flags share their "--": only a close match is a guess (--sinse: --since; --workers under report: none).
+    hints = [did_you_mean(word.split("=", 1)[0], known, 0.8) for word in unknown if word.startswith("-")]
+    hint = next((h for h in hints if h), "")
+    target.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
 
 
 def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    args = _parse(parser, argv)
     if args.command is None:
         parser.print_help()
         return 2
@@ -253,8 +308,7 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"copilot-otel: error: {display.message(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
-        print("copilot-otel: interrupted", file=sys.stderr)
-        return 130
+        return _interrupted(list(sys.argv[1:] if argv is None else argv))
     except BrokenPipeError:
         return 0
 
@@ -282,7 +336,7 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
 
         from .report import report, split_period
 
-        period, paths = split_period(args.targets)
+        period, paths = split_period(args.targets, config.session_state)
         return report(
             config,
             period,
@@ -297,6 +351,9 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
             quota=args.quota,
             output="json" if args.json else "csv" if args.csv else "table",
             now_ns=time.time_ns(),
+            breakdown=args.breakdown,
+            layout="wide" if args.wide else "compact" if args.compact else "fit",
+            progress="never" if args.no_progress else "always" if args.progress else "terminal",
         )
     if args.command == "doctor":
         from .doctor import doctor

@@ -91,6 +91,7 @@ __all__ = [
     "add_arguments",
     "capture_state",
     "describe",
+    "did_you_mean",
     "load_config",
 ]
 
@@ -1063,6 +1064,15 @@ def _resolve(
     return setting.default_for(env), "default"
 
 
+def did_you_mean(word: str, choices: Iterable[str], cutoff: float = 0.6) -> str:
+    """``"; did you mean 'x'?"`` for the closest of ``choices`` to a mistyped ``word`` (``""`` when none is as
+    close as ``cutoff``, difflib's ratio): one matcher for config keys, flags and report periods."""
+    import difflib  # only for this message: not every command's start-up
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=cutoff)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 def _read_file(path: Path, source: str) -> dict[str, Any] | None:
     """The config file's keys, or ``None`` when the default file does not exist."""
     try:
@@ -1089,10 +1099,7 @@ def _read_file(path: Path, source: str) -> dict[str, Any] | None:
             flags = " or ".join((*_BY_NAME[key].flags, *_BY_NAME[key].all_env_vars))
             raise ConfigError(f"Key {key!r} cannot be set in config file {path}; use {flags}")
         if key not in _FILE_KEYS:
-            import difflib  # only for this message: not every command's start-up
-
-            close = difflib.get_close_matches(key, _FILE_KEYS, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
+            hint = did_you_mean(key, _FILE_KEYS)
             raise ConfigError(
                 f"Unknown key {key!r} in config file {path}{hint} (allowed keys: {', '.join(_FILE_KEYS)})"
             )

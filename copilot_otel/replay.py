@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from . import display
-from ._platform import current
 from .config import Config
 from .deadletter import DeadLetters
 from .display import count
@@ -38,6 +37,7 @@ from .sessions import (
     resolve,
 )
 from .telemetry import Telemetry, resource_attributes
+from .workers import by_size, log_bytes, process_pool
 
 logger = logging.getLogger(__name__)
 
@@ -427,24 +427,10 @@ def _worker_count(config: Config, sessions: list[SessionFile]) -> int:
         return config.workers
     total = 0
     for session in sessions:
-        with contextlib.suppress(OSError):
-            total += session.path.stat().st_size
+        total += log_bytes(session)
         if total >= PARALLEL_MIN_BYTES:
             return min(os.cpu_count() or 1, _MAX_AUTO_WORKERS)
     return 1
-
-
-def _chunks(sessions: list[SessionFile]) -> list[list[SessionFile]]:
-    chunks: list[list[SessionFile]] = [[]]
-    size = 0
-    for session in sessions:
-        with contextlib.suppress(OSError):
-            size += session.path.stat().st_size
-        chunks[-1].append(session)
-        if size >= CHUNK_BYTES:
-            chunks.append([])
-            size = 0
-    return [c for c in chunks if c]
 
 
 _worker_state: dict[str, Any] = {}
@@ -491,18 +477,17 @@ def _replay_in_workers(
 ) -> None:
     """Sessions are independent and the fold is pure: worker processes each read, fold, encode and send their
     share (their own connection, retries and dead-letter file), and hand back counts and aggregated metrics."""
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures import FIRST_COMPLETED, wait
 
     # Config holds a read-only mapping proxy, which does not pickle.
     portable = dataclasses.replace(config, sources=dict(config.sources))
-    # fork only on Linux and never for gRPC (the platform seam says why); spawn everywhere else.
-    context = multiprocessing.get_context(current.worker_start_method(config.protocol))
     done = 0
-    with ProcessPoolExecutor(
-        workers, mp_context=context, initializer=_init_worker, initargs=(portable, config.log_level)
+    # fork only on Linux and never for gRPC (the platform seam says why); spawn everywhere else.
+    with process_pool(
+        workers, protocol=config.protocol, initializer=_init_worker, initargs=(portable, config.log_level)
     ) as pool:
-        futures = {pool.submit(_replay_chunk, chunk, window): len(chunk) for chunk in _chunks(sessions)}
+        chunks = by_size(sessions, CHUNK_BYTES)
+        futures = {pool.submit(_replay_chunk, chunk, window): len(chunk) for chunk in chunks}
         pending = set(futures)
         try:
             while pending:

@@ -32,11 +32,10 @@ import csv
 import dataclasses
 import io
 import logging
-import multiprocessing
 import os
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import as_completed
 from datetime import date, datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any, Literal
@@ -45,7 +44,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from . import display
 from .activity import Detection, ModelCall, PromptRun, SessionFacts, SessionShutdown, ToolCall, Turn
 from .agentloop import FoldSettings
-from .config import Config
+from .config import Config, did_you_mean
 from .content import ContentPolicy
 from .errors import ConfigError, PartialError, SourceError, UnreadableError
 from .library import SessionRecords, read_session
@@ -53,6 +52,7 @@ from .moments import local_time as _local
 from .moments import parse_moment
 from .pipeline import fold_settings
 from .sessions import SessionFile, resolve
+from .workers import by_size, log_bytes, process_pool
 
 __all__ = [
     "FIGURES",
@@ -127,6 +127,7 @@ class Row:
         estimated: The figures that are lower bounds or estimates for this row (see the module docstring).
         first_ns, last_ns: The earliest and latest record time in the row.
         repository, branch, cwd: The session's (session and repo rows).
+        models: With ``--breakdown``, the row's figures again per model (each a row keyed by the model).
     """
 
     key: str
@@ -138,6 +139,7 @@ class Row:
     repository: str | None = None
     branch: str | None = None
     cwd: str | None = None
+    models: dict[str, Row] = dataclasses.field(default_factory=dict)
 
     def value(self, name: str, price: float) -> float:
         """A figure's value, ``sessions`` and ``cost_usd`` included."""
@@ -156,12 +158,30 @@ class Row:
         if other.first_ns:
             self.first_ns = other.first_ns if not self.first_ns else min(self.first_ns, other.first_ns)
         self.last_ns = max(self.last_ns, other.last_ns)
+        _merge_rows(self.models, other.models)
+
+    def by_model(self, price: float) -> list[Row]:
+        """The ``--breakdown`` sub-rows, the model with the most premium requests (then input tokens) first."""
+        return sorted(
+            self.models.values(),
+            key=lambda r: (-r.value("premium_requests", price), -r.value("input_tokens", price), r.key),
+        )
 
     def _add(self, name: str, value: float, time_ns: int) -> None:
         self.figures[name] = self.figures.get(name, 0.0) + value
         if time_ns:
             self.first_ns = time_ns if not self.first_ns else min(self.first_ns, time_ns)
             self.last_ns = max(self.last_ns, time_ns)
+
+
+def _merge_rows(rows: dict[str, Row], others: dict[str, Row]) -> None:
+    """Add rows keyed alike (a worker's rows to the parent's, a row's models to another's) into ``rows``."""
+    for key, row in others.items():
+        mine = rows.get(key)
+        if mine is None:
+            rows[key] = row
+        else:
+            mine.merge(row)
 
 
 @dataclasses.dataclass
@@ -184,14 +204,47 @@ class Report:
     quota: float | None = None
     quota_used: float | None = None
     quota_month: str | None = None
+    breakdown: bool = False
 
 
-def split_period(targets: Sequence[str]) -> tuple[Period, list[str]]:
-    """``report [PERIOD] [PATH ...]``: the period when the first word names one (default daily), and the paths."""
+def split_period(targets: Sequence[str], root: Path | None = None) -> tuple[Period, list[str]]:
+    """``report [PERIOD] [SESSION|PATH ...]``: the period when the first word names one (default daily), and
+    the sessions (paths, or ids and unique id prefixes under ``root``).
+
+    A first word that is no period, no path and no session id under ``root``, and reads as a word (letters
+    only: ``hourly``, ``dialy``), is a mistyped period, not a missing file.
+
+    Raises:
+        ConfigError: The first word is such a mistyped period (the message lists the periods).
+    """
+    if not targets:
+        return "daily", []
+    first = targets[0]
     for period in PERIODS:
-        if targets and targets[0] == period:
+        if first == period:
             return period, list(targets[1:])
+    if _looks_like_a_period(first) and not _names_a_session(first, root):
+        raise ConfigError(
+            f"unknown period {first!r}; choose from {', '.join(PERIODS)} (then session ids, folders or "
+            f"events.jsonl files){did_you_mean(first, PERIODS)}"
+        )
     return "daily", list(targets)
+
+
+def _looks_like_a_period(word: str) -> bool:
+    """A bare word: letters only (a session id has digits, a path a separator or a dot)."""
+    return word.isascii() and word.isalpha()
+
+
+def _names_a_session(word: str, root: Path | None) -> bool:
+    if os.path.lexists(os.path.expanduser(word)):
+        return True
+    if root is None or not root.is_dir():
+        return False
+    try:
+        return bool(resolve([word], root))
+    except SourceError:
+        return False
 
 
 # ------------------------------------------------------------------------------------------------ time
@@ -436,6 +489,7 @@ class Cut:
     since_ns: int | None
     until_ns: int | None
     quota_start_ns: int
+    breakdown: bool = False
 
 
 def make_cut(
@@ -445,15 +499,22 @@ def make_cut(
     since_ns: int | None = None,
     until_ns: int | None = None,
     now_ns: int,
+    breakdown: bool = False,
 ) -> Cut:
     """A :class:`Cut` (``now_ns`` only says which month the quota counts).
 
+    Args:
+        breakdown: Each row's figures again per model (``--breakdown``, as ccusage's): not for ``model`` rows,
+            which are models already.
+
     Raises:
-        ConfigError: ``period`` is not one of :data:`PERIODS`.
+        ConfigError: ``period`` is not one of :data:`PERIODS`, or ``breakdown`` with ``model`` rows.
     """
     if period not in PERIODS:
         raise ConfigError(f"Expected period to be one of {', '.join(PERIODS)}, got {period!r}")
-    return Cut(period, zone, since_ns, until_ns, _quota_month_start(now_ns)[0])
+    if breakdown and period == "model":
+        raise ConfigError("--breakdown splits each row by model; 'report model' rows are models already")
+    return Cut(period, zone, since_ns, until_ns, _quota_month_start(now_ns)[0], breakdown)
 
 
 @dataclasses.dataclass
@@ -466,6 +527,9 @@ class Tally:
     quota_used: float = 0.0
     # Sessions that could not be read (why, one line each): left out of the rows, said on stderr, exit 8.
     skipped: list[str] = dataclasses.field(default_factory=list)
+    # How much was read (for the progress line): sessions tried, lines with data in them.
+    sessions_read: int = 0
+    events_read: int = 0
     _day_keys: dict[date, str] = dataclasses.field(default_factory=dict)
 
     def add(self, part: SessionPart) -> None:
@@ -495,7 +559,12 @@ class Tally:
                 if period in ("session", "repo"):
                     row.repository, row.branch = part.repository, part.branch
                     row.cwd = part.cwd if period == "session" or not part.repository else None
-            for target in (row, self.totals):
+            targets: tuple[Row, ...] = (row, self.totals)
+            if cut.breakdown and item.figures:  # an empty item (a figure unknown) names no model
+                model = item.model or _UNKNOWN
+                sub = row.models.get(model) or row.models.setdefault(model, Row(model))
+                targets = (row, sub, self.totals)
+            for target in targets:
                 target.session_ids.add(part.session_id)
                 target.estimated.update(item.estimated)
                 for name, value in item.figures:
@@ -503,15 +572,12 @@ class Tally:
 
     def merge(self, other: Tally) -> None:
         """Add another tally of the same cut (a worker's share of the logs)."""
-        for key, row in other.rows.items():
-            mine = self.rows.get(key)
-            if mine is None:
-                self.rows[key] = row
-            else:
-                mine.merge(row)
+        _merge_rows(self.rows, other.rows)
         self.totals.merge(other.totals)
         self.quota_used += other.quota_used
         self.skipped.extend(other.skipped)
+        self.sessions_read += other.sessions_read
+        self.events_read += other.events_read
 
 
 def build_report(
@@ -527,6 +593,7 @@ def build_report(
     sort: str | None = None,
     descending: bool | None = None,
     limit: int | None = None,
+    breakdown: bool = False,
 ) -> Report:
     """Add up sessions' records into a report's rows.
 
@@ -538,11 +605,15 @@ def build_report(
         since_ns, until_ns: Only records at or after ``since_ns`` and before ``until_ns`` count.
         now_ns: "Now", for the quota's month (injected so the same logs give the same report).
         price, quota, sort, descending, limit: As :func:`finish_report`.
+        breakdown: Each row's figures again per model (:func:`make_cut`).
 
     Raises:
         ConfigError: An unknown period or sort key.
     """
-    tally = Tally(make_cut(period, zone=zone, since_ns=since_ns, until_ns=until_ns, now_ns=now_ns))
+    cut = make_cut(
+        period, zone=zone, since_ns=since_ns, until_ns=until_ns, now_ns=now_ns, breakdown=breakdown
+    )
+    tally = Tally(cut)
     for one in sessions:
         tally.add(one if isinstance(one, SessionPart) else session_part(one))
     return finish_report(
@@ -599,6 +670,7 @@ def finish_report(
         quota=quota,
         quota_used=tally.quota_used if quota is not None else None,
         quota_month=_quota_month_start(now_ns)[1] if quota is not None else None,
+        breakdown=cut.breakdown,
     )
 
 
@@ -645,6 +717,8 @@ def tally_logs(
     *,
     read_since_ns: int | None = None,
     workers: int | None = None,
+    root: Path | None = None,
+    on_progress: Callable[[ReadProgress], None] | None = None,
 ) -> Tally:
     """Read and add up the session logs under ``targets``.
 
@@ -654,66 +728,153 @@ def tally_logs(
 
     Args:
         read_since_ns: Skip logs last written before this (default: the cut's ``since``).
+        root: The session-state root a target that is no path is looked up in, as a session id or a unique
+            prefix of one (the resolver ``show`` and ``replay`` use).
+        on_progress: Called as sessions are read (each one in-process; each chunk with worker processes).
 
     Raises:
-        SourceError: A target is neither a readable path nor a session log folder.
+        SourceError: A target is neither a readable path, a session log folder nor a known session id.
     """
     settings = settings or FoldSettings()
     skipped: list[UnreadableError] = []
-    found = _wanted(targets, cut.since_ns if read_since_ns is None else read_since_ns, skipped)
-    tally = _tally_found(found, cut, settings, workers)
+    found = _wanted(targets, cut.since_ns if read_since_ns is None else read_since_ns, skipped, root)
+    tally = _tally_found(found, cut, settings, workers, on_progress)
     tally.skipped[:0] = [str(exc) for exc in skipped]
     return tally
 
 
-def _tally_found(found: list[SessionFile], cut: Cut, settings: FoldSettings, workers: int | None) -> Tally:
-    sizes = []
-    for session in found:
-        try:
-            sizes.append(session.path.stat().st_size)
-        except OSError:
-            sizes.append(0)
+def _tally_found(
+    found: list[SessionFile],
+    cut: Cut,
+    settings: FoldSettings,
+    workers: int | None,
+    on_progress: Callable[[ReadProgress], None] | None = None,
+) -> Tally:
+    sizes = [log_bytes(session) for session in found]
+    progress = ReadProgress(0, len(found), 0, sum(sizes))
     count = workers if workers is not None else min(os.cpu_count() or 1, _MAX_WORKERS)
-    if count <= 1 or sum(sizes) < PARALLEL_MIN_BYTES or "fork" not in multiprocessing.get_all_start_methods():
-        return _tally_chunk([str(s.path) for s in found], settings, cut)
-    chunks: list[list[str]] = [[]]
-    size = 0
-    for session, length in zip(found, sizes, strict=True):
-        chunks[-1].append(str(session.path))
-        size += length
-        if size >= CHUNK_BYTES:
-            chunks.append([])
-            size = 0
-    chunks = [c for c in chunks if c]
+    if count <= 1 or progress.bytes_total < PARALLEL_MIN_BYTES:
+        return _tally_chunk(found, settings, cut, progress, on_progress)
     tally = Tally(cut)
-    # fork: the workers need nothing re-imported, and the parent holds no threads or connections here.
-    with ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("fork")) as pool:
-        for part in pool.map(_tally_chunk, chunks, [settings] * len(chunks), [cut] * len(chunks)):
-            tally.merge(part)
+    # Started the way the platform seam says is safe (fork only on Linux; spawn on macOS and Windows).
+    with process_pool(count) as pool:
+        futures = [pool.submit(_tally_chunk, chunk, settings, cut) for chunk in by_size(found, CHUNK_BYTES)]
+        try:
+            for future in as_completed(futures):
+                part = future.result()
+                tally.merge(part)
+                if on_progress is not None:
+                    progress.sessions_read += part.sessions_read
+                    progress.events_read += part.events_read
+                    on_progress(progress)
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
     return tally
 
 
-def _tally_chunk(paths: list[str], settings: FoldSettings, cut: Cut) -> Tally:
+@dataclasses.dataclass
+class ReadProgress:
+    """How far a report has read the history: given to the progress callback as sessions are read."""
+
+    sessions_read: int
+    sessions_total: int
+    events_read: int
+    bytes_total: int
+
+
+class ProgressLine:
+    """How far a report has read, on stderr (never stdout: the table, JSON and CSV stay what they are).
+
+    On a terminal one line rewritten in place, at most every :attr:`TERMINAL_INTERVAL_S`, starting only once the
+    reading has taken :attr:`TERMINAL_DELAY_S` (a small history says nothing), and erased at the end. Elsewhere
+    (``--progress`` into a file or a pipe) a plain line every :attr:`PLAIN_INTERVAL_S` and one at the end.
+    """
+
+    TERMINAL_DELAY_S = 0.5
+    TERMINAL_INTERVAL_S = 0.2
+    PLAIN_INTERVAL_S = 2.0
+
+    def __init__(self, stream: Any, *, terminal: bool, clock: Callable[[], float] | None = None) -> None:
+        import time
+
+        self._stream = stream
+        self._terminal = terminal
+        self._clock = clock or time.monotonic
+        self._started = self._clock()
+        self._last = float("-inf") if terminal else self._started
+        self._shown = False
+
+    def __call__(self, progress: ReadProgress) -> None:
+        now = self._clock()
+        finished = progress.sessions_read >= progress.sessions_total
+        if self._terminal:
+            if now - self._started < self.TERMINAL_DELAY_S or now - self._last < self.TERMINAL_INTERVAL_S:
+                return
+            self._stream.write("\r\x1b[K" + self.text(progress))
+            self._shown = True
+        elif finished or now - self._last >= self.PLAIN_INTERVAL_S:
+            self._stream.write(self.text(progress) + "\n")
+        else:
+            return
+        self._last = now
+        self._stream.flush()
+
+    def close(self) -> None:
+        """Erase the terminal's line (the report comes next)."""
+        if self._shown:
+            self._stream.write("\r\x1b[K")
+            self._stream.flush()
+            self._shown = False
+
+    @staticmethod
+    def text(progress: ReadProgress) -> str:
+        """``copilot-otel: read 1,200 of 1,500 sessions (120,000 events)``."""
+        return (
+            f"copilot-otel: read {progress.sessions_read:,} of {display.count(progress.sessions_total, 'session')} "
+            f"({display.count(progress.events_read, 'event')})"
+        )
+
+
+def _tally_chunk(
+    sessions: list[SessionFile],
+    settings: FoldSettings,
+    cut: Cut,
+    progress: ReadProgress | None = None,
+    on_progress: Callable[[ReadProgress], None] | None = None,
+) -> Tally:
     tally = Tally(cut)
-    for path in paths:
+    for session in sessions:
+        lines = 0
         try:
-            part = session_part(read_session(Path(path), settings))
+            records = read_session(session.path, settings)
         except SourceError as exc:  # unreadable now (removed, permissions): the report is about the rest
             tally.skipped.append(str(exc))
-            continue
-        tally.add(part)
+        else:
+            tally.add(session_part(records))
+            lines = records.lines
+        tally.sessions_read += 1
+        tally.events_read += lines
+        if progress is not None and on_progress is not None:
+            progress.sessions_read += 1
+            progress.events_read += lines
+            on_progress(progress)
     return tally
 
 
 def _wanted(
-    targets: Sequence[str | Path], since_ns: int | None, skipped: list[UnreadableError] | None = None
+    targets: Sequence[str | Path],
+    since_ns: int | None,
+    skipped: list[UnreadableError] | None = None,
+    root: Path | None = None,
 ) -> list[SessionFile]:
     """The session logs under ``targets``, but those last written before ``since_ns``.
 
     A log is only ever appended to, so a file whose modification time is before ``since`` holds no event
     after it: it is not opened. Sessions there but unreadable go to ``skipped`` when it is given.
     """
-    found: list[SessionFile] = resolve([os.path.expanduser(str(t)) for t in targets], skipped=skipped)
+    found: list[SessionFile] = resolve([os.path.expanduser(str(t)) for t in targets], root, skipped)
     if since_ns is None:
         return found
     kept = []
@@ -749,6 +910,21 @@ def row_json(row: Row, report: Report, zone: tzinfo | None) -> dict[str, Any]:
     for name in FIGURES:
         out[name] = _number(name, row.value(name, report.price))
     out["estimated"] = sorted(row.estimated)
+    if report.breakdown and row.key != "total":
+        out["models"] = [_model_json(sub, report, zone) for sub in row.by_model(report.price)]
+    return out
+
+
+def _model_json(row: Row, report: Report, zone: tzinfo | None) -> dict[str, Any]:
+    """A ``--breakdown`` sub-row: the model (its key) and the row's figures for that model alone."""
+    out: dict[str, Any] = {
+        "model": row.key,
+        "first_seen": _iso(row.first_ns, zone),
+        "last_seen": _iso(row.last_ns, zone),
+    }
+    for name in FIGURES:
+        out[name] = _number(name, row.value(name, report.price))
+    out["estimated"] = sorted(row.estimated)
     return out
 
 
@@ -778,14 +954,23 @@ def render_json(report: Report, zone: tzinfo | None) -> dict[str, Any]:
 
 
 def render_csv(report: Report, zone: tzinfo | None) -> str:
-    """The rows and a last ``total`` row as CSV, with the JSON rows' keys as the header."""
-    rows = [row_json(row, report, zone) for row in report.rows] + [row_json(report.totals, report, zone)]
+    """The rows and a last ``total`` row as CSV, with the JSON rows' keys as the header.
+
+    With ``--breakdown`` a ``model`` column follows ``key``: each row (``model`` empty) is followed by one row
+    per model with the same key.
+    """
+    rows: list[dict[str, Any]] = []
+    for row in [*report.rows, report.totals]:
+        doc = row_json(row, report, zone)
+        models = doc.pop("models", [])
+        rows.append({"key": doc.pop("key"), "model": "", **doc} if report.breakdown else doc)
+        rows.extend({"key": row.key, **model} for model in models)
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n")
+    writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n", restval="")
     writer.writeheader()
-    for row in rows:
+    for one in rows:
         writer.writerow(
-            {k: ";".join(v) if isinstance(v, list) else ("" if v is None else v) for k, v in row.items()}
+            {k: ";".join(v) if isinstance(v, list) else ("" if v is None else v) for k, v in one.items()}
         )
     return buffer.getvalue()
 
@@ -846,19 +1031,54 @@ _KEY_HEADING = {
     "model": "model",
 }
 # The key column is at least this wide (a date, a week, a month; a session id's 8 characters and the end of its
-# folder) and takes what the figures leave.
-_MIN_KEY_WIDTH = {"daily": 10, "weekly": 8, "monthly": 7, "session": 24, "repo": 24, "model": 18}
+# folder, beside its "last active" day) and takes what the figures leave.
+_MIN_KEY_WIDTH = {"daily": 10, "weekly": 8, "monthly": 7, "session": 20, "repo": 24, "model": 18}
 
 
-def table_columns(report: Report, width: int) -> list[tuple[str, str, Callable[[float], str]]]:
-    """The figure columns that fit ``width`` (1 space between columns), most wanted first."""
-    cells = [*report.rows, report.totals]
+Layout = Literal["fit", "compact", "wide"]
+# --compact: the figures a glance needs (ccusage's compact table: tokens and cost), whatever the width.
+_COMPACT = frozenset({"sessions", "prompts", "input_tokens", "output_tokens", "premium_requests", "cost_usd"})
+# Piped (no terminal to measure), the table is this wide whatever COLUMNS says: the same bytes in every shell.
+PIPED_WIDTH = 80
+# ``report session``'s "last active" column: the day of the row's latest event, in --tz (with the time: --wide).
+_LAST_ACTIVE = "last active"
+
+
+def _min_key_width(report: Report) -> int:
+    """The key column's least width: the period's, and with ``--breakdown`` room for the models' names (up to
+    the width of a session's key)."""
+    least = max(_MIN_KEY_WIDTH[report.period], len("total"))
+    if report.breakdown:
+        names = [2 + len(sub.key) for row in report.rows for sub in row.models.values()]
+        least = max(least, min(max(names, default=0), _MIN_KEY_WIDTH["repo"]))
+    return least
+
+
+def _table_rows(report: Report) -> list[Row]:
+    """Every row a table shows (sub-rows included), for the column widths."""
+    rows = [*report.rows, report.totals]
+    if report.breakdown:
+        rows += [sub for row in report.rows for sub in row.models.values()]
+    return rows
+
+
+def _figure_width(report: Report, column: tuple[str, str, Callable[[float], str]]) -> int:
+    name, heading, fmt = column
+    return max(len(heading), *(len(fmt(r.value(name, report.price))) + 1 for r in _table_rows(report)))
+
+
+def table_columns(
+    report: Report, width: int, layout: Layout = "fit"
+) -> list[tuple[str, str, Callable[[float], str]]]:
+    """The figure columns that fit ``width`` (1 space between columns), most wanted first; ``compact``: only the
+    figures a glance needs; ``wide``: every figure, whatever the width."""
     chosen: list[tuple[str, str, Callable[[float], str]]] = []
-    used = max(_MIN_KEY_WIDTH[report.period], len("total"))
+    used = _min_key_width(report) + _extra_width(report, layout)
     for column in _COLUMNS:
-        name, heading, fmt = column
-        size = max(len(heading), *(len(fmt(r.value(name, report.price))) + 1 for r in cells))
-        if used + 1 + size > width:
+        if layout == "compact" and column[0] not in _COMPACT:
+            continue
+        size = _figure_width(report, column)
+        if layout != "wide" and used + 1 + size > width:
             continue
         used += 1 + size
         chosen.append(column)
@@ -866,22 +1086,39 @@ def table_columns(report: Report, width: int) -> list[tuple[str, str, Callable[[
     return sorted(chosen, key=lambda c: order[c[0]])
 
 
-def render_table(report: Report, width: int, zone: tzinfo | None) -> Any:
-    """The report as a :class:`rich.table.Table` no wider than ``width`` (figures that do not fit are left out)."""
+def _extra_width(report: Report, layout: Layout) -> int:
+    """Columns beside the key that are always shown: ``report session``'s last activity."""
+    if report.period != "session":
+        return 0
+    return 1 + max(len(_LAST_ACTIVE), len(_last_active(1, None, layout)))
+
+
+def table_width(report: Report, layout: Layout) -> int:
+    """How wide the table is with every figure ``layout`` keeps and the key column as wide as its longest key
+    (what ``--wide`` prints, whatever the terminal)."""
+    columns = table_columns(report, 10**6, layout)
+    keys = [len(_key_label(row, report.period, 10**6)) for row in [*report.rows, report.totals]]
+    keys += [2 + len(sub.key) for row in report.rows for sub in row.models.values()]
+    key_width = max([_min_key_width(report), *keys])
+    return key_width + _extra_width(report, layout) + sum(1 + _figure_width(report, c) for c in columns)
+
+
+def render_table(report: Report, width: int, zone: tzinfo | None, layout: Layout = "fit") -> Any:
+    """The report as a :class:`rich.table.Table` no wider than ``width`` (figures that do not fit are left out;
+    ``layout`` as :func:`table_columns`)."""
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
 
-    columns = table_columns(report, width)
-    figure_width = sum(
-        1 + max(len(h), *(len(f(r.value(n, report.price))) + 1 for r in [*report.rows, report.totals]))
-        for n, h, f in columns
-    )
-    key_width = max(width - figure_width, _MIN_KEY_WIDTH[report.period])
+    columns = table_columns(report, width, layout)
+    figure_width = sum(1 + _figure_width(report, c) for c in columns) + _extra_width(report, layout)
+    key_width = max(width - figure_width, _min_key_width(report))
     title = f"Copilot CLI usage, {report.period}"
     span = _span_label(report, zone)
     if span:
         title += f", {span}"
+    if report.breakdown:
+        title += ", by model"
     table = Table(
         title=f"{title} ({report.zone})",
         title_justify="left",
@@ -892,11 +1129,17 @@ def render_table(report: Report, width: int, zone: tzinfo | None) -> Any:
         show_footer=False,
     )
     table.add_column(_KEY_HEADING[report.period], no_wrap=True, overflow="ellipsis", max_width=key_width)
+    last_active = report.period == "session"
+    if last_active:
+        table.add_column(_LAST_ACTIVE, no_wrap=True)
     for _, heading, _fmt in columns:
         table.add_column(heading, justify="right", no_wrap=True)
 
-    def cells(row: Row, style: str | None) -> list[Any]:
-        out: list[Any] = [Text(_key_label(row, report.period, key_width), style=style or "")]
+    def cells(row: Row, style: str | None, label: str) -> list[Any]:
+        out: list[Any] = [Text(label, style=style or "")]
+        if last_active:
+            text = _last_active(row.last_ns, zone, layout) if row.key != "total" and row.last_ns else ""
+            out.append(Text(text, style=style or ""))
         for name, _, fmt in columns:
             text = fmt(row.value(name, report.price))
             if name in row.estimated or (name == "cost_usd" and "premium_requests" in row.estimated):
@@ -910,9 +1153,12 @@ def render_table(report: Report, width: int, zone: tzinfo | None) -> Any:
         return out
 
     for row in report.rows:
-        table.add_row(*cells(row, None))
+        table.add_row(*cells(row, None, _key_label(row, report.period, key_width)))
+        if report.breakdown:
+            for sub in row.by_model(report.price):
+                table.add_row(*cells(sub, "dim", "└ " + sub.key))
     table.add_section()
-    table.add_row(*cells(report.totals, "bold"))
+    table.add_row(*cells(report.totals, "bold", "total"))
     parts: list[Any] = [table]
     notes: list[str] = []
     if report.matched_rows > len(report.rows):
@@ -922,8 +1168,8 @@ def render_table(report: Report, width: int, zone: tzinfo | None) -> Any:
             "~ estimated: an older CLI's log, a killed session or a count out of range lacks the exact figure."
         )
     left_out = [n for n, _, _ in _COLUMNS if n not in {c[0] for c in columns}]
-    if left_out:
-        notes.append(f"{len(left_out)} more figures with a wider terminal or --json.")
+    if left_out and layout != "compact":
+        notes.append(f"{len(left_out)} more figures with a wider terminal, --wide or --json.")
     for note in notes:
         parts.append(Text(note, style="dim"))
     if report.quota is not None and report.quota_used is not None:
@@ -936,6 +1182,10 @@ def render_table(report: Report, width: int, zone: tzinfo | None) -> Any:
             )
         )
     return Group(*parts)
+
+
+def _last_active(time_ns: int, zone: tzinfo | None, layout: Layout) -> str:
+    return _local(time_ns, zone).strftime("%Y-%m-%d %H:%M" if layout == "wide" else "%Y-%m-%d")
 
 
 def _key_label(row: Row, period: Period, width: int) -> str:
@@ -988,8 +1238,17 @@ def report(
     quota: float | None = None,
     output: Literal["table", "json", "csv"] = "table",
     now_ns: int,
+    breakdown: bool = False,
+    layout: Layout = "fit",
+    progress: Literal["terminal", "always", "never"] = "terminal",
 ) -> int:
     """Print a usage report of the session logs under ``paths`` (default: the session-state root).
+
+    ``paths`` are session folders, ``events.jsonl`` files, session-state roots, or session ids (and unique id
+    prefixes) under ``config.session_state``, as ``show`` and ``replay`` take them. The table is as wide as the
+    terminal, :data:`PIPED_WIDTH` when stdout is no terminal, and every figure wide with ``layout="wide"``.
+    ``progress``: how far reading has got, on stderr (:class:`ProgressLine`): only when stderr is a terminal,
+    always, or never.
 
     Returns:
         The exit code: 0, or 8 (:class:`~copilot_otel.errors.PartialError`) when sessions that could not be
@@ -1018,8 +1277,22 @@ def report(
     if quota is not None and read_since is not None:
         read_since = min(read_since, _quota_month_start(now_ns)[0])
     settings = dataclasses.replace(fold_settings(config), content=ContentPolicy())
-    cut = make_cut(period, zone=zone, since_ns=since_ns, until_ns=until_ns, now_ns=now_ns)
-    tally = tally_logs(targets, cut, settings, read_since_ns=read_since)
+    cut = make_cut(
+        period, zone=zone, since_ns=since_ns, until_ns=until_ns, now_ns=now_ns, breakdown=breakdown
+    )
+    terminal = sys.stderr.isatty()
+    line = (
+        ProgressLine(sys.stderr, terminal=terminal)
+        if progress == "always" or (progress == "terminal" and terminal)
+        else None
+    )
+    try:
+        tally = tally_logs(
+            targets, cut, settings, read_since_ns=read_since, root=config.session_state, on_progress=line
+        )
+    finally:
+        if line is not None:
+            line.close()  # before the table: both may share one terminal
     built = finish_report(
         tally,
         now_ns=now_ns,
@@ -1035,7 +1308,11 @@ def report(
         sys.stdout.write(display.printable(render_csv(built, zone)))  # a folder name's ESC is no CSV data
     else:
         console = display.neutralise(Console(highlight=False, soft_wrap=False))
-        console.print(render_table(built, console.width, zone))
+        if layout == "wide":
+            console.width = max(table_width(built, layout), len(f"Copilot CLI usage, {period}"))
+        elif not console.is_terminal:
+            console.width = PIPED_WIDTH  # not COLUMNS: a pipe has no width, and the same bytes in every shell
+        console.print(render_table(built, console.width, zone, layout))
     sys.stdout.flush()
     if not tally.skipped:
         return 0

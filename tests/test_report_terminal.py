@@ -46,22 +46,27 @@ def _lines(screen: str) -> list[str]:
 
 
 def test_80_columns_fits_and_colours_failures(tmp_path: Path) -> None:
-    screen, colour = _tmux_capture(
+    screen, _ = _tmux_capture(
         tmp_path, [*_console_script(), "report", "session", str(CLI_GENERATED), "--tz", "UTC"], width=80
     )
     lines = _lines(screen)
     assert max(len(line) for line in lines) <= 80
     assert lines[0].startswith("Copilot CLI usage, session (UTC)")
     header = lines[1].split()
-    assert header[0] == "session" and {"prompts", "tools", "failed", "input", "output", "premium"} <= set(
-        header
-    )
+    assert header[:3] == ["session", "last", "active"]  # the day of each session's latest event
+    assert {"prompts", "tools", "input", "output", "premium"} <= set(header)
+    capi = next(line for line in lines if line.startswith("capi-fai"))
+    assert capi.split()[2] == "2026-11-29"
     total = next(line for line in lines if line.startswith("total"))
     assert total.split()[1:3] == ["11", "12"]  # 11 sessions, 12 prompts
     assert "3.00" in total  # premium requests: the three capi-* prompts
-    assert any("more figures with a wider terminal or --json" in line for line in lines)
-    # failed tool calls are red on a terminal; the failing-tool row has 3
-    failing = next(line for line in colour.splitlines() if SGR.sub("", line).startswith("failing-"))
+    assert any("more figures with a wider terminal, --wide or --json" in line for line in lines)
+    # failed tool calls are red on a terminal; the failing-tool folder's row has 6 (two sessions of 3)
+    screen, colour = _tmux_capture(
+        tmp_path, [*_console_script(), "report", "repo", str(CLI_GENERATED), "--tz", "UTC"], width=80
+    )
+    assert "failed" in _lines(screen)[1].split()
+    failing = next(line for line in colour.splitlines() if "failing-tool" in SGR.sub("", line))
     assert RED.search(failing), repr(failing)
 
 
