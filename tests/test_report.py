@@ -144,7 +144,7 @@ def test_all_fixtures_add_up(capsys: pytest.CaptureFixture[str]) -> None:
         for name, value in _raw(read_events(folder / "events.jsonl")).items():
             sums[name] += value
     totals = doc["totals"]
-    assert totals["sessions"] == len(folders) == 40
+    assert totals["sessions"] == len(folders) == 41
     for name, value in sums.items():
         assert totals[name] == pytest.approx(value), name
     assert totals["premium_requests"] == 3.0  # the three capi-* sessions: one user prompt each, multiplier 1
@@ -430,7 +430,7 @@ def test_worker_processes_give_the_same_report(monkeypatch: pytest.MonkeyPatch, 
     assert render_json(parallel, timezone.utc) == render_json(serial, timezone.utc)
     direct = build_report(report_sessions(roots), period, zone=timezone.utc, now_ns=0)
     assert render_json(direct, timezone.utc) == render_json(serial, timezone.utc)
-    assert parallel.totals.value("sessions", 0.04) == 44
+    assert parallel.totals.value("sessions", 0.04) == 45
 
 
 def test_reads_nothing_over_the_network(
