@@ -24,6 +24,9 @@ What a refresh costs (:meth:`BurnWatch.refresh`; measured on this project's 2-co
 * adding up the hot logs' cached day rows (a few per log) and checking the ``inuse.<pid>.lock`` of each session
   active today: O(this month's sessions), no I/O but the locks.
 
+So a month of 6,574 sessions (150,000 events, 270 MB) is read once in 5.7 s (the first refresh, one process),
+then a refresh where nothing changed takes 36-48 ms, and one where a log grew that plus the log's re-read.
+
 A log's figures are kept (a few rows) between refreshes; when the day or the month changes, everything is read
 again once (the window moved).
 """
