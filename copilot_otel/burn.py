@@ -11,21 +11,24 @@ one pipeline, content capture off) and added up by :func:`copilot_otel.report.se
 GitHub resets it). A prompt still running is closed as ``incomplete`` at the end of what is written, as ``report``
 and ``show`` close it, so its turns, tool calls and premium requests so far count.
 
-What a refresh costs (:meth:`BurnWatch.refresh`; measured on this project's 2-core machine):
+What a refresh costs (:meth:`BurnWatch.refresh`; measured with ``benchmarks/live.py`` on a busy 2-core machine):
 
 * one ``stat`` of the session-state folder, and one of each log written since the window opened (the 1st of
   the UTC month or the start of the local day, the earlier): the *hot* logs;
-* every :data:`FULL_SWEEP_S` seconds, and whenever the folder's mtime changes (a new session), a listing of the
-  folder and one ``stat`` of every log in it, so a log last written before the window (a *cold* one, never read)
-  that a resumed CLI appends to is noticed within that time: 100,000 logs take about 0.3 s;
+* every :data:`FULL_SWEEP_S` seconds, one ``stat`` of every other log too, so a log last written before the
+  window (a *cold* one, never read) that a resumed CLI appends to is noticed within that time: 106,574 logs in
+  0.5 s;
+* when the folder's mtime changed (a session folder was created or removed), a new listing of it
+  (:func:`copilot_otel.sessions.scan_root`, as ``report`` lists it): 1.8 s for 100,000 folders;
 * re-reading each log whose size, mtime or inode changed, whole: O(its size), about 70 MB/s (a 21 MB log,
   14,070 events: 0.29 s), so a running session costs its log's size each refresh it grew; every other log
   costs nothing;
 * adding up the hot logs' cached day rows (a few per log) and checking the ``inuse.<pid>.lock`` of each session
   active today: O(this month's sessions), no I/O but the locks.
 
-So a month of 6,574 sessions (150,000 events, 270 MB) is read once in 5.7 s (the first refresh, one process),
-then a refresh where nothing changed takes 36-48 ms, and one where a log grew that plus the log's re-read.
+So with 6,574 sessions this month (150,000 events, 270 MB) beside 100,000 older ones, the first refresh reads
+the month (7-10 s, one process), then a refresh where nothing changed takes about 50 ms, one where a log grew
+that plus the log's re-read, and the sweep every 30 s 0.5 s.
 
 A log's figures are kept (a few rows) between refreshes; when the day or the month changes, everything is read
 again once (the window moved).
@@ -91,6 +94,7 @@ class _Log:
     """One log as the last refresh left it: its stat key, and (hot only) its figures."""
 
     session: SessionFile
+    path: str  # the log's path as text: os.stat of a str skips pathlib's parsing (100,000 a sweep)
     key: tuple[int, int, int] = (-1, -1, -1)  # (size, mtime_ns, inode)
     tally: Tally | None = None  # None: cold (written before the window), unreadable, or not read yet
     title: str = ""
@@ -224,30 +228,39 @@ class BurnWatch:
         return self._view(now_ns, period, read)
 
     def _sweep_due(self, now_ns: int) -> bool:
+        """Whether this refresh stats the cold logs too; the folder is listed again only when its mtime changed
+        (a session folder was created or removed: the CLI writes nothing else there)."""
         try:
-            root_mtime: int | None = self.root.stat().st_mtime_ns
+            root_mtime: int | None = os.stat(self.root).st_mtime_ns
         except OSError:
             root_mtime = None
+        listing = self._swept_ns is None or root_mtime != self._root_mtime_ns
         due = (
-            self._swept_ns is None
-            or root_mtime != self._root_mtime_ns
+            listing
+            or self._swept_ns is None
             or now_ns - self._swept_ns >= FULL_SWEEP_S * 1e9
             or now_ns < self._swept_ns  # the clock went back
         )
         if due:
-            self._root_mtime_ns, self._swept_ns = root_mtime, now_ns
+            self._swept_ns = now_ns
+        if listing:
+            self._root_mtime_ns = root_mtime
             found = {s.path: s for s in scan_root(self.root)} if root_mtime is not None else {}
             for path in list(self._logs):
                 if path not in found:
                     del self._logs[path]  # the session folder was removed
             for path, session in found.items():
-                self._logs.setdefault(path, _Log(session))
+                if path not in self._logs:
+                    self._logs[path] = _Log(session, str(path))
         return due
 
     def _look(self, log: _Log, cut: Cut) -> int:
         """Stat one log; re-read it when it changed and was written in the window. Returns 1 when read."""
         try:
-            st = log.session.path.stat()
+            st = os.stat(log.path)
+        except FileNotFoundError:  # the session was removed: the next sweep (the folder changed) drops it
+            log.key, log.tally, log.problem = (-1, -1, -1), None, ""
+            return 0
         except OSError as exc:
             log.key, log.tally, log.problem = (-1, -1, -1), None, f"cannot read {log.session.path}: {exc}"
             return 0

@@ -47,13 +47,10 @@ def _folder(root: Path, fixture: str) -> Path:
     return root / str(json.loads(first)["data"]["sessionId"])
 
 
-def _retimed(fixture: str, root: Path, end_ns: int) -> list[bytes]:
-    """The fixture's log with every timestamp shifted so that its last event is at ``end_ns``; its folder
-    (without the capture) is copied under ``root`` with an empty log. Returns the log's lines."""
-    source = CLI_GENERATED / fixture
-    folder = _folder(root, fixture)
-    shutil.copytree(source, folder, ignore=shutil.ignore_patterns("_capture", "inuse.*"))
-    blob = (source / "events.jsonl").read_bytes()
+def _retime(fixture: str, end_ns: int) -> list[bytes]:
+    """The fixture's log lines with every timestamp shifted by the same amount, so its last event is at
+    ``end_ns``."""
+    blob = (CLI_GENERATED / fixture / "events.jsonl").read_bytes()
     last = max(_parse(m.group()) for m in _ISO.finditer(blob))
     shift = datetime.fromtimestamp(end_ns / 1e9, timezone.utc) - last
 
@@ -61,8 +58,16 @@ def _retimed(fixture: str, root: Path, end_ns: int) -> list[bytes]:
         when = (_parse(match.group()) + shift).astimezone(timezone.utc)
         return when.isoformat(timespec="milliseconds").replace("+00:00", "Z").encode()
 
-    (folder / "events.jsonl").write_bytes(b"")
     return _ISO.sub(moved, blob).splitlines(keepends=True)
+
+
+def _retimed(fixture: str, root: Path, end_ns: int) -> list[bytes]:
+    """The fixture's folder (without the capture) copied under ``root`` with an empty log, and its log's lines
+    re-timed (:func:`_retime`) to be written there."""
+    folder = _folder(root, fixture)
+    shutil.copytree(CLI_GENERATED / fixture, folder, ignore=shutil.ignore_patterns("_capture", "inuse.*"))
+    (folder / "events.jsonl").write_bytes(b"")
+    return _retime(fixture, end_ns)
 
 
 def _write(root: Path, fixture: str, lines: list[bytes], mtime_ns: int | None = None) -> Path:
@@ -134,6 +139,29 @@ def test_a_refresh_rereads_only_the_logs_that_changed(tmp_path: Path) -> None:
     fresh = BurnWatch(root).refresh(NOW_NS + 2 * 10**9)
     assert fresh.today.figures == grown.today.figures and fresh.premium_used == grown.premium_used
     assert len(lines) == 3
+
+
+def test_a_resumed_old_session_shows_at_the_sweep_and_a_new_one_at_once(tmp_path: Path) -> None:
+    root = tmp_path / "session-state"
+    _history(root)
+    old = _retimed("subagent", root, NOW_NS - 40 * 24 * 60 * MINUTE_NS)
+    log = _write(root, "subagent", old, NOW_NS - 40 * 24 * 60 * MINUTE_NS)
+    watch = BurnWatch(root)
+    assert watch.refresh(NOW_NS).logs_read == 3
+    listed = os.stat(root).st_mtime_ns
+    # The old session is resumed: its log now holds today's events (written now).
+    log.write_bytes(b"".join(_retime("subagent", NOW_NS)))
+    soon = watch.refresh(NOW_NS + 10**9)
+    assert soon.logs_read == 0 and soon.today.value("sessions", 0) == 3, "a cold log waits for the sweep"
+    swept = watch.refresh(NOW_NS + int(31e9))
+    assert swept.logs_read == 1 and swept.today.value("sessions", 0) == 4
+    # A new session folder changes the folder's mtime: it is listed and read at the next refresh.
+    new = _retimed("capi-subagent", root, NOW_NS + int(32e9))
+    _write(root, "capi-subagent", new)
+    if os.stat(root).st_mtime_ns == listed:  # a coarse file-system clock: what its next tick would do
+        os.utime(root, ns=(listed + 1, listed + 1))
+    at_once = watch.refresh(NOW_NS + int(33e9))
+    assert at_once.logs_read == 1 and at_once.today.value("sessions", 0) == 5
 
 
 def test_the_running_session_shows_its_open_prompt(tmp_path: Path) -> None:
