@@ -437,11 +437,17 @@ def burn_json(burn: Burn, zone: tzinfo | None = None) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------------ screen
 def _where(s: SessionBurn) -> str:
+    """The repository, else the folder (from home), else the title; as text a terminal shows, never obeys (they
+    come from the log)."""
     where = s.repository or s.cwd or ""
     home = os.path.expanduser("~")
     if not s.repository and home not in ("", "/") and (where == home or where.startswith(home + os.sep)):
         where = "~" + where[len(home) :]
-    return where
+    return display.printable(where or s.title, lines=False)
+
+
+def _short_id(s: SessionBurn) -> str:
+    return display.printable(s.session_id[:8], lines=False)  # a folder name: anything but a slash
 
 
 def _work(row: Row, price: float) -> str:
@@ -515,8 +521,8 @@ def render_burn(
         parts.append(Text(""))
         parts.append(Text("Running now", style="bold green"))
         for s in running:
-            line = Text(f"  {s.session_id[:8]}  ", style="bold")
-            line.append(_where(s) or s.title or "")
+            line = Text(f"  {_short_id(s)}  ", style="bold")
+            line.append(_where(s))
             parts.append(line)
             if s.prompt is not None and s.prompt_figures is not None:
                 open_now = s.prompt.outcome == "incomplete"
@@ -588,9 +594,9 @@ def _sessions_table(burn: Burn, width: int, zone: tzinfo | None) -> Any:
     for _, heading, _fmt in columns:
         table.add_column(heading, justify="right", no_wrap=True)
     for s in shown:
-        cells: list[Any] = [Text(s.session_id[:8], style="bold green" if s.running else "")]
+        cells: list[Any] = [Text(_short_id(s), style="bold green" if s.running else "")]
         if where_width >= _MIN_WHERE:
-            where = _where(s) or s.title
+            where = _where(s)
             cells.append(where if len(where) <= where_width else "…" + where[-(where_width - 1) :])
         cells.append(local_time(s.last_ns, zone).strftime("%H:%M") if s.last_ns else "")
         cells.extend(fmt(s.today.value(name, burn.price)) for name, _, fmt in columns)

@@ -307,6 +307,20 @@ def test_off_a_terminal_it_prints_one_snapshot(home: Path) -> None:
     assert "q to quit" not in done.stdout
 
 
+def test_a_folder_name_from_a_log_cannot_drive_the_terminal(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = home / ".copilot" / "session-state"
+    root.mkdir(parents=True)
+    lines = _retimed("multi-tool", root, time.time_ns())
+    lines = [line.replace(b"/projects/multi-tool", b"/x\\u001b]0;pwned\\u0007\\u001b[2J") for line in lines]
+    _write(root, "multi-tool", lines)
+    assert main(["live", "--once"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "pwned␇␛[2J" in out  # shown, not obeyed
+
+
 def test_json_lines_follow_a_growing_log(home: Path) -> None:
     root, _ = _now_history(home)
     live = _retimed("capi-subagent", root, time.time_ns())
@@ -450,3 +464,21 @@ def test_in_a_terminal_it_redraws_in_place_and_quits_cleanly(home: Path, tmp_pat
     assert lines[-2].startswith("copilot-otel: live view closed; premium requests in ")
     assert lines[-2].endswith(": 3.00 of 300"), lines
     assert "Today (" not in closed
+
+
+@needs_tmux
+def test_in_a_terminal_a_folder_name_is_shown_not_obeyed(home: Path, tmp_path: Path) -> None:
+    root = home / ".copilot" / "session-state"
+    root.mkdir(parents=True)
+    lines = _retimed("multi-tool", root, time.time_ns())
+    lines = [line.replace(b"/projects/multi-tool", b"/x\\u001b]2;pwned\\u0007\\u001b[2J") for line in lines]
+    _write(root, "multi-tool", lines)
+    pane = _Pane(tmp_path, home, [*_console_script(), "live", "--interval", "0.3"], width=120, height=30)
+    try:
+        screen = pane.wait_for(lambda s: "pwned" in s, "the session never showed")
+        title = pane.tmux("display-message", "-p", "#{pane_title}")
+    finally:
+        pane.close()
+    assert "x␛]2;pwned" in screen and "␛[2J" in screen
+    assert "pwned" not in title
+    assert screen.count("copilot-otel live") == 1
