@@ -359,6 +359,15 @@ def test_bad_arguments_are_one_line(home: Path, capsys: pytest.CaptureFixture[st
     )
 
 
+def test_without_a_terminal_no_key_is_read() -> None:
+    import io
+
+    from copilot_otel._platform import single_keys
+
+    with single_keys(io.StringIO("q")) as wait:
+        assert wait(0) == "", "a pipe's q is no key press"
+
+
 def test_live_has_help(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(["live", "--help"])
