@@ -69,7 +69,7 @@ from .report import (
     session_part,
 )
 from .sessions import SessionFile, owner_pids, pid_alive, read_workspace, scan_root, session_title
-from .status import read_status
+from .status import _find_state_dir, read_status
 
 __all__ = [
     "FULL_SWEEP_S",
@@ -111,7 +111,7 @@ class SessionBurn:
 
     Attributes:
         running: A live Copilot CLI holds it (its ``inuse.<pid>.lock`` names a live process).
-        today: Today's figures (a :class:`~copilot_otel.report.Row`; empty when it ran only before today).
+        today: Today's figures (a :class:`~copilot_otel.report.Row`).
         total: Everything the log holds.
         prompt: Its latest prompt (``outcome`` ``incomplete`` while it runs), and ``prompt_figures`` what it added.
     """
@@ -149,7 +149,7 @@ class Burn:
         day: Today in ``zone`` (``2026-12-02``); ``month``: the quota's UTC month (``2026-12``).
         premium_used: Premium requests since the 1st of the UTC month, 00:00 (``report``'s quota figure).
         today: Today's figures over every session.
-        sessions: The sessions active today or running, most recent first.
+        sessions: The sessions active today, the running ones first, then the most recent first.
         logs_known, logs_read: Logs in the folder, and those this refresh (re-)read.
         skipped: Why each log that could not be read was left out.
     """
@@ -302,11 +302,9 @@ class BurnWatch:
                 continue
             premium += tally.quota_used
             row = tally.rows.get(day)
-            if row is not None:
-                today.merge(row)
-            running = row is not None and _held_by_live_cli(log.session.folder)
-            if row is None and not running:
-                continue
+            if row is None:
+                continue  # nothing today (a CLI left open since yesterday, idle, is not looked for)
+            today.merge(row)
             sessions.append(
                 SessionBurn(
                     session_id=log.session.session_id,
@@ -314,9 +312,9 @@ class BurnWatch:
                     title=log.title,
                     repository=log.repository,
                     cwd=log.cwd,
-                    running=running,
+                    running=_held_by_live_cli(log.session.folder),
                     last_ns=tally.totals.last_ns,
-                    today=row or Row(day),
+                    today=row,
                     total=tally.totals,
                     prompt=log.prompt,
                     prompt_figures=log.prompt_figures,
@@ -389,8 +387,8 @@ def burn_json(burn: Burn, zone: tzinfo | None = None) -> dict[str, Any]:
     """One refresh as a JSON object (``live --json`` prints one per line):
 
     ``time``, ``time_zone``, ``day``; ``quota`` ``{month, allowance, used, left}`` (``allowance``/``left`` null
-    without ``premium_quota``); ``today`` (``report``'s figures over every session); ``sessions`` (today's and
-    the running ones, most recent first: ``session_id``, ``path``, ``title``, ``repository``, ``cwd``,
+    without ``premium_quota``); ``today`` (``report``'s figures over every session); ``sessions`` (today's, the
+    running ones first, then the most recent: ``session_id``, ``path``, ``title``, ``repository``, ``cwd``,
     ``running``, ``last_seen``, ``today``, ``total``, ``prompt`` ``{started, outcome, figures}`` or null);
     ``daemon`` (``running``, ``pid``, ``open_prompts``, ``backlog_spans``, ``last_export_ok_at``, ``problem``);
     ``logs`` ``{known, read, skipped}`` (``read``: re-read by this refresh; ``skipped``: why each was left out).
@@ -655,9 +653,10 @@ def live(
             if not root.exists()
             else f"cannot read session folder {root}: not a directory"
         )
-    watch = BurnWatch(
-        root, fold_settings(config), zone=zone, quota=config.premium_quota, state_dir=config.state_dir
-    )
+    # Where a daemon runs, as `status` finds it: the configured state dir, else an installed service's (looked
+    # for once: a service's unit files are read only when no daemon runs where configured).
+    state_dir = _find_state_dir(config)
+    watch = BurnWatch(root, fold_settings(config), zone=zone, quota=config.premium_quota, state_dir=state_dir)
     if as_json:
         return _json_lines(watch, interval_s, once, zone, clock)
     if once or not sys.stdout.isatty():
