@@ -195,6 +195,37 @@ def test_the_running_session_shows_its_open_prompt(tmp_path: Path) -> None:
     assert done.sessions[0].prompt is not None and done.sessions[0].prompt.outcome == "completed"
 
 
+@pytest.mark.parametrize("fixture", ["capi-multi-tool", "capi-subagent", "resumed", "failing-tool"])
+def test_a_running_log_read_as_it_grows_adds_up_as_read_whole(tmp_path: Path, fixture: str) -> None:
+    """A log a CLI holds is followed (only what was appended is read); after every line the CLI appends, and
+    with a line half written, its figures are ``report``'s over the whole log as it is."""
+    root = tmp_path / "session-state"
+    root.mkdir()
+    lines = _retimed(fixture, root, NOW_NS)
+    (_folder(root, fixture) / f"inuse.{os.getpid()}.lock").write_text(str(os.getpid()))
+    watch = BurnWatch(root, zone=timezone.utc)
+    log = _folder(root, fixture) / "events.jsonl"
+    for number, line in enumerate(lines, 1):
+        half = len(line) // 2
+        for piece in (line[:half], line[half:]):
+            _write(root, fixture, [piece])
+            now = NOW_NS + number * 10**9
+            burn = watch.refresh(now)
+            whole = list(report_sessions([root]))
+            day = build_report(whole, "daily", zone=timezone.utc, now_ns=now, quota=300)
+            assert burn.premium_used == day.quota_used
+            today = [row for row in day.rows if row.key == burn.day]
+            if not today:  # nothing dated yet (a log of one session.start): no row of today
+                assert not burn.sessions and not burn.today.figures
+                continue
+            (row,) = today
+            assert burn.today.figures == row.figures, (number, piece)
+            (session,) = burn.sessions
+            assert session.total.figures == day.totals.figures
+            assert session.prompt == max(whole[0].prompts, key=lambda p: p.start_ns, default=None)
+    assert watch._logs[log].follow is not None, "the log was followed, not read whole each time"
+
+
 def test_a_new_day_reads_the_window_again(tmp_path: Path) -> None:
     root = tmp_path / "session-state"
     _history(root)
