@@ -93,6 +93,8 @@ FULL_SWEEP_S = 30.0
 _SESSIONS_SHOWN = 15
 # A running log that grew by more than this since the last refresh is read whole (in chunks) rather than held.
 _FOLLOW_MAX_GROWTH_BYTES = 16 * 1024 * 1024
+# While the first refresh reads a long month, its progress is redrawn at most this often.
+_PROGRESS_S = 0.5
 _QUIT_KEYS = frozenset("qQ\x04")  # q, or the terminal going away (EOF)
 
 
@@ -294,8 +296,13 @@ class BurnWatch:
         self._root_mtime_ns: int | None = None
         self._swept_ns: int | None = None
 
-    def refresh(self, now_ns: int) -> Burn:
-        """Look at the logs again (see the module docstring for what it costs) and return the view."""
+    def refresh(self, now_ns: int, on_read: Callable[[int, int], None] | None = None) -> Burn:
+        """Look at the logs again (see the module docstring for what it costs) and return the view.
+
+        Args:
+            on_read: Called after each log read with how many were read so far and how many logs there are (the
+                first refresh of a long month reads thousands).
+        """
         day = local_time(now_ns, self.zone)
         cut = make_cut("daily", zone=self.zone, now_ns=now_ns)
         period = (day.date().isoformat(), _month(cut.quota_start_ns))
@@ -310,8 +317,10 @@ class BurnWatch:
         sweep = self._sweep_due(now_ns)
         read = 0
         for log in self._logs.values():
-            if sweep or log.tally is not None:
-                read += self._look(log, self._cut)
+            if (sweep or log.tally is not None) and self._look(log, self._cut):
+                read += 1
+                if on_read is not None:
+                    on_read(read, len(self._logs))
         return self._view(now_ns, period, read)
 
     def _sweep_due(self, now_ns: int) -> bool:
@@ -407,6 +416,9 @@ class BurnWatch:
             if row is None:
                 continue  # nothing today (a CLI left open since yesterday, idle, is not looked for)
             today.merge(row)
+            running = _held_by_live_cli(log.session.folder)
+            if not running:
+                log.follow = None  # its CLI is gone: if the log changes again, it is read whole
             sessions.append(
                 SessionBurn(
                     session_id=log.session.session_id,
@@ -414,7 +426,7 @@ class BurnWatch:
                     title=log.title,
                     repository=log.repository,
                     cwd=log.cwd,
-                    running=_held_by_live_cli(log.session.folder),
+                    running=running,
                     last_ns=tally.totals.last_ns,
                     today=row,
                     total=tally.totals,
@@ -830,8 +842,19 @@ def _terminal(watch: BurnWatch, interval_s: float, zone: tzinfo | None, clock: C
             ) as view,
         ):
             view.refresh()
+            shown = [0.0]
+
+            def reading(done: int, total: int) -> None:
+                # The first refresh of a long month: say how far it is, and let q stop it.
+                if _QUIT_KEYS.intersection(wait(0)):
+                    raise _Quit
+                if time.monotonic() - shown[0] >= _PROGRESS_S:
+                    shown[0] = time.monotonic()
+                    view.update(Text(f"copilot-otel live: reading session logs… {done:,} of {total:,}"))
+                    view.refresh()
+
             while True:
-                burn = watch.refresh(clock())
+                burn = watch.refresh(clock(), reading)
                 size = console.size
                 view.update(
                     render_burn(
