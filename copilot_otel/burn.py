@@ -112,9 +112,8 @@ class _Log:
     prompt: PromptRun | None = None  # the latest prompt
     prompt_figures: Row | None = None  # what the latest prompt added
     problem: str = ""
-    follow: _Followed | None = (
-        None  # kept while a CLI holds the session: its growth is read, not the whole log
-    )
+    # Kept while a CLI holds the session: what it appends is read, not the whole log.
+    follow: _Followed | None = None
 
 
 @dataclasses.dataclass
