@@ -109,6 +109,17 @@ def _parser() -> argparse.ArgumentParser:
     add_arguments(p, ["session_state", "config_file", "log_level", "runaway_turns"])
 
     _add_report_parser(sub)
+    p = sub.add_parser(
+        "live",
+        help="what is burning now: premium requests against the quota, today's sessions, the running one",
+        description="Redrawn in place until q or Ctrl-C; off a terminal (or with --once) one snapshot; "
+        "--json: one JSON object per refresh, one per line. Reads the local logs only.",
+    )
+    p.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes (default 2)")
+    p.add_argument("--json", action="store_true", help="one JSON object per refresh, one per line")
+    p.add_argument("--once", action="store_true", help="one snapshot, then exit")
+    p.add_argument("--tz", help="IANA time zone 'today' is cut in, e.g. UTC (default: the local zone)")
+    add_arguments(p, ["premium_quota", "session_state", "state_dir", "config_file", "log_level"])
     _add_dead_letters_parser(sub)
 
     p = sub.add_parser(
@@ -355,6 +366,10 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
             layout="wide" if args.wide else "compact" if args.compact else "fit",
             progress="never" if args.no_progress else "always" if args.progress else "terminal",
         )
+    if args.command == "live":
+        from .burn import live
+
+        return live(config, interval_s=args.interval, as_json=args.json, once=args.once, tz=args.tz)
     if args.command == "doctor":
         from .doctor import doctor
 

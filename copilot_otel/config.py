@@ -692,6 +692,15 @@ SETTINGS: tuple[Setting[Any], ...] = (
         metavar="N",
     ),
     Setting(
+        "premium_quota",
+        "Your plan's monthly premium request allowance (300 on Copilot Pro): 'live' shows what is left of it",
+        _integer(0),
+        default_help="none (no allowance shown)",
+        flags=("--quota",),
+        env_vars=("COPILOT_OTEL_PREMIUM_QUOTA",),
+        metavar="N",
+    ),
+    Setting(
         "runaway_turns",
         "Flag a prompt as runaway after this many agent turns",
         _integer(1),
@@ -945,6 +954,7 @@ class Config:
     rescan_interval: float
     backlog_cap: int
     workers: int
+    premium_quota: int | None
     runaway_turns: int
     runaway_identical_calls: int
     runaway_tool_errors: int

@@ -23,6 +23,7 @@ Nothing else in the package calls an OS-specific function: only the modules here
 ``worker_start_method``    how replay starts worker processes (fork only on Linux)
 ``service_manager``        which per-user service manager ``copilot-otel service`` drives
 ``text_streams``           stdout/stderr that never fail on a cp1252 console (:mod:`._console`)
+``single_keys``            key presses one at a time (termios cbreak / msvcrt), for ``live`` (:mod:`._keys`)
 =========================  =========================================================================
 
 Implementations: :class:`~._linux.Linux`, :class:`~._darwin.Darwin` (both :class:`~._posix.Posix`) and
@@ -36,6 +37,7 @@ from __future__ import annotations
 import sys
 
 from ._console import can_encode_glyphs, text_streams, utf8_stdout
+from ._keys import single_keys
 from ._portable import DefaultDirs, LockHeld, Platform, ProcessFacts
 
 __all__ = [
@@ -47,6 +49,7 @@ __all__ = [
     "current",
     "for_platform",
     "launchd_domains",
+    "single_keys",
     "text_streams",
     "utf8_stdout",
 ]
