@@ -66,9 +66,7 @@ from .report import (
     Cut,
     Row,
     Tally,
-    _duration,  # report's cell formats, private there (they belong in display.py)
-    _number,
-    _tokens,
+    json_number,
     make_cut,
     parse_zone,
     session_part,
@@ -489,7 +487,7 @@ def _daemon(state_dir: Path) -> DaemonState:
 # ------------------------------------------------------------------------------------------------ JSON
 def _figures(row: Row, price: float) -> dict[str, float | int]:
     """A row's figures as ``report --json`` gives them (counts as integers)."""
-    return {name: _number(name, row.value(name, price)) for name in FIGURES}
+    return {name: json_number(name, row.value(name, price)) for name in FIGURES}
 
 
 def _iso(time_ns: int, zone: tzinfo | None) -> str | None:
@@ -568,7 +566,7 @@ def _work(row: Row, price: float) -> str:
         f"{display.count(round(row.value('turns', price)), 'turn')}, "
         f"{display.count(round(row.value('tool_calls', price)), 'tool call')}"
         + (f" ({failed:,} failed)" if failed else "")
-        + f", {_tokens(row.value('input_tokens', price))} in / {_tokens(row.value('output_tokens', price))} out"
+        + f", {display.tokens(row.value('input_tokens', price))} in / {display.tokens(row.value('output_tokens', price))} out"
         + f" tokens, {row.value('premium_requests', price):,.2f} premium"
     )
 
@@ -638,7 +636,7 @@ def render_burn(
             if s.prompt is not None and s.prompt_figures is not None:
                 open_now = s.prompt.outcome == "incomplete"
                 since = (burn.time_ns - s.prompt.start_ns) / 1e9 if open_now else None
-                what = f"prompt running for {_duration(since)}" if since is not None else "last prompt"
+                what = f"prompt running for {display.duration(since)}" if since is not None else "last prompt"
                 phrase = Text(f"    {what}: ", style="yellow" if open_now else "dim")
                 phrase.append(_work(s.prompt_figures, burn.price), style="")
                 parts.append(phrase)
@@ -668,8 +666,8 @@ _SESSION_COLUMNS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
     ("prompts", "prompts", lambda v: f"{round(v):,}"),
     ("tool_calls", "tools", lambda v: f"{round(v):,}"),
     ("turns", "turns", lambda v: f"{round(v):,}"),
-    ("input_tokens", "input", _tokens),
-    ("output_tokens", "output", _tokens),
+    ("input_tokens", "input", display.tokens),
+    ("output_tokens", "output", display.tokens),
 )
 _MIN_WHERE = 12  # the folder's last characters: the telling part
 
@@ -730,7 +728,7 @@ def _daemon_line(daemon: DaemonState | None) -> Any:
         f"{display.count(daemon.open_prompts, 'open prompt')}, backlog {daemon.backlog_spans:,} spans"
     )
     if daemon.last_export_ok_at:
-        line.append(f", last export {_duration(time.time() - daemon.last_export_ok_at)} ago")
+        line.append(f", last export {display.duration(time.time() - daemon.last_export_ok_at)} ago")
     return line
 
 

@@ -25,7 +25,18 @@ from urllib.parse import urlsplit, urlunsplit
 from rich.console import Console, ConsoleOptions, ConsoleRenderable, RenderableType, RenderHook, RenderResult
 from rich.segment import Segment
 
-__all__ = ["SafeLogFilter", "message", "neutralise", "printable", "scrub", "url", "webhook"]
+__all__ = [
+    "SafeLogFilter",
+    "count",
+    "duration",
+    "message",
+    "neutralise",
+    "printable",
+    "scrub",
+    "tokens",
+    "url",
+    "webhook",
+]
 
 MASK = "***"
 
@@ -34,6 +45,26 @@ def count(n: int, noun: str, plural: str | None = None) -> str:
     """``1 session``, ``2 sessions``, ``12,345 spans``: how every message of ours says how many (with thousands
     separators, and the singular for one)."""
     return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
+
+
+def tokens(value: float) -> str:
+    """A token count as a table cell: exact under 10,000, then 12.3k / 4.5M / 1.2B (columns stay narrow)."""
+    value = round(value)
+    if value < 10_000:
+        return f"{int(value):,}"
+    if value < 1_000_000:
+        return f"{value / 1000:.1f}k"
+    if value < 1_000_000_000:
+        return f"{value / 1e6:.1f}M"
+    return f"{value / 1e9:.1f}B"
+
+
+def duration(seconds: float) -> str:
+    """A span of time as a table cell: ``4m05s`` under an hour, ``2h07m`` above (no seconds that nobody reads)."""
+    whole = round(seconds)
+    if whole < 3600:
+        return f"{whole // 60}m{whole % 60:02d}s"
+    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
 
 
 def url(value: str) -> str:

@@ -67,6 +67,7 @@ __all__ = [
     "Tally",
     "build_report",
     "finish_report",
+    "json_number",
     "make_cut",
     "parse_zone",
     "render_csv",
@@ -892,7 +893,8 @@ def _iso(time_ns: int, zone: tzinfo | None) -> str | None:
     return _local(time_ns, zone).isoformat(timespec="seconds") if time_ns else None
 
 
-def _number(name: str, value: float) -> float | int:
+def json_number(name: str, value: float) -> float | int:
+    """A figure as the JSON document writes it: amounts rounded to 6 places, counts to integers."""
     if name in _FLOAT_FIGURES:
         return round(value, 6)
     return round(value)
@@ -908,7 +910,7 @@ def row_json(row: Row, report: Report, zone: tzinfo | None) -> dict[str, Any]:
     out["first_seen"] = _iso(row.first_ns, zone)
     out["last_seen"] = _iso(row.last_ns, zone)
     for name in FIGURES:
-        out[name] = _number(name, row.value(name, report.price))
+        out[name] = json_number(name, row.value(name, report.price))
     out["estimated"] = sorted(row.estimated)
     if report.breakdown and row.key != "total":
         out["models"] = [_model_json(sub, report, zone) for sub in row.by_model(report.price)]
@@ -923,7 +925,7 @@ def _model_json(row: Row, report: Report, zone: tzinfo | None) -> dict[str, Any]
         "last_seen": _iso(row.last_ns, zone),
     }
     for name in FIGURES:
-        out[name] = _number(name, row.value(name, report.price))
+        out[name] = json_number(name, row.value(name, report.price))
     out["estimated"] = sorted(row.estimated)
     return out
 
@@ -981,46 +983,28 @@ def _count(value: float) -> str:
     return f"{round(value):,}"
 
 
-def _tokens(value: float) -> str:
-    value = round(value)
-    if value < 10_000:
-        return f"{int(value):,}"
-    if value < 1_000_000:
-        return f"{value / 1000:.1f}k"
-    if value < 1_000_000_000:
-        return f"{value / 1e6:.1f}M"
-    return f"{value / 1e9:.1f}B"
-
-
 def _float(value: float) -> str:
     return f"{value:,.2f}" if value < 1000 else f"{value:,.0f}"
-
-
-def _duration(seconds: float) -> str:
-    whole = round(seconds)
-    if whole < 3600:
-        return f"{whole // 60}m{whole % 60:02d}s"
-    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
 
 
 _COLUMNS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
     ("sessions", "sess", _count),
     ("prompts", "prompts", _count),
     ("tool_calls", "tools", _count),
-    ("input_tokens", "input", _tokens),
-    ("output_tokens", "output", _tokens),
+    ("input_tokens", "input", display.tokens),
+    ("output_tokens", "output", display.tokens),
     ("premium_requests", "premium", _float),
     ("cost_usd", "cost $", _float),
     ("failed_tool_calls", "failed", _count),
     ("turns", "turns", _count),
-    ("cache_read_tokens", "cache rd", _tokens),
-    ("cache_write_tokens", "cache wr", _tokens),
-    ("reasoning_tokens", "reason", _tokens),
+    ("cache_read_tokens", "cache rd", display.tokens),
+    ("cache_write_tokens", "cache wr", display.tokens),
+    ("reasoning_tokens", "reason", display.tokens),
     ("ai_units", "AIU", _float),
     ("lines_added", "+lines", _count),
     ("lines_removed", "-lines", _count),
     ("runaway_detections", "runaway", _count),
-    ("wall_time_s", "wall", _duration),
+    ("wall_time_s", "wall", display.duration),
 )
 _KEY_HEADING = {
     "daily": "date",
