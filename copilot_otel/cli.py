@@ -231,7 +231,11 @@ def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         default=PREMIUM_REQUEST_PRICE_USD,
         help=f"USD per premium request (default {PREMIUM_REQUEST_PRICE_USD}, GitHub's public price)",
     )
-    p.add_argument("--quota", type=float, help="monthly premium request allowance: show what is left")
+    p.add_argument(
+        "--quota",
+        type=float,
+        help="monthly premium request allowance: show what is left (default: the premium_quota setting)",
+    )
     p.add_argument(
         "--breakdown",
         action="store_true",
@@ -359,7 +363,7 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
             order=args.order,
             limit=args.limit,
             price=args.price,
-            quota=args.quota,
+            quota=args.quota if args.quota is not None else config.premium_quota,
             output="json" if args.json else "csv" if args.csv else "table",
             now_ns=time.time_ns(),
             breakdown=args.breakdown,

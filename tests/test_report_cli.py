@@ -366,3 +366,16 @@ def test_the_readme_ccusage_table_names_only_flags_report_has(capsys: pytest.Cap
         assert re.search(rf"{flag}\b", usage), flag
     for word in ("daily", "weekly", "monthly", "session", "repo", "model"):
         assert f"`report {word}" in table or f"/ `{word}`" in table or f"/ {word}" in table, word
+
+
+def test_the_quota_setting_is_reports_default(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``premium_quota`` (set once for ``live``) is ``report``'s allowance too; ``--quota`` still wins."""
+    monkeypatch.setenv("COPILOT_OTEL_PREMIUM_QUOTA", "300")
+    quota = _json(capsys, "monthly", str(CLI_GENERATED))["report"]["quota"]
+    assert quota["allowance"] == 300
+    assert quota["left"] == 300 - quota["used"]
+    assert _json(capsys, "monthly", str(CLI_GENERATED), "--quota", "50")["report"]["quota"]["allowance"] == 50
+    monkeypatch.delenv("COPILOT_OTEL_PREMIUM_QUOTA")
+    assert _json(capsys, "monthly", str(CLI_GENERATED))["report"].get("quota") is None
