@@ -122,6 +122,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["install", "uninstall", "status"])
     p.add_argument("--no-enable", action="store_true", help="write the unit file but do not enable it")
     p.add_argument(
+        "--purge",
+        action="store_true",
+        help="with uninstall: also remove the state and config folders (listed first)",
+    )
+    p.add_argument(
         "--name",
         default="",
         help="a second service (copilot-otel-NAME), e.g. for a second Copilot home; its own state dir too",
@@ -313,7 +318,7 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
     if args.command == "service":
         from .service import service
 
-        return service(config, args.action, enable=not args.no_enable, name=args.name)
+        return service(config, args.action, enable=not args.no_enable, name=args.name, purge=args.purge)
     raise AssertionError(args.command)
 
 

@@ -15,6 +15,9 @@
 ``service install`` and any path that would resolve differently in the service's bare environment (e.g. a
 state dir derived from ``XDG_STATE_HOME``). Re-run ``install`` after changing them.
 
+``uninstall --purge`` then removes copilot-otel's state dir and config folder, each named (with its size) before
+it goes; a folder that is not copilot-otel's own, a running daemon's, or another service's is named and kept.
+
 Enabling uses ``systemctl --user`` / ``launchctl``. Where those are missing or fail (no user bus in a
 container, an SSH session without a login manager) the file is still written and the exact commands to run
 are printed; ``--no-enable`` only writes. ``COPILOT_OTEL_SERVICE_PLATFORM=linux|darwin``,
@@ -39,10 +42,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape
 
-from ._platform import ServiceManager, current, launchd_domains
+from ._platform import LockHeld, ServiceManager, current, launchd_domains
 from .config import SETTINGS, Config
 from .errors import ConfigError, StateError
-from .state import write_new_file
+from .state import LOCK_FILE, write_new_file
 
 __all__ = [
     "LAUNCHD_LABEL",
@@ -73,12 +76,14 @@ def service(
     action: str,
     enable: bool = True,
     name: str = "",
+    purge: bool = False,
     env: Mapping[str, str] | None = None,
 ) -> int:
     """Install, uninstall or describe the user service; returns the exit code.
 
     ``install`` and ``uninstall`` return 0 once the files are written / removed, also when the service manager
     could not be reached (the commands to run are printed then). ``status`` returns 0 when installed, else 1.
+    ``uninstall`` with ``purge`` also removes the state dir and the config folder (:func:`purge_paths`).
 
     The daemon's settings come from ``config``; ``env`` (this process's environment unless given) is read only
     for what no setting holds: the variables copied into the service, where the service manager keeps its
@@ -97,12 +102,15 @@ def service(
         raise ConfigError(f"Expected --name to be letters, digits, '-' or '_' (at most 40), got {name!r}")
     if name and config.sources.get("state_dir", "default") == "default":
         config = dataclasses.replace(config, state_dir=config.state_dir / name)
+    if purge and action != "uninstall":
+        raise ConfigError(f"--purge goes with 'service uninstall', not with {action!r}")
     env = os.environ if env is None else env
     manager = _MANAGERS[_manager_kind(env)](config, env, name)
     if action == "install":
         return manager.install(enable)
     if action == "uninstall":
-        return manager.uninstall()
+        code = manager.uninstall()
+        return purge_files(purge_paths(config, env, name)) if purge else code
     if action == "status":
         return manager.status()
     raise ConfigError(f"Expected the service action to be one of install, uninstall, status, got {action!r}")
@@ -131,6 +139,121 @@ def _manager_kind(env: Mapping[str, str]) -> ServiceManager:
 
 
 _OVERRIDES: dict[str, ServiceManager] = {"linux": "systemd", "darwin": "launchd"}
+
+
+# ------------------------------------------------------------------------------------------------ --purge
+@dataclass(frozen=True, slots=True)
+class PurgePath:
+    """A folder ``uninstall --purge`` would remove: what it holds, or why it is left alone (``refused``)."""
+
+    path: Path
+    holds: str
+    refused: str = ""
+
+
+def purge_paths(config: Config, env: Mapping[str, str], name: str = "") -> list[PurgePath]:
+    """The folders ``uninstall --purge`` removes: the state dir (checkpoints, ``status.json``, the embedded
+    default's ``otlp.jsonl``, dead letters, service logs) and, for the main service, the config folder
+    (``config.toml``, the service's settings files).
+
+    Only copilot-otel's own folders are removed: the default ones, or a folder named ``copilot-otel…``, or one
+    inside them. A state dir set to anything else (``--state-dir ~``) is refused, and so is a folder that holds
+    another installed service's state dir.
+    """
+    defaults = current.default_dirs(env)
+    wanted = [
+        PurgePath(
+            Path(os.path.abspath(config.state_dir)),
+            "state: checkpoints, status, otlp.jsonl, dead letters, logs",
+        )
+    ]
+    if not name:
+        wanted.append(
+            PurgePath(Path(os.path.abspath(defaults.config)), "config: config.toml, service settings")
+        )
+    own = [Path(os.path.abspath(defaults.state)), Path(os.path.abspath(defaults.config))]
+    others = [Path(os.path.abspath(p)) for p in installed_state_dirs(env)]
+    out = []
+    for item in wanted:
+        path = item.path
+        if not path.exists() and not path.is_symlink():
+            continue
+        if path.is_symlink() or not path.is_dir():
+            refused = "not a folder of its own (a link or a file): remove it yourself"
+        elif not any(path == root or root in path.parents for root in own) and not any(
+            part.startswith(TASK_NAME) for part in path.parts[-2:]
+        ):
+            refused = (
+                "not a copilot-otel folder (set by --state-dir or COPILOT_OTEL_STATE_DIR): remove it yourself"
+            )
+        elif any(other == path or path in other.parents for other in others):
+            refused = "another installed copilot-otel service keeps its state there: uninstall it first"
+        else:
+            refused = _daemon_running(path)
+        out.append(dataclasses.replace(item, refused=refused))
+    return out
+
+
+def _daemon_running(state_dir: Path) -> str:
+    """Why ``state_dir`` must stay: a daemon holds its lock (the service manager could not stop it)."""
+    lock_file = state_dir / LOCK_FILE
+    if not lock_file.exists():
+        return ""
+    try:
+        current.lock_exclusive(lock_file).release()
+    except LockHeld as held:
+        return f"a copilot-otel daemon (pid {held.owner}) still runs with it: stop it, then run this again"
+    except OSError:
+        return ""
+    return ""
+
+
+def purge_files(paths: Sequence[PurgePath]) -> int:
+    """Say what is removed, then remove it; 0 when everything listed is gone, 4 when a folder was refused or
+    could not be removed (it is named, with the reason)."""
+    if not paths:
+        print("Nothing else to remove (--purge): no state or config folder of copilot-otel exists.")
+        return 0
+    print("Removing (--purge):")
+    for item in paths:
+        files, size = _folder_size(item.path) if not item.refused else (0, 0)
+        what = (
+            f"{item.holds}; {files:,} files, {_bytes(size)}"
+            if not item.refused
+            else f"NOT removed: {item.refused}"
+        )
+        print(f"  {item.path}  ({what})")
+    code = 0
+    for item in paths:
+        if item.refused:
+            code = 4
+            continue
+        try:
+            shutil.rmtree(item.path)
+        except OSError as exc:
+            print(f"Could not remove {item.path}: {exc.strerror or exc}")
+            code = 4
+            continue
+        print(f"Removed {item.path}")
+    return code
+
+
+def _folder_size(path: Path) -> tuple[int, int]:
+    files = size = 0
+    for folder, _dirs, names in os.walk(path):
+        for file in names:
+            with contextlib.suppress(OSError):
+                size += os.lstat(os.path.join(folder, file)).st_size
+                files += 1
+    return files, size
+
+
+def _bytes(size: int) -> str:
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:,} {unit}" if unit == "bytes" else f"{size:,.1f} {unit}"
+        size /= 1024  # type: ignore[assignment]
+    raise AssertionError(size)
 
 
 # ------------------------------------------------------------------------------------------------ what to run
