@@ -88,7 +88,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print one JSON document: the session's spans, or the session list",
     )
-    p.add_argument("--limit", type=int, default=20, help="sessions to list (default 20)")
+    p.add_argument("--limit", type=int, default=20, help="sessions to list (default 20; 0: all)")
     add_arguments(p, ["session_state", "config_file", "log_level", "runaway_turns"])
 
     _add_report_parser(sub)
