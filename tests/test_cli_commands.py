@@ -857,7 +857,8 @@ def test_user_errors_are_one_line(
     line = error(["show", "--session-state", str(blocker)], 3)
     assert f"cannot read session folder {blocker}" in line
 
-    # unwritable state dir
+    # unwritable state dir (on systemd: the no-POSIX run's portable platform has no service manager)
+    monkeypatch.setenv("COPILOT_OTEL_SERVICE_PLATFORM", "linux")
     line = error(["service", "install", "--no-enable", "--state-dir", str(blocker / "state")], 4)
     assert f"the state dir {blocker / 'state'} is not writable" in line
 
