@@ -44,6 +44,7 @@ from xml.sax.saxutils import escape
 
 from ._platform import LockHeld, ServiceManager, current, launchd_domains
 from .config import SETTINGS, Config
+from .display import count
 from .errors import ConfigError, StateError
 from .state import LOCK_FILE, write_new_file
 
@@ -156,9 +157,10 @@ def purge_paths(config: Config, env: Mapping[str, str], name: str = "") -> list[
     default's ``otlp.jsonl``, dead letters, service logs) and, for the main service, the config folder
     (``config.toml``, the service's settings files).
 
-    Only copilot-otel's own folders are removed: the default ones, or a folder named ``copilot-otel…``, or one
-    inside them. A state dir set to anything else (``--state-dir ~``) is refused, and so is a folder that holds
-    another installed service's state dir.
+    Only copilot-otel's own folders are removed: the default ones and what is inside them, or a folder that holds
+    nothing but files copilot-otel writes (:data:`_OWN_FILES`). A state dir set to a folder with anything else in
+    it (``--state-dir ~/Documents``) is refused, and so is a folder that holds another installed service's state
+    dir, or one a running daemon holds.
     """
     defaults = current.default_dirs(env)
     wanted = [
@@ -180,11 +182,10 @@ def purge_paths(config: Config, env: Mapping[str, str], name: str = "") -> list[
             continue
         if path.is_symlink() or not path.is_dir():
             refused = "not a folder of its own (a link or a file): remove it yourself"
-        elif not any(path == root or root in path.parents for root in own) and not any(
-            part.startswith(TASK_NAME) for part in path.parts[-2:]
-        ):
+        elif not any(path == root or root in path.parents for root in own) and (foreign := _foreign(path)):
             refused = (
-                "not a copilot-otel folder (set by --state-dir or COPILOT_OTEL_STATE_DIR): remove it yourself"
+                f"not copilot-otel's own folder: it holds {', '.join(foreign[:3])}{'…' if len(foreign) > 3 else ''}"
+                ", which copilot-otel did not write: remove what is ours yourself"
             )
         elif any(other == path or path in other.parents for other in others):
             refused = "another installed copilot-otel service keeps its state there: uninstall it first"
@@ -192,6 +193,25 @@ def purge_paths(config: Config, env: Mapping[str, str], name: str = "") -> list[
             refused = _daemon_running(path)
         out.append(dataclasses.replace(item, refused=refused))
     return out
+
+
+# What copilot-otel writes in a state dir, by name (a leading dot stripped): the checkpoints and their temporaries
+# (state.db*, state.json*), the lock, status.json, the embedded default's otlp.jsonl* and its lock, the dead
+# letters, the service logs and the write probes of service and doctor.
+_OWN_FILES = ("lock", "state.", "status.json", "otlp.jsonl", "dead-letter", "service", "doctor-")
+
+
+def _foreign(folder: Path) -> list[str]:
+    """The names in ``folder`` that copilot-otel does not write (a sub-folder is never one of ours)."""
+    try:
+        entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+    except OSError as exc:
+        return [f"(unreadable: {exc.strerror or exc})"]
+    return [
+        entry.name
+        for entry in entries
+        if not entry.is_file(follow_symlinks=False) or not entry.name.lstrip(".").startswith(_OWN_FILES)
+    ]
 
 
 def _daemon_running(state_dir: Path) -> str:
@@ -217,11 +237,8 @@ def purge_files(paths: Sequence[PurgePath]) -> int:
     print("Removing (--purge):")
     for item in paths:
         files, size = _folder_size(item.path) if not item.refused else (0, 0)
-        what = (
-            f"{item.holds}; {files:,} files, {_bytes(size)}"
-            if not item.refused
-            else f"NOT removed: {item.refused}"
-        )
+        what = f"{item.holds}; {count(files, 'file')}, {_bytes(size)}" if not item.refused else ""
+        what = what or f"NOT removed: {item.refused}"
         print(f"  {item.path}  ({what})")
     code = 0
     for item in paths:
@@ -249,11 +266,14 @@ def _folder_size(path: Path) -> tuple[int, int]:
 
 
 def _bytes(size: int) -> str:
-    for unit in ("bytes", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:,} {unit}" if unit == "bytes" else f"{size:,.1f} {unit}"
-        size /= 1024  # type: ignore[assignment]
-    raise AssertionError(size)
+    if size < 1024:
+        return count(size, "byte")
+    scaled, unit = size / 1024, "KiB"
+    for bigger in ("MiB", "GiB"):
+        if scaled < 1024:
+            break
+        scaled, unit = scaled / 1024, bigger
+    return f"{scaled:,.1f} {unit}"
 
 
 # ------------------------------------------------------------------------------------------------ what to run

@@ -64,8 +64,21 @@ def test_purge_refuses_a_state_dir_that_is_not_copilot_otels(
     capsys.readouterr()
     assert main(["service", "uninstall", "--purge"]) == 4
     out = capsys.readouterr().out
-    assert f"  {mine}  (NOT removed: not a copilot-otel folder" in out
+    assert f"  {mine}  (NOT removed: not copilot-otel's own folder: it holds thesis.tex, which" in out
     assert (mine / "thesis.tex").read_text() == "years of work\n" and (mine / "otlp.jsonl").is_file()
+
+
+def test_purge_removes_a_state_dir_of_its_own_set_elsewhere(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = home / "telemetry-state"
+    monkeypatch.setenv("COPILOT_OTEL_STATE_DIR", str(state))
+    _replay()
+    assert sorted(p.name for p in state.iterdir()) == [".otlp.jsonl.lock", "otlp.jsonl"]
+    capsys.readouterr()
+    assert main(["service", "uninstall", "--purge"]) == 0
+    assert f"  {state}  (state: " in capsys.readouterr().out
+    assert not state.exists()
 
 
 def test_purge_leaves_a_state_dir_a_running_daemon_holds(
