@@ -66,9 +66,8 @@ from .agentloop import FoldSettings
 from .config import Config
 from .content import ContentKind, ContentPolicy
 from .errors import SourceError
-from .events import Event
 from .library import SessionRecords, read_session
-from .parse import parse_line
+from .parse import timestamp_ns
 from .pipeline import fold_session, fold_settings
 from .records import SpanRecord
 from .sessions import (
@@ -238,8 +237,10 @@ def last_event_ns(path: Path) -> int | None:
     """The time of the log's last event that has one, by its own timestamp (Unix ns); ``None`` when none of its
     last :data:`TAIL_LIMIT_BYTES` has one or it cannot be read.
 
-    The log is read backwards from its end, a step at a time, and each line parsed as the pipeline parses it
-    (:func:`~copilot_otel.parse.parse_line`): a last line still being written (no JSON yet) is passed over.
+    The log is read backwards from its end, a step at a time; a line's time is read by the pipeline's rules
+    (:func:`~copilot_otel.parse.timestamp_ns`: ISO-8601, 1970 to 2262), and a line that is no JSON object (a last
+    line still being written) is passed over. Only the line is decoded, not made an event (half the cost, for a
+    listing that reads 100,000 of them).
     """
     try:
         fd = current.open_shared(path)
@@ -253,15 +254,23 @@ def last_event_ns(path: Path) -> int | None:
             lines = (current.pread(fd, end - start, start) + carry).split(b"\n")
             carry = lines.pop(0) if start > 0 else b""
             for line in reversed(lines):
-                event = parse_line(line.rstrip(b"\r"), 0, 0, 0) if line.strip() else None
-                if isinstance(event, Event) and event.time_ns:
-                    return event.time_ns
+                if (ns := _line_time_ns(line)) is not None:
+                    return ns
             end = start
         return None
     except OSError:
         return None
     finally:
         os.close(fd)
+
+
+def _line_time_ns(line: bytes) -> int | None:
+    try:
+        obj = orjson.loads(line) if line.strip() else None
+    except orjson.JSONDecodeError:
+        return None
+    stamp = obj.get("timestamp") if isinstance(obj, dict) else None
+    return timestamp_ns(stamp) if stamp is not None else None
 
 
 def _newest(sessions: Sequence[SessionFile], limit: int) -> _Listing:
