@@ -30,6 +30,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from . import __version__
@@ -520,8 +521,9 @@ def _backfill_line(backfill: Backfill, fresh: bool) -> str:
             "--backfill none: of the sessions already on disk, only what is written from now on is exported"
         )
     if backfill.mode == "since":
+        since = datetime.fromtimestamp((backfill.since_ns or 0) / 1e9).astimezone()
         return (
-            f"--backfill {backfill}: of the sessions already on disk, the prompts that started since then are "
+            f"--backfill {since:%Y-%m-%d %H:%M %Z}: of the sessions already on disk, the prompts that started since then are "
             "exported (by the events' own times), and what is written from now on"
         )
     return "no checkpoints yet: every session log on disk is exported from its start" if fresh else ""

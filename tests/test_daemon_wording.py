@@ -99,6 +99,14 @@ def test_backfill_none_says_what_it_does_not_that_every_file_is_read(
     assert other.terminate() == 0
     assert "no checkpoints yet: every session log on disk is exported from its start" in other.output()
 
+    since = DaemonProcess(
+        root, tmp_path / "state3", receiver.http_endpoint, tmp_path / "since.log", "--backfill", "2026-11-01"
+    ).start()
+    assert since.terminate() == 0
+    said = [line for line in _lines(since) if "--backfill" in line]
+    assert len(said) == 1 and "--backfill 2026-11-01 00:00 " in said[0], said  # the moment, not microseconds
+    assert "the prompts that started since then are exported (by the events' own times)" in said[0]
+
 
 def test_logs_written_in_the_last_minute_get_a_backfill_done_line(
     tmp_path: Path, receiver: OtlpReceiver
