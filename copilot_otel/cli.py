@@ -105,7 +105,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print one JSON document: the session's spans, or the session list",
     )
-    p.add_argument("--limit", type=int, default=20, help="sessions to list (default 20)")
+    p.add_argument("--limit", type=int, default=20, help="sessions to list (default 20; 0: all)")
     add_arguments(p, ["session_state", "config_file", "log_level", "runaway_turns"])
 
     _add_report_parser(sub)
@@ -149,6 +149,11 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("service", help="install or remove a user service running 'copilot-otel run'")
     p.add_argument("action", choices=["install", "uninstall", "status"])
     p.add_argument("--no-enable", action="store_true", help="write the unit file but do not enable it")
+    p.add_argument(
+        "--purge",
+        action="store_true",
+        help="with uninstall: also remove the state and config folders (listed first)",
+    )
     p.add_argument(
         "--name",
         default="",
@@ -389,7 +394,7 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
     if args.command == "service":
         from .service import service
 
-        return service(config, args.action, enable=not args.no_enable, name=args.name)
+        return service(config, args.action, enable=not args.no_enable, name=args.name, purge=args.purge)
     raise AssertionError(args.command)
 
 

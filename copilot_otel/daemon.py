@@ -30,13 +30,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from . import __version__
 from ._platform import current
 from .act import RunawayActions, SessionView
 from .activity import Detection, PromptRun, Record
-from .config import Config, capture_state
+from .config import Backfill, Config, capture_state
 from .deadletter import DeadLetters
 from .discover import Discovery
 from .live.followed import IDLE_CLOSE_S, FollowedFile, Shared
@@ -58,7 +59,7 @@ from .records import LogRecord, SpanRecord
 from .route import RateLimitedDrops, Router
 from .semconv import EXPORT_BACKLOG, EXPORT_LAST_SUCCESS, FILES_TRACKED, LIVE_GAUGES
 from .sessions import SessionFile, require_session_folder
-from .state import Checkpoint, StateStore
+from .state import Checkpoint, LoadOutcome, StateStore
 from .tail import FileTailer, Line
 from .telemetry import Telemetry
 
@@ -138,6 +139,10 @@ class Daemon:
         self._scanned: tuple[dict[str, int], float] | None = None
         self._scan_cost_s = 0.0
         self._first_scan_applied = False
+        self._in_first_scan = False  # the first scan is being applied: what it finds existed at the start
+        self._waiting_for_root = (
+            False  # the session-state folder did not exist yet (said once, and when it appears)
+        )
         self._scans = 0
         self._live: list[LivePrompt] = []
         self.actions = RunawayActions.from_config(config)  # None unless runaway_action asks for more
@@ -197,28 +202,31 @@ class Daemon:
         age = _age_s(path)
         # A session written to right now is live from its first line: it must not queue behind history.
         f = FollowedFile(session, FileTailer(path), self._shared, live=age < IDLE_CLOSE_S, idle_for_s=age)
-        self._apply_backfill_policy(f, age)
-        if not f.live:
+        exports_history = self._apply_backfill_policy(f, age)
+        # What was on disk at the start is history, also a log written in the last minute (a copied history, a
+        # session still going): its reading is in the progress and "backfill done" lines, though read live.
+        if not f.live or (exports_history and self._in_first_scan and _size(path) > 0):
             self._backfill.add(f.key)
         return f
 
-    def _apply_backfill_policy(self, f: FollowedFile, age_s: float) -> None:
+    def _apply_backfill_policy(self, f: FollowedFile, age_s: float) -> bool:
         """New file: export its history (``all``), or only what is written from now on (``none`` / last written
         before ``since``) — still folding the existing lines silently so an open prompt keeps its context. A file
         written since ``since`` is read whole; its fold keeps only the prompts that started since then.
 
-        The file's age (wall clock minus its mtime) is read here, once, to classify it: history or live.
+        The file's age (wall clock minus its mtime) is read here, once, to classify it: history or live. Returns
+        whether the lines already in the file are exported (else they are skipped or only folded).
         """
         backfill = self.config.backfill
         if backfill.mode == "all":
-            return
+            return True
         path = f.session.path
         try:
             st = path.stat()
         except OSError:
-            return
+            return True
         if backfill.mode == "since" and backfill.since_ns is not None and st.st_mtime_ns >= backfill.since_ns:
-            return
+            return True
         if age_s > self.config.idle_timeout:
             # Idle history: skip it without reading it, but keep the session's identity from its first line
             # (session.start) so later prompts get the same ids replay would give them.
@@ -231,6 +239,7 @@ class Daemon:
                 f.context = seed.context_snapshot()
         else:
             f.suppress_until = st.st_size
+        return False
 
     def on_record(self, f: FollowedFile, record: Record) -> Sequence[SpanRecord | LogRecord]:
         """A detection or a finished prompt of a followed file: count it, say it, act on it (:class:`Listener`)."""
@@ -240,14 +249,14 @@ class Daemon:
             if self.actions is not None:
                 self.actions.on_prompt_end(record, _session_view(f))
             return ()
-        if f.live:
-            self._log.warning("runaway", "runaway agent in %s: %s", f.session.session_id, record.reason)
-        else:  # found in the history: summed up in the "backfill done" line, not a warning each
+        if not f.live:  # found in the history: summed up in the "backfill done" line, not a warning each
             self._backfill.detected(record.reason)
             logger.debug("runaway agent in %s (history): %s", f.session.session_id, record.reason)
-        if self.actions is None:  # notify / interrupt (copilot_otel.act; live detections only)
-            return ()
-        acted = self.actions.on_detection(record, _session_view(f))
+        notified = self.actions.stats.notified if self.actions is not None else 0
+        acted = self.actions.on_detection(record, _session_view(f)) if self.actions is not None else []
+        # A notice (copilot_otel.act) is the detection's warning line, with more in it: one line, not two.
+        if f.live and (self.actions is None or self.actions.stats.notified == notified):
+            self._log.warning("runaway", "runaway agent in %s: %s", f.session.session_id, record.reason)
         return [r for r in acted if self.config.logs_enabled or not isinstance(r, LogRecord)]
 
     # ------------------------------------------------------------------ main loop
@@ -262,6 +271,16 @@ class Daemon:
         )
         if (capture := capture_state(self.config)).on:
             logger.warning("%s", capture.line)  # the most privacy-critical switch: said at every start
+        self._waiting_for_root = not self.config.session_state.is_dir()
+        fresh = self.state.load_outcome is not LoadOutcome.LOADED and not self._waiting_for_root
+        if said := _backfill_line(self.config.backfill, fresh=fresh):
+            logger.info("%s", said)
+        if self._waiting_for_root:
+            logger.info(
+                "waiting for %s to appear: it does not exist yet (the Copilot CLI creates it at its first "
+                "session; if yours is elsewhere, set --session-state or COPILOT_OTEL_SESSION_STATE)",
+                self.config.session_state,
+            )
         self.outbox.start()
         self.tracker.restore()
         # The watch is built on discovery's thread (100,000 session folders take seconds to watch); when it is up,
@@ -334,9 +353,8 @@ class Daemon:
         return read and bool(tracker.pending)
 
     def _read(self, f: FollowedFile, max_bytes: int) -> bool:
-        was_live = f.live
         read, spans = self.tracker.read(f, max_bytes)
-        if not was_live:
+        if f.key in self._backfill.pending:
             self._backfill.spans += spans
         if read and not f.pending:
             self._backfill.finished(f.key)
@@ -355,8 +373,15 @@ class Daemon:
         self._scans += 1
         first = not self._first_scan_applied
         self._first_scan_applied = True
+        if self._waiting_for_root and self.config.session_state.is_dir():
+            self._waiting_for_root = False
+            logger.info("%s appeared: following its sessions", self.config.session_state)
         forgot = self.tracker.forgot
-        self.tracker.scan(stats)
+        self._in_first_scan = first
+        try:
+            self.tracker.scan(stats)
+        finally:
+            self._in_first_scan = False
         if first and self.tracker.forgot > forgot:
             gone = self.tracker.forgot - forgot
             logger.info(
@@ -486,6 +511,29 @@ def _session_view(f: FollowedFile) -> SessionView:
         ctx.cwd if ctx else None,
         ctx.title if ctx else None,
     )
+
+
+def _backfill_line(backfill: Backfill, fresh: bool) -> str:
+    """What happens to the session logs already on disk that have no checkpoint, said once at the start ("" when
+    it goes without saying: every log resumes from its checkpoint and new ones are read whole)."""
+    if backfill.mode == "none":
+        return (
+            "--backfill none: of the sessions already on disk, only what is written from now on is exported"
+        )
+    if backfill.mode == "since":
+        since = datetime.fromtimestamp((backfill.since_ns or 0) / 1e9).astimezone()
+        return (
+            f"--backfill {since:%Y-%m-%d %H:%M %Z}: of the sessions already on disk, the prompts that started since then are "
+            "exported (by the events' own times), and what is written from now on"
+        )
+    return "no checkpoints yet: every session log on disk is exported from its start" if fresh else ""
+
+
+def _size(path: os.PathLike[str]) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def _age_s(path: os.PathLike[str]) -> float:

@@ -15,6 +15,9 @@
 ``service install`` and any path that would resolve differently in the service's bare environment (e.g. a
 state dir derived from ``XDG_STATE_HOME``). Re-run ``install`` after changing them.
 
+``uninstall --purge`` then removes copilot-otel's state dir and config folder, each named (with its size) before
+it goes; a folder that is not copilot-otel's own, a running daemon's, or another service's is named and kept.
+
 Enabling uses ``systemctl --user`` / ``launchctl``. Where those are missing or fail (no user bus in a
 container, an SSH session without a login manager) the file is still written and the exact commands to run
 are printed; ``--no-enable`` only writes. ``COPILOT_OTEL_SERVICE_PLATFORM=linux|darwin``,
@@ -37,12 +40,13 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 from xml.sax.saxutils import escape
 
-from ._platform import current, launchd_domains
+from ._platform import LockHeld, ServiceManager, current, launchd_domains
 from .config import SETTINGS, Config
+from .display import count
 from .errors import ConfigError, StateError
+from .state import LOCK_FILE, write_new_file
 
 __all__ = [
     "LAUNCHD_LABEL",
@@ -55,7 +59,6 @@ __all__ = [
     "task_xml",
 ]
 
-Platform = Literal["linux", "darwin", "win32"]
 SYSTEMD_UNIT = "copilot-otel.service"
 LAUNCHD_LABEL = "io.github.copilot-otel"
 PLATFORM_ENV = "COPILOT_OTEL_SERVICE_PLATFORM"
@@ -69,11 +72,23 @@ _NOT_COPIED = frozenset({PLATFORM_ENV, SYSTEMCTL_ENV, LAUNCHCTL_ENV, SCHTASKS_EN
 _TOOL_TIMEOUT_S = 30.0
 
 
-def service(config: Config, action: str, enable: bool = True, name: str = "") -> int:
+def service(
+    config: Config,
+    action: str,
+    enable: bool = True,
+    name: str = "",
+    purge: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> int:
     """Install, uninstall or describe the user service; returns the exit code.
 
     ``install`` and ``uninstall`` return 0 once the files are written / removed, also when the service manager
     could not be reached (the commands to run are printed then). ``status`` returns 0 when installed, else 1.
+    ``uninstall`` with ``purge`` also removes the state dir and the config folder (:func:`purge_paths`).
+
+    The daemon's settings come from ``config``; ``env`` (this process's environment unless given) is read only
+    for what no setting holds: the variables copied into the service, where the service manager keeps its
+    files (``HOME``, ``XDG_CONFIG_HOME``), the user's name, and the test overrides named in the module docstring.
 
     ``name`` makes a second service (``copilot-otel-<name>``), e.g. for a second Copilot home: it gets its own
     unit, secrets file and, unless a state dir is given, its own state dir (``<state dir>/<name>``), since two
@@ -88,12 +103,15 @@ def service(config: Config, action: str, enable: bool = True, name: str = "") ->
         raise ConfigError(f"Expected --name to be letters, digits, '-' or '_' (at most 40), got {name!r}")
     if name and config.sources.get("state_dir", "default") == "default":
         config = dataclasses.replace(config, state_dir=config.state_dir / name)
-    platform = _platform()
-    manager = _MANAGERS[platform](config, name)
+    if purge and action != "uninstall":
+        raise ConfigError(f"--purge goes with 'service uninstall', not with {action!r}")
+    env = os.environ if env is None else env
+    manager = _MANAGERS[_manager_kind(env)](config, env, name)
     if action == "install":
         return manager.install(enable)
     if action == "uninstall":
-        return manager.uninstall()
+        code = manager.uninstall()
+        return purge_files(purge_paths(config, env, name)) if purge else code
     if action == "status":
         return manager.status()
     raise ConfigError(f"Expected the service action to be one of install, uninstall, status, got {action!r}")
@@ -106,23 +124,156 @@ def _suffix(name: str) -> str:
     return f"-{name}" if name else ""
 
 
-def _platform() -> Platform:
-    override = os.environ.get(PLATFORM_ENV, "").strip()
+def _manager_kind(env: Mapping[str, str]) -> ServiceManager:
+    """The service manager to drive: the platform seam's, unless ``COPILOT_OTEL_SERVICE_PLATFORM`` names one."""
+    override = env.get(PLATFORM_ENV, "").strip()
     if override:
-        if override not in ("linux", "darwin"):
+        if override not in _OVERRIDES:
             raise ConfigError(f"Expected {PLATFORM_ENV} to be one of linux, darwin, got {override!r}")
-        return "linux" if override == "linux" else "darwin"
-    if sys.platform.startswith("linux"):
-        return "linux"
-    if sys.platform == "darwin":
-        return "darwin"
-    if sys.platform == "win32":
-        return "win32"
-    raise ConfigError(
-        f"copilot-otel service supports Linux (systemd), macOS (launchd) and Windows (Task Scheduler), not "
-        f"{sys.platform!r}; run "
-        "'copilot-otel run' under your own service manager instead"
-    )
+        return _OVERRIDES[override]
+    if current.service_manager is None:
+        raise ConfigError(
+            "copilot-otel service supports Linux (systemd), macOS (launchd) and Windows (Task Scheduler), not "
+            f"this system ({current.name}); run 'copilot-otel run' under your own service manager instead"
+        )
+    return current.service_manager
+
+
+_OVERRIDES: dict[str, ServiceManager] = {"linux": "systemd", "darwin": "launchd"}
+
+
+# ------------------------------------------------------------------------------------------------ --purge
+@dataclass(frozen=True, slots=True)
+class PurgePath:
+    """A folder ``uninstall --purge`` would remove: what it holds, or why it is left alone (``refused``)."""
+
+    path: Path
+    holds: str
+    refused: str = ""
+
+
+def purge_paths(config: Config, env: Mapping[str, str], name: str = "") -> list[PurgePath]:
+    """The folders ``uninstall --purge`` removes: the state dir (checkpoints, ``status.json``, the embedded
+    default's ``otlp.jsonl``, dead letters, service logs) and, for the main service, the config folder
+    (``config.toml``, the service's settings files).
+
+    Only copilot-otel's own folders are removed: the default ones and what is inside them, or a folder that holds
+    nothing but files copilot-otel writes (:data:`_OWN_FILES`). A state dir set to a folder with anything else in
+    it (``--state-dir ~/Documents``) is refused, and so is a folder that holds another installed service's state
+    dir, or one a running daemon holds.
+    """
+    defaults = current.default_dirs(env)
+    wanted = [
+        PurgePath(
+            Path(os.path.abspath(config.state_dir)),
+            "state: checkpoints, status, otlp.jsonl, dead letters, logs",
+        )
+    ]
+    if not name:
+        wanted.append(
+            PurgePath(Path(os.path.abspath(defaults.config)), "config: config.toml, service settings")
+        )
+    own = [Path(os.path.abspath(defaults.state)), Path(os.path.abspath(defaults.config))]
+    others = [Path(os.path.abspath(p)) for p in installed_state_dirs(env)]
+    out = []
+    for item in wanted:
+        path = item.path
+        if not path.exists() and not path.is_symlink():
+            continue
+        if path.is_symlink() or not path.is_dir():
+            refused = "not a folder of its own (a link or a file): remove it yourself"
+        elif not any(path == root or root in path.parents for root in own) and (foreign := _foreign(path)):
+            refused = (
+                f"not copilot-otel's own folder: it holds {', '.join(foreign[:3])}{'…' if len(foreign) > 3 else ''}"
+                ", which copilot-otel did not write: remove what is ours yourself"
+            )
+        elif any(other == path or path in other.parents for other in others):
+            refused = "another installed copilot-otel service keeps its state there: uninstall it first"
+        else:
+            refused = _daemon_running(path)
+        out.append(dataclasses.replace(item, refused=refused))
+    return out
+
+
+# What copilot-otel writes in a state dir, by name (a leading dot stripped): the checkpoints and their temporaries
+# (state.db*, state.json*), the lock, status.json, the embedded default's otlp.jsonl* and its lock, the dead
+# letters, the service logs and the write probes of service and doctor.
+_OWN_FILES = ("lock", "state.", "status.json", "otlp.jsonl", "dead-letter", "service", "doctor-")
+
+
+def _foreign(folder: Path) -> list[str]:
+    """The names in ``folder`` that copilot-otel does not write (a sub-folder is never one of ours)."""
+    try:
+        entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+    except OSError as exc:
+        return [f"(unreadable: {exc.strerror or exc})"]
+    return [
+        entry.name
+        for entry in entries
+        if not entry.is_file(follow_symlinks=False) or not entry.name.lstrip(".").startswith(_OWN_FILES)
+    ]
+
+
+def _daemon_running(state_dir: Path) -> str:
+    """Why ``state_dir`` must stay: a daemon holds its lock (the service manager could not stop it)."""
+    lock_file = state_dir / LOCK_FILE
+    if not lock_file.exists():
+        return ""
+    try:
+        current.lock_exclusive(lock_file).release()
+    except LockHeld as held:
+        return f"a copilot-otel daemon (pid {held.owner}) still runs with it: stop it, then run this again"
+    except OSError:
+        return ""
+    return ""
+
+
+def purge_files(paths: Sequence[PurgePath]) -> int:
+    """Say what is removed, then remove it; 0 when everything listed is gone, 4 when a folder was refused or
+    could not be removed (it is named, with the reason)."""
+    if not paths:
+        print("Nothing else to remove (--purge): no state or config folder of copilot-otel exists.")
+        return 0
+    print("Removing (--purge):")
+    for item in paths:
+        files, size = _folder_size(item.path) if not item.refused else (0, 0)
+        what = f"{item.holds}; {count(files, 'file')}, {_bytes(size)}" if not item.refused else ""
+        what = what or f"NOT removed: {item.refused}"
+        print(f"  {item.path}  ({what})")
+    code = 0
+    for item in paths:
+        if item.refused:
+            code = 4
+            continue
+        try:
+            shutil.rmtree(item.path)
+        except OSError as exc:
+            print(f"Could not remove {item.path}: {exc.strerror or exc}")
+            code = 4
+            continue
+        print(f"Removed {item.path}")
+    return code
+
+
+def _folder_size(path: Path) -> tuple[int, int]:
+    files = size = 0
+    for folder, _dirs, names in os.walk(path):
+        for file in names:
+            with contextlib.suppress(OSError):
+                size += os.lstat(os.path.join(folder, file)).st_size
+                files += 1
+    return files, size
+
+
+def _bytes(size: int) -> str:
+    if size < 1024:
+        return count(size, "byte")
+    scaled, unit = size / 1024, "KiB"
+    for bigger in ("MiB", "GiB"):
+        if scaled < 1024:
+            break
+        scaled, unit = scaled / 1024, bigger
+    return f"{scaled:,.1f} {unit}"
 
 
 # ------------------------------------------------------------------------------------------------ what to run
@@ -196,29 +347,21 @@ def service_environment(config: Config, env: Mapping[str, str] | None = None) ->
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-def _home() -> Path:
-    home = os.environ.get("HOME", "").strip()
-    return Path(home) if home else Path.home()
-
-
-def _config_home() -> Path:
-    value = os.environ.get("XDG_CONFIG_HOME", "").strip()
-    return Path(value) if value and os.path.isabs(value) else _home() / ".config"
+def _config_home(env: Mapping[str, str]) -> Path:
+    """Where systemd looks for user units: ``$XDG_CONFIG_HOME`` when absolute, else ``~/.config``."""
+    value = env.get("XDG_CONFIG_HOME", "").strip()
+    return Path(value) if value and os.path.isabs(value) else current.home(env) / ".config"
 
 
 def _write_atomic(path: Path, data: bytes, mode: int) -> None:
-    """Write ``path`` via a temporary file and rename, with exactly ``mode`` (umask does not widen it)."""
+    """Write ``path`` via a temporary file (the state's writer: new, never through a link, synced) renamed
+    over it by the platform seam, with exactly ``mode`` (umask does not widen it)."""
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | current.open_flags, mode)
-        try:
-            os.chmod(tmp, mode)  # exactly mode, whatever the umask (Windows keeps only the read-only bit)
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+        write_new_file(tmp, data, sync=True)
+        os.chmod(tmp, mode)  # exactly mode, whatever the umask (Windows keeps only the read-only bit)
+        current.replace(tmp, path)
     except OSError as exc:
         with contextlib.suppress(OSError):
             tmp.unlink()
@@ -280,9 +423,9 @@ def _first_line(text: str) -> str:
     return text.strip().splitlines()[0] if text.strip() else ""
 
 
-def _tool(env_var: str, name: str) -> str:
+def _tool(env: Mapping[str, str], env_var: str, name: str) -> str:
     """The service-manager binary: the override, else the one on PATH, else its bare name (fails to run)."""
-    return os.environ.get(env_var, "").strip() or shutil.which(name) or name
+    return env.get(env_var, "").strip() or shutil.which(name) or name
 
 
 def _describe_env(environment: ServiceEnvironment) -> list[str]:
@@ -296,6 +439,11 @@ def _describe_env(environment: ServiceEnvironment) -> list[str]:
 
 class _Manager:
     config: Config
+    env: Mapping[str, str]
+
+    def __init__(self, config: Config, env: Mapping[str, str], name: str = "") -> None:
+        self.config = config
+        self.env = env
 
     def install(self, enable: bool) -> int:
         raise NotImplementedError
@@ -306,7 +454,7 @@ class _Manager:
 
     def environment(self) -> ServiceEnvironment:
         """What the service gets now; an endpoint and headers it had are kept when this shell sets none."""
-        environment = service_environment(self.config)
+        environment = service_environment(self.config, self.env)
         kept = _kept_endpoint(environment, self.installed_environment())
         if kept:
             print("Kept from the installed service (this shell sets no OTLP endpoint): " + ", ".join(kept))
@@ -385,14 +533,14 @@ def _env_file_line(name: str, value: str) -> str:
 
 
 class _Systemd(_Manager):
-    def __init__(self, config: Config, name: str = "") -> None:
-        self.config = config
+    def __init__(self, config: Config, env: Mapping[str, str], name: str = "") -> None:
+        super().__init__(config, env)
         self.unit_name = f"copilot-otel{_suffix(name)}.service"
-        self.unit_dir = _config_home() / "systemd" / "user"
+        self.unit_dir = _config_home(env) / "systemd" / "user"
         self.unit = self.unit_dir / self.unit_name
         self.wants_link = self.unit_dir / "default.target.wants" / self.unit_name
-        self.env_file = _config_home() / "copilot-otel" / f"service{_suffix(name)}.env"
-        self.systemctl = _tool(SYSTEMCTL_ENV, "systemctl")
+        self.env_file = _systemd_env_file(env, name)
+        self.systemctl = _tool(env, SYSTEMCTL_ENV, "systemctl")
 
     def render(self, environment: ServiceEnvironment) -> str:
         command = " ".join(_systemd_escape(part) for part in [*executable(), "run"])
@@ -458,7 +606,7 @@ class _Systemd(_Manager):
         print(
             f"Enabled and started {self.unit_name}; follow its log with: journalctl --user -u {self.unit_name} -f"
         )
-        user = os.environ.get("USER") or os.environ.get("LOGNAME") or "$USER"
+        user = self.env.get("USER") or self.env.get("LOGNAME") or "$USER"
         print(f"To keep it running while you are logged out: loginctl enable-linger {user}")
         return 0
 
@@ -537,21 +685,13 @@ def _unreachable(ran: _Ran) -> bool:
 
 
 # ------------------------------------------------------------------------------------------------ launchd
-def _uid() -> int:
-    if (
-        sys.platform == "win32"
-    ):  # launchd is macOS only; this keeps the module importable and typed everywhere
-        return 0
-    return os.getuid()
-
-
 class _Launchd(_Manager):
-    def __init__(self, config: Config, name: str = "") -> None:
-        self.config = config
+    def __init__(self, config: Config, env: Mapping[str, str], name: str = "") -> None:
+        super().__init__(config, env)
         self.label = f"{LAUNCHD_LABEL}.{name}" if name else LAUNCHD_LABEL
-        self.plist = _home() / "Library" / "LaunchAgents" / f"{self.label}.plist"
-        self.launchctl = _tool(LAUNCHCTL_ENV, "launchctl")
-        self.domains = launchd_domains(_uid())
+        self.plist = _launch_agents(env) / f"{self.label}.plist"
+        self.launchctl = _tool(env, LAUNCHCTL_ENV, "launchctl")
+        self.domains = launchd_domains(current.user_id() or 0)
         self.domain = self.domains[0]
 
     def installed_environment(self) -> dict[str, str]:
@@ -722,16 +862,16 @@ def _windows_python() -> str:
 
 
 class _TaskScheduler(_Manager):
-    def __init__(self, config: Config, name: str = "") -> None:
-        self.config = config
+    def __init__(self, config: Config, env: Mapping[str, str], name: str = "") -> None:
+        super().__init__(config, env)
         self.task = f"{TASK_NAME}{_suffix(name)}"
-        folder = current.default_dirs(os.environ).config
+        folder = current.default_dirs(env).config
         self.xml_file = folder / f"{self.task}-task.xml"
         self.env_file = folder / f"service-env{_suffix(name)}.json"
         self.log_file = Path(os.path.abspath(config.state_dir)) / "service.log"
-        self.schtasks = _tool(SCHTASKS_ENV, "schtasks")
-        domain, user = os.environ.get("USERDOMAIN", ""), os.environ.get("USERNAME", "")
-        self.user = f"{domain}\\{user}" if domain and user else user or os.environ.get("USER", "")
+        self.schtasks = _tool(env, SCHTASKS_ENV, "schtasks")
+        domain, user = env.get("USERDOMAIN", ""), env.get("USERNAME", "")
+        self.user = f"{domain}\\{user}" if domain and user else user or env.get("USER", "")
 
     def installed_environment(self) -> dict[str, str]:
         return _json_environment(self.env_file)
@@ -836,32 +976,40 @@ def _json_environment(path: Path) -> dict[str, str]:
     return {str(k): str(v) for k, v in settings.items()} if isinstance(settings, dict) else {}
 
 
-_MANAGERS: dict[Platform, type[_Systemd | _Launchd | _TaskScheduler]] = {
-    "linux": _Systemd,
-    "darwin": _Launchd,
-    "win32": _TaskScheduler,
+_MANAGERS: dict[ServiceManager, type[_Systemd | _Launchd | _TaskScheduler]] = {
+    "systemd": _Systemd,
+    "launchd": _Launchd,
+    "task-scheduler": _TaskScheduler,
 }
 
 
-def installed_state_dirs() -> list[Path]:
+def _systemd_env_file(env: Mapping[str, str], name: str) -> Path:
+    return _config_home(env) / "copilot-otel" / f"service{_suffix(name)}.env"
+
+
+def _launch_agents(env: Mapping[str, str]) -> Path:
+    return current.home(env) / "Library" / "LaunchAgents"
+
+
+def installed_state_dirs(env: Mapping[str, str] | None = None) -> list[Path]:
     """The state dir of each installed service (``status`` run from another shell finds them there)."""
+    env = os.environ if env is None else env
     try:
-        platform = _platform()
+        kind = _manager_kind(env)
     except ConfigError:
         return []
     environments: list[dict[str, str]] = []
-    if platform == "linux":
-        for unit in sorted((_config_home() / "systemd" / "user").glob("copilot-otel*.service")):
+    if kind == "systemd":
+        for unit in sorted((_config_home(env) / "systemd" / "user").glob("copilot-otel*.service")):
             name = unit.name[len("copilot-otel") : -len(".service")].lstrip("-")
-            env_file = _config_home() / "copilot-otel" / f"service{_suffix(name)}.env"
-            environments.append(_unit_environment(unit, env_file))
-    elif platform == "darwin":
-        for plist in sorted((_home() / "Library" / "LaunchAgents").glob(f"{LAUNCHD_LABEL}*.plist")):
+            environments.append(_unit_environment(unit, _systemd_env_file(env, name)))
+    elif kind == "launchd":
+        for plist in sorted(_launch_agents(env).glob(f"{LAUNCHD_LABEL}*.plist")):
             environments.append(_plist_environment(plist))
     else:
-        for path in sorted(current.default_dirs(os.environ).config.glob("service-env*.json")):
+        for path in sorted(current.default_dirs(env).config.glob("service-env*.json")):
             environments.append(_json_environment(path))
     # A unit that names no state dir uses the default of the service's bare environment (HOME only), which is
     # not this shell's when it sets XDG_STATE_HOME or COPILOT_OTEL_STATE_DIR.
-    bare = Path(str(_setting_default("state_dir", {"HOME": str(_home())})))
+    bare = Path(str(_setting_default("state_dir", {"HOME": str(current.home(env))})))
     return [Path(env.get("COPILOT_OTEL_STATE_DIR") or bare) for env in environments]

@@ -274,6 +274,27 @@ def owner_pids(folder: Path | None) -> list[int]:
     return pids
 
 
+def running_pid(folder: Path | None) -> int | None:
+    """The pid of a Copilot CLI that has this session open now, or ``None``.
+
+    Its ``inuse.<pid>.lock`` must name a live process that was not given a dead writer's pid (:func:`owner_pids`),
+    and when the CLI's ``inuse.<pid>.hold`` is there, that process must not be one that provably does not hold it
+    open (a lock on a home folder shared between machines names a process of another machine; the same proof the
+    runaway interrupt asks for, :mod:`copilot_otel.interrupt`). Where the open files cannot be read, the lock is
+    believed.
+    """
+    if folder is None:
+        return None
+    for pid in owner_pids(folder):
+        if not current.process_alive(pid):
+            continue
+        hold = folder / f"inuse.{pid}.hold"
+        if hold.exists() and current.process_holds_open(pid, hold) is False:
+            continue
+        return pid
+    return None
+
+
 def pid_alive(pid: int, started_before: float | None = None) -> bool:
     """Whether a process exists (a stale ``inuse`` lock after SIGINT names a dead one); with ``started_before``
     (Unix seconds), also that it is not a newer process that was given a dead one's pid. Never signals it."""

@@ -84,5 +84,5 @@ class RotatingFile:
             self.rotated(self.keep).unlink()
         for index in range(self.keep - 1, 0, -1):
             with contextlib.suppress(FileNotFoundError):
-                os.replace(self.rotated(index), self.rotated(index + 1))
-        os.replace(self.path, self.rotated(1))
+                current.replace(self.rotated(index), self.rotated(index + 1))
+        current.replace(self.path, self.rotated(1))

@@ -66,7 +66,7 @@ def import_legacy(state_dir: Path, conn: sqlite3.Connection) -> LoadOutcome:
         return outcome
     if not found:
         mark_imported(conn, "nothing to import")
-        logger.info("no state in %s: starting fresh, every session file is read from the start", state_dir)
+        logger.info("no state in %s: starting fresh", state_dir)  # what is read: the daemon says (--backfill)
         return LoadOutcome.FRESH
     mark_imported(conn, "nothing usable to import")
     logger.error(

@@ -6,9 +6,15 @@ sub-agents, permission waits), with durations, token counts, statuses (failures 
 the prompt (runaway detections, aborts, errors, compactions, mode changes, task completion). A run of identical
 tool calls (a runaway) is one row with a count; its arguments are shown only when tool arguments are captured.
 ``--json`` prints one JSON document: for a session, ``{"session_id", "path", "spans": [...]}`` with what would
-be exported; for a listing, ``{"session_state", "sessions": [...]}`` with a row per session (``problem`` says
-why one could not be read). Without a session argument, the most recently active sessions under the
-session-state root are listed.
+be exported; for a listing, ``{"session_state", "total", "more", "sessions": [...]}`` with a row per session
+(``problem`` says why one could not be read). Without a session argument, the most recently active sessions under
+the session-state root are listed.
+
+A session's "last active" is its last event's own timestamp, read from the end of its log (:func:`last_event_ns`:
+the last few KiB, not the whole log, so listing 100,000 sessions stays cheap), not the file's modification time,
+which a copied or restored history sets to the copy's. A session a Copilot CLI runs now is marked ``running``
+(:func:`~copilot_otel.sessions.running_pid`). ``--limit N`` says how many more there are; ``--limit 0`` lists them
+all. Piped, the listing is as wide as its longest row (no padding to 80 columns, no trailing spaces).
 
 The tree view shows the prompt text (scrubbed of secrets, cut to :data:`PROMPT_PREVIEW_CHARS`): it never
 leaves the terminal. ``--json`` applies the configured capture policy, so it prints what would be exported.
@@ -31,7 +37,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from . import display
-from ._platform import utf8_stdout
+from ._platform import current, utf8_stdout
 from .activity import (
     Abort,
     AgentRun,
@@ -61,23 +67,30 @@ from .config import Config
 from .content import ContentKind, ContentPolicy
 from .errors import SourceError
 from .library import SessionRecords, read_session
+from .parse import timestamp_ns
 from .pipeline import fold_session, fold_settings
 from .records import SpanRecord
 from .sessions import (
     SessionFile,
     read_workspace,
     resolve,
+    running_pid,
     scan_root,
     session_title,
     unreadable_reason,
     unreadable_sessions,
 )
 
-__all__ = ["PROMPT_PREVIEW_CHARS", "SessionSummary", "show", "span_json", "summarize"]
+__all__ = ["PROMPT_PREVIEW_CHARS", "SessionSummary", "last_event_ns", "show", "span_json", "summarize"]
 
 # The prompt text shown under each prompt's heading; longer prompts are cut (the fold marks the cut).
 PROMPT_PREVIEW_CHARS = 160
 _OUTCOME_STYLE = {"completed": "green", "error": "bold red", "aborted": "yellow", "incomplete": "yellow"}
+# The end of a log is read backwards in steps of this many bytes to find its last timestamped event (a last event
+# is a few hundred bytes: one step nearly always), and no further back than TAIL_LIMIT_BYTES (a log that ends in
+# one huge line of a type read without decoding falls back to the file's modification time).
+TAIL_STEP_BYTES = 16 * 1024
+TAIL_LIMIT_BYTES = 1024 * 1024
 
 
 def show(config: Config, session: str | None, as_json: bool = False, limit: int = 20) -> int:
@@ -88,7 +101,7 @@ def show(config: Config, session: str | None, as_json: bool = False, limit: int 
         session: A session id or unique id prefix, a session folder, an ``events.jsonl`` or a legacy flat
             file; a session-state root lists its sessions. ``None`` lists the root's most recent sessions.
         as_json: Print the span records as JSON lines instead of drawing trees.
-        limit: How many sessions the listing shows.
+        limit: How many sessions the listing shows (0 or less: all of them).
 
     Returns:
         The exit code (0).
@@ -98,19 +111,19 @@ def show(config: Config, session: str | None, as_json: bool = False, limit: int 
     """
     console = display.neutralise(Console(highlight=False, soft_wrap=False))
     if session is None:
-        sessions = _recent(config.session_state, limit)
+        listing = _recent(config.session_state, limit)
         if as_json:
-            _print_listing_json(sessions, fold_settings(config), config.session_state)
+            _print_listing_json(listing, fold_settings(config), config.session_state)
         else:
-            _print_listing(console, sessions, fold_settings(config), config.session_state)
+            _print_listing(console, listing, fold_settings(config), config.session_state)
         return 0
     sessions = resolve([session], config.session_state)
     if len(sessions) > 1:  # a whole session-state root: list it rather than drawing hundreds of trees
-        ordered = sorted(sessions, key=_mtime, reverse=True)[: max(limit, 0)]
+        listing = _newest(sessions, limit)
         if as_json:
-            _print_listing_json(ordered, fold_settings(config), Path(session))
+            _print_listing_json(listing, fold_settings(config), Path(session))
         else:
-            _print_listing(console, ordered, fold_settings(config), Path(session))
+            _print_listing(console, listing, fold_settings(config), Path(session))
         return 0
     if as_json:
         _print_json(sessions[0], fold_settings(config))
@@ -157,15 +170,17 @@ def _print_json(session: SessionFile, settings: FoldSettings) -> None:
     _write_json({"session_id": session_id, "path": str(session.path), "spans": spans})
 
 
-def _print_listing_json(sessions: Sequence[SessionFile], settings: FoldSettings, root: Path) -> None:
+def _print_listing_json(listing: _Listing, settings: FoldSettings, root: Path) -> None:
     rows = []
-    for session in sessions:
-        row = summarize(session, settings)
+    for session, last_ns in listing.shown:
+        row = summarize(session, settings, last_ns)
         rows.append(
             {
                 "session_id": session.session_id,
                 "path": str(session.path),
-                "last_active": row.modified_s or None,
+                "last_active": row.last_active_s or None,
+                "running": row.running_pid is not None,
+                "running_pid": row.running_pid,
                 "title": row.title,
                 "cwd": row.cwd,
                 "prompts": row.prompts,
@@ -175,16 +190,18 @@ def _print_listing_json(sessions: Sequence[SessionFile], settings: FoldSettings,
                 "problem": row.problem or None,
             }
         )
-    _write_json({"session_state": str(root), "sessions": rows})
+    document = {"session_state": str(root), "total": listing.total, "more": listing.more, "sessions": rows}
+    _write_json(document)
 
 
 # ------------------------------------------------------------------------------------------------ listing
 @dataclasses.dataclass(frozen=True, slots=True)
 class SessionSummary:
-    """One row of the session listing."""
+    """One row of the session listing; ``last_active_s`` is the last event's own time (Unix seconds), or the log's
+    modification time when no event of it has one (0.0 when neither is known)."""
 
     session: SessionFile
-    modified_s: float
+    last_active_s: float
     title: str
     cwd: str
     prompts: int
@@ -192,18 +209,78 @@ class SessionSummary:
     tool_calls: int
     errors: int
     problem: str = ""
+    running_pid: int | None = None
 
 
-def _mtime(session: SessionFile) -> float:
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Listing:
+    """The sessions a listing shows (newest first, each with its last activity in Unix ns) and how many it has."""
+
+    shown: Sequence[tuple[SessionFile, int]]
+    total: int
+
+    @property
+    def more(self) -> int:
+        return self.total - len(self.shown)
+
+
+def _mtime_ns(session: SessionFile) -> int:
     for path in (session.path, session.folder):
         try:
-            return path.stat().st_mtime if path is not None else 0.0
+            return path.stat().st_mtime_ns if path is not None else 0
         except OSError:
             continue
-    return 0.0
+    return 0
 
 
-def _recent(root: Path, limit: int) -> list[SessionFile]:
+def last_event_ns(path: Path) -> int | None:
+    """The time of the log's last event that has one, by its own timestamp (Unix ns); ``None`` when none of its
+    last :data:`TAIL_LIMIT_BYTES` has one or it cannot be read.
+
+    The log is read backwards from its end, a step at a time; a line's time is read by the pipeline's rules
+    (:func:`~copilot_otel.parse.timestamp_ns`: ISO-8601, 1970 to 2262), and a line that is no JSON object (a last
+    line still being written) is passed over. Only the line is decoded, not made an event (half the cost, for a
+    listing that reads 100,000 of them).
+    """
+    try:
+        fd = current.open_shared(path)
+    except OSError:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        end, carry = size, b""  # carry: the start of a line whose beginning lies before this step
+        while end > 0 and size - end < TAIL_LIMIT_BYTES:
+            start = max(0, end - TAIL_STEP_BYTES)
+            lines = (current.pread(fd, end - start, start) + carry).split(b"\n")
+            carry = lines.pop(0) if start > 0 else b""
+            for line in reversed(lines):
+                if (ns := _line_time_ns(line)) is not None:
+                    return ns
+            end = start
+        return None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _line_time_ns(line: bytes) -> int | None:
+    try:
+        obj = orjson.loads(line) if line.strip() else None
+    except orjson.JSONDecodeError:
+        return None
+    stamp = obj.get("timestamp") if isinstance(obj, dict) else None
+    return timestamp_ns(stamp) if stamp is not None else None
+
+
+def _newest(sessions: Sequence[SessionFile], limit: int) -> _Listing:
+    """The ``limit`` most recently active of ``sessions`` (all of them when ``limit`` is 0 or less)."""
+    dated = [(session, last_event_ns(session.path) or _mtime_ns(session)) for session in sessions]
+    dated.sort(key=lambda item: (item[1], item[0].session_id), reverse=True)
+    return _Listing(dated[:limit] if limit > 0 else dated, len(dated))
+
+
+def _recent(root: Path, limit: int) -> _Listing:
     if not root.exists():
         raise SourceError(
             f"no Copilot CLI sessions: {root} does not exist (has the Copilot CLI run as this user? "
@@ -216,24 +293,33 @@ def _recent(root: Path, limit: int) -> list[SessionFile]:
     unreadable = [bad for bad, _ in unreadable_sessions(root)]
     known = {bad.path for bad in unreadable}
     sessions = [s for s in scan_root(root) if s.path not in known] + unreadable
-    return sorted(sessions, key=_mtime, reverse=True)[: max(limit, 0)]
+    return _newest(sessions, limit)
 
 
-def summarize(session: SessionFile, settings: FoldSettings) -> SessionSummary:
-    """Read one session and count what the listing shows (a session that cannot be read says why)."""
+def summarize(session: SessionFile, settings: FoldSettings, last_ns: int | None = None) -> SessionSummary:
+    """Read one session and count what the listing shows (a session that cannot be read says why).
+
+    ``last_ns`` is its last activity when already known (the listing sorted by it), else read from the log's end.
+    """
     workspace = read_workspace(session.folder)
     title = session_title(workspace) or ""
-    modified = _mtime(session)
+    if last_ns is None:
+        last_ns = last_event_ns(session.path) or _mtime_ns(session)
+    last_active = last_ns / 1e9
+    running = running_pid(session.folder)
     if reason := unreadable_reason(session.path):
-        return SessionSummary(session, modified, title, "", 0, 0, 0, 0, f"unreadable: {reason}")
+        return SessionSummary(session, last_active, title, "", 0, 0, 0, 0, f"unreadable: {reason}", running)
     try:
         read = read_records(session, settings)
     except SourceError as exc:
-        return SessionSummary(session, modified, title, workspace.get("cwd", ""), 0, 0, 0, 0, str(exc))
+        return SessionSummary(
+            session, last_active, title, workspace.get("cwd", ""), 0, 0, 0, 0, str(exc), running
+        )
     facts = read.prompts[-1].facts if read.prompts else None
     return SessionSummary(
         session=session,
-        modified_s=modified,
+        last_active_s=last_active,
+        running_pid=running,
         title=title,
         cwd=(facts.cwd if facts else None) or workspace.get("cwd", ""),
         prompts=len(read.prompts),
@@ -243,10 +329,8 @@ def summarize(session: SessionFile, settings: FoldSettings) -> SessionSummary:
     )
 
 
-def _print_listing(
-    console: Console, sessions: Sequence[SessionFile], settings: FoldSettings, root: Path
-) -> None:
-    if not sessions:
+def _print_listing(console: Console, listing: _Listing, settings: FoldSettings, root: Path) -> None:
+    if not listing.shown:
         console.print(f"No Copilot CLI sessions in {root}.")
         return
     table = Table(
@@ -256,18 +340,31 @@ def _print_listing(
         header_style="bold",
         pad_edge=False,
     )
+    # On a terminal (or with COLUMNS set) the table fits the width, cutting titles and folders; piped, every row
+    # is whole and as wide as it is (a script or `less -S` reads it), never padded to an assumed 80 columns.
+    natural = not console.is_terminal and not os.environ.get("COLUMNS", "").strip()
     fixed = {"last active": 11, "session": 8, "prompts": 7, "turns": 5, "tools": 5, "errors": 6}
     # Rich squeezes no-wrap columns unpredictably, so share out the width ourselves: 2 spaces between columns.
     free = max(console.width - sum(fixed.values()) - 2 * (len(fixed) + 1), 20)
+    title_width, cwd_width = (None, None) if natural else (free * 3 // 5, free - free * 3 // 5)
     table.add_column("last active", no_wrap=True, width=fixed["last active"])
     table.add_column("session", no_wrap=True, width=fixed["session"])
-    table.add_column("title", overflow="ellipsis", no_wrap=True, width=free * 3 // 5)
-    table.add_column("cwd", overflow="ellipsis", no_wrap=True, width=free - free * 3 // 5)
+    table.add_column("title", overflow="ellipsis", no_wrap=True, width=title_width)
+    table.add_column("cwd", overflow="ellipsis", no_wrap=True, width=cwd_width)
     for name in ("prompts", "turns", "tools", "errors"):
         table.add_column(name, justify="right", no_wrap=True, width=fixed[name])
-    for session in sessions:
-        row = summarize(session, settings)
-        when = datetime.fromtimestamp(row.modified_s).strftime("%m-%d %H:%M") if row.modified_s else "?"
+    running = 0
+    for session, last_ns in listing.shown:
+        row = summarize(session, settings, last_ns)
+        if row.running_pid is not None:
+            running += 1
+            when = Text("running", style="bold green")
+        else:
+            when = Text(
+                datetime.fromtimestamp(row.last_active_s).strftime("%m-%d %H:%M")
+                if row.last_active_s
+                else "?"
+            )
         if row.problem:
             table.add_row(
                 when, row.session.session_id[:8], Text(row.problem, style="red"), "", "", "", "", ""
@@ -277,16 +374,33 @@ def _print_listing(
             when,
             row.session.session_id[:8],
             row.title or Text("(untitled)", style="dim"),
-            _tail(_home_relative(row.cwd), free - free * 3 // 5),
+            _home_relative(row.cwd) if cwd_width is None else _tail(_home_relative(row.cwd), cwd_width),
             str(row.prompts),
             str(row.turns),
             str(row.tool_calls),
             Text(str(row.errors), style="red" if row.errors else "dim"),
         )
-    console.print(table)
-    console.print(
-        Text("copilot-otel show <session> draws a session's prompts; an id prefix is enough.", style="dim")
-    )
+    notes = []
+    if running:
+        notes.append("running: a Copilot CLI has the session open now")
+    if listing.more:
+        notes.append(f"… and {listing.more:,} more (of {listing.total:,}); --limit 0 lists them all")
+    notes.append("copilot-otel show <session> draws a session's prompts; an id prefix is enough.")
+    if natural:
+        width = console.width
+        try:
+            with (
+                console.capture() as captured
+            ):  # piped: no styles to keep, and no padding to an assumed width
+                console.width = 1_000_000
+                console.print(table)
+        finally:
+            console.width = width
+        console.file.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
+    else:
+        console.print(table)
+    for note in notes:
+        console.print(Text(note, style="dim"))
 
 
 # ------------------------------------------------------------------------------------------------ trees

@@ -81,7 +81,7 @@ def test_task_scheduler_lifecycle(
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer topsecret")
     monkeypatch.setenv("USERDOMAIN", "LAPTOP")
     monkeypatch.setenv("USERNAME", "dev")
-    manager = _TaskScheduler(load_config({"state_dir": tmp_path / "state"}))
+    manager = _TaskScheduler(load_config({"state_dir": tmp_path / "state"}), os.environ)
     assert manager.install(enable=True) == 0
     out = capsys.readouterr().out
     assert "topsecret" not in out and f"Registered and started the scheduled task {TASK_NAME}" in out

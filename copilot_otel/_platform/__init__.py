@@ -22,6 +22,7 @@ Nothing else in the package calls an OS-specific function: only the modules here
 ``default_dirs``           where state and config live by default (XDG / Application Support / AppData)
 ``worker_start_method``    how replay starts worker processes (fork only on Linux)
 ``service_manager``        which per-user service manager ``copilot-otel service`` drives
+``user_id()``              the numeric user id (POSIX; ``None`` on Windows), for launchd's ``gui/<uid>``
 ``text_streams``           stdout/stderr that never fail on a cp1252 console (:mod:`._console`)
 ``single_keys``            key presses one at a time (termios cbreak / msvcrt), for ``live`` (:mod:`._keys`)
 =========================  =========================================================================
@@ -38,13 +39,14 @@ import sys
 
 from ._console import can_encode_glyphs, text_streams, utf8_stdout
 from ._keys import single_keys
-from ._portable import DefaultDirs, LockHeld, Platform, ProcessFacts
+from ._portable import DefaultDirs, LockHeld, Platform, ProcessFacts, ServiceManager
 
 __all__ = [
     "DefaultDirs",
     "LockHeld",
     "Platform",
     "ProcessFacts",
+    "ServiceManager",
     "can_encode_glyphs",
     "current",
     "for_platform",

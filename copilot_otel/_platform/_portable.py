@@ -177,6 +177,10 @@ class Platform:
         known (no inotify: macOS, Windows)."""
         return None
 
+    def user_id(self) -> int | None:
+        """This process's numeric user id (POSIX), or ``None`` where users have none (Windows)."""
+        return None
+
     # -- the one-daemon lock -------------------------------------------------------------------------
 
     def lock_exclusive(self, path: str | os.PathLike[str]) -> FileLock:

@@ -68,6 +68,9 @@ class Posix(Platform):
                 raise
             return fd
 
+        def user_id(self) -> int | None:
+            return os.getuid()
+
         def private_dir_problem(self, path: str | os.PathLike[str]) -> str | None:
             st = os.stat(path)
             uid = os.geteuid()

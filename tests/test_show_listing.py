@@ -1,0 +1,136 @@
+"""``copilot-otel show`` without a session: the listing's last activity, running sessions, ``--limit``, pipes.
+
+Real CLI captures copied into a session-state folder as the Copilot CLI lays them out; the running session is
+held by this test's own process (a real live pid, and a real open file for the CLI's ``inuse.<pid>.hold``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from copilot_otel.cli import main
+from copilot_otel.parse import parse_timestamp
+from copilot_otel.view import TAIL_LIMIT_BYTES, last_event_ns
+from tests.conftest import CLI_GENERATED, read_events
+
+# Three sessions and when each really ended (their last events' own timestamps).
+SESSIONS = ("failing-tool", "resumed", "subagent")
+
+
+def _session_id(fixture: Path) -> str:
+    return str(read_events(fixture / "events.jsonl")[0]["data"]["sessionId"])
+
+
+def _last_event(fixture: Path) -> str:
+    return str(read_events(fixture / "events.jsonl")[-1]["timestamp"])
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """The sessions copied in, with modification times the wrong way round: the session that ended last was copied
+    first (a restored backup, a copied history), so the files' times say nothing of when each was active."""
+    root = tmp_path / "session-state"
+    fixtures = sorted((CLI_GENERATED / name for name in SESSIONS), key=_last_event, reverse=True)
+    for index, fixture in enumerate(fixtures):
+        target = root / _session_id(fixture)
+        shutil.copytree(fixture, target, ignore=shutil.ignore_patterns("_capture"))
+        os.utime(target / "events.jsonl", (1_000_000 + index * 3600, 1_000_000 + index * 3600))
+    return root
+
+
+def _rows(out: str) -> list[str]:
+    return [line for line in out.splitlines() if line[:2].isdigit() or line.startswith("running ")]
+
+
+def _local(timestamp: str) -> str:
+    return datetime.fromtimestamp(parse_timestamp(timestamp) / 1e9).strftime("%m-%d %H:%M")
+
+
+def test_last_active_is_the_last_events_own_time_not_the_files(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["show", "--session-state", str(root)]) == 0
+    rows = _rows(capsys.readouterr().out)
+    newest_first = sorted((CLI_GENERATED / name for name in SESSIONS), key=_last_event, reverse=True)
+    assert [row.split()[2] for row in rows] == [_session_id(f)[:8] for f in newest_first]
+    assert [" ".join(row.split()[:2]) for row in rows] == [_local(_last_event(f)) for f in newest_first]
+
+    assert main(["show", "--json", "--session-state", str(root)]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    assert [row["last_active"] for row in listing["sessions"]] == [
+        parse_timestamp(_last_event(f)) / 1e9 for f in newest_first
+    ]
+
+
+def test_a_session_a_cli_holds_now_is_marked_running(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = root / _session_id(CLI_GENERATED / "failing-tool")
+    (folder / f"inuse.{os.getpid()}.lock").write_text("")
+    hold = folder / f"inuse.{os.getpid()}.hold"
+    hold.write_text("")
+    # The pid is alive but does not hold the session's hold file: another machine's pid, or another program.
+    assert main(["show", "--json", "--session-state", str(root)]) == 0
+    assert not any(row["running"] for row in json.loads(capsys.readouterr().out)["sessions"])
+
+    with hold.open("rb"):  # as the Copilot CLI holds it while it runs
+        assert main(["show", "--json", "--session-state", str(root)]) == 0
+        rows = {row["session_id"]: row for row in json.loads(capsys.readouterr().out)["sessions"]}
+        assert main(["show", "--session-state", str(root)]) == 0
+        out = capsys.readouterr().out
+    assert [sid for sid, row in rows.items() if row["running"]] == [folder.name]
+    assert rows[folder.name]["running_pid"] == os.getpid()
+    running = [row for row in _rows(out) if row.startswith("running ")]
+    assert len(running) == 1 and folder.name[:8] in running[0]
+    assert "running: a Copilot CLI has the session open now" in out
+
+
+def test_limit_says_how_many_more_and_zero_lists_all(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", "--session-state", str(root), "--limit", "1"]) == 0
+    out = capsys.readouterr().out
+    assert len(_rows(out)) == 1
+    assert "… and 2 more (of 3); --limit 0 lists them all" in out
+
+    assert (
+        main(["show", "--session-state", str(root), "--limit", "0"]) == 0
+    )  # on main: "No Copilot CLI sessions"
+    out = capsys.readouterr().out
+    assert len(_rows(out)) == 3 and "more (of" not in out and "No Copilot CLI sessions" not in out
+
+    assert main(["show", "--json", "--session-state", str(root), "--limit", "2"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    assert (len(listing["sessions"]), listing["total"], listing["more"]) == (2, 3, 1)
+
+
+def test_piped_rows_are_whole_and_not_padded(
+    root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    folder = root / _session_id(CLI_GENERATED / "subagent")
+    title = "A long title that a terminal of 80 columns would cut short, but a pipe must not cut at all"
+    (folder / "workspace.yaml").write_text(f"name: {title}\ncwd: /home/dev/lab/projects/subagent\n")
+    assert main(["show", "--session-state", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert all(line == line.rstrip() for line in out.splitlines()), "no trailing padding"
+    assert title in out
+    assert max(len(line) for line in out.splitlines()) > 80
+
+
+def test_the_last_events_time_is_read_from_the_end_only(tmp_path: Path) -> None:
+    log = tmp_path / "events.jsonl"
+    lines = (CLI_GENERATED / "multi-tool" / "events.jsonl").read_bytes().splitlines(keepends=True)
+    log.write_bytes(b"".join(lines) + b'{"type":"assistant.message","data":{"content":"still bei')
+    assert last_event_ns(log) == parse_timestamp(_last_event(CLI_GENERATED / "multi-tool")), (
+        "a last line still being written is passed over"
+    )
+    # Timestamped events first, then more than the limit of lines without a timestamp: the reader stops at the
+    # limit instead of reading back through the whole log (and the listing falls back to the file's time).
+    filler = b'{"type":"session.info","data":{}}\n' * (TAIL_LIMIT_BYTES // 30)
+    log.write_bytes(b"".join(lines) + filler)
+    assert last_event_ns(log) is None
+    log.write_bytes(b"".join(lines) + filler[: TAIL_LIMIT_BYTES // 2])
+    assert last_event_ns(log) == parse_timestamp(_last_event(CLI_GENERATED / "multi-tool"))
