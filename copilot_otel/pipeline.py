@@ -118,10 +118,12 @@ class Step(NamedTuple):
 _NOTHING = Step()
 
 
-def _with_dropped(step: Step, offset: int, end_offset: int, line_number: int) -> Step:
-    """``step`` with the values its event lost (rare: only a value out of range or a clamped end gets here)."""
+def _with_dropped(step: Step, loop: AgentLoop, offset: int, end_offset: int, line_number: int) -> Step:
+    """``step`` with the values its event lost (rare: only a value out of range or a clamped end gets here):
+    those its fields dropped as they were read, then those the loop dropped."""
     dropped = tuple(
-        BadLine(reason, offset, end_offset, line_number, detail) for reason, detail in take_dropped()
+        BadLine(reason, offset, end_offset, line_number, detail)
+        for reason, detail in dict.fromkeys([*take_dropped(), *loop.take_dropped()])
     )
     return step._replace(values_dropped=dropped) if dropped else step
 
@@ -295,8 +297,9 @@ class Pipeline:
             return Step(drop=event)
         # feed_event, inlined: this runs once per line of every backfill.
         self.events += 1
-        records = self.loop.feed(event)  # type: ignore[arg-type]
-        if not records and not pending_drops:
+        loop = self.loop
+        records = loop.feed(event)  # type: ignore[arg-type]
+        if not records and not pending_drops and not loop.dropped:
             return _NOTHING  # most lines: no call more
         return self._finish(records, start, end, number)
 
@@ -319,7 +322,12 @@ class Pipeline:
             if records
             else _NOTHING
         )
-        return _with_dropped(step, offset, end_offset, line_number) if pending_drops else step
+        loop = self.loop
+        return (
+            _with_dropped(step, loop, offset, end_offset, line_number)
+            if pending_drops or loop.dropped
+            else step
+        )
 
     # What the daemon checkpoints and shows about the session (see the resume model in docs/design.md).
     @property
