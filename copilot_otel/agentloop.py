@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .activity import Record
+from .activity import CloseReason, Record
 from .events import Event
 from .foldstate import SessionContext
 from .loop import agents, prompts, tools, turns
@@ -182,7 +182,7 @@ class AgentLoop(LoopState):
             handler(self, event)
         return out
 
-    def close(self, reason: str, time_ns: int | None = None) -> list[Record]:
+    def close(self, reason: CloseReason, time_ns: int | None = None) -> list[Record]:
         """Close everything still open (end of file, owner gone, idle timeout); marks it incomplete.
 
         Args:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ._platform import current
-from .activity import Record
+from .activity import CloseReason, Record
 from .agentloop import AgentLoop, FoldSettings, LiveStats, RunawayThresholds, SessionContext
 from .config import Config, content_policy
 from .content import ContentKind
@@ -32,7 +32,15 @@ from .parse import parse_line
 from .project import Projector
 from .records import BadLine, DropReason, Emission
 from .sessions import SessionFile, read_workspace, session_title
-from .tail import DEFAULT_MAX_LINE_BYTES, DEFAULT_READ_CHUNK_BYTES, Line, TailItem, TooLong
+from .tail import (
+    DEFAULT_MAX_LINE_BYTES,
+    DEFAULT_READ_CHUNK_BYTES,
+    EndReason,
+    Line,
+    ResetReason,
+    TailItem,
+    TooLong,
+)
 from .window import PromptWindow
 
 __all__ = [
@@ -44,6 +52,7 @@ __all__ = [
     "RunawayThresholds",
     "Step",
     "Window",
+    "closed_for",
     "fold_events",
     "fold_session",
     "fold_settings",
@@ -99,6 +108,21 @@ def split_lines(
         else:
             yield _new(Line, (base_offset + pos, base_offset + end, blob[pos:stop]))
         pos = end
+
+
+# Why a fold is closed when the tailer says its file's content is over (new content under the path, or the end).
+_CLOSED_FOR: dict[ResetReason | EndReason, CloseReason] = {
+    ResetReason.TRUNCATED: "file_truncated",
+    ResetReason.CONTENT_CHANGED: "file_content_changed",
+    ResetReason.REPLACED: "file_replaced",
+    EndReason.REPLACED: "file_replaced",
+    EndReason.DELETED: "file_deleted",
+}
+
+
+def closed_for(reason: ResetReason | EndReason) -> CloseReason:
+    """The reason to close a log's fold for (:meth:`Pipeline.close`) when the tailer ends its content for ``reason``."""
+    return _CLOSED_FOR[reason]
 
 
 class Step(NamedTuple):
@@ -308,7 +332,7 @@ class Pipeline:
         self.events += 1
         return self._finish(self.loop.feed(event), event.offset, event.end_offset, self.line_number)
 
-    def close(self, reason: str, time_ns: int | None = None) -> Step:
+    def close(self, reason: CloseReason, time_ns: int | None = None) -> Step:
         """Close whatever is still open (end of file, owner gone, idle); it is marked incomplete."""
         return self._finish(self.loop.close(reason, time_ns), 0, 0, self.line_number)
 
@@ -385,7 +409,9 @@ def new_fold(session: SessionFile, settings: FoldSettings, window: Window = None
     return Pipeline.for_session(session, settings, window=prompts)
 
 
-def fold_events(session: SessionFile, fold: Pipeline, close_reason: str = "file_ended") -> Iterator[Step]:
+def fold_events(
+    session: SessionFile, fold: Pipeline, close_reason: CloseReason = "file_ended"
+) -> Iterator[Step]:
     """Read one session log and fold it; yields the :class:`Step` of each line that completed something or was
     dropped (:meth:`Pipeline.feed_file`: read in chunks, a log of any size in bounded memory), then the closing
     step.

@@ -10,7 +10,7 @@ names the roots.
 from __future__ import annotations
 
 from .. import events as ev
-from ..activity import AgentRun, Outcome
+from ..activity import AgentRun, IncompleteReason, Outcome
 from ..content import ContentKind
 from ..events import Event
 from ..foldstate import Agent, Prompt
@@ -123,7 +123,7 @@ def close_agent(
     prompt: Prompt,
     agent: Agent,
     time_ns: int,
-    reason: str | None,
+    reason: IncompleteReason | None,
     incomplete: bool,
     ended: ev.SubagentEnded | None = None,
 ) -> None:

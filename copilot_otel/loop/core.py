@@ -17,7 +17,7 @@ from typing import Any
 
 from .. import events as ev
 from .. import ids
-from ..activity import Detection, Outcome, Record, SkillInvoked, Usage
+from ..activity import Detection, IncompleteReason, Outcome, Record, SkillInvoked, Usage
 from ..content import ContentGate, ContentKind, ContentPolicy
 from ..events import Event
 from ..foldstate import Agent, Hook, Prompt, SessionContext, Tool
@@ -197,7 +197,9 @@ class LoopState:
     def ensure_prompt(self, event: Event) -> Prompt:
         raise NotImplementedError
 
-    def close_prompt(self, prompt: Prompt, time_ns: int, reason: str | None, incomplete: bool) -> None:
+    def close_prompt(
+        self, prompt: Prompt, time_ns: int, reason: IncompleteReason | None, incomplete: bool
+    ) -> None:
         raise NotImplementedError
 
     def maybe_close_lingering(self, prompt: Prompt) -> None:
@@ -218,14 +220,16 @@ class LoopState:
         prompt: Prompt,
         agent: Agent,
         time_ns: int,
-        reason: str | None,
+        reason: IncompleteReason | None,
         incomplete: bool,
         ended: ev.SubagentEnded | None = None,
     ) -> None:
         raise NotImplementedError
 
     # turns and model calls
-    def end_turn(self, prompt: Prompt, agent: Agent, end_ns: int, incomplete: str | None = None) -> None:
+    def end_turn(
+        self, prompt: Prompt, agent: Agent, end_ns: int, incomplete: IncompleteReason | None = None
+    ) -> None:
         raise NotImplementedError
 
     def emit_chat(
@@ -276,15 +280,20 @@ class LoopState:
         success: bool,
         error_type: str | None,
         message: str | None,
-        incomplete: str | None = None,
+        incomplete: IncompleteReason | None = None,
         completion: ev.ToolComplete | None = None,
     ) -> None:
         raise NotImplementedError
 
-    def emit_hook(self, prompt: Prompt, hook: Hook, end_ns: int, incomplete: str | None) -> None:
+    def emit_hook(self, prompt: Prompt, hook: Hook, end_ns: int, incomplete: IncompleteReason | None) -> None:
         raise NotImplementedError
 
     def end_permission(
-        self, prompt: Prompt, request_id: str, end_ns: int, result: str | None, incomplete: str | None
+        self,
+        prompt: Prompt,
+        request_id: str,
+        end_ns: int,
+        result: str | None,
+        incomplete: IncompleteReason | None,
     ) -> None:
         raise NotImplementedError

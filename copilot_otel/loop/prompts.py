@@ -13,7 +13,15 @@ from typing import Any
 
 from .. import events as ev
 from .. import ids
-from ..activity import InputMessage, Outcome, PromptRun, PromptStarted, SessionFacts, UserMessage
+from ..activity import (
+    IncompleteReason,
+    InputMessage,
+    Outcome,
+    PromptRun,
+    PromptStarted,
+    SessionFacts,
+    UserMessage,
+)
 from ..content import ContentKind
 from ..events import Event
 from ..foldstate import Agent, Prompt
@@ -107,7 +115,9 @@ def ensure_prompt(loop: LoopState, event: Event) -> Prompt:
     return open_prompt(loop, event)
 
 
-def close_prompt(loop: LoopState, prompt: Prompt, time_ns: int, reason: str | None, incomplete: bool) -> None:
+def close_prompt(
+    loop: LoopState, prompt: Prompt, time_ns: int, reason: IncompleteReason | None, incomplete: bool
+) -> None:
     """Close ``prompt`` at ``time_ns`` with all it still holds, and hand on its run (``incomplete``: for
     ``reason``, its work cut short)."""
     loop.flush_unanswered(prompt)

@@ -10,7 +10,7 @@ The runaway rules on tools (the same call repeated, failures in a row) are check
 from __future__ import annotations
 
 from .. import events as ev
-from ..activity import HookRun, InputMessage, Outcome, PermissionWait, ToolCall
+from ..activity import HookRun, IncompleteReason, InputMessage, Outcome, PermissionWait, ToolCall
 from ..content import ContentKind, argument_hash
 from ..foldstate import Hook, Prompt, Tool
 from ..runaway import check_errors, check_identical
@@ -117,7 +117,7 @@ def end_tool(
     success: bool,
     error_type: str | None,
     message: str | None,
-    incomplete: str | None = None,
+    incomplete: IncompleteReason | None = None,
     completion: ev.ToolComplete | None = None,
 ) -> None:
     """Hand on a tool call: completed (``completion``), or cut short (``incomplete`` says why)."""
@@ -204,7 +204,12 @@ def on_permission_completed(loop: LoopState, event: ev.PermissionCompleted) -> N
 
 
 def end_permission(
-    loop: LoopState, prompt: Prompt, request_id: str, end_ns: int, result: str | None, incomplete: str | None
+    loop: LoopState,
+    prompt: Prompt,
+    request_id: str,
+    end_ns: int,
+    result: str | None,
+    incomplete: IncompleteReason | None,
 ) -> None:
     """Hand on a permission wait: answered (``result``), or left unanswered (``incomplete`` says why)."""
     call_id, kind, start_ns = prompt.permissions.pop(request_id)
@@ -292,7 +297,9 @@ def on_hook_end(loop: LoopState, event: ev.HookEnd) -> None:
     emit_hook(loop, prompt, hook, event.time_ns, None)
 
 
-def emit_hook(loop: LoopState, prompt: Prompt, hook: Hook, end_ns: int, incomplete: str | None) -> None:
+def emit_hook(
+    loop: LoopState, prompt: Prompt, hook: Hook, end_ns: int, incomplete: IncompleteReason | None
+) -> None:
     """Hand on a hook run: ended, or still running when its prompt closed (``incomplete`` says why)."""
     prompt.hooks.pop(hook.invocation_id, None)
     end = loop.not_before(hook.end_ns if hook.end_ns is not None else end_ns, hook.start_ns)

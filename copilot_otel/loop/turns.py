@@ -10,7 +10,7 @@ call outside any turn (compaction's, a usage record after its turn) is a standal
 from __future__ import annotations
 
 from .. import events as ev
-from ..activity import ModelCall, Outcome, ToolRequest, Turn, Usage
+from ..activity import IncompleteReason, ModelCall, Outcome, ToolRequest, Turn, Usage
 from ..content import ContentKind
 from ..events import Event
 from ..foldstate import Agent, Prompt
@@ -80,7 +80,7 @@ def on_turn_end(loop: LoopState, event: ev.TurnEnd) -> None:
 
 
 def end_turn(
-    loop: LoopState, prompt: Prompt, agent: Agent, end_ns: int, incomplete: str | None = None
+    loop: LoopState, prompt: Prompt, agent: Agent, end_ns: int, incomplete: IncompleteReason | None = None
 ) -> None:
     """End the agent's open turn at ``end_ns`` (``incomplete``: cut short, why) and hand on its model call."""
     turn = agent.turn
