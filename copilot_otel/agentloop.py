@@ -157,9 +157,12 @@ class AgentLoop(LoopState):
         ]
 
     def take_dropped(self) -> list[tuple[DropReason, str]]:
-        """The values the loop dropped since the last call (an end clamped to its start), once each."""
-        dropped, self.dropped = self.dropped, []
-        return list(dict.fromkeys(dropped))
+        """The values dropped since the last call, once each (a field may be read twice): those the events lost
+        as they were parsed and read (the pipeline parses into this list) and those the loop dropped itself (an
+        end clamped to its start). Emptied in place: events the loop still holds note into it later."""
+        taken = list(dict.fromkeys(self.dropped))
+        self.dropped.clear()
+        return taken
 
     def feed(self, event: Event) -> list[Record]:
         """Fold one event; returns the records it completed (often none)."""

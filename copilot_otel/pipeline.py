@@ -27,7 +27,7 @@ from .agentloop import AgentLoop, FoldSettings, LiveStats, RunawayThresholds, Se
 from .config import Config, content_policy
 from .content import ContentKind
 from .errors import SourceError
-from .events import Event, pending_drops, take_dropped
+from .events import Event
 from .parse import parse_line
 from .project import Projector
 from .records import BadLine, DropReason, Emission
@@ -143,11 +143,10 @@ _NOTHING = Step()
 
 
 def _with_dropped(step: Step, loop: AgentLoop, offset: int, end_offset: int, line_number: int) -> Step:
-    """``step`` with the values its event lost (rare: only a value out of range or a clamped end gets here):
-    those its fields dropped as they were read, then those the loop dropped."""
+    """``step`` with the values its line lost (rare: only a value out of range, of the wrong type, or a clamped end
+    gets here), as the loop holds them (:meth:`AgentLoop.take_dropped`)."""
     dropped = tuple(
-        BadLine(reason, offset, end_offset, line_number, detail)
-        for reason, detail in dict.fromkeys([*take_dropped(), *loop.take_dropped()])
+        BadLine(reason, offset, end_offset, line_number, detail) for reason, detail in loop.take_dropped()
     )
     return step._replace(values_dropped=dropped) if dropped else step
 
@@ -175,7 +174,6 @@ class Pipeline:
         project: bool = True,
         window: PromptWindow | None = None,
     ) -> None:
-        take_dropped()  # values read outside any pipeline on this thread are no drop of this log's
         self.loop = AgentLoop(session_id, settings, context)
         self._window = window
         self.settings = self.loop.settings
@@ -314,23 +312,28 @@ class Pipeline:
         if not data or data.isspace():
             return _NOTHING  # framing, not data (isspace: no copy of a long line, unlike strip)
         self.lines += 1
-        event = parse_line(data, start, end, number, self._skip)
+        loop = self.loop
+        # Parsed into the loop's list of dropped values: what the event loses, now or when the loop reads it.
+        event = parse_line(data, start, end, number, self._skip, loop.dropped)
         if event is None:  # read only for content that is not captured (the system prompt): not decoded
             return _NOTHING
         if event.__class__ is BadLine:
             return Step(drop=event)
         # feed_event, inlined: this runs once per line of every backfill.
         self.events += 1
-        loop = self.loop
         records = loop.feed(event)  # type: ignore[arg-type]
-        if not records and not pending_drops and not loop.dropped:
+        if not records and not loop.dropped:
             return _NOTHING  # most lines: no call more
         return self._finish(records, start, end, number)
 
     def feed_event(self, event: Event) -> Step:
         """Fold one event already decoded (the stages after parse; tests feed events they built)."""
         self.events += 1
-        return self._finish(self.loop.feed(event), event.offset, event.end_offset, self.line_number)
+        records = self.loop.feed(event)
+        if event.dropped is not self.loop.dropped:  # built with a list of its own: its drops are this line's
+            self.loop.dropped.extend(event.dropped)
+            event.dropped.clear()
+        return self._finish(records, event.offset, event.end_offset, self.line_number)
 
     def close(self, reason: CloseReason, time_ns: int | None = None) -> Step:
         """Close whatever is still open (end of file, owner gone, idle); it is marked incomplete."""
@@ -347,11 +350,7 @@ class Pipeline:
             else _NOTHING
         )
         loop = self.loop
-        return (
-            _with_dropped(step, loop, offset, end_offset, line_number)
-            if pending_drops or loop.dropped
-            else step
-        )
+        return _with_dropped(step, loop, offset, end_offset, line_number) if loop.dropped else step
 
     # What the daemon checkpoints and shows about the session (see the resume model in docs/design.md).
     @property

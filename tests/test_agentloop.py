@@ -203,3 +203,18 @@ def test_an_end_the_loop_clamps_is_returned_with_the_step_of_its_line() -> None:
     line = next(n for n, raw in enumerate(blob.splitlines(), 1) if b"2020-01-01" in raw)
     assert dropped == [(DropReason.END_BEFORE_START, line)]
     assert AgentLoop("c").take_dropped() == []
+
+
+def test_a_value_another_reader_dropped_is_no_drop_of_this_log() -> None:
+    """A value dropped by another reader on the same thread (here a Claude Code line with a bad timestamp) stays
+    with that reader's event: the next clean line of a Copilot log drops nothing. Before, drops went to one
+    process-wide list keyed by thread, and this log's next step took the other reader's as its own."""
+    from copilot_otel.sources import claude_code as cc
+    from copilot_otel.tail import Line
+
+    pipeline = Pipeline("s")
+    other = cc.read_line(b'{"type": "brand-new", "uuid": "u1", "timestamp": "not a time"}', 0, 9, 1)
+    assert [reason for reason, _ in other.dropped] == [DropReason.BAD_TIMESTAMP]  # type: ignore[union-attr]
+    first = (FIXTURES / "cli-generated" / "plain-question" / "events.jsonl").read_bytes().split(b"\n", 1)[0]
+    step = pipeline.feed(Line(0, len(first) + 1, first))
+    assert step.values_dropped == ()

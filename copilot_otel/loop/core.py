@@ -94,7 +94,9 @@ class LoopState:
         unanswered: Turns that ended with no answer and no usage (the model call failed or was cut); what
             follows says which.
         out: The records completed by the event being folded.
-        dropped: The values the loop itself dropped while folding it (an end clamped to its start).
+        dropped: The values dropped while folding this log: what events lose as they are parsed and read (the
+            pipeline parses each line into this list) and what the loop drops itself (an end clamped to its
+            start); the pipeline returns them with the step.
         offset: The end offset of the event's line (each record's ``source_offset``).
     """
 

@@ -39,7 +39,7 @@ def on_session_start(loop: LoopState, event: ev.SessionStart) -> None:
     ctx.model = event.selected_model or ctx.model
     ctx.reasoning_effort = event.reasoning_effort or ctx.reasoning_effort
     _apply_context(loop, event.context)
-    started = timestamp_ns(event.start_time) if event.start_time is not None else None
+    started = timestamp_ns(event.start_time, event.dropped) if event.start_time is not None else None
     if started is not None and event.time_ns - started > IMPORT_GAP_NS > 0:
         # An imported transcript follows (until the next CLI process): dated by the transcript.
         ctx.imported = {"time_ns": started, "imported_ns": event.time_ns}
