@@ -27,15 +27,18 @@ order is therefore part of their interface; add new fields at the end.
 from __future__ import annotations
 
 import enum
+from typing import Literal
 
 from .records import RecordBase, record
 
 __all__ = [
     "Abort",
     "AgentRun",
+    "CloseReason",
     "Compaction",
     "Detection",
     "HookRun",
+    "IncompleteReason",
     "InputMessage",
     "ModeChange",
     "ModelCall",
@@ -44,9 +47,11 @@ __all__ = [
     "Notification",
     "Outcome",
     "PermissionWait",
+    "PromptOutcome",
     "PromptRun",
     "PromptStarted",
     "Record",
+    "RunawayRule",
     "SessionError",
     "SessionFacts",
     "SessionImported",
@@ -106,6 +111,50 @@ class Outcome(str, enum.Enum):
     OK = "ok"
     ERROR = "error"
     CANCELLED = "cancelled"
+
+
+# The loop's closed sets of words that leave it as they are (attribute values, metric labels, log bodies): literal
+# strings, so what is exported is the string itself, and the type checker holds every producer and every reader
+# (a comparison with a word not in the set is an error under mypy's strict equality) without a conversion at
+# either end. typing.get_args lists each set.
+
+PromptOutcome = Literal["completed", "incomplete", "error", "aborted"]
+"""How a prompt ended: its work completed, was cut short (``incomplete_reason`` says why), failed (an error of the
+main agent), or the user aborted it."""
+
+RunawayRule = Literal["turns", "identical_tool_calls", "tool_errors", "burn_rate"]
+"""The runaway rule that fired (:mod:`copilot_otel.runaway`): too many turns, the same tool call repeated, tool
+calls failing in a row, too many tokens in a minute."""
+
+CloseReason = Literal[
+    "file_ended",
+    "file_truncated",
+    "file_content_changed",
+    "file_replaced",
+    "file_deleted",
+    "idle_timeout",
+    "owner_exited",
+]
+"""Why the reader closes what a log left open (:meth:`copilot_otel.agentloop.AgentLoop.close`): the file was read
+to its end (replay, ``show``), the tailer saw it truncated, rewritten, replaced or deleted (``file_`` and the
+tailer's reason), the session idled out, or the CLI process that wrote it exited."""
+
+IncompleteReason = (
+    CloseReason
+    | Literal[
+        "session_resumed",
+        "session_shutdown",
+        "prompt_closed",
+        "agent_ended",
+        "no_turn_end",
+        "aborted",
+        "restarted",
+        "incomplete",
+    ]
+)
+"""Why a span's work was cut short: the reader closed it (:data:`CloseReason`), or the log did: a new CLI process
+resumed the session, it shut down with work open, the prompt or the agent ended first, a turn began without the
+previous one's end, the user aborted, a tool call id started again, or (a sub-agent) nothing said why."""
 
 
 # ---------------------------------------------------------------------------------------------- notes
@@ -276,7 +325,7 @@ class Detection(RecordBase):
         turns_total, tool_calls: The prompt's counts when it fired (set by the loop).
     """
 
-    reason: str
+    reason: RunawayRule
     time_ns: int
     threshold: int
     tool_name: str | None = None
@@ -437,7 +486,7 @@ class ToolCall(RecordBase):
     success: bool
     error_type: str | None
     message: str | None
-    incomplete_reason: str | None
+    incomplete_reason: IncompleteReason | None
     completed: bool
     exit_code: int | None
     user_requested: bool
@@ -483,7 +532,7 @@ class HookRun(RecordBase):
     error_message: str | None
     error_source: str | None
     denied_calls: int
-    incomplete_reason: str | None
+    incomplete_reason: IncompleteReason | None
     source_offset: int
 
 
@@ -507,7 +556,7 @@ class PermissionWait(RecordBase):
     tool_call_id: str | None
     tool_name: str | None
     result: str | None
-    incomplete_reason: str | None
+    incomplete_reason: IncompleteReason | None
     source_offset: int
 
 
@@ -528,7 +577,7 @@ class Turn(RecordBase):
     tool_calls: int
     agent_name: str | None
     synthetic: bool
-    incomplete_reason: str | None
+    incomplete_reason: IncompleteReason | None
     source_offset: int
 
 
@@ -561,7 +610,7 @@ class AgentRun(RecordBase):
     outcome: Outcome
     error_type: str | None
     status_message: str | None
-    incomplete_reason: str | None
+    incomplete_reason: IncompleteReason | None
     source_offset: int
 
 
@@ -597,7 +646,7 @@ class PromptRun(RecordBase):
     turn_count: int
     turns_total: int
     tool_calls: int
-    outcome: str
+    outcome: PromptOutcome
     usage: Usage
     last_finish_reason: str | None
     interaction_id: str | None
@@ -609,7 +658,7 @@ class PromptRun(RecordBase):
     error: bool
     error_type: str | None
     status_message: str | None
-    incomplete_reason: str | None
+    incomplete_reason: IncompleteReason | None
     notes: list[Note]
     dropped_notes: int
     source_offset: int

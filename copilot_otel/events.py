@@ -18,7 +18,8 @@ kept:
 * :func:`count`: an ``int`` (also from a whole float; JSON writers differ), never a ``bool``, else ``None``;
 * :func:`amount`: a number as ``float``, never a ``bool``, else ``None``;
 * a count or amount beyond ±2**53 (no real value is; not every encoder carries it) is absent too, and noted as a
-  dropped value (:func:`take_dropped`), which the pipeline counts with its reason;
+  dropped value in the event's :attr:`Event.dropped`, which the pipeline returns with the line's step and counts
+  with its reason;
 * :func:`flag`: ``True`` only for a JSON ``true``;
 * a value present but of the wrong type (a number where text belongs, a list where a number does) is noted as
   a ``wrong_shape`` dropped value, as is an event whose ``data`` is not an object or only nulls (:mod:`~copilot_otel.parse`);
@@ -32,15 +33,15 @@ list or only as a count, nano-AIU under ``copilotUsage`` in some usage records, 
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
+from dataclasses import field
 from typing import Any, Generic, TypeVar, overload
 
 from .records import NUMBER_MAX, DropReason, RecordBase, record
 
 T = TypeVar("T")
 
-__all__ = ["CLASSES", "Event", "Field", "drop_value", "json_type", "pending_drops", "take_dropped"]
+__all__ = ["CLASSES", "Dropped", "Event", "Field", "json_type"]
 
 
 # ---------------------------------------------------------------------------------------------- coercion
@@ -48,28 +49,10 @@ def _str(value: Any) -> str | None:
     return value if value.__class__ is str and value else None
 
 
-# Values read and dropped, as (thread, reason, detail). A field has no way back to whoever reads it (a view, and
-# the loop may read a kept event later), so the pipeline that feeds events on that thread takes them after each
-# (it tests the list's truthiness, one pointer check per line; only take_dropped empties it).
-pending_drops: list[tuple[int, DropReason, str]] = []
-_dropped_lock = threading.Lock()
-
-
-def drop_value(reason: DropReason, detail: str) -> None:
-    """Note a value of the event being read as dropped (the event is kept without it)."""
-    with _dropped_lock:
-        pending_drops.append((threading.get_ident(), reason, detail))
-
-
-def take_dropped() -> list[tuple[DropReason, str]]:
-    """The values this thread's reads dropped since the last call, once each (a field may be read twice)."""
-    if not pending_drops:
-        return []
-    me = threading.get_ident()
-    with _dropped_lock:
-        mine = [(reason, detail) for thread, reason, detail in pending_drops if thread == me]
-        pending_drops[:] = [entry for entry in pending_drops if entry[0] != me]
-    return list(dict.fromkeys(mine))
+# The values an event lost as it was read, as (reason, detail): where a reader's drops go. An event holds its
+# reader's list (parse's caller gives one per log, the loop's), so a field read later, while the loop keeps the
+# event, is still that log's drop; the pipeline returns them with the step of the line being folded.
+Dropped = list[tuple[DropReason, str]]
 
 
 def json_type(value: object) -> str:
@@ -94,31 +77,34 @@ def _beyond(value: object) -> bool:
     )
 
 
-def _out_of_range(value: float) -> None:
-    drop_value(DropReason.OUT_OF_RANGE, f"{value!r} is beyond ±2**53")
+def _out_of_range(value: float, dropped: Dropped | None) -> None:
+    if dropped is not None:
+        dropped.append((DropReason.OUT_OF_RANGE, f"{value!r} is beyond ±2**53"))
 
 
-def _int(value: Any) -> int | None:
+def _int(value: Any, dropped: Dropped | None) -> int | None:
+    """``value`` as a count (``dropped``: where one out of range is noted; ``None`` when what is read is no
+    log line, so there is none to count it against)."""
     # Exact classes, not isinstance: JSON decodes to exactly these, and a bool (an int subclass) is no count.
     cls = value.__class__
     if cls is int:
         if -NUMBER_MAX < value < NUMBER_MAX:
             return value  # type: ignore[no-any-return]
-        _out_of_range(value)
+        _out_of_range(value, dropped)
     elif cls is float and value.is_integer():
         if -NUMBER_MAX < value < NUMBER_MAX:
             return int(value)
-        _out_of_range(value)
+        _out_of_range(value, dropped)
     return None
 
 
-def _float(value: Any) -> float | None:
+def _float(value: Any, dropped: Dropped | None) -> float | None:
     cls = value.__class__
     if cls is not float and cls is not int:  # a bool is neither
         return None
     if -NUMBER_MAX < value < NUMBER_MAX:
         return float(value)
-    _out_of_range(value)
+    _out_of_range(value, dropped)
     return None
 
 
@@ -166,7 +152,7 @@ class Field(Generic[T]):
         if value.__class__ is int and -NUMBER_MAX < value < NUMBER_MAX:
             # the common number, without a call (not isinstance: a bool is an int); the rest is _int's or _float's
             return value if kind is _COUNT else float(value)
-        number = _int(value) if kind is _COUNT else _float(value)
+        number = _int(value, event.dropped) if kind is _COUNT else _float(value, event.dropped)
         if number is None and value is not None and not _beyond(value):
             self._wrong(event, value, "a whole number" if kind is _COUNT else "a number")
         return number
@@ -174,7 +160,9 @@ class Field(Generic[T]):
     def _wrong(self, event: Event, value: object, wanted: str) -> None:
         """A value of the wrong type: read as absent (the event is kept), noted as a ``wrong_shape`` drop."""
         path = self.key if self.inner is None else f"{self.key}.{self.inner}"
-        drop_value(DropReason.WRONG_SHAPE, f"{event.type} {path} is {json_type(value)}, not {wanted}")
+        event.dropped.append(
+            (DropReason.WRONG_SHAPE, f"{event.type} {path} is {json_type(value)}, not {wanted}")
+        )
 
 
 _TEXT, _COUNT, _AMOUNT, _FLAG, _RAW = "text", "count", "amount", "flag", "raw"
@@ -216,6 +204,8 @@ class Event(RecordBase):
         agent_id: The envelope ``agentId`` (sub-agent instance), ``None`` for the main agent.
         offset: Byte offset of the line's first byte in its file.
         end_offset: Byte offset just past the line's ``\\n``: the checkpoint after this event.
+        dropped: Where the values its fields lose as they are read are noted (see :data:`Dropped`): its
+            reader's list, or one of its own.
     """
 
     type: str
@@ -225,6 +215,7 @@ class Event(RecordBase):
     agent_id: str | None = None
     offset: int = 0
     end_offset: int = 0
+    dropped: Dropped = field(default_factory=list)
 
     # The CLI's id of the human interaction the event belongs to.
     interaction_id = text("interactionId")
@@ -462,16 +453,22 @@ class Shutdown(Event):
 
     @property
     def premium_requests(self) -> float | None:
-        premium = _float(self.data.get("totalPremiumRequests"))
+        premium = _float(self.data.get("totalPremiumRequests"), self.dropped)
         if premium is None:  # older CLIs: only in the accounting snapshot
-            premium = _float(_dict(self.data.get("accountingSnapshot")).get("totalPremiumRequestCost"))
+            premium = _float(
+                _dict(self.data.get("accountingSnapshot")).get("totalPremiumRequestCost"), self.dropped
+            )
         return premium
 
     @property
     def files_modified(self) -> int:
         changes = _dict(self.data.get("codeChanges"))
         files = changes.get("filesModified")  # a list of paths, or (older CLIs) only a count
-        return len(files) if isinstance(files, list) else _int(changes.get("filesModifiedCount")) or 0
+        return (
+            len(files)
+            if isinstance(files, list)
+            else _int(changes.get("filesModifiedCount"), self.dropped) or 0
+        )
 
     @property
     def models(self) -> tuple[ModelMetrics, ...]:
@@ -485,13 +482,13 @@ class Shutdown(Event):
             models.append(
                 ModelMetrics(
                     model,
-                    _int(usage.get("inputTokens")),
-                    _int(usage.get("outputTokens")),
-                    _int(usage.get("cacheReadTokens")),
-                    _int(usage.get("cacheWriteTokens")),
-                    _int(requests.get("count")),
-                    _float(requests.get("cost")),
-                    _float(m.get("totalNanoAiu")),
+                    _int(usage.get("inputTokens"), self.dropped),
+                    _int(usage.get("outputTokens"), self.dropped),
+                    _int(usage.get("cacheReadTokens"), self.dropped),
+                    _int(usage.get("cacheWriteTokens"), self.dropped),
+                    _int(requests.get("count"), self.dropped),
+                    _float(requests.get("cost"), self.dropped),
+                    _float(m.get("totalNanoAiu"), self.dropped),
                 )
             )
         return tuple(models)
@@ -525,12 +522,12 @@ class Compaction(Event):
         if not isinstance(used, dict):
             return None
         return CompactionCall(
-            _int(used.get("inputTokens")),
-            _int(used.get("outputTokens")),
-            _int(used.get("cacheReadTokens")),
-            _int(used.get("cacheWriteTokens")),
+            _int(used.get("inputTokens"), self.dropped),
+            _int(used.get("outputTokens"), self.dropped),
+            _int(used.get("cacheReadTokens"), self.dropped),
+            _int(used.get("cacheWriteTokens"), self.dropped),
             _str(used.get("model")),
-            _float(used.get("duration")),
+            _float(used.get("duration"), self.dropped),
         )
 
 
@@ -654,22 +651,22 @@ class UsageRecord(Event):
         byok = g("isByok")
         copilot = g("copilotUsage")  # some versions report nano-AIU only there
         return Usage(
-            _int(g("inputTokens")),
-            _int(g("outputTokens")),
-            _int(g("cacheReadTokens")),
-            _int(g("cacheWriteTokens")),
-            _float(g("cost")),
-            _float(g("totalNanoAiu"))
-            or _float(copilot.get("totalNanoAiu") if isinstance(copilot, dict) else None)
+            _int(g("inputTokens"), self.dropped),
+            _int(g("outputTokens"), self.dropped),
+            _int(g("cacheReadTokens"), self.dropped),
+            _int(g("cacheWriteTokens"), self.dropped),
+            _float(g("cost"), self.dropped),
+            _float(g("totalNanoAiu"), self.dropped)
+            or _float(copilot.get("totalNanoAiu") if isinstance(copilot, dict) else None, self.dropped)
             or 0.0,
             _str(g("model")),
             _str(g("apiCallId")),
             _str(g("finishReason")),
-            _float(g("timeToFirstTokenMs")),
-            _float(g("duration")),
+            _float(g("timeToFirstTokenMs"), self.dropped),
+            _float(g("duration"), self.dropped),
             _str(g("initiator")),
             (_str(g("providerType")) or "byok") if byok is True else "github" if byok is False else None,
-            _int(g("reasoningTokens")),
+            _int(g("reasoningTokens"), self.dropped),
             _str(g("reasoningEffort")),
         )
 

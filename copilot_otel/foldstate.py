@@ -5,8 +5,8 @@ call, a tool's start, an agent's token sums, a prompt's runaway counters) waits 
 that completes it arrives. They live apart from the fold's event handlers so that the state can be read on its
 own: what a prompt holds, and what a checkpoint keeps of it.
 
-Only :class:`SessionContext` outlives a prompt. It is small and serialisable (:meth:`SessionContext.to_dict`),
-and it is what the live daemon checkpoints; the per-prompt records (:class:`Prompt` and what hangs off it) are
+Only :class:`SessionContext` outlives a prompt. It is small and serialisable (:meth:`SessionContext.to_dict`,
+which writes its schema version, :data:`CONTEXT_VERSION`), and it is what the live daemon checkpoints; the per-prompt records (:class:`Prompt` and what hangs off it) are
 never saved but rebuilt by re-folding the log from the oldest open prompt's first line, which gives the same
 records because ids and timestamps come only from the events.
 """
@@ -14,11 +14,11 @@ records because ids and timestamps come only from the events.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import field
 from typing import Any
 
-from .activity import InputMessage, Note, Outcome, Usage
+from .activity import IncompleteReason, InputMessage, Note, Outcome, PromptOutcome, RunawayRule, Usage
 from .events import ToolRequest
 from .records import RecordBase, field_names, record
 
@@ -158,8 +158,8 @@ class Prompt(RecordBase):
     notes: list[Note] = field(default_factory=list)
     dropped_notes: int = 0
     end_ns: int = 0
-    outcome: str = "completed"
-    incomplete_reason: str | None = None
+    outcome: PromptOutcome = "completed"
+    incomplete_reason: IncompleteReason | None = None
     tool_calls: int = 0
     turns_total: int = 0
     agents: dict[str, Agent] = field(default_factory=dict)
@@ -168,7 +168,7 @@ class Prompt(RecordBase):
     last_call: tuple[str, str] | None = None
     identical_streak: int = 0
     error_streak: int = 0
-    fired: set[str] = field(default_factory=set)
+    fired: set[RunawayRule] = field(default_factory=set)
     identical_armed: bool = True
     errors_armed: bool = True
     token_window: deque[tuple[int, int]] = field(default_factory=deque)
@@ -186,6 +186,17 @@ class Prompt(RecordBase):
             self.notes.append(note)
         else:
             self.dropped_notes += 1
+
+
+# The checkpointed context's schema version (its ``version`` key). A checkpoint outlives the copilot-otel that
+# wrote it, so the schema is this number, not the field names of the day: version 0 is the context as stored
+# before it had one (no ``version`` key; the fields of version 1).
+CONTEXT_VERSION = 1
+# How a context of each older version becomes one of the next (a field renamed or retyped is a step here; one
+# added needs none, its default fills it in), so that every older checkpoint still restores.
+_UPGRADES: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    0: lambda data: data,  # the unversioned context: the same fields
+}
 
 
 @record
@@ -221,18 +232,25 @@ class SessionContext(RecordBase):
     reported_totals: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready copy (checkpoints keep it while the fold moves on)."""
-        return {
-            name: dict(value) if isinstance(value, dict) else value
-            for name in field_names(self)
-            for value in (getattr(self, name),)
-        }
+        """A JSON-ready copy with its schema version (checkpoints keep it while the fold moves on)."""
+        data: dict[str, Any] = {"version": CONTEXT_VERSION}
+        for name in field_names(self):
+            value = getattr(self, name)
+            data[name] = dict(value) if isinstance(value, dict) else value
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SessionContext:
-        """The context from a checkpoint's :meth:`to_dict` copy; keys of other versions are ignored."""
+        """The context from a checkpoint's :meth:`to_dict` copy, of this version or an older one (upgraded step by
+        step; no ``version``: the unversioned context of older releases). A newer version's context (a
+        downgrade) gives the fields this version knows; keys it does not know are ignored."""
+        upgraded = dict(data)
+        version = upgraded.pop("version", 0)
+        while version in _UPGRADES:
+            upgraded = _UPGRADES[version](upgraded)
+            version += 1
         known_names = field_names(cls)
         known: dict[str, Any] = {
-            k: dict(v) if isinstance(v, dict) else v for k, v in data.items() if k in known_names
+            k: dict(v) if isinstance(v, dict) else v for k, v in upgraded.items() if k in known_names
         }
         return cls(**known)

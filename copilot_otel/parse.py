@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 
 import orjson
 
-from .events import CLASSES, Event, drop_value, json_type
+from .events import CLASSES, Dropped, Event, json_type
 from .records import BadLine, DropReason
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -62,16 +62,16 @@ def parse_timestamp(value: str) -> int:
     return ns
 
 
-def timestamp_ns(value: object) -> int | None:
-    """A timestamp of the log as Unix nanoseconds, or ``None`` (noted as a dropped ``bad_timestamp`` value) when it
-    is not a string, does not parse, or lies outside what an encoder carries (1970 to 2262)."""
+def timestamp_ns(value: object, dropped: Dropped) -> int | None:
+    """A timestamp of the log as Unix nanoseconds, or ``None`` (noted in ``dropped`` as a ``bad_timestamp`` value)
+    when it is not a string, does not parse, or lies outside what an encoder carries (1970 to 2262)."""
     try:
         ns = parse_timestamp(value) if isinstance(value, str) else -1
     except ValueError:
         ns = -1
     if 0 < ns < MAX_TIME_NS:
         return ns
-    drop_value(DropReason.BAD_TIMESTAMP, repr(value)[:80])
+    dropped.append((DropReason.BAD_TIMESTAMP, repr(value)[:80]))
     return None
 
 
@@ -119,7 +119,12 @@ def undecodable(
 
 
 def parse_line(
-    line: bytes, offset: int, end_offset: int, line_number: int, skip: frozenset[bytes] = SKIPPED_TYPES
+    line: bytes,
+    offset: int,
+    end_offset: int,
+    line_number: int,
+    skip: frozenset[bytes] = SKIPPED_TYPES,
+    dropped: Dropped | None = None,
 ) -> Event | BadLine | None:
     """Decode one line (without its newline).
 
@@ -129,6 +134,8 @@ def parse_line(
         end_offset: Byte offset just past the line's newline.
         line_number: 1-based line number, for the user-facing log message.
         skip: Event types (as bytes) to recognise by their prefix and not decode.
+        dropped: Where the values the event loses are noted, as it is parsed and whenever its fields are read
+            (the reader's list: the pipeline gives its loop's); by default a list of the event's own.
 
     Returns:
         The event, a :class:`BadLine`, or ``None`` for a well-framed line of a type in ``skip``.
@@ -147,9 +154,11 @@ def parse_line(
     kind = obj.get("type")
     if not isinstance(kind, str) or not kind:
         return BadLine(DropReason.MISSING_FIELD, offset, end_offset, line_number, "no 'type'")
+    if dropped is None:
+        dropped = []
     ts = obj.get("timestamp")
     # The event itself is good even with a bad time: keep it; the fold dates it at the previous event (0 = unknown).
-    time_ns = 0 if ts is None else (timestamp_ns(ts) or 0)
+    time_ns = 0 if ts is None else (timestamp_ns(ts, dropped) or 0)
     event_id = obj.get("id")
     if not isinstance(event_id, str) or not event_id:
         # Ids seed span ids; a line without one gets a stable id from its position in the file.
@@ -160,12 +169,12 @@ def parse_line(
         if (
             cls is not Event and data is not None
         ):  # an array, a string, a number: none of its fields can be read
-            drop_value(DropReason.WRONG_SHAPE, f"{kind}: data is {json_type(data)}, not an object")
+            dropped.append((DropReason.WRONG_SHAPE, f"{kind}: data is {json_type(data)}, not an object"))
         data = {}
     elif cls is not Event and data and _all_null(data):
-        drop_value(DropReason.WRONG_SHAPE, f"{kind}: every value of data is null")
+        dropped.append((DropReason.WRONG_SHAPE, f"{kind}: every value of data is null"))
     agent_id = obj.get("agentId")
-    # Positional: a backfill builds one per line (type, id, time_ns, data, agent_id, offset, end_offset).
+    # Positional: a backfill builds one per line (type, id, time_ns, data, agent_id, offset, end_offset, dropped).
     return cls(
         kind,
         event_id,
@@ -174,4 +183,5 @@ def parse_line(
         agent_id if isinstance(agent_id, str) and agent_id else None,
         offset,
         end_offset,
+        dropped,
     )

@@ -22,17 +22,25 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ._platform import current
-from .activity import Record
+from .activity import CloseReason, Record
 from .agentloop import AgentLoop, FoldSettings, LiveStats, RunawayThresholds, SessionContext
 from .config import Config, content_policy
 from .content import ContentKind
 from .errors import SourceError
-from .events import Event, pending_drops, take_dropped
+from .events import Event
 from .parse import parse_line
 from .project import Projector
 from .records import BadLine, DropReason, Emission
 from .sessions import SessionFile, read_workspace, session_title
-from .tail import DEFAULT_MAX_LINE_BYTES, DEFAULT_READ_CHUNK_BYTES, Line, TailItem, TooLong
+from .tail import (
+    DEFAULT_MAX_LINE_BYTES,
+    DEFAULT_READ_CHUNK_BYTES,
+    EndReason,
+    Line,
+    ResetReason,
+    TailItem,
+    TooLong,
+)
 from .window import PromptWindow
 
 __all__ = [
@@ -44,6 +52,7 @@ __all__ = [
     "RunawayThresholds",
     "Step",
     "Window",
+    "closed_for",
     "fold_events",
     "fold_session",
     "fold_settings",
@@ -101,6 +110,21 @@ def split_lines(
         pos = end
 
 
+# Why a fold is closed when the tailer says its file's content is over (new content under the path, or the end).
+_CLOSED_FOR: dict[ResetReason | EndReason, CloseReason] = {
+    ResetReason.TRUNCATED: "file_truncated",
+    ResetReason.CONTENT_CHANGED: "file_content_changed",
+    ResetReason.REPLACED: "file_replaced",
+    EndReason.REPLACED: "file_replaced",
+    EndReason.DELETED: "file_deleted",
+}
+
+
+def closed_for(reason: ResetReason | EndReason) -> CloseReason:
+    """The reason to close a log's fold for (:meth:`Pipeline.close`) when the tailer ends its content for ``reason``."""
+    return _CLOSED_FOR[reason]
+
+
 class Step(NamedTuple):
     """What one line (or the closing of a log) gave: the records it completed, their emissions, or a drop.
 
@@ -118,10 +142,11 @@ class Step(NamedTuple):
 _NOTHING = Step()
 
 
-def _with_dropped(step: Step, offset: int, end_offset: int, line_number: int) -> Step:
-    """``step`` with the values its event lost (rare: only a value out of range or a clamped end gets here)."""
+def _with_dropped(step: Step, loop: AgentLoop, offset: int, end_offset: int, line_number: int) -> Step:
+    """``step`` with the values its line lost (rare: only a value out of range, of the wrong type, or a clamped end
+    gets here), as the loop holds them (:meth:`AgentLoop.take_dropped`)."""
     dropped = tuple(
-        BadLine(reason, offset, end_offset, line_number, detail) for reason, detail in take_dropped()
+        BadLine(reason, offset, end_offset, line_number, detail) for reason, detail in loop.take_dropped()
     )
     return step._replace(values_dropped=dropped) if dropped else step
 
@@ -149,7 +174,6 @@ class Pipeline:
         project: bool = True,
         window: PromptWindow | None = None,
     ) -> None:
-        take_dropped()  # values read outside any pipeline on this thread are no drop of this log's
         self.loop = AgentLoop(session_id, settings, context)
         self._window = window
         self.settings = self.loop.settings
@@ -288,24 +312,30 @@ class Pipeline:
         if not data or data.isspace():
             return _NOTHING  # framing, not data (isspace: no copy of a long line, unlike strip)
         self.lines += 1
-        event = parse_line(data, start, end, number, self._skip)
+        loop = self.loop
+        # Parsed into the loop's list of dropped values: what the event loses, now or when the loop reads it.
+        event = parse_line(data, start, end, number, self._skip, loop.dropped)
         if event is None:  # read only for content that is not captured (the system prompt): not decoded
             return _NOTHING
         if event.__class__ is BadLine:
             return Step(drop=event)
         # feed_event, inlined: this runs once per line of every backfill.
         self.events += 1
-        records = self.loop.feed(event)  # type: ignore[arg-type]
-        if not records and not pending_drops:
+        records = loop.feed(event)  # type: ignore[arg-type]
+        if not records and not loop.dropped:
             return _NOTHING  # most lines: no call more
         return self._finish(records, start, end, number)
 
     def feed_event(self, event: Event) -> Step:
         """Fold one event already decoded (the stages after parse; tests feed events they built)."""
         self.events += 1
-        return self._finish(self.loop.feed(event), event.offset, event.end_offset, self.line_number)
+        records = self.loop.feed(event)
+        if event.dropped is not self.loop.dropped:  # built with a list of its own: its drops are this line's
+            self.loop.dropped.extend(event.dropped)
+            event.dropped.clear()
+        return self._finish(records, event.offset, event.end_offset, self.line_number)
 
-    def close(self, reason: str, time_ns: int | None = None) -> Step:
+    def close(self, reason: CloseReason, time_ns: int | None = None) -> Step:
         """Close whatever is still open (end of file, owner gone, idle); it is marked incomplete."""
         return self._finish(self.loop.close(reason, time_ns), 0, 0, self.line_number)
 
@@ -319,7 +349,8 @@ class Pipeline:
             if records
             else _NOTHING
         )
-        return _with_dropped(step, offset, end_offset, line_number) if pending_drops else step
+        loop = self.loop
+        return _with_dropped(step, loop, offset, end_offset, line_number) if loop.dropped else step
 
     # What the daemon checkpoints and shows about the session (see the resume model in docs/design.md).
     @property
@@ -377,7 +408,9 @@ def new_fold(session: SessionFile, settings: FoldSettings, window: Window = None
     return Pipeline.for_session(session, settings, window=prompts)
 
 
-def fold_events(session: SessionFile, fold: Pipeline, close_reason: str = "file_ended") -> Iterator[Step]:
+def fold_events(
+    session: SessionFile, fold: Pipeline, close_reason: CloseReason = "file_ended"
+) -> Iterator[Step]:
     """Read one session log and fold it; yields the :class:`Step` of each line that completed something or was
     dropped (:meth:`Pipeline.feed_file`: read in chunks, a log of any size in bounded memory), then the closing
     step.

@@ -270,7 +270,8 @@ def _line_time_ns(line: bytes) -> int | None:
     except orjson.JSONDecodeError:
         return None
     stamp = obj.get("timestamp") if isinstance(obj, dict) else None
-    return timestamp_ns(stamp) if stamp is not None else None
+    # a listing's date, not an export: a bad timestamp is no drop to count here (the caller falls back to mtime)
+    return timestamp_ns(stamp, []) if stamp is not None else None
 
 
 def _newest(sessions: Sequence[SessionFile], limit: int) -> _Listing:

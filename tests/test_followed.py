@@ -83,7 +83,7 @@ def _replayed(path: Path) -> list[SpanRecord]:
         for e in step.emissions
         if isinstance(e, SpanRecord)
     ]
-    spans += [e for e in pipeline.close("file_end").emissions if isinstance(e, SpanRecord)]
+    spans += [e for e in pipeline.close("file_ended").emissions if isinstance(e, SpanRecord)]
     return spans
 
 
@@ -135,7 +135,7 @@ def test_restarts_from_every_acknowledged_point_put_out_each_span_once(tmp_path:
         assert not set(before) & set(after), f"re-sent after a restart at batch {cut}"
         if restarted.fold is not None:  # what the end of the file closes, as replay closes it
             after += [
-                _key(e) for e in restarted.fold.close("file_end").emissions if isinstance(e, SpanRecord)
+                _key(e) for e in restarted.fold.close("file_ended").emissions if isinstance(e, SpanRecord)
             ]
         assert sorted(before + after) == expected, f"restart at batch {cut}"
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from copilot_otel.events import Event, take_dropped
+from copilot_otel.events import Event
 from copilot_otel.records import BadLine, DropReason
 from copilot_otel.sources import LogKind, Source, ToolOutcome
 from copilot_otel.sources import claude_code as cc
@@ -287,11 +287,11 @@ def test_bad_lines_are_bad_lines_with_their_reason() -> None:
 def test_unknown_types_and_wrong_shapes_are_kept() -> None:
     e = cc.read_line(b'{"type": "brand-new", "uuid": "u1", "timestamp": "2026-12-01T23:17:22.977Z"}', 0, 9, 1)
     assert type(e) is Event and (e.type, e.id, e.time_ns) == ("brand-new", "u1", 1796167042977000000)
-    take_dropped()
+    assert e.dropped == []
     a = cc.read_line(b'{"type": "assistant", "message": {"id": 7, "usage": [1]}, "timestamp": 5}', 0, 9, 1)
     assert isinstance(a, cc.AssistantRecord)
     assert (a.message_id, a.usage, a.tool_uses, a.time_ns, a.id) == (None, None, (), 0, "offset-0")
-    assert {reason for reason, _ in take_dropped()} == {DropReason.WRONG_SHAPE, DropReason.BAD_TIMESTAMP}
+    assert {reason for reason, _ in a.dropped} == {DropReason.WRONG_SHAPE, DropReason.BAD_TIMESTAMP}
 
 
 def test_the_reader_never_raises_on_mutated_lines() -> None:

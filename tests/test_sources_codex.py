@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from copilot_otel.events import Event, take_dropped
+from copilot_otel.events import Event
 from copilot_otel.records import BadLine, DropReason
 from copilot_otel.sources import LogKind, Source, ToolOutcome
 from copilot_otel.sources import codex as cx
@@ -266,7 +266,7 @@ def test_bad_lines_and_unknown_kinds() -> None:
     assert isinstance(bad, BadLine) and bad.reason is DropReason.MISSING_FIELD
     e = cx.read_line(b'{"type": "event_msg", "payload": {"type": "brand_new"}, "timestamp": "x"}', 0, 9, 1)
     assert type(e) is Event and (e.type, e.time_ns, e.id) == ("event_msg.brand_new", 0, "offset-0")
-    assert [reason for reason, _ in take_dropped()] == [DropReason.BAD_TIMESTAMP]
+    assert [reason for reason, _ in e.dropped] == [DropReason.BAD_TIMESTAMP]  # noted on the event it cost
     odd = cx.read_line(b'{"type": "token_usage_record", "payload": [1]}', 0, 9, 1)
     assert isinstance(odd, cx.TokenUsage) and (odd.usage, odd.response_id) == (None, None)
 

@@ -27,12 +27,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
-from ..activity import Detection, PromptRun, Record
+from ..activity import CloseReason, Detection, PromptRun, Record
 from ..agentloop import FoldSettings
 from ..config import Backfill
 from ..errors import SourceError
 from ..outbox import Marker
-from ..pipeline import Pipeline, Step
+from ..pipeline import Pipeline, Step, closed_for
 from ..ratelimit import RateLimitedLog
 from ..records import BadLine, DropReason, LogRecord, SpanRecord
 from ..route import Router
@@ -203,7 +203,7 @@ class FollowedFile:
         if batch.reset is not None:
             # New content under this path: whatever the old content left open is closed, the fold restarts.
             if self.fold is not None:
-                spans += self._collect(self.fold.close(f"file_{batch.reset.value}"), out, force=True)
+                spans += self._collect(self.fold.close(closed_for(batch.reset)), out, force=True)
             logger.info("%s was %s; reading it from the start", self.key, batch.reset.value)
             self.fold = None
             self.context = None
@@ -230,7 +230,7 @@ class FollowedFile:
             if batch.final_partial is not None:
                 self.router.dropped_line(self.key, _unterminated(batch.final_partial, self.line_number + 1))
             if fold is not None:
-                spans += self._collect(fold.close(f"file_{batch.end.value}"), out, force=True)
+                spans += self._collect(fold.close(closed_for(batch.end)), out, force=True)
                 self.fold = None
         context = None
         deleted = batch.end is not None and batch.end.value == "deleted"
@@ -279,7 +279,7 @@ class FollowedFile:
         self._enqueue(out, self.tailer.offset, self.tailer.identity)
         return ReadOutcome(Read.READ)
 
-    def close_prompt(self, reason: str) -> None:
+    def close_prompt(self, reason: CloseReason) -> None:
         """End the open prompt for ``reason`` (its CLI exited, or it idled out) and enqueue what that completes."""
         if self.fold is None:
             return

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..activity import Detection, PromptRun
+from ..activity import CloseReason, Detection, PromptRun
 from ..agentloop import LiveStats
 from ..display import count
 from ..semconv import (
@@ -100,7 +100,7 @@ class Housekeeping:
                 f.pending = True
                 tracker.update(f)
                 continue
-            reason = None
+            reason: CloseReason | None = None
             if idle_s >= self.idle_timeout_s:
                 reason = "idle_timeout"
             elif f.session.folder is not None and idle_s >= OWNER_GRACE_S and not _owner_alive(f):

@@ -31,7 +31,7 @@ import orjson
 
 from .._platform import current
 from ..errors import SourceError
-from ..events import Event
+from ..events import Dropped, Event
 from ..parse import timestamp_ns, undecodable
 from ..records import BadLine, DropReason
 from ..sessions import stays_inside
@@ -158,10 +158,10 @@ def decode(line: bytes, offset: int, end_offset: int, line_number: int) -> dict[
     return obj
 
 
-def time_of(value: object) -> int:
-    """A record's ISO-8601 timestamp in Unix nanoseconds; 0 (noted as ``bad_timestamp``) when unusable, 0 when
-    absent (some records have none: Claude Code's ``last-prompt``)."""
-    return 0 if value is None else (timestamp_ns(value) or 0)
+def time_of(value: object, dropped: Dropped) -> int:
+    """A record's ISO-8601 timestamp in Unix nanoseconds; 0 (noted in ``dropped`` as ``bad_timestamp``) when
+    unusable, 0 when absent (some records have none: Claude Code's ``last-prompt``)."""
+    return 0 if value is None else (timestamp_ns(value, dropped) or 0)
 
 
 LineReader = Callable[[bytes, int, int, int], "Event | BadLine"]

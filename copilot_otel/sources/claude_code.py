@@ -40,7 +40,7 @@ from typing import Any
 
 import orjson
 
-from ..events import Event, _dict, _int, _str, count, flag, raw, text
+from ..events import Dropped, Event, _dict, _int, _str, count, flag, raw, text
 from ..records import BadLine, RecordBase, record
 from . import LogKind, Source, SourceLog, ToolOutcome, decode, source_root, time_of, walk_logs
 
@@ -135,7 +135,7 @@ def read_meta(path: Path) -> SubagentMeta | None:
         _str(obj.get("agentType")),
         _str(obj.get("description")),
         _str(obj.get("toolUseId")),
-        _int(obj.get("spawnDepth")),
+        _int(obj.get("spawnDepth"), None),  # a file beside the log, no line of it: nothing to count against
     )
 
 
@@ -286,11 +286,11 @@ class UserRecord(Record):
     @property
     def subagent_tokens(self) -> int | None:
         """The sub-agent's total tokens, as the ``Agent`` call's result sums them."""
-        return _int(_dict(self.tool_use_result).get("totalTokens"))
+        return _int(_dict(self.tool_use_result).get("totalTokens"), self.dropped)
 
     @property
     def subagent_tool_calls(self) -> int | None:
-        return _int(_dict(self.tool_use_result).get("totalToolUseCount"))
+        return _int(_dict(self.tool_use_result).get("totalToolUseCount"), self.dropped)
 
 
 class AssistantRecord(Record):
@@ -320,10 +320,10 @@ class AssistantRecord(Record):
         if not isinstance(u, dict):
             return None
         return Usage(
-            _int(u.get("input_tokens")) or 0,
-            _int(u.get("output_tokens")) or 0,
-            _int(u.get("cache_creation_input_tokens")) or 0,
-            _int(u.get("cache_read_input_tokens")) or 0,
+            _int(u.get("input_tokens"), self.dropped) or 0,
+            _int(u.get("output_tokens"), self.dropped) or 0,
+            _int(u.get("cache_creation_input_tokens"), self.dropped) or 0,
+            _int(u.get("cache_read_input_tokens"), self.dropped) or 0,
             _str(u.get("service_tier")),
         )
 
@@ -393,12 +393,14 @@ def read_line(line: bytes, offset: int, end_offset: int, line_number: int) -> Ev
         cls = CompactBoundary
     uuid = obj.get("uuid")
     agent = obj.get("agentId")
+    dropped: Dropped = []
     return cls(
         kind,
         uuid if isinstance(uuid, str) and uuid else f"offset-{offset}",
-        time_of(obj.get("timestamp")),
+        time_of(obj.get("timestamp"), dropped),
         obj,
         agent if isinstance(agent, str) and agent else None,
         offset,
         end_offset,
+        dropped,
     )

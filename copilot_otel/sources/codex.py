@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..events import Event, _dict, _int, _str, count, raw, text
+from ..events import Dropped, Event, _dict, _int, _str, count, raw, text
 from ..records import BadLine, RecordBase, record
 from . import LogKind, Source, SourceLog, ToolOutcome, decode, source_root, time_of, walk_logs
 
@@ -114,17 +114,17 @@ class Usage(RecordBase):
     total_tokens: int
 
 
-def _usage(value: Any) -> Usage | None:
+def _usage(value: Any, dropped: Dropped) -> Usage | None:
     if not isinstance(value, dict):
         return None
     g = value.get
     return Usage(
-        _int(g("input_tokens")) or 0,
-        _int(g("cached_input_tokens")) or 0,
-        _int(g("cache_write_input_tokens")) or 0,
-        _int(g("output_tokens")) or 0,
-        _int(g("reasoning_output_tokens")) or 0,
-        _int(g("total_tokens")) or 0,
+        _int(g("input_tokens"), dropped) or 0,
+        _int(g("cached_input_tokens"), dropped) or 0,
+        _int(g("cache_write_input_tokens"), dropped) or 0,
+        _int(g("output_tokens"), dropped) or 0,
+        _int(g("reasoning_output_tokens"), dropped) or 0,
+        _int(g("total_tokens"), dropped) or 0,
     )
 
 
@@ -161,7 +161,7 @@ class SessionMeta(Event):
 
     @property
     def depth(self) -> int | None:
-        return _int(self.spawn.get("depth"))
+        return _int(self.spawn.get("depth"), self.dropped)
 
 
 class TurnContext(Event):
@@ -214,7 +214,12 @@ class TaskComplete(Event):
         if not isinstance(info, dict):
             return None
         return next(
-            (s for v in info.values() if (s := _int(_dict(v).get("http_status_code"))) is not None), None
+            (
+                s
+                for v in info.values()
+                if (s := _int(_dict(v).get("http_status_code"), self.dropped)) is not None
+            ),
+            None,
         )
 
 
@@ -265,7 +270,7 @@ class TokenUsage(Event):
 
     @property
     def usage(self) -> Usage | None:
-        return _usage(self.data.get("usage"))
+        return _usage(self.data.get("usage"), self.dropped)
 
 
 class TokenCount(Event):
@@ -276,7 +281,7 @@ class TokenCount(Event):
 
     @property
     def last(self) -> Usage | None:
-        return _usage(_dict(self.data.get("info")).get("last_token_usage"))
+        return _usage(_dict(self.data.get("info")).get("last_token_usage"), self.dropped)
 
 
 class Message(Event):
@@ -393,6 +398,7 @@ def read_line(line: bytes, offset: int, end_offset: int, line_number: int) -> Ev
         if isinstance(inner, str) and inner:
             kind = f"{kind}.{inner}"
     record_id = next((v for v in map(data.get, _ID_KEYS) if isinstance(v, str) and v), f"offset-{offset}")
+    dropped: Dropped = []
     return CLASSES.get(kind, Event)(
-        kind, record_id, time_of(obj.get("timestamp")), data, None, offset, end_offset
+        kind, record_id, time_of(obj.get("timestamp"), dropped), data, None, offset, end_offset, dropped
     )
