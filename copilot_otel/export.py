@@ -50,6 +50,7 @@ from . import display, wire
 from ._version import __version__
 from .config import OtlpOptions, otlp_options
 from .deadletter import DeadLetters
+from .ratelimit import RateLimitedLog
 from .records import NUMBER_MAX, LogRecord, SpanRecord
 from .sink import KEEP, MAX_BYTES, RotatingFile
 
@@ -614,37 +615,6 @@ class StopFlag(Protocol):
     def wait(self, timeout: float | None = None) -> bool: ...
 
 
-class _Throttled:
-    """At most one log line per key and interval; the lines in between are counted, and the count is given with
-    the next line (an hour of 401s or a thousand dead letters must not flood the user's log)."""
-
-    def __init__(self) -> None:
-        self._last: dict[str, float] = {}
-        self._suppressed: dict[str, int] = {}
-        self._lock = threading.Lock()
-
-    def log(self, level: int, key: str, interval_s: float, msg: str, *args: Any) -> None:
-        now = time.monotonic()
-        with self._lock:
-            last = self._last.get(key)
-            if last is not None and now - last < interval_s:
-                self._suppressed[key] = self._suppressed.get(key, 0) + 1
-                return
-            self._last[key] = now
-            suppressed = self._suppressed.pop(key, 0)
-        if suppressed:
-            msg = f"{msg} (and %d more like it since the last such line)"
-            args = (*args, suppressed)
-        logger.log(level, msg, *args)
-
-    def reset(self, prefix: str) -> None:
-        """Forget the keys starting with ``prefix``: the next occurrence is said at once again."""
-        with self._lock:
-            for key in [k for k in self._last if k.startswith(prefix)]:
-                del self._last[key]
-                self._suppressed.pop(key, None)
-
-
 # The daemon keeps retrying a misconfigured endpoint; it said what to fix when it started, then reminds this often.
 _ENDPOINT_REMINDER_S = 300.0
 # What the wire encoder raises on a value it cannot write (a timestamp beyond 2**64 ns, a bad enum value).
@@ -741,7 +711,7 @@ class Sender:
         #: ``time.monotonic()`` after which nothing more is attempted (set by the daemon's shutdown).
         self.give_up_at: float | None = None
         self.stats = DeliveryStats()
-        self._log = _Throttled()
+        self._log = RateLimitedLog(logger, _LOG_EVERY_S)
         #: Drop a signal the endpoint does not accept at all instead of failing (the daemon and replay set it).
         self.drop_unsupported = False
         #: The signals dropped so (replay names them all in its last line).
@@ -876,15 +846,14 @@ class Sender:
                 self._log.log(
                     logging.ERROR,
                     f"endpoint:{result.message}",
-                    _ENDPOINT_REMINDER_S,
                     "%s — holding the data (nothing is dropped or checkpointed) and retrying until it is accepted",
                     result.message,
+                    interval_s=_ENDPOINT_REMINDER_S,
                 )
             else:
                 self._log.log(
                     logging.WARNING,
                     "retry",
-                    _LOG_EVERY_S,
                     "export failed (%s); retrying in %.1fs (%d retries so far)",
                     result.message,
                     wait,
@@ -922,7 +891,6 @@ class Sender:
         self._log.log(
             logging.WARNING,
             f"dead:{signal.value}",
-            _LOG_EVERY_S,
             "collector permanently rejected a %s record (%s); dead-lettered in %s",
             signal.value,
             reason,
@@ -938,7 +906,6 @@ class Sender:
         self._log.log(
             logging.WARNING,
             f"unencodable:{signal.value}",
-            _LOG_EVERY_S,
             "dropped a %s record that cannot be encoded (%s; %s); the rest of its batch is sent",
             signal.value,
             reason,

@@ -37,7 +37,7 @@ from ..activity import (
 )
 from ..content import ContentPolicy
 from ..records import Emission
-from . import logs, metrics, spans
+from . import copilot, genai, logs, metrics, spans
 
 __all__ = ["Projector"]
 
@@ -53,6 +53,9 @@ class Projector:
         self._captures = bool(content.enabled)
         self._spans_content = content.on_spans
         self._events_content = content.on_events and self._captures
+        # The totals of the last shutdown during a prompt: its log event comes first, then the prompt's root
+        # span carries the same totals as a span event (one slot: a shutdown closes its prompt at once).
+        self._shutdown: tuple[SessionShutdown, dict[str, Any]] | None = None
 
     def project(self, records: Iterable[Record]) -> list[Emission]:
         """Every span, log record and measurement the records make, in record order."""
@@ -69,16 +72,17 @@ class Projector:
 
     def _model_call(self, rec: ModelCall, out: list[Emission]) -> None:
         content = spans.chat_content(rec) if self._captures else {}
-        out.append(spans.model_call(rec, content if self._spans_content else None))
+        error_type = genai.model_call_error(rec)  # the span's and the metrics' (worked out once)
+        out.append(spans.model_call(rec, content if self._spans_content else None, error_type))
         if self._events_content:
             out.append(logs.inference_details(rec, content))
-        metrics.model_call(out, rec)
+        metrics.model_call(out, rec, error_type)
 
     def _turn(self, rec: Turn, out: list[Emission]) -> None:
         out.append(spans.turn(rec))
 
     def _prompt_run(self, rec: PromptRun, out: list[Emission]) -> None:
-        out.append(spans.prompt_run(rec))
+        out.append(spans.prompt_run(rec, self._shutdown_totals))
         metrics.prompt_run(out, rec)
         out.append(logs.prompt_ended(rec))
 
@@ -103,7 +107,17 @@ class Projector:
 
     def _session_shutdown(self, rec: SessionShutdown, out: list[Emission]) -> None:
         metrics.session_shutdown(out, rec)
-        out.append(logs.session_shutdown(rec))
+        totals = copilot.shutdown_totals(rec)
+        if rec.trace_id is not None:
+            self._shutdown = (rec, totals)
+        out.append(logs.session_shutdown(rec, dict(totals)))  # a copy: the log event adds the session's ids
+
+    def _shutdown_totals(self, rec: SessionShutdown) -> dict[str, Any]:
+        """The totals of ``rec`` for its span event: those its log event was made with, else worked out now."""
+        last, self._shutdown = self._shutdown, None
+        if last is not None and last[0] is rec:
+            return last[1]
+        return copilot.shutdown_totals(rec)
 
     def _session_error(self, rec: SessionError, out: list[Emission]) -> None:
         metrics.session_error(out, rec)

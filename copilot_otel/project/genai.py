@@ -89,7 +89,9 @@ def usage_counts(attrs: dict[str, Any], u: Usage) -> None:
         attrs[USAGE_OUTPUT] = u.output
 
 
-def model_call(rec: ModelCall) -> dict[str, Any]:
+def model_call(rec: ModelCall, error_type: str | None) -> dict[str, Any]:
+    """A chat span's GenAI attributes; ``error_type`` is :func:`model_call_error` of ``rec`` (the caller has it,
+    the metrics need it too)."""
     u = rec.usage
     attrs: dict[str, Any] = {
         OPERATION: CHAT,
@@ -110,8 +112,8 @@ def model_call(rec: ModelCall) -> dict[str, Any]:
         attrs[TIME_TO_FIRST_CHUNK] = rec.ttft_ms / 1000.0
     if rec.agent_name:
         attrs[AGENT_NAME] = rec.agent_name
-    if rec.outcome is not Outcome.OK:
-        attrs[ERROR_TYPE] = model_call_error(rec)
+    if error_type is not None:
+        attrs[ERROR_TYPE] = error_type
     return attrs
 
 

@@ -65,13 +65,13 @@ def detection(out: list[Emission], rec: Detection) -> None:
     _m(out, "copilot_otel.runaway.detections", 1, {sc.RUNAWAY_REASON: rec.reason}, rec.source_offset)
 
 
-def model_call(out: list[Emission], rec: ModelCall) -> None:
+def model_call(out: list[Emission], rec: ModelCall, error_type: str | None) -> None:
+    """``error_type``: the call's (:func:`.genai.model_call_error`), as its span has it."""
     off = rec.source_offset
     u = rec.usage
     seconds = (rec.server_ms / 1000.0) if rec.server_ms is not None else (rec.end_ns - rec.start_ns) / 1e9
     infer = {genai.PROVIDER: rec.provider, genai.REQUEST_MODEL: rec.model}
     op = {genai.OPERATION: genai.CHAT, **infer}
-    error_type = genai.model_call_error(rec)
     if error_type is not None:
         op[genai.ERROR_TYPE] = error_type
     _m(out, "gen_ai.client.operation.duration", seconds, op, off)

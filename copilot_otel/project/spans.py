@@ -16,7 +16,7 @@ span names, kinds and statuses, and where captured content goes (on spans only w
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from .. import messages
@@ -96,9 +96,10 @@ def _span(
     )
 
 
-def model_call(rec: ModelCall, content: Mapping[str, str] | None) -> SpanRecord:
-    """``chat {model}``; ``content`` is the captured conversation when it goes on spans."""
-    attrs = genai.model_call(rec)
+def model_call(rec: ModelCall, content: Mapping[str, str] | None, error_type: str | None) -> SpanRecord:
+    """``chat {model}``; ``content`` is the captured conversation when it goes on spans, ``error_type`` the
+    call's (:func:`.genai.model_call_error`)."""
+    attrs = genai.model_call(rec, error_type)
     copilot.model_call(attrs, rec)
     oi.model_call(attrs, rec)
     ours.model_call(attrs, rec)
@@ -206,8 +207,12 @@ def agent_run(rec: AgentRun) -> SpanRecord:
     )
 
 
-def prompt_run(rec: PromptRun) -> SpanRecord:
-    """``invoke_agent``: the prompt's root span, with what happened during it as span events."""
+def prompt_run(
+    rec: PromptRun,
+    shutdown_totals: Callable[[SessionShutdown], dict[str, AttrValue]] = copilot.shutdown_totals,
+) -> SpanRecord:
+    """``invoke_agent``: the prompt's root span, with what happened during it as span events (a shutdown's
+    totals from ``shutdown_totals``, which may have them already for the shutdown's log event)."""
     attrs = genai.prompt_run(rec)
     copilot.prompt_run(attrs, rec)
     oi.prompt_run(attrs, rec)
@@ -229,12 +234,14 @@ def prompt_run(rec: PromptRun) -> SpanRecord:
         attributes=attrs,
         status=StatusCode.ERROR if rec.error else StatusCode.UNSET,
         status_message=rec.status_message[:STATUS_MESSAGE_MAX] if rec.error and rec.status_message else None,
-        events=tuple(note_event(note) for note in rec.notes),
+        events=tuple(note_event(note, shutdown_totals) for note in rec.notes),
         source_offset=rec.source_offset,
     )
 
 
-def note_event(note: Note) -> SpanEventRecord:
+def note_event(
+    note: Note, shutdown_totals: Callable[[SessionShutdown], dict[str, AttrValue]] = copilot.shutdown_totals
+) -> SpanEventRecord:
     """What happened during a prompt, as an event on its root span."""
     if isinstance(note, UserMessage):
         attrs = copilot.user_message(note)
@@ -243,7 +250,7 @@ def note_event(note: Note) -> SpanEventRecord:
     if isinstance(note, Detection):
         return SpanEventRecord(ours.RUNAWAY_EVENT, note.time_ns, ours.detection(note, genai.TOOL_NAME))
     if isinstance(note, SessionShutdown):
-        return SpanEventRecord(copilot.SHUTDOWN_EVENT, note.time_ns, copilot.shutdown_totals(note))
+        return SpanEventRecord(copilot.SHUTDOWN_EVENT, note.time_ns, shutdown_totals(note))
     if isinstance(note, SessionError):
         attrs = {
             genai.EXCEPTION_TYPE: note.error_type,
