@@ -50,6 +50,7 @@ from . import display, wire
 from ._version import __version__
 from .config import OtlpOptions, otlp_options
 from .deadletter import DeadLetters
+from .project.catalog import CONVERSATION
 from .ratelimit import RateLimitedLog
 from .records import NUMBER_MAX, LogRecord, SpanRecord
 from .sink import KEEP, MAX_BYTES, RotatingFile
@@ -943,7 +944,7 @@ class Sender:
 def _describe(record: Any) -> str:
     """Where a record came from, for a log line: its name and session."""
     name = getattr(record, "name", None) or getattr(record, "event_name", "?")
-    session = record.attributes.get("gen_ai.conversation.id", "?")
+    session = record.attributes.get(CONVERSATION, "?")
     return (
         f"{name!r} of session {session}, from the line ending at byte {getattr(record, 'source_offset', '?')}"
     )

@@ -51,6 +51,7 @@ from typing import Any, Literal, Protocol
 
 from ._platform import Platform, current
 from ._version import __version__
+from .project.catalog import NOTIFICATIONS, PROMPT_ERROR_EVENT
 from .ratelimit import RateLimitedLog
 
 __all__ = ["Burst", "DesktopChannel", "Notice", "Notifier", "Refused", "WebhookChannel"]
@@ -104,7 +105,7 @@ class Notice:
     def headline(self) -> str:
         """The notification's title."""
         where = self.repository or self.session_id[:8]
-        if self.event == "copilot_otel.prompt.error":
+        if self.event == PROMPT_ERROR_EVENT:
             return f"Copilot prompt failed in {where}"
         verb = {"interrupted": "interrupted", "dry_run": "detected (dry run)"}.get(self.action, "detected")
         return f"Runaway agent {verb} in {where}"
@@ -156,7 +157,7 @@ class Burst:
     def headline(self) -> str:
         sessions = len(self.sessions)
         where = "1 session" if sessions == 1 else f"{sessions} sessions"
-        if all(n.event == "copilot_otel.prompt.error" for n in self.notices):
+        if all(n.event == PROMPT_ERROR_EVENT for n in self.notices):
             return f"Copilot prompts failed in {where}"
         return f"Runaway agents detected in {where} ({len(self.notices)} notices)"
 
@@ -174,7 +175,7 @@ class Burst:
     def as_json(self) -> dict[str, Any]:
         return {
             "source": "copilot-otel",
-            "event": "copilot_otel.notifications",
+            "event": NOTIFICATIONS,
             "count": len(self.notices),
             "sessions": self.sessions,
             "notices": [n.as_json() for n in self.notices[:BURST_NOTICES]],

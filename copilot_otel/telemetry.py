@@ -21,6 +21,7 @@ from .config import SIGNALS, Config
 from .errors import ConfigError, StateError
 from .export import FileTransport, Sender, Transport, build_transport, make_resource
 from .metrics import Aggregator, Metrics, build_metric_exporter
+from .project.catalog import EXPORT_OUTCOME, EXPORT_RETRIES, EXPORT_SPANS
 
 _TRACES_ENV = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 
@@ -164,13 +165,9 @@ class Telemetry:
         stats = self.sender.stats
         now = (stats.spans_sent, stats.dead_lettered, stats.retries)
         before = self._reported
-        sink.count(
-            "copilot_otel.export.spans", now[0] - before[0], {"copilot_otel.export.outcome": "exported"}
-        )
-        sink.count(
-            "copilot_otel.export.spans", now[1] - before[1], {"copilot_otel.export.outcome": "dead_lettered"}
-        )
-        sink.count("copilot_otel.export.retries", now[2] - before[2])
+        sink.count(EXPORT_SPANS, now[0] - before[0], {EXPORT_OUTCOME: "exported"})
+        sink.count(EXPORT_SPANS, now[1] - before[1], {EXPORT_OUTCOME: "dead_lettered"})
+        sink.count(EXPORT_RETRIES, now[2] - before[2])
         self._reported = now
 
     def close(self) -> None:

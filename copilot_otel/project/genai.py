@@ -30,14 +30,28 @@ TOOL_CALL_ARGUMENTS: Final = g.GEN_AI_TOOL_CALL_ARGUMENTS
 TOOL_CALL_RESULT: Final = g.GEN_AI_TOOL_CALL_RESULT
 INPUT_MESSAGES: Final = g.GEN_AI_INPUT_MESSAGES
 OUTPUT_MESSAGES: Final = g.GEN_AI_OUTPUT_MESSAGES
+SYSTEM_INSTRUCTIONS: Final = g.GEN_AI_SYSTEM_INSTRUCTIONS
+AGENT_ID: Final = g.GEN_AI_AGENT_ID
 RESPONSE_ID: Final = g.GEN_AI_RESPONSE_ID
 FINISH_REASONS: Final = g.GEN_AI_RESPONSE_FINISH_REASONS
-__all__ = ["CONVERSATION", "ERROR_TYPE", "EXCEPTION_MESSAGE", "EXCEPTION_TYPE", "SESSION_ID"]
+__all__ = [
+    "CONVERSATION",
+    "ERROR_TYPE",
+    "EXCEPTION_MESSAGE",
+    "EXCEPTION_TYPE",
+    "PROCESS_EXIT_CODE",
+    "SESSION_ID",
+]
 
 # Not (yet) in the package: the token modality of the CLI's usage metrics, and the reasoning effort a call was
 # made with (the name the CLI's own export writes).
 TOKEN_MODALITY: Final = "gen_ai.token.modality"
 REASONING_LEVEL: Final = "gen_ai.request.reasoning.level"
+
+# Event names (not in the package): a failed operation's exception event on its span, and a chat's details log
+# event carrying its captured messages.
+EXCEPTION_EVENT: Final = "gen_ai.client.operation.exception"
+DETAILS_EVENT: Final = "gen_ai.client.inference.operation.details"
 
 # Operation names (gen_ai.operation.name values).
 CHAT: Final = "chat"
@@ -166,7 +180,7 @@ def agent_run(rec: AgentRun) -> dict[str, Any]:
     if rec.name is not None:
         attrs[AGENT_NAME] = rec.name
     if rec.agent_id is not None:
-        attrs[g.GEN_AI_AGENT_ID] = rec.agent_id
+        attrs[AGENT_ID] = rec.agent_id
     if rec.description is not None:
         attrs[g.GEN_AI_AGENT_DESCRIPTION] = rec.description
     if rec.model is not None:

@@ -191,7 +191,7 @@ def inference_details(rec: ModelCall, content: Mapping[str, str]) -> LogRecord:
     return _traced(
         rec,
         rec.end_ns,
-        "gen_ai.client.inference.operation.details",
+        genai.DETAILS_EVENT,
         f"chat {rec.model}",
         attrs,
     )

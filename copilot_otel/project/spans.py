@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from .. import messages
 from ..activity import (
     Abort,
     AgentRun,
@@ -44,7 +43,7 @@ from ..activity import (
     UserMessage,
 )
 from ..records import AttrValue, SpanEventRecord, SpanKind, SpanRecord, StatusCode
-from . import copilot, genai, langfuse, ours
+from . import copilot, genai, langfuse, messages, ours
 from . import openinference as oi
 
 # Status messages (and the messages of exception events) are cut to this many characters.
@@ -141,7 +140,7 @@ def tool_call(rec: ToolCall, content_on_spans: bool) -> SpanRecord:
     if rec.error_type in ("ToolError", "denied"):
         events = (
             SpanEventRecord(
-                "gen_ai.client.operation.exception",
+                genai.EXCEPTION_EVENT,
                 rec.end_ns,
                 {genai.EXCEPTION_TYPE: rec.error_type, genai.EXCEPTION_MESSAGE: failure},
             ),
@@ -257,7 +256,7 @@ def note_event(
             genai.EXCEPTION_MESSAGE: note.message[:STATUS_MESSAGE_MAX],
         }
         copilot.error(attrs, note)
-        return SpanEventRecord("gen_ai.client.operation.exception", note.time_ns, attrs)
+        return SpanEventRecord(genai.EXCEPTION_EVENT, note.time_ns, attrs)
     if isinstance(note, Abort):
         return SpanEventRecord(copilot.ABORT_EVENT, note.time_ns, copilot.abort(note))
     if isinstance(note, Compaction):
