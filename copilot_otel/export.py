@@ -571,7 +571,7 @@ class FileTransport:
 
 
 def build_transport(
-    endpoint: str | None,
+    endpoint: str | Mapping[str, str] | None,
     protocol: str,
     output_file: Path | None,
     env: Mapping[str, str] | None = None,
@@ -580,10 +580,13 @@ def build_transport(
     """The transport the standard ``OTEL_EXPORTER_OTLP_*`` settings describe.
 
     Args:
-        endpoint: Base endpoint (``http://host:4318``), or ``None`` for the embedded file.
+        endpoint: Each signal's URL by signal name, as the settings table resolves them
+            (:meth:`Config.signal_endpoints <copilot_otel.config.Config.signal_endpoints>`), or one base
+            endpoint (``http://host:4318``) every signal's path is appended to, or ``None`` for the embedded
+            file. gRPC sends every signal to the traces target (one channel).
         protocol: ``grpc`` or ``http/protobuf``.
         output_file: Where the embedded default writes when no endpoint is configured.
-        env: Environment for per-signal endpoints, and for the options when not given (default ``os.environ``).
+        env: Environment for the options when they are not given (default ``os.environ``).
         options: Each signal's headers, timeout, compression and TLS files (:meth:`Config.otlp`); read from
             ``env`` by the settings table when ``None``.
 
@@ -598,13 +601,13 @@ def build_transport(
     given = otlp_options(env) if options is None else options
     per_signal = {signal: given[signal.value] for signal in Signal}
     if protocol == "grpc":
-        return GrpcTransport(endpoint, per_signal)
-    base = endpoint.rstrip("/")
-    endpoints = {}
-    for signal in Signal:
-        specific = env.get(f"OTEL_EXPORTER_OTLP_{signal.value.upper()}_ENDPOINT")
-        endpoints[signal] = specific or f"{base}{signal.path}"
-    return HttpTransport(endpoints, per_signal)
+        return GrpcTransport(
+            endpoint if isinstance(endpoint, str) else endpoint[Signal.TRACES.value], per_signal
+        )
+    if isinstance(endpoint, str):
+        base = endpoint.rstrip("/")
+        return HttpTransport({signal: f"{base}{signal.path}" for signal in Signal}, per_signal)
+    return HttpTransport({signal: endpoint[signal.value] for signal in Signal}, per_signal)
 
 
 # --------------------------------------------------------------------------------------------- sender

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import errno
 import getpass
-import os
 import socket
 import threading
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,8 +20,6 @@ from .errors import ConfigError, StateError
 from .export import FileTransport, Sender, Transport, build_transport, make_resource
 from .metrics import Aggregator, Metrics, build_metric_exporter
 from .project.catalog import EXPORT_OUTCOME, EXPORT_RETRIES, EXPORT_SPANS
-
-_TRACES_ENV = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 
 
 def resource_attributes(config: Config) -> dict[str, Any]:
@@ -44,31 +40,6 @@ def resource_attributes(config: Config) -> dict[str, Any]:
     if config.include_user_name and "user.name" not in attrs:
         attrs["user.name"] = getpass.getuser()
     return attrs
-
-
-def _base_endpoint(config: Config, env: Mapping[str, str]) -> tuple[str | None, dict[str, str]]:
-    """The base OTLP endpoint and the environment the transports should see.
-
-    A ``--endpoint`` flag beats every ``OTEL_*`` endpoint variable, so per-signal variables are hidden then.
-    When only ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is set, the other signals go to the same collector.
-    """
-    env = dict(env)
-    if config.endpoint is None:
-        return None, env
-    source = config.sources.get("endpoint", "")
-    if not source.startswith("env "):
-        # The flag names where traces go; metrics or logs sent elsewhere on purpose stay where they are.
-        env.pop(_TRACES_ENV, None)
-        return config.endpoint, env
-    if source == f"env {_TRACES_ENV}":
-        general = env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
-        if general:
-            return general, env
-        base = config.endpoint.rstrip("/")
-        if config.protocol != "grpc" and base.endswith("/v1/traces"):
-            base = base[: -len("/v1/traces")]
-        return base, env
-    return config.endpoint, env
 
 
 def _check_writable(transport: Transport, config: Config) -> None:
@@ -113,16 +84,16 @@ class Telemetry:
         cls,
         config: Config,
         stop: threading.Event | None = None,
-        env: Mapping[str, str] | None = None,
         with_metrics: bool = True,
     ) -> Telemetry:
-        env = os.environ if env is None else env
-        endpoint, transport_env = _base_endpoint(config, env)
+        """The sender and metrics ``config`` describes: every signal to the URL the settings table resolved for
+        it (:meth:`Config.signal_endpoints`), with that signal's request options."""
+        endpoints = config.signal_endpoints()
         resource = resource_attributes(config)
         options = {signal: config.otlp(signal) for signal in SIGNALS}
 
         def transport() -> Transport:
-            return build_transport(endpoint, config.protocol, config.embedded_output, transport_env, options)
+            return build_transport(endpoints, config.protocol, config.embedded_output, options=options)
 
         spans_and_logs = transport()
         _check_writable(spans_and_logs, config)
