@@ -19,7 +19,16 @@ from .config import SIGNALS, Config
 from .errors import ConfigError, StateError
 from .export import FileTransport, Sender, Transport, build_transport, make_resource
 from .metrics import Aggregator, Metrics, build_metric_exporter
-from .project.catalog import EXPORT_OUTCOME, EXPORT_RETRIES, EXPORT_SPANS
+from .project.catalog import (
+    EXPORT_OUTCOME,
+    EXPORT_RETRIES,
+    EXPORT_SPANS,
+    HOST_NAME,
+    SERVICE_INSTANCE_ID,
+    SERVICE_NAME,
+    SERVICE_VERSION,
+    USER_NAME,
+)
 
 
 def resource_attributes(config: Config) -> dict[str, Any]:
@@ -30,15 +39,15 @@ def resource_attributes(config: Config) -> dict[str, Any]:
     # the same machine and state dir then produce identical resources, not a new instance each run.
     instance = str(uuid.uuid5(uuid.NAMESPACE_URL, f"copilot-otel://{host}{config.state_dir}"))
     base = {
-        "service.name": config.service_name,
-        "service.version": __version__,
-        "host.name": host,
-        "service.instance.id": instance,
+        SERVICE_NAME: config.service_name,
+        SERVICE_VERSION: __version__,
+        HOST_NAME: host,
+        SERVICE_INSTANCE_ID: instance,
     }
     attrs = dict(Resource.create(base).attributes)
-    attrs["service.name"] = config.service_name
-    if config.include_user_name and "user.name" not in attrs:
-        attrs["user.name"] = getpass.getuser()
+    attrs[SERVICE_NAME] = config.service_name
+    if config.include_user_name and USER_NAME not in attrs:
+        attrs[USER_NAME] = getpass.getuser()
     return attrs
 
 

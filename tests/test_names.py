@@ -17,11 +17,12 @@ from copilot_otel.project import catalog
 PACKAGE = Path(copilot_otel.__file__).parent
 
 # The vocabularies we write: GenAI, the Copilot CLI's, OpenInference (Phoenix), Langfuse, the few general OTel
-# keys our records carry, and our own ``copilot_otel.*`` (told apart from a module's dotted name below).
+# keys our records and our resource carry, and our own ``copilot_otel.*`` (told apart from a module's dotted name below).
 NAME = re.compile(
     r"^(?:gen_ai\.|github\.copilot\.|openinference\.|langfuse\.|llm\.|tool_call\.|tool\.(?:name|parameters)$"
     r"|agent\.name$|(?:input|output)\.(?:value|mime_type)$|session\.id$|error\.type$|exception\.(?:type|message)$"
-    r"|event\.name$|process\.(?:pid|exit\.code)$|copilot_otel\.[a-z_]+(?:\.[a-z_]+)*\.?$)"
+    r"|event\.name$|process\.(?:pid|exit\.code)$|service\.(?:name|version|instance\.id)$|host\.name$|user\.name$"
+    r"|copilot_otel\.[a-z_]+(?:\.[a-z_]+)*\.?$)"
 )
 
 

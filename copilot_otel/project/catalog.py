@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from opentelemetry.semconv._incubating.attributes import host_attributes, service_attributes, user_attributes
 from opentelemetry.semconv._incubating.attributes.event_attributes import EVENT_NAME as _EVENT_NAME
 from opentelemetry.semconv._incubating.metrics import gen_ai_metrics as gm
 
@@ -54,6 +55,13 @@ OI_KIND: Final = oi.SPAN_KIND
 # A log record's event name as an attribute too, for backends that predate the LogRecord's event_name field
 # (the semantic conventions deprecate the attribute for that field; we write both).
 EVENT_NAME: Final = _EVENT_NAME
+
+# The resource every signal shares (telemetry.resource_attributes): who sends, from where.
+SERVICE_NAME: Final = service_attributes.SERVICE_NAME
+SERVICE_VERSION: Final = service_attributes.SERVICE_VERSION
+SERVICE_INSTANCE_ID: Final = service_attributes.SERVICE_INSTANCE_ID
+HOST_NAME: Final = host_attributes.HOST_NAME
+USER_NAME: Final = user_attributes.USER_NAME
 
 # Values that are unique per span or call: the wire encoder does not cache their encodings (it would only grow).
 UNIQUE_PER_RECORD: Final = frozenset(
