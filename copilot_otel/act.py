@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import ids
 from .interrupt import Outcome, interrupt_session
 from .notify import MAX_WAITING, Burst, DesktopChannel, Notice, Notifier, WebhookChannel
-from .records import LogRecord, Severity, SpanEventRecord, SpanKind, SpanRecord
+from .project import actions, catalog
+from .records import AttrValue, LogRecord, SpanRecord
 
 if TYPE_CHECKING:
     from .activity import Detection, PromptRun
@@ -42,8 +42,6 @@ __all__ = ["RunawayActions", "SessionView", "describe_policy"]
 
 logger = logging.getLogger(__name__)
 
-INTERRUPTED_EVENT = "copilot_otel.runaway.interrupted"
-INTERRUPT_SPAN = "copilot_otel.runaway.interrupt"
 # Prompts remembered for "once per prompt and reason" (oldest forgotten first).
 _REMEMBER = 4096
 # A detection whose line is older than this is history (a backfill, a catch-up after a pause): reported, never
@@ -110,7 +108,7 @@ class RunawayActions:
         self._clock = clock
         self._done: OrderedDict[tuple[str, int, str, str], None] = OrderedDict()
         self.stats = ActionStats()
-        self._pending_counts: list[tuple[str, dict[str, Any]]] = []
+        self._pending_counts: list[tuple[str, dict[str, AttrValue]]] = []
         self._logged_at = -float("inf")
         self._held: list[Notice] = []  # notified but not logged yet (see NOTICE_LOG_EVERY_S)
 
@@ -166,7 +164,7 @@ class RunawayActions:
             return
         self._notify(
             Notice(
-                "copilot_otel.prompt.error",
+                catalog.PROMPT_ERROR_EVENT,
                 view.session_id,
                 "prompt_error",
                 "notified",
@@ -192,9 +190,9 @@ class RunawayActions:
                 self.stats.notifications[key] = self.stats.notifications.get(key, 0) + 1
                 if metrics is not None:
                     metrics.count(
-                        "copilot_otel.notifications",
+                        catalog.NOTIFICATIONS,
                         1,
-                        {"copilot_otel.notify.channel": channel, "copilot_otel.notify.outcome": result},
+                        {catalog.NOTIFY_CHANNEL: channel, catalog.NOTIFY_OUTCOME: result},
                     )
         pending, self._pending_counts = self._pending_counts, []
         if metrics is not None:
@@ -236,7 +234,7 @@ class RunawayActions:
 
     def _notice(self, detection: Detection, view: SessionView, result: str, detail: str) -> Notice:
         return Notice(
-            "copilot_otel.runaway.detected",
+            catalog.RUNAWAY_EVENT,
             view.session_id,
             detection.reason,
             result,
@@ -282,51 +280,18 @@ class RunawayActions:
         )
         for pid, refusal in outcome.refusals:
             logger.warning("not interrupting pid %d of %s: %s", pid, view.session_id, refusal.detail)
-        attrs: dict[str, Any] = {
-            "session.id": view.session_id,
-            "gen_ai.conversation.id": view.session_id,
-            "copilot_otel.runaway.reason": detection.reason,
-            "copilot_otel.interrupt.result": outcome.result,
-            "copilot_otel.interrupt.dry_run": self.dry_run,
-        }
-        if outcome.pid:
-            attrs["process.pid"] = outcome.pid
-        if outcome.method is not None:
-            attrs["copilot_otel.interrupt.method"] = outcome.method
+        span, log, counted = actions.interrupt(
+            detection,
+            view.session_id,
+            result=outcome.result,
+            detail=outcome.detail,
+            method=outcome.method,
+            pid=outcome.pid,
+            dry_run=self.dry_run,
+            now_ns=self._clock(),
+        )
         if acted:
-            self._pending_counts.append(
-                (
-                    "copilot_otel.runaway.interrupted",
-                    {
-                        k: v
-                        for k, v in attrs.items()
-                        if k not in ("session.id", "gen_ai.conversation.id", "process.pid")
-                    },
-                )
-            )
-        now = self._clock()
-        span = SpanRecord(
-            detection.trace_id,
-            ids.span_id(view.session_id, INTERRUPT_SPAN, detection.reason, str(detection.source_offset)),
-            detection.span_id,
-            INTERRUPT_SPAN,
-            SpanKind.INTERNAL,
-            now,
-            now,
-            attrs,
-            events=(SpanEventRecord(INTERRUPTED_EVENT, now, attrs),),
-            source_offset=detection.source_offset,
-        )
-        log = LogRecord(
-            INTERRUPTED_EVENT,
-            now,
-            Severity.WARN,
-            f"runaway {detection.reason}: {outcome.result}: {outcome.detail}",
-            attrs,
-            detection.trace_id,
-            detection.span_id,
-            detection.source_offset,
-        )
+            self._pending_counts.append((catalog.RUNAWAY_INTERRUPTED, counted))
         return [span, log]
 
 

@@ -21,8 +21,10 @@ Precedence, highest first (as logfire's ``load_param``):
 The OTLP request settings (headers, timeout, compression, TLS files) are read here and nowhere else: every
 transport, for every signal, gets them as :class:`OtlpOptions` (:meth:`Config.otlp`). Header values may hold
 credentials: they are kept in a :class:`Headers` whose ``repr`` hides them, ``config`` shows only whether they
-are set, and an error about a secret setting does not quote its value. Per-signal *endpoints* are still read by
-the transports (``OTEL_EXPORTER_OTLP_<SIGNAL>_ENDPOINT``, see :mod:`~copilot_otel.telemetry`).
+are set, and an error about a secret setting does not quote its value. The endpoints too: ``endpoint`` (where
+traces go, and whether anything is sent at all) and ``otlp_endpoint`` (each signal's own
+``OTEL_EXPORTER_OTLP_<SIGNAL>_ENDPOINT``) are resolved here, once, into the URL each signal is sent to
+(:meth:`Config.signal_endpoints`), which ``copilot-otel config`` shows with its source.
 
 Every bad value fails at load with a :class:`~copilot_otel.errors.ConfigError` that names where the value came
 from and quotes it, e.g. ``Expected OTEL_EXPORTER_OTLP_PROTOCOL to be one of grpc, http/protobuf, got
@@ -476,6 +478,19 @@ _KIND_WORDS = {
 
 _LOG_LEVELS: tuple[str, ...] = get_args(LogLevel)
 
+# Each signal's own endpoint, like the other OTLP options; `endpoint` (where traces go) reads its traces variables.
+_OTLP_ENDPOINT: Setting[str] = Setting(
+    "otlp_endpoint",
+    "Where one signal is sent: its own variable is used as given (over HTTP the whole URL, .../v1/logs); "
+    "without it the signal goes to the endpoint, with its path appended (--endpoint beats the traces "
+    "variable; over gRPC every signal goes to the endpoint)",
+    _url,
+    default_help="the endpoint",
+    env_vars=("OTEL_EXPORTER_OTLP_ENDPOINT",),
+    signal_env="OTEL_EXPORTER_OTLP_{signal}_ENDPOINT",
+    file=False,  # one URL for every signal is what `endpoint` is
+)
+
 SETTINGS: tuple[Setting[Any], ...] = (
     Setting(
         "config_file",
@@ -514,10 +529,11 @@ SETTINGS: tuple[Setting[Any], ...] = (
         _url,
         default_help="none (embedded file exporter)",
         flags=("--endpoint",),
-        # Per-signal first, as the OTel SDK resolves them; the SDK still reads these itself (house rule 11).
-        env_vars=("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"),
+        # Where traces go: the traces variable first, as the OTel SDK resolves them (otlp_endpoint's traces row).
+        env_vars=_OTLP_ENDPOINT.env_for("traces"),
         metavar="URL",
     ),
+    _OTLP_ENDPOINT,
     Setting(
         "protocol",
         "OTLP transport",
@@ -934,6 +950,7 @@ class Config:
     session_state: Path
     state_dir: Path
     endpoint: str | None
+    otlp_endpoint: PerSignal[str | None]
     protocol: OtlpProtocol
     otlp_headers: PerSignal[Headers]
     otlp_timeout: PerSignal[float]
@@ -999,6 +1016,11 @@ class Config:
         """One signal's request options (``signal``: ``"traces"`` or an ``export.Signal``)."""
         return _options(self.__dict__, signal)
 
+    def signal_endpoints(self) -> dict[str, str] | None:
+        """The URL each signal is sent to (:func:`signal_endpoints`); ``None``: no endpoint, the embedded file."""
+        targets = signal_endpoints(self)
+        return None if targets is None else {signal: url for signal, (url, _) in targets.items()}
+
     @property
     def embedded_output(self) -> Path | None:
         """The OTLP JSON-lines file: ``output_file``, else ``state_dir/otlp.jsonl`` without an endpoint."""
@@ -1018,6 +1040,51 @@ class Config:
         if self.endpoint is None or self.sources.get("endpoint", "default").startswith("env "):
             return None
         return self.endpoint
+
+
+def signal_endpoints(config: Config) -> dict[str, tuple[str, str]] | None:
+    """Each signal's ``(URL, source)``: the one resolution of the endpoints (``None`` without an endpoint).
+
+    As the OTLP exporter specification and the SDK have it, a signal's own ``OTEL_EXPORTER_OTLP_<SIGNAL>_ENDPOINT``
+    is used as given, and otherwise the signal goes to the base endpoint with its path (``/v1/logs``) appended.
+    The base is ``--endpoint`` (or the config file), which also beats the traces variable; else
+    ``OTEL_EXPORTER_OTLP_ENDPOINT``; else, when only the traces variable is set, the traces URL without its
+    ``/v1/traces``, so the other signals go to the same collector. gRPC sends every signal over one channel: to
+    the base.
+    """
+    endpoint = config.endpoint
+    if endpoint is None:
+        return None
+    source = config.sources.get("endpoint", "default")
+    explicit = not source.startswith("env ")
+    own = {
+        signal: config.sources.get(f"otlp_endpoint.{signal}") == f"env {_signal_var(signal)}"
+        for signal in SIGNALS
+    }
+    base, base_source = endpoint, source
+    if not explicit and source == f"env {_signal_var('traces')}":
+        general = _OTLP_ENDPOINT.env_vars[0]  # OTEL_EXPORTER_OTLP_ENDPOINT
+        for signal in SIGNALS:
+            if config.sources.get(f"otlp_endpoint.{signal}") == f"env {general}":
+                base, base_source = str(config.otlp_endpoint[signal]), f"env {general}"
+                break
+        else:
+            base = base.rstrip("/")
+            if config.protocol != "grpc" and base.endswith("/v1/traces"):
+                base = base[: -len("/v1/traces")]
+    if config.protocol == "grpc":
+        return {signal: (base, base_source) for signal in SIGNALS}
+    targets: dict[str, tuple[str, str]] = {}
+    for signal in SIGNALS:
+        if own[signal] and not (explicit and signal == "traces"):  # the flag names where traces go
+            targets[signal] = (str(config.otlp_endpoint[signal]), f"env {_signal_var(signal)}")
+        else:
+            targets[signal] = (f"{base.rstrip('/')}/v1/{signal}", base_source)
+    return targets
+
+
+def _signal_var(signal: str) -> str:
+    return _OTLP_ENDPOINT.env_for(signal)[0]
 
 
 def _options(values: Mapping[str, Any], signal: object) -> OtlpOptions:
@@ -1281,12 +1348,27 @@ def describe(config: Config) -> list[tuple[str, str, str]]:
     """``(name, value shown, source)`` rows for ``copilot-otel config``.
 
     Rows follow :data:`SETTINGS` (a per-signal setting whose signals differ has a row per signal,
-    ``otlp_timeout.logs``), then the derived ``embedded_output`` and ``content_capture``. Secret values are never
+    ``otlp_timeout.logs``; ``otlp_endpoint.<signal>`` is the URL that signal is sent to, as
+    :func:`signal_endpoints` resolves it, and the setting it came from), then the derived ``embedded_output`` and
+    ``content_capture``. Secret values are never
     shown (only "set" / "not set") and credentials in the endpoint URL are masked.
     """
     rows: list[tuple[str, str, str]] = []
     for setting in SETTINGS:
         value = getattr(config, setting.name)
+        if setting.name == "otlp_endpoint":  # where each signal goes, resolved, and why
+            targets = signal_endpoints(config)
+            if targets is None:
+                rows.append((setting.name, "none (embedded file exporter)", "derived"))
+            elif config.protocol == "grpc":  # one channel for every signal
+                url, src = targets["traces"]
+                rows.append((setting.name, _show("endpoint", url), src))
+            else:
+                rows.extend(
+                    (f"{setting.name}.{signal}", _show("endpoint", url), src)
+                    for signal, (url, src) in targets.items()
+                )
+            continue
         if not isinstance(value, PerSignal):
             rows.append((setting.name, _shown(setting, value), config.sources.get(setting.name, "default")))
             continue

@@ -101,8 +101,10 @@ class DeadLetter:
 
     @property
     def session(self) -> str:
+        from .project.genai import CONVERSATION  # start-up: status reads this file without the projections
+
         attributes = self.record.get("attributes")
-        return str(attributes.get("gen_ai.conversation.id", "?")) if isinstance(attributes, dict) else "?"
+        return str(attributes.get(CONVERSATION, "?")) if isinstance(attributes, dict) else "?"
 
 
 class DeadLetters:

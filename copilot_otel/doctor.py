@@ -35,6 +35,7 @@ from .deadletter import describe as describe_dead_letters
 from .errors import CopilotOtelError, SourceError, StateError
 from .export import Delivery, Signal
 from .metrics import Aggregator
+from .project import catalog
 from .records import LogRecord, Severity, SpanKind, SpanRecord
 from .sessions import pid_alive, scan_root, unreadable_sessions
 from .state import StateStore, stored_checkpoints
@@ -44,8 +45,8 @@ __all__ = ["Check", "Mark", "doctor", "run_checks"]
 
 TEST_SPAN_NAME = "copilot-otel doctor"
 #: The test log event's ``event.name`` and the test metric's name (a counter of 1; doctor's probes only).
-TEST_EVENT_NAME = "copilot_otel.doctor"
-TEST_METRIC_NAME = "copilot_otel.doctor.probes"
+TEST_EVENT_NAME = catalog.DOCTOR_EVENT
+TEST_METRIC_NAME = catalog.DOCTOR_METRIC
 _SUGGESTED_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318"
 # How a permanent refusal reads (HTTP 4xx but 429, gRPC codes that retrying cannot fix), as opposed to an outage.
 _PERMANENT = (

@@ -50,6 +50,8 @@ from . import display, wire
 from ._version import __version__
 from .config import OtlpOptions, otlp_options
 from .deadletter import DeadLetters
+from .project.catalog import CONVERSATION
+from .ratelimit import RateLimitedLog
 from .records import NUMBER_MAX, LogRecord, SpanRecord
 from .sink import KEEP, MAX_BYTES, RotatingFile
 
@@ -569,7 +571,7 @@ class FileTransport:
 
 
 def build_transport(
-    endpoint: str | None,
+    endpoint: str | Mapping[str, str] | None,
     protocol: str,
     output_file: Path | None,
     env: Mapping[str, str] | None = None,
@@ -578,10 +580,13 @@ def build_transport(
     """The transport the standard ``OTEL_EXPORTER_OTLP_*`` settings describe.
 
     Args:
-        endpoint: Base endpoint (``http://host:4318``), or ``None`` for the embedded file.
+        endpoint: Each signal's URL by signal name, as the settings table resolves them
+            (:meth:`Config.signal_endpoints <copilot_otel.config.Config.signal_endpoints>`), or one base
+            endpoint (``http://host:4318``) every signal's path is appended to, or ``None`` for the embedded
+            file. gRPC sends every signal to the traces target (one channel).
         protocol: ``grpc`` or ``http/protobuf``.
         output_file: Where the embedded default writes when no endpoint is configured.
-        env: Environment for per-signal endpoints, and for the options when not given (default ``os.environ``).
+        env: Environment for the options when they are not given (default ``os.environ``).
         options: Each signal's headers, timeout, compression and TLS files (:meth:`Config.otlp`); read from
             ``env`` by the settings table when ``None``.
 
@@ -596,13 +601,13 @@ def build_transport(
     given = otlp_options(env) if options is None else options
     per_signal = {signal: given[signal.value] for signal in Signal}
     if protocol == "grpc":
-        return GrpcTransport(endpoint, per_signal)
-    base = endpoint.rstrip("/")
-    endpoints = {}
-    for signal in Signal:
-        specific = env.get(f"OTEL_EXPORTER_OTLP_{signal.value.upper()}_ENDPOINT")
-        endpoints[signal] = specific or f"{base}{signal.path}"
-    return HttpTransport(endpoints, per_signal)
+        return GrpcTransport(
+            endpoint if isinstance(endpoint, str) else endpoint[Signal.TRACES.value], per_signal
+        )
+    if isinstance(endpoint, str):
+        base = endpoint.rstrip("/")
+        return HttpTransport({signal: f"{base}{signal.path}" for signal in Signal}, per_signal)
+    return HttpTransport({signal: endpoint[signal.value] for signal in Signal}, per_signal)
 
 
 # --------------------------------------------------------------------------------------------- sender
@@ -612,37 +617,6 @@ class StopFlag(Protocol):
     def is_set(self) -> bool: ...
 
     def wait(self, timeout: float | None = None) -> bool: ...
-
-
-class _Throttled:
-    """At most one log line per key and interval; the lines in between are counted, and the count is given with
-    the next line (an hour of 401s or a thousand dead letters must not flood the user's log)."""
-
-    def __init__(self) -> None:
-        self._last: dict[str, float] = {}
-        self._suppressed: dict[str, int] = {}
-        self._lock = threading.Lock()
-
-    def log(self, level: int, key: str, interval_s: float, msg: str, *args: Any) -> None:
-        now = time.monotonic()
-        with self._lock:
-            last = self._last.get(key)
-            if last is not None and now - last < interval_s:
-                self._suppressed[key] = self._suppressed.get(key, 0) + 1
-                return
-            self._last[key] = now
-            suppressed = self._suppressed.pop(key, 0)
-        if suppressed:
-            msg = f"{msg} (and %d more like it since the last such line)"
-            args = (*args, suppressed)
-        logger.log(level, msg, *args)
-
-    def reset(self, prefix: str) -> None:
-        """Forget the keys starting with ``prefix``: the next occurrence is said at once again."""
-        with self._lock:
-            for key in [k for k in self._last if k.startswith(prefix)]:
-                del self._last[key]
-                self._suppressed.pop(key, None)
 
 
 # The daemon keeps retrying a misconfigured endpoint; it said what to fix when it started, then reminds this often.
@@ -741,7 +715,7 @@ class Sender:
         #: ``time.monotonic()`` after which nothing more is attempted (set by the daemon's shutdown).
         self.give_up_at: float | None = None
         self.stats = DeliveryStats()
-        self._log = _Throttled()
+        self._log = RateLimitedLog(logger, _LOG_EVERY_S)
         #: Drop a signal the endpoint does not accept at all instead of failing (the daemon and replay set it).
         self.drop_unsupported = False
         #: The signals dropped so (replay names them all in its last line).
@@ -876,15 +850,14 @@ class Sender:
                 self._log.log(
                     logging.ERROR,
                     f"endpoint:{result.message}",
-                    _ENDPOINT_REMINDER_S,
                     "%s — holding the data (nothing is dropped or checkpointed) and retrying until it is accepted",
                     result.message,
+                    interval_s=_ENDPOINT_REMINDER_S,
                 )
             else:
                 self._log.log(
                     logging.WARNING,
                     "retry",
-                    _LOG_EVERY_S,
                     "export failed (%s); retrying in %.1fs (%d retries so far)",
                     result.message,
                     wait,
@@ -922,7 +895,6 @@ class Sender:
         self._log.log(
             logging.WARNING,
             f"dead:{signal.value}",
-            _LOG_EVERY_S,
             "collector permanently rejected a %s record (%s); dead-lettered in %s",
             signal.value,
             reason,
@@ -938,7 +910,6 @@ class Sender:
         self._log.log(
             logging.WARNING,
             f"unencodable:{signal.value}",
-            _LOG_EVERY_S,
             "dropped a %s record that cannot be encoded (%s; %s); the rest of its batch is sent",
             signal.value,
             reason,
@@ -976,7 +947,7 @@ class Sender:
 def _describe(record: Any) -> str:
     """Where a record came from, for a log line: its name and session."""
     name = getattr(record, "name", None) or getattr(record, "event_name", "?")
-    session = record.attributes.get("gen_ai.conversation.id", "?")
+    session = record.attributes.get(CONVERSATION, "?")
     return (
         f"{name!r} of session {session}, from the line ending at byte {getattr(record, 'source_offset', '?')}"
     )

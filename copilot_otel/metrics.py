@@ -2,7 +2,7 @@
 
 Unlike spans, metrics are aggregates: the SDK's ``MeterProvider`` is the right tool (temporality, views,
 ``OTEL_METRIC_EXPORT_INTERVAL``, the Prometheus reader). We only make its export results visible, so ``replay``
-can tell the user when metrics were not accepted, and keep the instrument table in :mod:`semconv`.
+can tell the user when metrics were not accepted, and keep the instrument table in :mod:`~copilot_otel.project.catalog`.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from opentelemetry.sdk.metrics.export import (
 )
 from opentelemetry.sdk.resources import Resource
 
-from . import semconv as sc
 from ._version import __version__
 from .export import SCOPE_NAME, Signal, Transport
+from .project import catalog
 from .records import Instrument, Measurement
 
 logger = logging.getLogger(__name__)
@@ -142,7 +142,7 @@ def build_metric_exporter(
 
 
 class Metrics:
-    """Owns the ``MeterProvider``, one instrument per :data:`semconv.METRICS` entry, and observable gauges.
+    """Owns the ``MeterProvider``, one instrument per :data:`~copilot_otel.project.catalog.METRICS` entry, and observable gauges.
 
     Args:
         resource: Resource attributes shared with spans and logs.
@@ -171,7 +171,7 @@ class Metrics:
         self.provider = MeterProvider(resource=Resource.create(dict(resource)), metric_readers=readers)
         meter = self.provider.get_meter("copilot_otel", __version__)
         self._instruments: dict[str, Any] = {}
-        for spec in sc.METRICS:
+        for spec in catalog.METRICS:
             if spec.instrument is Instrument.COUNTER:
                 self._instruments[spec.name] = meter.create_counter(spec.name, spec.unit, spec.description)
             else:
@@ -183,15 +183,15 @@ class Metrics:
                 )
         self._health_counters = {
             name: meter.create_counter(name, unit, desc)
-            for name, unit, desc, kind in sc.HEALTH_METRICS
+            for name, unit, desc, kind in catalog.HEALTH_METRICS
             if kind is Instrument.COUNTER
         }
         self._pending: dict[tuple[str, tuple[tuple[str, Any], ...]], float] = {}
         self._gauge_values: dict[str, Callable[[], Sequence[tuple[float, Mapping[str, Any]]]]] = {}
         self._lock = threading.Lock()
-        for name, unit, desc in sc.LIVE_GAUGES:
+        for name, unit, desc in catalog.LIVE_GAUGES:
             meter.create_observable_gauge(name, [self._observer(name)], unit, desc)
-        for name, unit, desc, kind in sc.HEALTH_METRICS:
+        for name, unit, desc, kind in catalog.HEALTH_METRICS:
             if kind is None:
                 meter.create_observable_gauge(name, [self._observer(name)], unit, desc)
 
@@ -269,7 +269,7 @@ class Metrics:
 
 
 # Each histogram's bucket bounds by name, for the replay aggregator's hot path (one lookup, no spec object).
-_BUCKETS: dict[str, tuple[float, ...]] = {spec.name: tuple(spec.buckets or ()) for spec in sc.METRICS}
+_BUCKETS: dict[str, tuple[float, ...]] = {spec.name: tuple(spec.buckets or ()) for spec in catalog.METRICS}
 
 
 class Aggregator:
@@ -278,7 +278,7 @@ class Aggregator:
     A backfill records hundreds of thousands of measurements; through the SDK each costs ~10 µs (attribute
     cleaning and hashing), a quarter of replay's time. Here a counter increment is a dict update and a histogram
     value a ``bisect`` — and aggregators from worker processes merge. The result is the same instruments, units
-    and bucket bounds (:data:`semconv.METRICS`), cumulative from the start of the replay. The live daemon keeps
+    and bucket bounds (:data:`~copilot_otel.project.catalog.METRICS`), cumulative from the start of the replay. The live daemon keeps
     the SDK (gauges, periodic export, the Prometheus endpoint) at its low rate.
     """
 
@@ -362,7 +362,7 @@ class Aggregator:
 
         def metric(name: str) -> Any:
             if name not in by_name:
-                spec = sc.METRICS_BY_NAME.get(name)
+                spec = catalog.METRICS_BY_NAME.get(name)
                 unit, description = (spec.unit, spec.description) if spec else _health_unit(name)
                 by_name[name] = scope.metrics.add(name=name, unit=unit, description=description)
             return by_name[name]
@@ -392,7 +392,7 @@ class Aggregator:
                 min=low,
                 max=high,
                 bucket_counts=buckets,
-                explicit_bounds=list(sc.METRICS_BY_NAME[name].buckets or ()),
+                explicit_bounds=list(catalog.METRICS_BY_NAME[name].buckets or ()),
             )
         return bytes(request.SerializeToString())
 
@@ -410,7 +410,7 @@ def _any(value: Any) -> Any:
 
 
 def _health_unit(name: str) -> tuple[str, str]:
-    for metric_name, unit, description, _kind in sc.HEALTH_METRICS:
+    for metric_name, unit, description, _kind in catalog.HEALTH_METRICS:
         if metric_name == name:
             return unit, description
     return "1", ""

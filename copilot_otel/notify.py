@@ -3,8 +3,9 @@
 A :class:`Notice` says what happened in one session (no prompt or tool content unless content capture is on:
 the title is the session's ``workspace.yaml`` summary, which the daemon reads only when prompts are captured).
 :class:`Notifier` sends notices on a small worker thread from a bounded queue, so a slow webhook never holds up
-the tail; a full queue drops the notice (counted). Every failure is logged (at most once a minute per channel)
-and counted; none is raised.
+the tail; a full queue drops the notice (counted). Every failure is logged (at most once a minute per channel, the
+next line saying how many were held back: :class:`~copilot_otel.ratelimit.RateLimitedLog`) and counted; none is
+raised.
 
 A storm (200 sessions looping at once, a shared collector hiccup that fails every prompt) must not become 200
 webhook posts and desktop pop-ups. So each destination gets at most one message per :data:`MIN_INTERVAL_S`,
@@ -50,6 +51,8 @@ from typing import Any, Literal, Protocol
 
 from ._platform import Platform, current
 from ._version import __version__
+from .project.catalog import NOTIFICATIONS, PROMPT_ERROR_EVENT
+from .ratelimit import RateLimitedLog
 
 __all__ = ["Burst", "DesktopChannel", "Notice", "Notifier", "Refused", "WebhookChannel"]
 
@@ -102,7 +105,7 @@ class Notice:
     def headline(self) -> str:
         """The notification's title."""
         where = self.repository or self.session_id[:8]
-        if self.event == "copilot_otel.prompt.error":
+        if self.event == PROMPT_ERROR_EVENT:
             return f"Copilot prompt failed in {where}"
         verb = {"interrupted": "interrupted", "dry_run": "detected (dry run)"}.get(self.action, "detected")
         return f"Runaway agent {verb} in {where}"
@@ -154,7 +157,7 @@ class Burst:
     def headline(self) -> str:
         sessions = len(self.sessions)
         where = "1 session" if sessions == 1 else f"{sessions} sessions"
-        if all(n.event == "copilot_otel.prompt.error" for n in self.notices):
+        if all(n.event == PROMPT_ERROR_EVENT for n in self.notices):
             return f"Copilot prompts failed in {where}"
         return f"Runaway agents detected in {where} ({len(self.notices)} notices)"
 
@@ -172,7 +175,7 @@ class Burst:
     def as_json(self) -> dict[str, Any]:
         return {
             "source": "copilot-otel",
-            "event": "copilot_otel.notifications",
+            "event": NOTIFICATIONS,
             "count": len(self.notices),
             "sessions": self.sessions,
             "notices": [n.as_json() for n in self.notices[:BURST_NOTICES]],
@@ -289,7 +292,7 @@ class Notifier:
         self.outcomes: queue.SimpleQueue[Outcome] = queue.SimpleQueue()
         self._queue: queue.Queue[Notice | None] = queue.Queue(queue_size)
         self._thread: threading.Thread | None = None
-        self._last_log: dict[str, float] = {}
+        self._log = RateLimitedLog(logger, _LOG_EVERY_S)
         self._coalesce_s, self._min_interval_s = coalesce_s, min_interval_s
         self._attempts, self._backoff_s = max(1, attempts), retry_backoff_s
         # Per channel: the notices waiting, and when it may send next.
@@ -312,7 +315,7 @@ class Notifier:
             self._queue.put_nowait(notice)
         except queue.Full:
             self.outcomes.put(("queue", "dropped"))
-            self._warn("queue", "dropped a notification: %d are already waiting", self._queue.maxsize)
+            self._log.warning("queue", "dropped a notification: %d are already waiting", self._queue.maxsize)
 
     def close(self, timeout_s: float = 2.0) -> None:
         """Send what is queued and waiting (whatever the interval, within ``timeout_s``), then stop the worker."""
@@ -353,7 +356,7 @@ class Notifier:
             waiting = self._waiting[channel.name]
             if len(waiting) >= MAX_WAITING:
                 self.outcomes.put((channel.name, "dropped"))
-                self._warn(
+                self._log.warning(
                     f"{channel.name}:full", "dropped a %s notification: %d waiting", channel.name, MAX_WAITING
                 )
                 continue
@@ -376,7 +379,7 @@ class Notifier:
                 if last:
                     for _ in notices:
                         self.outcomes.put((channel.name, "failed"))
-                    self._warn(channel.name, "could not send a %s notification: %s", channel.name, exc)
+                    self._log.warning(channel.name, "could not send a %s notification: %s", channel.name, exc)
                     return
                 if not self._closing.is_set():
                     self._closing.wait(backoff)
@@ -385,9 +388,3 @@ class Notifier:
                 for _ in notices:
                     self.outcomes.put((channel.name, "sent"))
                 return
-
-    def _warn(self, key: str, msg: str, *args: Any) -> None:
-        now = time.monotonic()
-        if now - self._last_log.get(key, -1e9) >= _LOG_EVERY_S:
-            self._last_log[key] = now
-            logger.warning(msg, *args)

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 from ._platform import current
 from .activity import CloseReason, Record
 from .agentloop import AgentLoop, FoldSettings, LiveStats, RunawayThresholds, SessionContext
-from .config import Config, content_policy
+from .config import Config
 from .content import ContentKind
 from .errors import SourceError
 from .events import Event
@@ -378,10 +378,10 @@ class Pipeline:
 Window = tuple[int | None, int | None] | None
 
 
-def fold_settings(config: Config, env: Mapping[str, str] | None = None) -> FoldSettings:
-    """The fold's settings: privacy policy from the environment, runaway thresholds from the config."""
+def fold_settings(config: Config) -> FoldSettings:
+    """The fold's settings, all from the resolved config: its content policy and runaway thresholds."""
     return FoldSettings(
-        content=content_policy(os.environ if env is None else env),
+        content=config.content,
         runaway=RunawayThresholds(
             turns=config.runaway_turns,
             identical_tool_calls=config.runaway_identical_calls,

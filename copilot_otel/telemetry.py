@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import errno
 import getpass
-import os
 import socket
 import threading
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,8 +19,16 @@ from .config import SIGNALS, Config
 from .errors import ConfigError, StateError
 from .export import FileTransport, Sender, Transport, build_transport, make_resource
 from .metrics import Aggregator, Metrics, build_metric_exporter
-
-_TRACES_ENV = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+from .project.catalog import (
+    EXPORT_OUTCOME,
+    EXPORT_RETRIES,
+    EXPORT_SPANS,
+    HOST_NAME,
+    SERVICE_INSTANCE_ID,
+    SERVICE_NAME,
+    SERVICE_VERSION,
+    USER_NAME,
+)
 
 
 def resource_attributes(config: Config) -> dict[str, Any]:
@@ -33,41 +39,16 @@ def resource_attributes(config: Config) -> dict[str, Any]:
     # the same machine and state dir then produce identical resources, not a new instance each run.
     instance = str(uuid.uuid5(uuid.NAMESPACE_URL, f"copilot-otel://{host}{config.state_dir}"))
     base = {
-        "service.name": config.service_name,
-        "service.version": __version__,
-        "host.name": host,
-        "service.instance.id": instance,
+        SERVICE_NAME: config.service_name,
+        SERVICE_VERSION: __version__,
+        HOST_NAME: host,
+        SERVICE_INSTANCE_ID: instance,
     }
     attrs = dict(Resource.create(base).attributes)
-    attrs["service.name"] = config.service_name
-    if config.include_user_name and "user.name" not in attrs:
-        attrs["user.name"] = getpass.getuser()
+    attrs[SERVICE_NAME] = config.service_name
+    if config.include_user_name and USER_NAME not in attrs:
+        attrs[USER_NAME] = getpass.getuser()
     return attrs
-
-
-def _base_endpoint(config: Config, env: Mapping[str, str]) -> tuple[str | None, dict[str, str]]:
-    """The base OTLP endpoint and the environment the transports should see.
-
-    A ``--endpoint`` flag beats every ``OTEL_*`` endpoint variable, so per-signal variables are hidden then.
-    When only ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is set, the other signals go to the same collector.
-    """
-    env = dict(env)
-    if config.endpoint is None:
-        return None, env
-    source = config.sources.get("endpoint", "")
-    if not source.startswith("env "):
-        # The flag names where traces go; metrics or logs sent elsewhere on purpose stay where they are.
-        env.pop(_TRACES_ENV, None)
-        return config.endpoint, env
-    if source == f"env {_TRACES_ENV}":
-        general = env.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
-        if general:
-            return general, env
-        base = config.endpoint.rstrip("/")
-        if config.protocol != "grpc" and base.endswith("/v1/traces"):
-            base = base[: -len("/v1/traces")]
-        return base, env
-    return config.endpoint, env
 
 
 def _check_writable(transport: Transport, config: Config) -> None:
@@ -112,16 +93,16 @@ class Telemetry:
         cls,
         config: Config,
         stop: threading.Event | None = None,
-        env: Mapping[str, str] | None = None,
         with_metrics: bool = True,
     ) -> Telemetry:
-        env = os.environ if env is None else env
-        endpoint, transport_env = _base_endpoint(config, env)
+        """The sender and metrics ``config`` describes: every signal to the URL the settings table resolved for
+        it (:meth:`Config.signal_endpoints`), with that signal's request options."""
+        endpoints = config.signal_endpoints()
         resource = resource_attributes(config)
         options = {signal: config.otlp(signal) for signal in SIGNALS}
 
         def transport() -> Transport:
-            return build_transport(endpoint, config.protocol, config.embedded_output, transport_env, options)
+            return build_transport(endpoints, config.protocol, config.embedded_output, options=options)
 
         spans_and_logs = transport()
         _check_writable(spans_and_logs, config)
@@ -164,13 +145,9 @@ class Telemetry:
         stats = self.sender.stats
         now = (stats.spans_sent, stats.dead_lettered, stats.retries)
         before = self._reported
-        sink.count(
-            "copilot_otel.export.spans", now[0] - before[0], {"copilot_otel.export.outcome": "exported"}
-        )
-        sink.count(
-            "copilot_otel.export.spans", now[1] - before[1], {"copilot_otel.export.outcome": "dead_lettered"}
-        )
-        sink.count("copilot_otel.export.retries", now[2] - before[2])
+        sink.count(EXPORT_SPANS, now[0] - before[0], {EXPORT_OUTCOME: "exported"})
+        sink.count(EXPORT_SPANS, now[1] - before[1], {EXPORT_OUTCOME: "dead_lettered"})
+        sink.count(EXPORT_RETRIES, now[2] - before[2])
         self._reported = now
 
     def close(self) -> None:

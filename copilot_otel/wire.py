@@ -14,6 +14,7 @@ import struct
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from .project.catalog import EVENT_NAME, UNIQUE_PER_RECORD
 from .records import LogRecord, Severity, SpanKind, SpanRecord
 
 _PACK_Q = struct.Struct("<Q").pack
@@ -22,25 +23,13 @@ _PACK_D = struct.Struct("<d").pack
 # Per field tag (span, log, event and resource attributes use different ones), per key: the key's encoded
 # ``KeyValue.key`` field and a value → (value class, whole ``KeyValue`` field) cache. Keyed by value alone, so the
 # class is checked on a hit (``1``, ``1.0`` and ``True`` are equal dict keys but encode differently). Bounded
-# per key; keys whose values are unique per span or call get no value cache at all.
+# per key; keys whose values are unique per span or call (``catalog.UNIQUE_PER_RECORD``: ids, hashes) get no value
+# cache at all, caching them would only grow it.
 _KV_CACHES: dict[int, dict[str, tuple[bytes, dict[Any, tuple[type, bytes]] | None]]] = {}
 _VALUES_PER_KEY_MAX = 1_024
 # Attribute names are few, but some embed a model name: a flood of new names resets the cache instead.
 _KEYS_MAX = 4_096
 _MAX_CACHED_KV = 300
-# Values that are unique per span or call: caching them would only grow the cache.
-_NEVER_CACHED = frozenset(
-    {
-        "gen_ai.response.id",
-        "gen_ai.tool.call.id",
-        "tool_call.id",
-        "github.copilot.interaction_id",
-        "gen_ai.agent.id",
-        "copilot_otel.agent.task_call_id",
-        "copilot_otel.tool.arguments_hash",
-        "github.copilot.user.message.interaction_id",
-    }
-)
 _BYTE = [bytes((i,)) for i in range(128)]
 
 
@@ -107,7 +96,7 @@ def attributes(attrs: Mapping[str, Any], tag: int) -> bytes:
         per_key = caches.get(key)
         if per_key is None:
             raw_key = key.encode("utf-8", "surrogatepass")
-            per_key = (_ld(0x0A, raw_key), None if key in _NEVER_CACHED else {})
+            per_key = (_ld(0x0A, raw_key), None if key in UNIQUE_PER_RECORD else {})
             if len(caches) >= _KEYS_MAX:
                 caches.clear()
             caches[key] = per_key
@@ -212,10 +201,10 @@ def log_record(r: LogRecord) -> bytes:
     """A ``LogRecord``: time 1, severity_number 2, severity_text 3, body 5, attributes 6, trace_id 9, span_id 10,
     observed_time 11, event_name 12. ``event.name`` is also the last attribute, for backends that predate field
     12."""
-    if "event.name" in r.attributes:
-        attrs = attributes({**r.attributes, "event.name": r.event_name}, 0x32)
+    if EVENT_NAME in r.attributes:
+        attrs = attributes({**r.attributes, EVENT_NAME: r.event_name}, 0x32)
     else:
-        attrs = attributes(r.attributes, 0x32) + attributes({"event.name": r.event_name}, 0x32)
+        attrs = attributes(r.attributes, 0x32) + attributes({EVENT_NAME: r.event_name}, 0x32)
     time_field = _PACK_Q(r.time_ns)
     parts = [
         b"\x09",

@@ -52,7 +52,10 @@ def test_every_setting_is_a_config_field_in_table_order() -> None:
 def test_settings_declared_once() -> None:
     names = [s.name for s in SETTINGS]
     flags = [flag for s in SETTINGS for flag in s.flags]
-    env_vars = [var for s in SETTINGS for var in s.all_env_vars]
+    # `endpoint` is where traces go: it reads otlp_endpoint's traces variables, in the same order, and no other.
+    by_name = {s.name: s for s in SETTINGS}
+    assert by_name["endpoint"].env_vars == by_name["otlp_endpoint"].env_for("traces")
+    env_vars = [var for s in SETTINGS if s.name != "endpoint" for var in s.all_env_vars]
     assert len(set(names)) == len(names)
     assert len(set(flags)) == len(flags)
     assert len(set(env_vars)) == len(env_vars)
@@ -518,6 +521,106 @@ def test_per_signal_endpoint_alone_counts_as_configured(env: dict[str, str]) -> 
     config = load_config(None, env)
     assert config.endpoint == "https://traces.example/v1/traces"
     assert config.embedded_output is None
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        pytest.param(
+            {
+                "OTEL_EXPORTER_OTLP_ENDPOINT": "http://all:4318/",
+                "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": "http://l/in",
+            },
+            {
+                "traces": ("http://all:4318/v1/traces", "env OTEL_EXPORTER_OTLP_ENDPOINT"),
+                "logs": ("http://l/in", "env OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"),
+                "metrics": ("http://all:4318/v1/metrics", "env OTEL_EXPORTER_OTLP_ENDPOINT"),
+            },
+            id="general-and-logs",
+        ),
+        pytest.param(
+            {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://t:4318/v1/traces"},
+            {
+                "traces": ("http://t:4318/v1/traces", "env OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+                "logs": ("http://t:4318/v1/logs", "env OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+                "metrics": ("http://t:4318/v1/metrics", "env OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+            },
+            id="traces-alone-names-the-collector",
+        ),
+        pytest.param(
+            {
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://t:4318/v1/traces",
+                "OTEL_EXPORTER_OTLP_ENDPOINT": "http://all:4318",
+            },
+            {
+                "traces": ("http://t:4318/v1/traces", "env OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+                "logs": ("http://all:4318/v1/logs", "env OTEL_EXPORTER_OTLP_ENDPOINT"),
+                "metrics": ("http://all:4318/v1/metrics", "env OTEL_EXPORTER_OTLP_ENDPOINT"),
+            },
+            id="traces-and-general",
+        ),
+    ],
+)
+def test_each_signal_endpoint_is_resolved_once_with_its_source(
+    env: dict[str, str], given: dict[str, str], expected: dict[str, tuple[str, str]]
+) -> None:
+    env.update(given)
+    config = load_config(None, env)
+    assert config_module.signal_endpoints(config) == expected
+    assert config.signal_endpoints() == {signal: url for signal, (url, _) in expected.items()}
+    rows = {name: (value, source) for name, value, source in describe(config)}
+    for signal, target in expected.items():
+        assert (
+            rows[f"otlp_endpoint.{signal}"] == target
+        )  # `copilot-otel config` shows where each goes, and why
+
+
+def test_the_endpoint_flag_beats_the_traces_variable_not_the_others(env: dict[str, str]) -> None:
+    env.update(
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="http://t:4318/v1/traces",
+        OTEL_EXPORTER_OTLP_METRICS_ENDPOINT="http://vm:8428/opentelemetry/v1/metrics",
+    )
+    config = load_config({"endpoint": "http://flag:4318"}, env)
+    assert config_module.signal_endpoints(config) == {
+        "traces": ("http://flag:4318/v1/traces", "flag --endpoint"),
+        "logs": ("http://flag:4318/v1/logs", "flag --endpoint"),
+        "metrics": ("http://vm:8428/opentelemetry/v1/metrics", "env OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"),
+    }
+
+
+def test_grpc_sends_every_signal_to_the_endpoint(env: dict[str, str]) -> None:
+    env.update(OTEL_EXPORTER_OTLP_PROTOCOL="grpc", OTEL_EXPORTER_OTLP_ENDPOINT="http://c:4317")
+    env["OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"] = "http://elsewhere:4317"
+    config = load_config(None, env)
+    assert config.signal_endpoints() == dict.fromkeys(("traces", "logs", "metrics"), "http://c:4317")
+    assert ("otlp_endpoint", "http://c:4317", "env OTEL_EXPORTER_OTLP_ENDPOINT") in describe(config)
+
+
+def test_no_endpoint_means_the_file_for_every_signal(env: dict[str, str]) -> None:
+    env["OTEL_EXPORTER_OTLP_LOGS_ENDPOINT"] = "http://l:4318/v1/logs"  # alone it sends nothing anywhere
+    config = load_config(None, env)
+    assert config.signal_endpoints() is None and config.embedded_output is not None
+    assert ("otlp_endpoint", "none (embedded file exporter)", "derived") in describe(config)
+
+
+def test_a_bad_signal_endpoint_fails_at_load_naming_its_variable(env: dict[str, str]) -> None:
+    """It was read raw by the exporter; now the table parses it, as every other OTLP variable."""
+    env.update(OTEL_EXPORTER_OTLP_ENDPOINT="http://c:4318", OTEL_EXPORTER_OTLP_METRICS_ENDPOINT="c:4318")
+    assert error(None, env) == (
+        "Expected OTEL_EXPORTER_OTLP_METRICS_ENDPOINT to be an http:// or https:// URL, got 'c:4318'"
+    )
+
+
+def test_the_folds_content_policy_is_the_resolved_configs(env: dict[str, str]) -> None:
+    """Replay, run and show fold with the content policy of the config they were given, not one parsed again
+    from this process's environment (which here captures nothing)."""
+    from copilot_otel.content import ContentKind
+    from copilot_otel.pipeline import fold_settings
+
+    env["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "true"
+    config = load_config(None, env)
+    assert ContentKind.PROMPTS in config.content.enabled
+    assert fold_settings(config).content == config.content
 
 
 def test_endpoint_override_only_for_flag_or_file(env: dict[str, str], home: Path) -> None:

@@ -74,3 +74,25 @@ def test_metric_temporality_comes_from_the_settings_table(
     _export_one_count(cli)
     points = [m for m in receiver.metrics() if m["name"] == "copilot_otel.export.retries"]
     assert points and {m["temporality"] for m in points} == {temporality}  # 1 = DELTA, 2 = CUMULATIVE
+
+
+def test_each_signal_goes_where_the_resolved_config_says(tmp_path: Path) -> None:
+    """The per-signal endpoints come from the config the telemetry is built from (here an environment given to
+    ``load_config``, not this process's): the exporter reads no variable of its own."""
+    from copilot_otel.export import Signal
+
+    with answering() as (url, seen):
+        env = {
+            "HOME": str(tmp_path),
+            "OTEL_EXPORTER_OTLP_ENDPOINT": url,
+            "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": f"{url}/custom/logs",
+        }
+        config = load_config({"state_dir": str(tmp_path)}, env)
+        telemetry = Telemetry.from_config(config, with_metrics=False)
+        try:
+            transport = telemetry.sender.transport
+            assert transport.send(Signal.TRACES, b"", 5).ok
+            assert transport.send(Signal.LOGS, b"", 5).ok
+        finally:
+            telemetry.close()
+    assert sorted(seen) == ["/custom/logs", "/v1/traces"]

@@ -4,161 +4,30 @@ One module per vocabulary writes that vocabulary's attributes for each record, s
 line against its specification: :mod:`.genai` (OTel GenAI semconv), :mod:`.copilot` (``github.copilot.*``, the
 CLI's own export), :mod:`.openinference` (Phoenix), :mod:`.langfuse` and :mod:`.ours` (``copilot_otel.*``).
 :mod:`.spans`, :mod:`.logs` and :mod:`.metrics` assemble each signal from them; :class:`Projector` routes each
-record to what it becomes, and places captured content where the policy says (spans, details events).
+record to what it becomes (:mod:`.projector`), and places captured content where the policy says (spans, details
+events). :mod:`.catalog` declares what the rest of the package names: the instruments, the self-health metrics,
+the attribute keys whose values are unique per record.
+
+Every attribute, event and metric name the package writes is declared in this package and nowhere else (a test
+fails on a name outside it), taken from ``opentelemetry-semantic-conventions`` where that package defines it.
+The vocabulary modules import little (the records and the semconv package), so the modules that only need a
+name (the wire encoder, the daemon's health metrics) do not import the projections: :class:`Projector` is loaded
+when first asked for.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..activity import (
-    Abort,
-    AgentRun,
-    Compaction,
-    Detection,
-    HookRun,
-    ModeChange,
-    ModelCall,
-    Notification,
-    PermissionWait,
-    PromptRun,
-    PromptStarted,
-    Record,
-    SessionError,
-    SessionImported,
-    SessionResumed,
-    SessionShutdown,
-    SessionStarted,
-    SessionWarning,
-    TaskComplete,
-    ToolCall,
-    Turn,
-)
-from ..content import ContentPolicy
-from ..records import Emission
-from . import logs, metrics, spans
+if TYPE_CHECKING:
+    from .projector import Projector
 
 __all__ = ["Projector"]
 
 
-class Projector:
-    """Turns activity records into the emissions the exporters send.
+def __getattr__(name: str) -> Any:
+    if name == "Projector":  # start-up time: the router imports every projection
+        from .projector import Projector
 
-    Args:
-        content: Where captured content goes: on spans (``on_spans``) and/or on details events (``on_events``).
-    """
-
-    def __init__(self, content: ContentPolicy) -> None:
-        self._captures = bool(content.enabled)
-        self._spans_content = content.on_spans
-        self._events_content = content.on_events and self._captures
-
-    def project(self, records: Iterable[Record]) -> list[Emission]:
-        """Every span, log record and measurement the records make, in record order."""
-        out: list[Emission] = []
-        for rec in records:
-            _ROUTES[type(rec)](self, rec, out)
-        return out
-
-    # One method per record type; a backfill projects hundreds of thousands of records, so the route is a dict
-    # lookup on the type rather than a chain of isinstance checks.
-    def _tool_call(self, rec: ToolCall, out: list[Emission]) -> None:
-        out.append(spans.tool_call(rec, self._spans_content))
-        metrics.tool_call(out, rec)
-
-    def _model_call(self, rec: ModelCall, out: list[Emission]) -> None:
-        content = spans.chat_content(rec) if self._captures else {}
-        out.append(spans.model_call(rec, content if self._spans_content else None))
-        if self._events_content:
-            out.append(logs.inference_details(rec, content))
-        metrics.model_call(out, rec)
-
-    def _turn(self, rec: Turn, out: list[Emission]) -> None:
-        out.append(spans.turn(rec))
-
-    def _prompt_run(self, rec: PromptRun, out: list[Emission]) -> None:
-        out.append(spans.prompt_run(rec))
-        metrics.prompt_run(out, rec)
-        out.append(logs.prompt_ended(rec))
-
-    def _agent_run(self, rec: AgentRun, out: list[Emission]) -> None:
-        out.append(spans.agent_run(rec))
-        metrics.agent_run(out, rec)
-
-    def _prompt_started(self, rec: PromptStarted, out: list[Emission]) -> None:
-        out.append(logs.prompt_started(rec))
-
-    def _detection(self, rec: Detection, out: list[Emission]) -> None:
-        metrics.detection(out, rec)
-        out.append(logs.detection(rec))
-
-    def _session_started(self, rec: SessionStarted, out: list[Emission]) -> None:
-        metrics.session_event(out, "started", rec.source_offset)
-        out.append(logs.session_started(rec))
-
-    def _session_resumed(self, rec: SessionResumed, out: list[Emission]) -> None:
-        metrics.session_event(out, "resumed", rec.source_offset)
-        out.append(logs.session_resumed(rec))
-
-    def _session_shutdown(self, rec: SessionShutdown, out: list[Emission]) -> None:
-        metrics.session_shutdown(out, rec)
-        out.append(logs.session_shutdown(rec))
-
-    def _session_error(self, rec: SessionError, out: list[Emission]) -> None:
-        metrics.session_error(out, rec)
-        out.append(logs.session_error(rec))
-
-    def _abort(self, rec: Abort, out: list[Emission]) -> None:
-        metrics.abort(out, rec)
-        out.append(logs.abort(rec))
-
-    def _compaction(self, rec: Compaction, out: list[Emission]) -> None:
-        if rec.complete:
-            out.append(logs.compaction(rec))
-
-    def _hook_run(self, rec: HookRun, out: list[Emission]) -> None:
-        out.append(spans.hook_run(rec))
-
-    def _session_warning(self, rec: SessionWarning, out: list[Emission]) -> None:
-        metrics.session_warning(out, rec)
-        out.append(logs.session_warning(rec))
-
-    def _session_imported(self, rec: SessionImported, out: list[Emission]) -> None:
-        out.append(logs.session_imported(rec))
-
-    def _permission(self, rec: PermissionWait, out: list[Emission]) -> None:
-        out.append(spans.permission(rec))
-
-    def _notification(self, rec: Notification, out: list[Emission]) -> None:
-        out.append(logs.notification(rec))
-
-    def _task_complete(self, rec: TaskComplete, out: list[Emission]) -> None:
-        out.append(logs.task_complete(rec))
-
-    def _mode_change(self, rec: ModeChange, out: list[Emission]) -> None:
-        out.append(logs.mode_change(rec))
-
-
-_ROUTES: dict[type, Callable[[Projector, Any, list[Emission]], None]] = {
-    ToolCall: Projector._tool_call,
-    ModelCall: Projector._model_call,
-    Turn: Projector._turn,
-    PromptRun: Projector._prompt_run,
-    AgentRun: Projector._agent_run,
-    PromptStarted: Projector._prompt_started,
-    Detection: Projector._detection,
-    SessionStarted: Projector._session_started,
-    SessionResumed: Projector._session_resumed,
-    SessionShutdown: Projector._session_shutdown,
-    SessionError: Projector._session_error,
-    Abort: Projector._abort,
-    Compaction: Projector._compaction,
-    PermissionWait: Projector._permission,
-    HookRun: Projector._hook_run,
-    SessionWarning: Projector._session_warning,
-    SessionImported: Projector._session_imported,
-    Notification: Projector._notification,
-    TaskComplete: Projector._task_complete,
-    ModeChange: Projector._mode_change,
-}
+        return Projector
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

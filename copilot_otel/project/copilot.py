@@ -32,6 +32,9 @@ INTERACTION_ID: Final = "github.copilot.interaction_id"
 TURN_COUNT: Final = "github.copilot.turn_count"
 ERROR_STATUS_CODE: Final = "github.copilot.error_status_code"
 ABORT_REASON: Final = "github.copilot.abort_reason"
+USER_MESSAGE_INTERACTION_ID: Final = "github.copilot.user.message.interaction_id"
+# The tool-call counter's outcome key, unprefixed as the CLI's own metric has it.
+TOOL_SUCCESS: Final = "success"
 
 # Span event names.
 USER_MESSAGE_EVENT: Final = "github.copilot.user.message"
@@ -150,7 +153,7 @@ def skill(rec: SkillInvoked) -> dict[str, Any]:
 
 def user_message(rec: UserMessage) -> dict[str, Any]:
     attrs: dict[str, Any] = {"github.copilot.user.message.source": rec.source}
-    _put(attrs, "github.copilot.user.message.interaction_id", rec.interaction_id)
+    _put(attrs, USER_MESSAGE_INTERACTION_ID, rec.interaction_id)
     _put(attrs, "github.copilot.user.message.turn_id", rec.turn_id)
     return attrs
 

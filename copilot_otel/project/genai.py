@@ -30,14 +30,28 @@ TOOL_CALL_ARGUMENTS: Final = g.GEN_AI_TOOL_CALL_ARGUMENTS
 TOOL_CALL_RESULT: Final = g.GEN_AI_TOOL_CALL_RESULT
 INPUT_MESSAGES: Final = g.GEN_AI_INPUT_MESSAGES
 OUTPUT_MESSAGES: Final = g.GEN_AI_OUTPUT_MESSAGES
+SYSTEM_INSTRUCTIONS: Final = g.GEN_AI_SYSTEM_INSTRUCTIONS
+AGENT_ID: Final = g.GEN_AI_AGENT_ID
 RESPONSE_ID: Final = g.GEN_AI_RESPONSE_ID
 FINISH_REASONS: Final = g.GEN_AI_RESPONSE_FINISH_REASONS
-__all__ = ["CONVERSATION", "ERROR_TYPE", "EXCEPTION_MESSAGE", "EXCEPTION_TYPE", "SESSION_ID"]
+__all__ = [
+    "CONVERSATION",
+    "ERROR_TYPE",
+    "EXCEPTION_MESSAGE",
+    "EXCEPTION_TYPE",
+    "PROCESS_EXIT_CODE",
+    "SESSION_ID",
+]
 
 # Not (yet) in the package: the token modality of the CLI's usage metrics, and the reasoning effort a call was
 # made with (the name the CLI's own export writes).
 TOKEN_MODALITY: Final = "gen_ai.token.modality"
 REASONING_LEVEL: Final = "gen_ai.request.reasoning.level"
+
+# Event names (not in the package): a failed operation's exception event on its span, and a chat's details log
+# event carrying its captured messages.
+EXCEPTION_EVENT: Final = "gen_ai.client.operation.exception"
+DETAILS_EVENT: Final = "gen_ai.client.inference.operation.details"
 
 # Operation names (gen_ai.operation.name values).
 CHAT: Final = "chat"
@@ -89,7 +103,9 @@ def usage_counts(attrs: dict[str, Any], u: Usage) -> None:
         attrs[USAGE_OUTPUT] = u.output
 
 
-def model_call(rec: ModelCall) -> dict[str, Any]:
+def model_call(rec: ModelCall, error_type: str | None) -> dict[str, Any]:
+    """A chat span's GenAI attributes; ``error_type`` is :func:`model_call_error` of ``rec`` (the caller has it,
+    the metrics need it too)."""
     u = rec.usage
     attrs: dict[str, Any] = {
         OPERATION: CHAT,
@@ -110,8 +126,8 @@ def model_call(rec: ModelCall) -> dict[str, Any]:
         attrs[TIME_TO_FIRST_CHUNK] = rec.ttft_ms / 1000.0
     if rec.agent_name:
         attrs[AGENT_NAME] = rec.agent_name
-    if rec.outcome is not Outcome.OK:
-        attrs[ERROR_TYPE] = model_call_error(rec)
+    if error_type is not None:
+        attrs[ERROR_TYPE] = error_type
     return attrs
 
 
@@ -164,7 +180,7 @@ def agent_run(rec: AgentRun) -> dict[str, Any]:
     if rec.name is not None:
         attrs[AGENT_NAME] = rec.name
     if rec.agent_id is not None:
-        attrs[g.GEN_AI_AGENT_ID] = rec.agent_id
+        attrs[AGENT_ID] = rec.agent_id
     if rec.description is not None:
         attrs[g.GEN_AI_AGENT_DESCRIPTION] = rec.description
     if rec.model is not None:

@@ -91,10 +91,9 @@ def session_resumed(rec: SessionResumed) -> LogRecord:
     return _log(rec, rec.time_ns, "copilot_otel.session.resumed", "session resumed", {})
 
 
-def session_shutdown(rec: SessionShutdown) -> LogRecord:
-    return _traced(
-        rec, rec.time_ns, "copilot_otel.session.shutdown", "session shutdown", copilot.shutdown_totals(rec)
-    )
+def session_shutdown(rec: SessionShutdown, totals: dict[str, Any]) -> LogRecord:
+    """``totals``: :func:`.copilot.shutdown_totals` of ``rec`` (its prompt's span event carries them too)."""
+    return _traced(rec, rec.time_ns, "copilot_otel.session.shutdown", "session shutdown", totals)
 
 
 def session_error(rec: SessionError) -> LogRecord:
@@ -192,7 +191,7 @@ def inference_details(rec: ModelCall, content: Mapping[str, str]) -> LogRecord:
     return _traced(
         rec,
         rec.end_ns,
-        "gen_ai.client.inference.operation.details",
+        genai.DETAILS_EVENT,
         f"chat {rec.model}",
         attrs,
     )

@@ -15,6 +15,7 @@ INPUT_VALUE: Final = "input.value"
 INPUT_MIME_TYPE: Final = "input.mime_type"
 OUTPUT_VALUE: Final = "output.value"
 OUTPUT_MIME_TYPE: Final = "output.mime_type"
+TOOL_CALL_ID: Final = "tool_call.id"
 JSON: Final = "application/json"
 TEXT: Final = "text/plain"
 
@@ -40,7 +41,7 @@ def model_call(attrs: dict[str, Any], rec: ModelCall) -> None:
 def tool_call(attrs: dict[str, Any], rec: ToolCall, result_on_spans: bool) -> None:
     attrs[SPAN_KIND] = "TOOL"
     attrs["tool.name"] = rec.name
-    attrs["tool_call.id"] = rec.call_id
+    attrs[TOOL_CALL_ID] = rec.call_id
     if rec.arguments_json is not None:
         attrs[INPUT_VALUE] = rec.arguments_json
         attrs["tool.parameters"] = rec.arguments_json

@@ -39,6 +39,8 @@ MODE_CHANGED_EVENT: Final = "copilot_otel.session.mode_changed"
 WARNING_EVENT: Final = "copilot_otel.session.warning"
 WARNING_TYPE: Final = "copilot_otel.warning.type"
 HOOK_TYPE: Final = "copilot_otel.hook.type"
+AGENT_TASK_CALL_ID: Final = "copilot_otel.agent.task_call_id"
+SESSION_EVENT: Final = "copilot_otel.session.event"
 
 
 def _put(attrs: dict[str, Any], key: str, value: Any) -> None:
@@ -117,7 +119,7 @@ def turn(attrs: dict[str, Any], rec: Turn) -> None:
 
 def agent_run(attrs: dict[str, Any], rec: AgentRun) -> None:
     _put(attrs, "copilot_otel.agent.display_name", rec.display_name)
-    _put(attrs, "copilot_otel.agent.task_call_id", rec.task_call_id)
+    _put(attrs, AGENT_TASK_CALL_ID, rec.task_call_id)
     attrs["copilot_otel.agent.tool_calls"] = rec.tool_calls
     if rec.background:
         attrs["copilot_otel.agent.background"] = True

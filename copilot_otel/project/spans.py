@@ -16,10 +16,9 @@ span names, kinds and statuses, and where captured content goes (on spans only w
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from .. import messages
 from ..activity import (
     Abort,
     AgentRun,
@@ -44,7 +43,7 @@ from ..activity import (
     UserMessage,
 )
 from ..records import AttrValue, SpanEventRecord, SpanKind, SpanRecord, StatusCode
-from . import copilot, genai, langfuse, ours
+from . import copilot, genai, langfuse, messages, ours
 from . import openinference as oi
 
 # Status messages (and the messages of exception events) are cut to this many characters.
@@ -96,9 +95,10 @@ def _span(
     )
 
 
-def model_call(rec: ModelCall, content: Mapping[str, str] | None) -> SpanRecord:
-    """``chat {model}``; ``content`` is the captured conversation when it goes on spans."""
-    attrs = genai.model_call(rec)
+def model_call(rec: ModelCall, content: Mapping[str, str] | None, error_type: str | None) -> SpanRecord:
+    """``chat {model}``; ``content`` is the captured conversation when it goes on spans, ``error_type`` the
+    call's (:func:`.genai.model_call_error`)."""
+    attrs = genai.model_call(rec, error_type)
     copilot.model_call(attrs, rec)
     oi.model_call(attrs, rec)
     ours.model_call(attrs, rec)
@@ -140,7 +140,7 @@ def tool_call(rec: ToolCall, content_on_spans: bool) -> SpanRecord:
     if rec.error_type in ("ToolError", "denied"):
         events = (
             SpanEventRecord(
-                "gen_ai.client.operation.exception",
+                genai.EXCEPTION_EVENT,
                 rec.end_ns,
                 {genai.EXCEPTION_TYPE: rec.error_type, genai.EXCEPTION_MESSAGE: failure},
             ),
@@ -206,8 +206,12 @@ def agent_run(rec: AgentRun) -> SpanRecord:
     )
 
 
-def prompt_run(rec: PromptRun) -> SpanRecord:
-    """``invoke_agent``: the prompt's root span, with what happened during it as span events."""
+def prompt_run(
+    rec: PromptRun,
+    shutdown_totals: Callable[[SessionShutdown], dict[str, AttrValue]] = copilot.shutdown_totals,
+) -> SpanRecord:
+    """``invoke_agent``: the prompt's root span, with what happened during it as span events (a shutdown's
+    totals from ``shutdown_totals``, which may have them already for the shutdown's log event)."""
     attrs = genai.prompt_run(rec)
     copilot.prompt_run(attrs, rec)
     oi.prompt_run(attrs, rec)
@@ -229,12 +233,14 @@ def prompt_run(rec: PromptRun) -> SpanRecord:
         attributes=attrs,
         status=StatusCode.ERROR if rec.error else StatusCode.UNSET,
         status_message=rec.status_message[:STATUS_MESSAGE_MAX] if rec.error and rec.status_message else None,
-        events=tuple(note_event(note) for note in rec.notes),
+        events=tuple(note_event(note, shutdown_totals) for note in rec.notes),
         source_offset=rec.source_offset,
     )
 
 
-def note_event(note: Note) -> SpanEventRecord:
+def note_event(
+    note: Note, shutdown_totals: Callable[[SessionShutdown], dict[str, AttrValue]] = copilot.shutdown_totals
+) -> SpanEventRecord:
     """What happened during a prompt, as an event on its root span."""
     if isinstance(note, UserMessage):
         attrs = copilot.user_message(note)
@@ -243,14 +249,14 @@ def note_event(note: Note) -> SpanEventRecord:
     if isinstance(note, Detection):
         return SpanEventRecord(ours.RUNAWAY_EVENT, note.time_ns, ours.detection(note, genai.TOOL_NAME))
     if isinstance(note, SessionShutdown):
-        return SpanEventRecord(copilot.SHUTDOWN_EVENT, note.time_ns, copilot.shutdown_totals(note))
+        return SpanEventRecord(copilot.SHUTDOWN_EVENT, note.time_ns, shutdown_totals(note))
     if isinstance(note, SessionError):
         attrs = {
             genai.EXCEPTION_TYPE: note.error_type,
             genai.EXCEPTION_MESSAGE: note.message[:STATUS_MESSAGE_MAX],
         }
         copilot.error(attrs, note)
-        return SpanEventRecord("gen_ai.client.operation.exception", note.time_ns, attrs)
+        return SpanEventRecord(genai.EXCEPTION_EVENT, note.time_ns, attrs)
     if isinstance(note, Abort):
         return SpanEventRecord(copilot.ABORT_EVENT, note.time_ns, copilot.abort(note))
     if isinstance(note, Compaction):

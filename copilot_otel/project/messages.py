@@ -4,7 +4,8 @@
 semantic conventions' message schemas (``{"role", "parts": [{"type": "text" | "tool_call" | "tool_call_response" |
 "reasoning", ...}]}``), as the Copilot CLI's own export writes them; OpenInference's ``input.value`` /
 ``output.value`` carry the same text for Phoenix. Kept apart from the fold, which decides *which* captured texts
-belong to which call or agent: here is only *how* they are written. Every text passed in is already scrubbed and
+belong to which call or agent: here is only *how* they are written, under the names :mod:`.genai` and
+:mod:`.openinference` declare. Every text passed in is already scrubbed and
 cut (:mod:`copilot_otel.content`), so each part is bounded and the JSON always valid.
 """
 
@@ -14,6 +15,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import orjson
+
+from . import genai
+from . import openinference as oi
 
 Message = dict[str, Any]
 Part = dict[str, Any]
@@ -65,23 +69,23 @@ def chat_attributes(
     """
     attrs: dict[str, str] = {}
     if input_messages:
-        attrs["input.value"] = "\n\n".join(
+        attrs[oi.INPUT_VALUE] = "\n\n".join(
             part.get("content") or part.get("response") or ""
             for message in input_messages
             for part in message["parts"]
         )
-        attrs["input.mime_type"] = "text/plain"
-        attrs["gen_ai.input.messages"] = dumps(list(input_messages))
+        attrs[oi.INPUT_MIME_TYPE] = oi.TEXT
+        attrs[genai.INPUT_MESSAGES] = dumps(list(input_messages))
     parts: list[Part] = [{"type": "reasoning", "content": block} for block in reasoning]
     if text is not None:
-        attrs["output.value"] = text
+        attrs[oi.OUTPUT_VALUE] = text
         parts.append({"type": "text", "content": text})
     parts.extend(tool_calls)
     if parts:
         answer: Message = {"role": "assistant", "parts": parts}
         if finish_reason:
             answer["finish_reason"] = finish_reason
-        attrs["gen_ai.output.messages"] = dumps([answer])
+        attrs[genai.OUTPUT_MESSAGES] = dumps([answer])
     return attrs
 
 
@@ -95,11 +99,11 @@ def agent_attributes(
     """
     attrs: dict[str, str] = {}
     if system_text is not None:
-        attrs["gen_ai.system_instructions"] = dumps([{"type": "text", "content": system_text}])
+        attrs[genai.SYSTEM_INSTRUCTIONS] = dumps([{"type": "text", "content": system_text}])
     if input_text is not None:
-        attrs["gen_ai.input.messages"] = dumps([user_message(input_text)])
+        attrs[genai.INPUT_MESSAGES] = dumps([user_message(input_text)])
     if output_text is not None:
-        attrs["gen_ai.output.messages"] = dumps(
+        attrs[genai.OUTPUT_MESSAGES] = dumps(
             [{"role": "assistant", "parts": [{"type": "text", "content": output_text}]}]
         )
     return attrs
