@@ -12,6 +12,7 @@ Nothing else in the package calls an OS-specific function: only the modules here
 ``open_private``           a state file of ours: 0600, never through a link (``O_NOFOLLOW``), temporaries ``O_EXCL``
 ``private_dir_problem``    why a state directory other users can write (or own) is unsafe (POSIX; ACLs on Windows)
 ``max_open_files``         the descriptor limit (``RLIMIT_NOFILE``; a fixed default on Windows)
+``release_free_memory``    freed heap pages back to the OS after a big scan (glibc ``malloc_trim``; Linux)
 ``dir_watcher``            change hints for the session folders: inotify (Linux), watchdog elsewhere
 ``lock_exclusive``         the one-daemon lock (:mod:`filelock`), with the holder's pid readable
 ``process_alive``          liveness and identity of a process (:mod:`psutil`): a reused pid is not the CLI

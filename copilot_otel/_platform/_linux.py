@@ -39,7 +39,8 @@ IN_ISDIR = 0x40000000
 _CHANGES = IN_CREATE | IN_MODIFY | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE
 _ROOT_MASK = _CHANGES | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR  # the root may be reached through a link
 # A session folder that is a link is not watched (discovery follows a link only after checking where it leads).
-_FOLDER_MASK = _CHANGES | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK
+# IN_MOVE_SELF: a folder moved out of the root must lose its watch (its events would come under a wrong name).
+_FOLDER_MASK = _CHANGES | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK
 _ROOT_GONE = IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT | IN_IGNORED
 # struct inotify_event: int wd; uint32_t mask, cookie, len; char name[len] (NUL-padded).
 _EVENT = struct.Struct("iIII")
@@ -57,6 +58,16 @@ class Linux(Posix):
         # are aggregated, not given to the SDK) and its HTTP session is not used by the children. gRPC channels
         # must not cross a fork, so gRPC replays spawn fresh interpreters instead.
         return "spawn" if protocol == "grpc" else "fork"
+
+    def release_free_memory(self) -> None:
+        # glibc keeps freed heap pages (the big dict tables of a scan land on its heap, not in pymalloc's arenas)
+        # until told: ~8 MiB at 100,000 sessions. musl has no malloc_trim and returns memory by itself.
+        try:
+            trim = getattr(_libc(), "malloc_trim", None)
+        except OSError:
+            return
+        if trim is not None:
+            trim(0)
 
     def dir_watcher(self, root: str, sink: WatchSink) -> DirWatcher:
         """One inotify descriptor with a watch on the root and on each session folder (:class:`InotifyWatcher`)."""
@@ -93,17 +104,71 @@ def decode_events(data: bytes) -> Iterator[tuple[int, int, str]]:
         yield wd, mask, os.fsdecode(name)
 
 
+class _WdTable:
+    """``wd -> session folder name``, as a list indexed by ``wd`` (8 bytes a folder, where a dict costs ~80: 100,000
+    folders take 9 MiB with their names instead of 17).
+
+    Linux numbers a descriptor's watches 1, 2, 3, ... and never reuses a number before it wraps at ``INT_MAX``
+    (``idr_alloc_cyclic``), so the list is as long as the watches this descriptor ever made (one per folder watched
+    at start, one per folder created since). A number far past the end (another allocator) goes to a dict instead.
+    """
+
+    _FAR = 1 << 16  # a wd this far past the list's end is kept in the dict
+
+    def __init__(self) -> None:
+        self._names: list[str | None] = [None]
+        self._far: dict[int, str] = {}
+        self._count = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    def get(self, wd: int) -> str | None:
+        return self._names[wd] if 0 <= wd < len(self._names) else self._far.get(wd)
+
+    def __setitem__(self, wd: int, name: str) -> None:
+        self._count += self.get(wd) is None
+        if 0 <= wd < len(self._names) + self._FAR:
+            if wd >= len(self._names):
+                self._names.extend([None] * (wd + 1 - len(self._names)))
+            self._names[wd] = name
+        else:
+            self._far[wd] = name
+
+    def pop(self, wd: int, default: None = None) -> str | None:
+        name = self.get(wd)
+        if name is not None:
+            self._count -= 1
+            if 0 <= wd < len(self._names):
+                self._names[wd] = None
+            else:
+                del self._far[wd]
+        return name
+
+    def items(self) -> Iterator[tuple[int, str]]:
+        yield from ((wd, name) for wd, name in enumerate(self._names) if name is not None)
+        yield from self._far.items()
+
+    def values(self) -> Iterator[str]:
+        return (name for _, name in self.items())
+
+    def clear(self) -> None:
+        self._names, self._far, self._count = [None], {}, 0
+
+
 class InotifyWatcher:
     """A :class:`~._portable.DirWatcher` on one inotify descriptor: a watch on the root and one per session folder.
 
     Why not watchdog here: its recursive inotify watch keeps ~660 bytes of Python objects per folder (66 MiB and 4 s
     for 100,000 session folders) and, after a queue overflow, deletes and re-adds every watch of the tree. Here a
-    folder costs one kernel watch and two dict entries (``wd -> name``, ``name -> wd``), and an overflow costs one
-    listing of the root, adding watches only for the folders that appeared meanwhile. Events are read on one thread
+    folder costs one kernel watch and one ``wd -> name`` entry (~100 bytes: the name and a list slot), and an
+    overflow costs one listing of the root, adding watches only for the folders that appeared meanwhile. Events are read on one thread
     that sleeps in ``poll(2)`` (no timeout: idle, it costs nothing), woken by a pipe to stop.
 
     A new folder is reported to the sink after its watch is added, so the scan it triggers sees any file written
-    before the watch existed. ``watch_limit`` stands in for ``fs.inotify.max_user_watches`` (tests: the real limit
+    before the watch existed. A folder renamed within the root keeps its watch (``inotify_add_watch`` on the new name
+    returns the same ``wd``, which takes the new name, before the folder's own ``IN_MOVE_SELF`` arrives); one moved
+    out of the root gets its ``IN_MOVE_SELF`` without that and its watch is removed. ``watch_limit`` stands in for ``fs.inotify.max_user_watches`` (tests: the real limit
     cannot be lowered unprivileged); reaching either gives ``ENOSPC``.
     """
 
@@ -114,15 +179,17 @@ class InotifyWatcher:
         self._fd = -1
         self._wake: tuple[int, int] | None = None  # the stop pipe (read end, write end)
         self._root_wd = -1
-        self._folders: dict[int, str] = {}  # wd -> session folder name
-        self._wds: dict[str, int] = {}  # session folder name -> wd
+        self._folders = _WdTable()  # wd -> session folder name
+        self._renamed: set[int] = (
+            set()
+        )  # watches given a new name whose folder's IN_MOVE_SELF is still to come
         self._thread: threading.Thread | None = None
         self._lost = False
 
     @property
     def watched_folders(self) -> set[str]:
         """Names of the session folders watched now."""
-        return set(self._wds)
+        return set(self._folders.values())
 
     def start(self) -> None:
         if (
@@ -164,7 +231,7 @@ class InotifyWatcher:
                 os.close(fd)
         self._fd, self._wake, self._root_wd = -1, None, -1
         self._folders.clear()
-        self._wds.clear()
+        self._renamed.clear()
 
     # -- watches ---------------------------------------------------------------------------------
 
@@ -184,21 +251,20 @@ class InotifyWatcher:
             if exc.errno == errno.ENOSPC:
                 raise
             return
-        previous = self._folders.get(wd)  # the same folder under another name (a move we did not see)
+        previous = self._folders.get(wd)
         if previous is not None and previous != name:
-            self._wds.pop(previous, None)
+            self._renamed.add(wd)  # the same folder under a new name: renamed within the root
         self._folders[wd] = name
-        self._wds[name] = wd
 
     def _watch_folders(self) -> None:
         """Watch every folder of the root not watched yet, and forget those gone (at start and after an overflow).
 
         One listing of the root, no ``stat``: the entries' types come with the listing."""
         with os.scandir(self._root) as it:
-            present = [entry.name for entry in it if entry.is_dir(follow_symlinks=False)]
-        for name in self._wds.keys() - set(present):
-            self._folders.pop(self._wds.pop(name), None)
-        missing = [name for name in present if name not in self._wds]
+            present = {entry.name for entry in it if entry.is_dir(follow_symlinks=False)}
+        for wd in [wd for wd, name in self._folders.items() if name not in present]:
+            self._folders.pop(wd)
+        missing = present - set(self._folders.values())
         for done, name in enumerate(missing):
             try:
                 self._watch_folder(name)
@@ -245,9 +311,9 @@ class InotifyWatcher:
             elif wd == self._root_wd:
                 self._root_event(mask, name, changed)
             elif mask & IN_IGNORED:  # the folder was deleted (or its watch removed): forget it
-                folder = self._folders.pop(wd, None)
-                if folder is not None and self._wds.get(folder) == wd:
-                    del self._wds[folder]
+                self._folders.pop(wd, None)
+            elif mask & IN_MOVE_SELF:
+                self._moved(wd)
             elif name and not mask & IN_ISDIR and (folder := self._folders.get(wd)) is not None:
                 changed[os.path.join(self._root, folder, name)] = None
         for path in changed:
@@ -270,13 +336,15 @@ class InotifyWatcher:
             self._sink.folder_added(
                 path
             )  # after its watch: the scan it causes sees what came before the watch
-        elif mask & (IN_DELETE | IN_MOVED_FROM):
-            wd = self._wds.pop(name, None)
-            if wd is not None:
-                self._folders.pop(wd, None)
-                if mask & IN_MOVED_FROM:  # the watch follows the folder out of the root: drop it
-                    _libc().inotify_rm_watch(self._fd, wd)
+        elif mask & (IN_DELETE | IN_MOVED_FROM):  # its watch goes with IN_IGNORED, or at its IN_MOVE_SELF
             self._sink.folder_removed(path)
+
+    def _moved(self, wd: int) -> None:
+        """A watched folder was renamed: still ours if the root's ``IN_MOVED_TO`` gave its watch the new name."""
+        if wd in self._renamed:
+            self._renamed.discard(wd)
+        elif self._folders.pop(wd, None) is not None:  # moved out of the root: its events are no longer ours
+            _libc().inotify_rm_watch(self._fd, wd)
 
     def _overflowed(self) -> None:
         """The kernel dropped events: folders may have come or gone unseen. Mend the watches, then tell the sink."""

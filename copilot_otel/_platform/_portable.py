@@ -222,6 +222,10 @@ class Platform:
         default: Windows has no such per-process limit to read (its C runtime allows 8192 descriptors)."""
         return DEFAULT_MAX_OPEN_FILES
 
+    def release_free_memory(self) -> None:
+        """Hand memory the process freed back to the OS, after a burst of short-lived objects (a scan of 100,000
+        session folders builds and drops ~20 MiB). Here nothing: only glibc's allocator needs telling."""
+
     def dir_watcher(self, root: str, sink: WatchSink) -> DirWatcher:
         """A watcher of the session-state folder ``root`` and the session folders in it, reporting to ``sink``.
 
