@@ -1085,6 +1085,7 @@ def measure_scale(bench: Bench, sessions: int, live_s: float, idle_s: float) -> 
             fig.live_spans_ok = counts.get("spans", 0) >= before + live_spans
             if idle_s:
                 time.sleep(15.0)  # the live session settles (descriptor closed, forgotten to its stat)
+                scans0 = orjson.loads((state / "status.json").read_bytes()).get("scans", 0)
                 cpu0, threads0, t0 = proc_cpu_s(proc.pid), thread_cpu_s(proc.pid), time.monotonic()
                 time.sleep(idle_s)
                 elapsed = time.monotonic() - t0
@@ -1097,6 +1098,8 @@ def measure_scale(bench: Bench, sessions: int, live_s: float, idle_s: float) -> 
                     )
                     + f" of {len(spent)} threads"
                 )
+                scans = orjson.loads((state / "status.json").read_bytes()).get("scans", 0) - scans0
+                fig.idle_threads += f"; {scans} periodic scan{'' if scans == 1 else 's'} in the window"
             fig.idle_rss_mib = proc_rss_mib(proc.pid)
         settled = wait_settled(receiver, 2.0, 30.0)
         fig.resent = settled.get("spans", 0) - before - live_spans
