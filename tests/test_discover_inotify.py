@@ -259,7 +259,10 @@ def test_watch_limit_at_start_falls_back_to_polling_with_the_reason(
     assert _inotify_watches().count(3) == 0  # the half-built watcher's descriptor was closed
 
 
-def test_watch_limit_reached_by_a_new_folder_falls_back_to_polling(root: Path) -> None:
+def test_watch_limit_reached_by_a_new_folder_falls_back_to_polling(
+    root: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="copilot_otel.discover")
     first = _session(root, "s0")
     changes = Changes()
     disc = Discovery(root, changes, poll_interval_s=0.05, watcher_factory=_Kept(watch_limit=3))
@@ -274,6 +277,7 @@ def test_watch_limit_reached_by_a_new_folder_falls_back_to_polling(root: Path) -
         assert changes.wait_for(second, third)
         assert _until(lambda: mode_of(disc) == "polling")
         assert disc.degraded == "inotify watches exhausted"
+        assert "max_user_watches) is reached" in caplog.text and "s2" in caplog.text
         fourth = _session(root, "s3")
         assert changes.wait_for(fourth)
     finally:

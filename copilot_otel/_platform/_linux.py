@@ -237,11 +237,15 @@ class InotifyWatcher:
 
     def _add(self, path: str, mask: int) -> int:
         if self._limit is not None and len(self._folders) + (self._root_wd >= 0) >= self._limit:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
-        wd: int = _libc().inotify_add_watch(self._fd, os.fsencode(path), mask)
-        if wd < 0:
-            raise _last_error(path)
-        return wd
+            code = errno.ENOSPC
+        else:
+            wd: int = _libc().inotify_add_watch(self._fd, os.fsencode(path), mask)
+            if wd >= 0:
+                return wd
+            code = ctypes.get_errno()
+        if code == errno.ENOSPC:  # (its strerror, "No space left on device", would mislead)
+            raise OSError(code, "the inotify watch limit (fs.inotify.max_user_watches) is reached", path)
+        raise OSError(code, os.strerror(code), path)
 
     def _watch_folder(self, name: str) -> None:
         """Watch ``root/name``; a folder that vanished or is a link is left alone, ``ENOSPC`` raises."""
