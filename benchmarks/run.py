@@ -709,6 +709,18 @@ def proc_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def thread_cpu_s(pid: int) -> dict[int, float]:
+    """utime + stime of each thread of a running process, by thread id (``/proc/<pid>/task/*/stat``)."""
+    found: dict[int, float] = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended meanwhile
+        found[int(task.name)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return found
+
+
 def proc_rss_mib(pid: int, key: str = "VmRSS") -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith(key + ":"):
@@ -977,6 +989,7 @@ class ScaleFigures:
     live_cpu: float = 0.0
     live_spans_ok: bool = False
     idle_cpu: float = 0.0
+    idle_threads: str = ""  # the busiest threads over the idle window ("main" is the loop)
     idle_rss_mib: float = 0.0
     resent: int = 0
 
@@ -1041,7 +1054,7 @@ def measure_scale(bench: Bench, sessions: int, live_s: float, idle_s: float) -> 
             if match:
                 fig.resumed_s = (_log_time_ns(match.group(1)) - spawn_ns) / 1e9
                 fig.resumed = int(match.group(2))
-            # The start-up scans (the first, and the one once the recursive watch is up) run on discovery's thread:
+            # The start-up scans (the first, and the one once the watch is up) run on discovery's thread:
             # the live window starts after them, so that it measures what a live session costs.
             deadline = time.monotonic() + 300
             while time.monotonic() < deadline:
@@ -1072,9 +1085,21 @@ def measure_scale(bench: Bench, sessions: int, live_s: float, idle_s: float) -> 
             fig.live_spans_ok = counts.get("spans", 0) >= before + live_spans
             if idle_s:
                 time.sleep(15.0)  # the live session settles (descriptor closed, forgotten to its stat)
-                cpu0, t0 = proc_cpu_s(proc.pid), time.monotonic()
+                scans0 = orjson.loads((state / "status.json").read_bytes()).get("scans", 0)
+                cpu0, threads0, t0 = proc_cpu_s(proc.pid), thread_cpu_s(proc.pid), time.monotonic()
                 time.sleep(idle_s)
-                fig.idle_cpu = (proc_cpu_s(proc.pid) - cpu0) / (time.monotonic() - t0)
+                elapsed = time.monotonic() - t0
+                fig.idle_cpu = (proc_cpu_s(proc.pid) - cpu0) / elapsed
+                spent = {tid: cpu - threads0.get(tid, 0.0) for tid, cpu in thread_cpu_s(proc.pid).items()}
+                busiest = sorted(spent.items(), key=lambda item: -item[1])[:3]
+                fig.idle_threads = (
+                    ", ".join(
+                        f"{'main' if tid == proc.pid else tid} {cpu / elapsed:.2%}" for tid, cpu in busiest
+                    )
+                    + f" of {len(spent)} threads"
+                )
+                scans = orjson.loads((state / "status.json").read_bytes()).get("scans", 0) - scans0
+                fig.idle_threads += f"; {scans} periodic scan{'' if scans == 1 else 's'} in the window"
             fig.idle_rss_mib = proc_rss_mib(proc.pid)
         settled = wait_settled(receiver, 2.0, 30.0)
         fig.resent = settled.get("spans", 0) - before - live_spans
@@ -1150,6 +1175,12 @@ def bench_scale(bench: Bench) -> list[Row]:
             "",
             f"≤ {TARGET_SCALE_IDLE_CPU:.1%}",
             b.idle_cpu <= TARGET_SCALE_IDLE_CPU,
+        ),
+        Row(
+            f"scale: idle CPU by thread, {big:,} sessions",
+            *pair(lambda f: f.idle_threads or "n/a"),
+            "",
+            "info",
         ),
         Row(
             f"scale: idle RSS, {big:,} sessions (MiB)",

@@ -390,9 +390,11 @@ class Daemon:
 
     def _scan_period(self) -> float:
         """How often to scan: the configured interval (six times it while notifications work), and never more
-        often than :data:`SCAN_SHARE` of the time allows for what the last scan cost."""
-        base = self.config.rescan_interval * (6 if self._discovery.mode == "inotify" else 1)
-        return max(base, self._scan_cost_s / SCAN_SHARE)
+        often than :data:`SCAN_SHARE` of the time allows for what the last scan cost (a fifth of it while they work:
+        the watcher reports what it loses, so the scan only guards against what it cannot see)."""
+        watching = self._discovery.mode == "inotify"
+        base = self.config.rescan_interval * (6 if watching else 1)
+        return max(base, self._scan_cost_s / (SCAN_SHARE / 5 if watching else SCAN_SHARE))
 
     def _said_resumed(self) -> None:
         """Said once the checkpoints are restored, before the first scan (which at 100,000 sessions takes a second

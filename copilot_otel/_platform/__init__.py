@@ -12,7 +12,8 @@ Nothing else in the package calls an OS-specific function: only the modules here
 ``open_private``           a state file of ours: 0600, never through a link (``O_NOFOLLOW``), temporaries ``O_EXCL``
 ``private_dir_problem``    why a state directory other users can write (or own) is unsafe (POSIX; ACLs on Windows)
 ``max_open_files``         the descriptor limit (``RLIMIT_NOFILE``; a fixed default on Windows)
-``inotify_watched_inodes`` the directories our inotify watches cover (Linux; ``None`` elsewhere)
+``release_free_memory``    freed heap pages back to the OS after a big scan (glibc ``malloc_trim``; Linux)
+``dir_watcher``            change hints for the session folders: inotify (Linux), watchdog elsewhere
 ``lock_exclusive``         the one-daemon lock (:mod:`filelock`), with the holder's pid readable
 ``process_alive``          liveness and identity of a process (:mod:`psutil`): a reused pid is not the CLI
 ``process_facts``          who a process is (user, executable, start time, terminal) before it is interrupted
@@ -39,14 +40,16 @@ import sys
 
 from ._console import can_encode_glyphs, text_streams, utf8_stdout
 from ._keys import single_keys
-from ._portable import DefaultDirs, LockHeld, Platform, ProcessFacts, ServiceManager
+from ._portable import DefaultDirs, DirWatcher, LockHeld, Platform, ProcessFacts, ServiceManager, WatchSink
 
 __all__ = [
     "DefaultDirs",
+    "DirWatcher",
     "LockHeld",
     "Platform",
     "ProcessFacts",
     "ServiceManager",
+    "WatchSink",
     "can_encode_glyphs",
     "current",
     "for_platform",
