@@ -406,19 +406,19 @@ class Database:
         Raises:
             StateError: The database cannot be read.
         """
-        with self._reading(), self._lock:
-            rows = (
-                self.connection()
-                .execute("SELECT path, inode, size, mtime_ns, safe_offset, acked_offset FROM checkpoints")
-                .fetchall()
-            )
         known: dict[str, int] = {}
         others: list[str] = []
-        for path, inode, size, mtime_ns, safe, acked in rows:
-            if size and mtime_ns and safe == acked == size:
-                known[path] = hash((int(inode), size, mtime_ns))
-            else:
-                others.append(path)
+        # Row by row from the cursor, not fetchall(): 100,000 rows of six values held at once (~25 MB) would be
+        # freed around the path strings kept, leaving the daemon's heap that much larger for as long as it runs.
+        with self._reading(), self._lock:
+            rows = self.connection().execute(
+                "SELECT path, inode, size, mtime_ns, safe_offset, acked_offset FROM checkpoints"
+            )
+            for path, inode, size, mtime_ns, safe, acked in rows:
+                if size and mtime_ns and safe == acked == size:
+                    known[path] = hash((int(inode), size, mtime_ns))
+                else:
+                    others.append(path)
         return known, others
 
     def count(self) -> int:
