@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import logging
 import re
+from functools import cache
 from pathlib import PurePath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from rich.console import Console, ConsoleOptions, ConsoleRenderable, RenderableType, RenderHook, RenderResult
-from rich.segment import Segment
+if TYPE_CHECKING:
+    from rich.console import Console, RenderHook
 
 __all__ = [
     "SafeLogFilter",
@@ -126,29 +127,43 @@ def message(text: str) -> str:
     return printable(scrub(text))
 
 
-class _Neutralised:
-    """A renderable drawn as ``inner`` is, with control characters of its text made visible (the style codes
-    ``rich`` adds itself are not text, so colours stay)."""
+@cache
+def _neutralise_hook() -> type[RenderHook]:
+    """The render hook class, built on first use: ``rich`` is imported by the commands that draw, not by every
+    command that imports this module (``--help``, ``config``, the daemon's log lines)."""
+    from rich.console import (
+        ConsoleOptions,
+        ConsoleRenderable,
+        RenderableType,
+        RenderHook,
+        RenderResult,
+    )
+    from rich.segment import Segment
 
-    def __init__(self, inner: RenderableType) -> None:
-        self.inner = inner
+    class Neutralised:
+        """A renderable drawn as ``inner`` is, with control characters of its text made visible (the style
+        codes ``rich`` adds itself are not text, so colours stay)."""
 
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        for segment in console.render(self.inner, options):
-            if segment.control is None and _CONTROL.search(segment.text):
-                yield Segment(printable(segment.text), segment.style)
-            else:
-                yield segment
+        def __init__(self, inner: RenderableType) -> None:
+            self.inner = inner
 
+        def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+            for segment in console.render(self.inner, options):
+                if segment.control is None and _CONTROL.search(segment.text):
+                    yield Segment(printable(segment.text), segment.style)
+                else:
+                    yield segment
 
-class _NeutraliseHook(RenderHook):
-    def process_renderables(self, renderables: list[ConsoleRenderable]) -> list[ConsoleRenderable]:
-        return [_Neutralised(r) for r in renderables]
+    class NeutraliseHook(RenderHook):
+        def process_renderables(self, renderables: list[ConsoleRenderable]) -> list[ConsoleRenderable]:
+            return [Neutralised(r) for r in renderables]
+
+    return NeutraliseHook
 
 
 def neutralise(console: Console) -> Console:
     """``console`` with every renderable it prints neutralised (see :func:`printable`); returns it."""
-    console.push_render_hook(_NeutraliseHook())
+    console.push_render_hook(_neutralise_hook()())
     return console
 
 

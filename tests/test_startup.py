@@ -65,6 +65,17 @@ def test_light_commands_load_neither_the_pipeline_nor_the_exporter(
     assert _loaded(modules, FOLDING) == []
 
 
+@pytest.mark.parametrize("command", ["--help", "config"])
+def test_commands_that_draw_nothing_do_not_load_the_terminal_library(
+    _isolated_home: Path, command: str
+) -> None:
+    """``rich`` (about 40 ms of import) is for the commands that draw tables and trees; ``display``'s neutralising
+    render hook builds on it only when one asks for it."""
+    modules = _modules_after(_isolated_home, command)
+    assert "copilot_otel.display" in modules  # the error and log wording is loaded...
+    assert _loaded(modules, (), ("rich",)) == []  # ...without the terminal library
+
+
 FAILING = str(CLI_GENERATED / "failing-tool" / "events.jsonl")
 
 
