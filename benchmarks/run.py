@@ -1193,11 +1193,90 @@ def bench_scale(bench: Bench) -> list[Row]:
     return rows
 
 
+TARGET_LIGHT_IMPORT_MS = 100  # issue 25: --help, status, config import in under 100 ms
+_STARTUP_PROBE = "import sys; from copilot_otel.cli import main; sys.exit(main(sys.argv[1:]))"
+_SENDING = ("opentelemetry.sdk", "opentelemetry.exporter", "grpc", "copilot_otel.export")
+
+
+def import_profile(bench: Bench, argv: Sequence[str]) -> tuple[float, set[str]]:
+    """One fresh interpreter running ``copilot-otel ARGV`` under ``-X importtime``: the command's import time
+    (the sum of the own times of every module imported after the interpreter's start, so lazy imports made while
+    the command runs count too, in ms) and the modules it imported."""
+    env = bench.env(PYTHONPATH=str(ROOT))
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", _STARTUP_PROBE, *argv],
+        env=env,
+        cwd=bench.home,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    total_us, modules = 0, set()
+    for line in proc.stderr.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        own, _cumulative, name = line[len("import time:") :].split("|", 2)
+        if name == " site":  # the interpreter's own start (site, encodings) ends here: what follows is ours
+            total_us, modules = 0, set()
+            continue
+        total_us += int(own)
+        modules.add(name.strip())
+    return total_us / 1000, modules
+
+
+def bench_startup(bench: Bench) -> list[Row]:
+    """Import time per command (median of fresh interpreters): the light commands load neither the pipeline nor
+    the exporter, ``show`` no exporter (``tests/test_startup.py`` holds which modules; this, how long)."""
+    session = bench.work / "startup-session"
+    history.generate(session, 0, sessions=1, seed=51, only="multi-tool")
+    (log,) = history_files([session])
+    runs = 3 if bench.quick else 7
+    commands: list[tuple[str, list[str]]] = [
+        ("--help", ["--help"]),
+        ("status", ["status"]),
+        ("config", ["config"]),
+        ("show SESSION", ["show", str(log.parent)]),
+        (
+            "replay (for comparison)",
+            ["replay", str(log.parent), "--output-file", str(bench.work / "s.jsonl")],
+        ),
+    ]
+    rows = []
+    for label, argv in commands:
+        times: list[float] = []
+        loaded: set[str] = set()
+        for _ in range(runs):
+            ms, loaded = import_profile(bench, argv)
+            times.append(ms)
+        median = statistics.median(times)
+        light = label in ("--help", "status", "config")
+        sending = sorted(m for m in loaded if m.startswith(_SENDING))
+        if label.startswith("show"):
+            rows.append(
+                Row(
+                    "start-up: show imports the exporter or the SDK",
+                    "no" if not sending else ", ".join(sending[:3]),
+                    target="no",
+                    ok=not sending,
+                )
+            )
+        rows.append(
+            Row(
+                f"start-up: {label}, import time (ms, median of {runs})",
+                f"{median:.0f}",
+                target=f"< {TARGET_LIGHT_IMPORT_MS}" if light else "info",
+                ok=(median < TARGET_LIGHT_IMPORT_MS) if light else None,
+            )
+        )
+    return rows
+
+
 DAEMON_BENCHES: list[tuple[str, Callable[[Bench], list[Row]]]] = [
     ("live latency p50 / p99", bench_live_latency),
     ("idle CPU/RSS, restart with checkpoints", bench_idle_and_restart),
     ("burst 50×200 ev/s", bench_burst),
     ("history at scale", bench_scale),
+    ("start-up: import time per command", bench_startup),
 ]
 
 
