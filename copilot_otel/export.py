@@ -858,10 +858,10 @@ class Sender:
                 self._log.log(
                     logging.WARNING,
                     "retry",
-                    "export failed (%s); retrying in %.1fs (%d retries so far)",
+                    "export failed (%s); retrying in %.1fs (%s so far)",
                     result.message,
                     wait,
-                    self.stats.retries,
+                    display.count(self.stats.retries, "retry", "retries"),
                 )
             if self.stop.wait(wait):
                 return Delivery(False, error=f"stopped while retrying: {result.message}")

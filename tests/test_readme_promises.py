@@ -1,0 +1,194 @@
+"""The README's promises, each held by the real program: a real command or a real ``copilot-otel run`` over copies
+of the test fixtures, in a tmp home, against the real receiver. Each test quotes the sentence it holds.
+
+The promises other files already hold are not repeated here (tests/test_readme.py: the metric and settings tables,
+the Quick start command; the others are named in the report of the review that wrote this file).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CLI_GENERATED
+from tests.daemon_process import ROOT, DaemonProcess
+from tests.otlp_receiver import OtlpReceiver
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+SESSION = "0a000001-0000-4000-8000-000000000001"
+
+
+def _readme_says(sentence: str) -> None:
+    """The sentence a test holds is still in the README, word for word (line breaks aside)."""
+    assert sentence in " ".join(README.split()), f"the README no longer says: {sentence}"
+
+
+def _until(what: str, check: Callable[[], bool], daemon: DaemonProcess, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"no {what}: {daemon.output()[-3000:]}"
+        time.sleep(0.1)
+
+
+def _history(tmp_path: Path, *names: str) -> Path:
+    root = tmp_path / "session-state"
+    for i, name in enumerate(names or ("multi-tool",)):
+        shutil.copytree(CLI_GENERATED / name, root / f"0a00000{i + 1}-0000-4000-8000-00000000000{i + 1}")
+    return root
+
+
+def _lines_with(daemon: DaemonProcess, text: str) -> list[str]:
+    return [line for line in daemon.output().splitlines() if text in line]
+
+
+# ---------------------------------------------------------------- the daemon's own lines
+
+
+def test_the_daemon_stops_with_one_line_saying_what_it_delivered(
+    tmp_path: Path, receiver: OtlpReceiver
+) -> None:
+    """README, Guarantees: "SIGTERM/SIGINT ...: stop reading, deliver what is queued within 10 s ..., save state,
+    exit 0. Its last line says what was delivered and what was not". On main the last line was "stopping:
+    delivering what is queued (up to 10s)" and nothing after it when everything was delivered."""
+    _readme_says("exit 0. Its last line says what was delivered and what was not")
+    daemon = DaemonProcess(_history(tmp_path), tmp_path / "state", receiver.http_endpoint, tmp_path / "d.log")
+    daemon.start()
+    _until("spans", lambda: len(receiver.spans()) == 14 and len(receiver.logs()) == 4, daemon)
+    assert daemon.terminate() == 0
+    last = daemon.output().strip().splitlines()[-1]
+    assert last.endswith(
+        "stopped: delivered 14 spans and 4 log events since the start, nothing left waiting"
+    ), last
+
+
+def test_a_daemon_stopped_with_the_collector_down_says_what_is_left_for_the_next_start(
+    tmp_path: Path, receiver: OtlpReceiver
+) -> None:
+    """README, Guarantees: "(`stopped: delivered 1,204 spans and 310 log events since the start; 106 records were
+    not delivered (read again at the next start)`)", and the retry line counts as every message does ("1 retry so
+    far", not "1 retries so far")."""
+    _readme_says("106 records were not delivered (read again at the next start)")
+    receiver.stop()
+    daemon = DaemonProcess(_history(tmp_path), tmp_path / "state", receiver.http_endpoint, tmp_path / "d.log")
+    daemon.start()
+    _until("a retry", lambda: "retry so far" in daemon.output(), daemon)
+    assert daemon.terminate(timeout=40) == 0
+    out = daemon.output()
+    assert "(1 retry so far)" in out and "retries so far)" not in out.split("(1 retry so far)")[0], out[
+        -2000:
+    ]
+    last = out.strip().splitlines()[-1]
+    assert last.endswith(
+        "stopped: delivered 0 spans and 0 log events since the start; 18 records were not delivered "
+        "(read again at the next start)"
+    ), last
+
+
+def test_the_start_line_names_where_each_signal_goes(tmp_path: Path, receiver: OtlpReceiver) -> None:
+    """README, settings table: a signal's own ``OTEL_EXPORTER_OTLP_<SIGNAL>_ENDPOINT`` "is used as given ...;
+    without it the signal goes to the endpoint, with its path appended". The start line says so: on main it named
+    the traces URL only, whatever the logs and metrics were sent to."""
+    root = _history(tmp_path)
+    base = receiver.http_endpoint.rstrip("/")
+    shared = DaemonProcess(
+        root, tmp_path / "s1", base, tmp_path / "a.log", env={"COPILOT_OTEL_METRICS": "true"}
+    ).start()
+    assert shared.terminate() == 0
+    [line] = _lines_with(shared, " following ")
+    assert f"→ OTLP/HTTP {base} (/v1/traces, /v1/logs, /v1/metrics) (state in " in line, line
+
+    split = DaemonProcess(
+        root,
+        tmp_path / "s2",
+        base,
+        tmp_path / "b.log",
+        env={
+            "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT": "http://127.0.0.1:9/otel/logs",
+            "COPILOT_OTEL_METRICS": "false",
+        },
+    ).start()
+    assert split.terminate() == 0
+    [line] = _lines_with(split, " following ")
+    assert (
+        f"→ OTLP/HTTP traces to {base}/v1/traces, logs to http://127.0.0.1:9/otel/logs; metrics off (state in "
+        in line
+    ), line
+
+
+def test_a_corrupt_state_under_backfill_none_says_what_really_happens(
+    tmp_path: Path, receiver: OtlpReceiver
+) -> None:
+    """README, Quick start: "`--backfill none` starts with what is written from now on". With a corrupt state.db
+    main said "Starting empty: every session file is read again from the start", which under `--backfill none`
+    is untrue: nothing already on disk is read again."""
+    _readme_says("`--backfill none` starts with what is written from now on")
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "state.db").write_bytes(b"this is not a database, it only has its name" * 100)
+    daemon = DaemonProcess(
+        _history(tmp_path), state, receiver.http_endpoint, tmp_path / "d.log", "--backfill", "none"
+    ).start()
+    time.sleep(1.5)  # a pass or two: what would be read again is read by then
+    assert daemon.terminate() == 0
+    out = daemon.output()
+    [said] = _lines_with(daemon, "is corrupt")
+    assert "read again from the start" not in said, said
+    assert "--backfill decides what of the session files on disk is read again" in said
+    assert "none: only what is written from then on" in said
+    assert receiver.spans() == [] and receiver.logs() == [], out[-2000:]
+    assert list(state.glob("state.db.corrupt-*")), "the corrupt database is kept"
+
+
+# ---------------------------------------------------------------- install
+
+
+def test_the_install_line_works_with_a_git_file_url(tmp_path: Path) -> None:
+    """README, Quick start: "put the URL of the repository you cloned or downloaded this from after `git+` (...,
+    or `git+file:///path/to/your/clone` for a local one, work too; a test installs from a `git+file://` URL with
+    pip, which pipx runs ...)". pipx and uv are not installed here: this runs the install pipx runs
+    (``pip install <spec>``), from a clone of this repository's committed tree, without the dependencies (the
+    Quick start's own install covers those)."""
+    _readme_says("a test installs from a `git+file://` URL with pip, which pipx runs")
+    line = next(ln for ln in README.splitlines() if ln.startswith("pipx install "))
+    spec = line.split()[2]
+    assert spec == "git+https://github.com/OWNER/copilot-otel" and "uv tool install " + spec in line
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, timeout=120)
+    target = tmp_path / "installed"
+    url = spec.replace("https://github.com/OWNER/copilot-otel", clone.as_uri())
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), url],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if done.returncode != 0 and "CI" not in os.environ and "Could not find a version" in done.stderr:
+        pytest.skip(f"no package index here for the build backend: {done.stderr[-300:]}")
+    assert done.returncode == 0, done.stderr[-3000:]
+    script = target / "bin" / "copilot-otel"
+    assert script.exists(), sorted(p.name for p in target.iterdir())
+    ran = subprocess.run(
+        [sys.executable, str(script), "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(target)},
+        cwd=tmp_path,
+    )
+    assert ran.returncode == 0 and ran.stdout.startswith("copilot-otel "), (ran.stdout, ran.stderr)
+    where = subprocess.run(
+        [sys.executable, "-c", "import copilot_otel; print(copilot_otel.__file__)"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(target)},
+        cwd=tmp_path,
+        check=True,
+    )
+    assert where.stdout.strip().startswith(str(target)), "the installed copy ran, not this checkout"
