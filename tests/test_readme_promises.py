@@ -146,6 +146,34 @@ def test_a_corrupt_state_under_backfill_none_says_what_really_happens(
     assert list(state.glob("state.db.corrupt-*")), "the corrupt database is kept"
 
 
+def test_a_traces_only_backend_the_daemon_names_each_refused_signal_once_and_keeps_sending_traces(
+    tmp_path: Path,
+) -> None:
+    """README, Quick start: "Sending straight to a traces-only backend such as Arize Phoenix ...: the daemon logs
+    each once and keeps exporting traces". The collector's answer is a protobuf ``google.rpc.Status``, as the
+    OTLP specification says: its message is shown, not its bytes (main showed "HTTP 404 \u2408\u240c\u2412$this
+    server ...", the body's framing bytes as control pictures)."""
+    _readme_says("the daemon logs each once and keeps exporting traces")
+    with OtlpReceiver(accept_only={"traces"}) as phoenix:
+        daemon = DaemonProcess(
+            _history(tmp_path),
+            tmp_path / "state",
+            phoenix.http_endpoint,
+            tmp_path / "d.log",
+            env={"COPILOT_OTEL_METRICS": "true", "OTEL_METRIC_EXPORT_INTERVAL": "300"},
+        ).start()
+        _until("the spans", lambda: len(phoenix.spans()) == 14, daemon)
+        _until("metrics refused", lambda: "accept metrics" in daemon.output(), daemon)
+        time.sleep(1.5)  # several more metric exports, each refused: still one line
+        assert daemon.terminate() == 0
+    logs = _lines_with(daemon, "does not accept logs")
+    metrics = _lines_with(daemon, "does not accept metrics")
+    assert len(logs) == 1 and len(metrics) == 1, daemon.output()[-3000:]
+    assert "HTTP 404 this server does not serve OTLP logs from http://127.0.0.1:" in logs[0], logs
+    assert "set COPILOT_OTEL_LOGS=false" in logs[0] and "set COPILOT_OTEL_METRICS=false" in metrics[0]
+    assert "\u2408" not in daemon.output()  # no control picture: the Status was decoded
+
+
 # ---------------------------------------------------------------- install
 
 
