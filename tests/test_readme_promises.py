@@ -7,6 +7,9 @@ the Quick start command; the others are named in the report of the review that w
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import os
 import shutil
 import subprocess
@@ -17,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from copilot_otel.cli import main
 from tests.conftest import CLI_GENERATED
 from tests.daemon_process import ROOT, DaemonProcess
 from tests.otlp_receiver import OtlpReceiver
@@ -220,3 +224,75 @@ def test_the_install_line_works_with_a_git_file_url(tmp_path: Path) -> None:
         check=True,
     )
     assert where.stdout.strip().startswith(str(target)), "the installed copy ran, not this checkout"
+
+
+# ---------------------------------------------------------------- commands without a daemon
+
+
+def test_the_python_example_runs_as_written(tmp_path: Path) -> None:
+    """README, From Python: the example, with ``<id>`` a real session's folder, runs and says what the session did."""
+    code = README.split("### From Python\n", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    sid = "0a000003-0000-4000-8000-000000000003"
+    shutil.copytree(CLI_GENERATED / "failing-tool", Path.home() / ".copilot" / "session-state" / sid)
+    assert "~/.copilot/session-state/<id>" in code
+    out = io.StringIO()
+    namespace: dict[str, object] = {}
+    with contextlib.redirect_stdout(out):
+        exec(compile(code.replace("<id>", sid), "README.md", "exec"), namespace)
+    assert out.getvalue() == "completed 5 6000 gpt-4.1\n"
+    assert namespace["failed"] == ["view", "run_tests", "edit"]  # the three failed tool calls, by name
+
+
+def test_live_json_has_the_keys_the_readme_lists(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """README, Live view: "`--json` prints one JSON object per refresh, one per line (keys: `time`, `time_zone`,
+    `day`, `quota` {`month`, `allowance`, `used`, `left`}, `today`, `sessions` [...], `daemon`, `logs`" and
+    "`copilot-otel live --json --once | jq .quota.left`" (the allowance from `COPILOT_OTEL_PREMIUM_QUOTA`)."""
+    _readme_says(
+        "(keys: `time`, `time_zone`, `day`, `quota` {`month`, `allowance`, `used`, `left`}, `today`,"
+    )
+    root = _history(Path.home(), "multi-tool")
+    monkeypatch.setenv("COPILOT_OTEL_PREMIUM_QUOTA", "300")
+    assert main(["live", "--json", "--once", "--session-state", str(root)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1
+    doc = json.loads(lines[0])
+    assert set(doc) == {"time", "time_zone", "day", "quota", "today", "sessions", "daemon", "logs"}
+    assert set(doc["quota"]) == {"month", "allowance", "used", "left"}
+    assert doc["quota"]["allowance"] == 300 and doc["quota"]["left"] == 300 - doc["quota"]["used"]
+
+
+def test_show_lists_the_20_most_recently_active_sessions_and_says_how_many_more(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """README: "`show` lists the 20 most recently active sessions (`--limit N`, `--limit 0` for all; it says how many
+    more there are)"."""
+    _readme_says("`show` lists the 20 most recently active sessions")
+    root = tmp_path / "session-state"
+    for i in range(22):
+        shutil.copytree(CLI_GENERATED / "multi-tool", root / f"0a0000{i:02d}-0000-4000-8000-000000000000")
+    assert main(["show", "--session-state", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert "… and 2 more (of 22); --limit 0 lists them all" in out
+    assert sum(1 for line in out.splitlines() if "0a0000" in line) == 20
+
+
+def test_status_of_a_daemon_in_its_first_seconds_says_it_is_starting(
+    tmp_path: Path, receiver: OtlpReceiver, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """README, Troubleshooting: "In its first seconds a daemon has written no status yet: `status` then says it is
+    starting (its lock names a live process)"."""
+    _readme_says("`status` then says it is starting (its lock names a live process)")
+    state = tmp_path / "state"
+    daemon = DaemonProcess(_history(tmp_path), state, receiver.http_endpoint, tmp_path / "d.log").start()
+    try:
+        assert not (state / "status.json").exists()  # the first is written after 5 s
+        assert main(["status", "--state-dir", str(state)]) == 0
+    finally:
+        assert daemon.terminate() == 0
+    assert daemon.proc is not None
+    assert (
+        f"copilot-otel daemon starting (pid {daemon.proc.pid}, state in {state}); no status written yet"
+        in (capsys.readouterr().out)
+    )
