@@ -295,7 +295,8 @@ class HttpTransport:
             if rejected:
                 return SendResult(ok=False, retryable=False, rejected=rejected, message=message)
             return SendResult(ok=True)
-        reason = f"HTTP {resp.status_code} {_short(_error_text(resp.headers.get('Content-Type'), resp.content, resp.text))}".strip()
+        said = _error_text(resp.headers.get("Content-Type"), resp.content, resp.text) or resp.reason or ""
+        reason = f"HTTP {resp.status_code} {_short(said)}".strip()
         fix = _http_endpoint_error(
             resp.status_code, reason, self._shown[signal], signal, bool(self._options[signal].headers)
         )
