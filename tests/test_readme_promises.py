@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
@@ -176,6 +177,60 @@ def test_a_traces_only_backend_the_daemon_names_each_refused_signal_once_and_kee
     assert "HTTP 404 this server does not serve OTLP logs from http://127.0.0.1:" in logs[0], logs
     assert "set COPILOT_OTEL_LOGS=false" in logs[0] and "set COPILOT_OTEL_METRICS=false" in metrics[0]
     assert "\u2408" not in daemon.output()  # no control picture: the Status was decoded
+
+
+def test_run_warns_once_at_start_which_content_leaves_the_machine(
+    tmp_path: Path, receiver: OtlpReceiver
+) -> None:
+    """README, Privacy: "`copilot-otel config` (the `content_capture` row), `copilot-otel doctor` ... and
+    `copilot-otel run` (a warning at start while capture is on) each say in one line which content leaves the
+    machine, on what, and where to". config's and doctor's are held in test_firstrun; this is run's, the same
+    sentence."""
+    _readme_says("`copilot-otel run` (a warning at start while capture is on) each say in one line")
+    base = receiver.http_endpoint.rstrip("/")
+    env = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
+    daemon = DaemonProcess(_history(tmp_path), tmp_path / "state", base, tmp_path / "d.log", env=env).start()
+    assert daemon.terminate() == 0
+    [warned] = _lines_with(daemon, "content capture")
+    assert (
+        " WARNING: content capture: ON: prompts, responses, tool arguments and tool results leave this machine "
+        in (warned)
+    )
+    assert f"on spans to {base} " in warned, warned
+
+
+def test_the_prometheus_endpoint_binds_to_loopback_unless_told(
+    tmp_path: Path, receiver: OtlpReceiver
+) -> None:
+    """README, Metrics: "`copilot-otel run --prometheus-port 9464` serves them for scraping (bound to 127.0.0.1
+    unless `--prometheus-host` says otherwise)"; "Prometheus names: dots become `_`, ..., counters get `_total`"."""
+    _readme_says("(bound to 127.0.0.1 unless `--prometheus-host` says otherwise)")
+    daemon = DaemonProcess(
+        _history(tmp_path),
+        tmp_path / "state",
+        receiver.http_endpoint,
+        tmp_path / "d.log",
+        "--prometheus-port",
+        "0",
+    ).start()
+    try:
+        _until("the Prometheus line", lambda: "Prometheus metrics on " in daemon.output(), daemon)
+        [said] = _lines_with(daemon, "Prometheus metrics on ")
+        url = said.split("Prometheus metrics on ", 1)[1].split()[0]
+        assert url.startswith("http://127.0.0.1:") and url.endswith("/metrics"), said
+        _until("spans", lambda: len(receiver.spans()) == 14, daemon)
+        deadline = time.monotonic() + 20
+        while True:
+            with urllib.request.urlopen(url, timeout=5) as answer:
+                text = answer.read().decode()
+            if "copilot_otel_prompt_count_total{" in text or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+    finally:
+        assert daemon.terminate() == 0
+    assert "copilot_otel_prompt_count_total{" in text and "copilot_otel_lines_read_total" in text, text[
+        -2000:
+    ]
 
 
 # ---------------------------------------------------------------- install
