@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from copilot_otel.cli import main
-from tests.conftest import CLI_GENERATED
+from tests.conftest import CLI_GENERATED, replay_into
 from tests.daemon_process import ROOT, DaemonProcess
 from tests.otlp_receiver import OtlpReceiver
 
@@ -231,6 +231,30 @@ def test_the_prometheus_endpoint_binds_to_loopback_unless_told(
     assert "copilot_otel_prompt_count_total{" in text and "copilot_otel_lines_read_total" in text, text[
         -2000:
     ]
+
+
+def test_the_instance_id_is_stable_per_machine_and_state_directory(
+    tmp_path: Path, receiver: OtlpReceiver
+) -> None:
+    """README, Teams: "`service.instance.id` (stable per machine and state directory, so restarts and replays do
+    not look like new instances)": two replays and a daemon on one state directory share it, another one's differs."""
+    _readme_says("`service.instance.id` (stable per machine and state directory, so restarts and replays")
+    root = _history(tmp_path)
+    session = next(root.iterdir())
+
+    def instances() -> set[str]:
+        return {span["resource"]["service.instance.id"] for span in receiver.spans()}
+
+    seen = []
+    for state in ("a", "a", "b"):
+        receiver.clear()
+        assert replay_into(receiver, session, extra=("--state-dir", str(tmp_path / state))) == 0
+        seen.append(instances())
+    receiver.clear()
+    daemon = DaemonProcess(root, tmp_path / "a", receiver.http_endpoint, tmp_path / "d.log").start()
+    _until("spans", lambda: len(receiver.spans()) == 14, daemon)
+    assert daemon.terminate() == 0
+    assert all(len(ids) == 1 for ids in seen) and seen[0] == seen[1] == instances() != seen[2], seen
 
 
 # ---------------------------------------------------------------- install
