@@ -541,7 +541,7 @@ def _signal_on(config: Config, signal: str) -> bool:
 def _stopped_line(spans: int, logs: int, left: int, saved: bool) -> str:
     """The daemon's last line: what this run delivered, what is left for the next start, whether the state was
     saved (so a stop is never followed by silence after "stopping: delivering ...")."""
-    said = f"stopped: delivered {display.count(spans, 'span')} and {display.count(logs, 'log event')} since the start"
+    said = f"stopped: delivered {display.count(spans, 'span')} and {display.count(logs, 'log event')} in this run"
     if left:
         said += (
             f"; {display.count(left, 'record')} {'was' if left == 1 else 'were'} not delivered "

@@ -68,15 +68,15 @@ def test_the_daemon_stops_with_one_line_saying_what_it_delivered(
     _until("spans", lambda: len(receiver.spans()) == 14 and len(receiver.logs()) == 4, daemon)
     assert daemon.terminate() == 0
     last = daemon.output().strip().splitlines()[-1]
-    assert last.endswith(
-        "stopped: delivered 14 spans and 4 log events since the start, nothing left waiting"
-    ), last
+    assert last.endswith("stopped: delivered 14 spans and 4 log events in this run, nothing left waiting"), (
+        last
+    )
 
 
 def test_a_daemon_stopped_with_the_collector_down_says_what_is_left_for_the_next_start(
     tmp_path: Path, receiver: OtlpReceiver
 ) -> None:
-    """README, Guarantees: "(`stopped: delivered 1,204 spans and 310 log events since the start; 106 records were
+    """README, Guarantees: "(`stopped: delivered 1,204 spans and 310 log events in this run; 106 records were
     not delivered (read again at the next start)`)", and the retry line counts as every message does ("1 retry so
     far", not "1 retries so far")."""
     _readme_says("106 records were not delivered (read again at the next start)")
@@ -91,7 +91,7 @@ def test_a_daemon_stopped_with_the_collector_down_says_what_is_left_for_the_next
     ]
     last = out.strip().splitlines()[-1]
     assert last.endswith(
-        "stopped: delivered 0 spans and 0 log events since the start; 18 records were not delivered "
+        "stopped: delivered 0 spans and 0 log events in this run; 18 records were not delivered "
         "(read again at the next start)"
     ), last
 
