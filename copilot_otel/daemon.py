@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from . import __version__
+from . import __version__, display
 from ._platform import current
 from .act import RunawayActions, SessionView
 from .activity import Detection, PromptRun, Record
@@ -266,7 +266,7 @@ class Daemon:
             "copilot-otel %s following %s → %s (state in %s)",
             __version__,
             self.config.session_state,
-            self.telemetry.description,
+            destinations(self.config, self.telemetry.description),
             self.config.state_dir,
         )
         if (capture := capture_state(self.config)).on:
@@ -402,10 +402,9 @@ class Daemon:
         resumed, forgot = self.tracker.resumed, self.tracker.forgot
         if resumed or forgot:
             logger.info(
-                "resumed %d checkpointed session log%s%s",
-                resumed,
-                "" if resumed == 1 else "s",
-                f"; forgot {forgot} deleted while stopped" if forgot else "",
+                "resumed %s%s",
+                display.count(resumed, "checkpointed session log"),
+                f"; forgot {forgot:,} deleted while stopped" if forgot else "",
             )
 
     def _apply_acks(self) -> None:
@@ -473,13 +472,9 @@ class Daemon:
             logger.error(
                 "could not save the state in %s: %s", self.config.state_dir, self.state.last_flush_error
             )
+        saved = self.state.usable and self.state.last_flush_error is None
         if self.state.usable:
             self._write_status()
-        if not delivered:
-            logger.warning(
-                "%d records were not delivered; they will be read again at the next start",
-                self.outbox.backlog,
-            )
         self.tracker.close_all()
         if self.telemetry.metrics is not None:
             # The SDK's last metric export gets what is left of the deadline, not its own 10 s on top.
@@ -487,6 +482,11 @@ class Daemon:
             self.telemetry.metrics = None
         self.telemetry.close()
         self.state.close()
+        left = 0 if delivered else self.outbox.backlog
+        stats = self.telemetry.sender.stats
+        (logger.warning if left else logger.info)(
+            "%s", _stopped_line(stats.spans_sent, stats.logs_sent, left, saved)
+        )
 
 
 class _Timers:
@@ -513,6 +513,45 @@ def _session_view(f: FollowedFile) -> SessionView:
         ctx.cwd if ctx else None,
         ctx.title if ctx else None,
     )
+
+
+def destinations(config: Config, description: str) -> str:
+    """Where each signal goes, for the start line: the base URL and the paths when every signal that is on shares
+    it, else each signal's URL (``description``, the transport's own, names only the traces URL)."""
+    urls = config.signal_endpoints()
+    if urls is None or config.protocol == "grpc":
+        on = description
+    else:
+        shown = {signal: display.url(url) for signal, url in urls.items() if _signal_on(config, signal)}
+        bases = {
+            url.rsplit(f"/v1/{signal}", 1)[0]
+            for signal, url in shown.items()
+            if url.endswith(f"/v1/{signal}")
+        }
+        if len(bases) == 1 and all(url.endswith(f"/v1/{signal}") for signal, url in shown.items()):
+            on = f"OTLP/HTTP {bases.pop()} ({', '.join(f'/v1/{signal}' for signal in shown)})"
+        else:
+            on = "OTLP/HTTP " + ", ".join(f"{signal} to {url}" for signal, url in shown.items())
+    off = [signal for signal in ("logs", "metrics") if not _signal_on(config, signal)]
+    return on + (f"; {' and '.join(off)} off" if off else "")
+
+
+def _signal_on(config: Config, signal: str) -> bool:
+    return {"logs": config.logs_enabled, "metrics": config.metrics_enabled}.get(signal, True)
+
+
+def _stopped_line(spans: int, logs: int, left: int, saved: bool) -> str:
+    """The daemon's last line: what this run delivered, what is left for the next start, whether the state was
+    saved (so a stop is never followed by silence after "stopping: delivering ...")."""
+    said = f"stopped: delivered {display.count(spans, 'span')} and {display.count(logs, 'log event')} in this run"
+    if left:
+        said += (
+            f"; {display.count(left, 'record')} {'was' if left == 1 else 'were'} not delivered "
+            "(read again at the next start)"
+        )
+    else:
+        said += ", nothing left waiting"
+    return said + ("" if saved else "; the state could not be saved (said above)")
 
 
 def _backfill_line(backfill: Backfill, fresh: bool) -> str:

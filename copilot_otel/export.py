@@ -295,7 +295,8 @@ class HttpTransport:
             if rejected:
                 return SendResult(ok=False, retryable=False, rejected=rejected, message=message)
             return SendResult(ok=True)
-        reason = f"HTTP {resp.status_code} {_short(resp.text)}".strip()
+        said = _error_text(resp.headers.get("Content-Type"), resp.content, resp.text) or resp.reason or ""
+        reason = f"HTTP {resp.status_code} {_short(said)}".strip()
         fix = _http_endpoint_error(
             resp.status_code, reason, self._shown[signal], signal, bool(self._options[signal].headers)
         )
@@ -322,6 +323,20 @@ class HttpTransport:
     def close(self) -> None:
         for session in set(self._sessions.values()):
             session.close()
+
+
+def _error_text(content_type: str | None, content: bytes, text: str) -> str:
+    """What an error answer says: an OTLP server's protobuf body is a ``google.rpc.Status``, whose ``message`` is
+    the text (shown raw, its bytes read as text, it began with control characters); any other body as it is."""
+    if (content_type or "").split(";")[0].strip().lower() in _PROTOBUF_TYPES:
+        from google.protobuf.message import DecodeError
+        from google.rpc import status_pb2
+
+        try:
+            return str(status_pb2.Status.FromString(content).message)
+        except DecodeError:
+            pass
+    return text
 
 
 def _short(value: object, limit: int = 200) -> str:
@@ -858,10 +873,10 @@ class Sender:
                 self._log.log(
                     logging.WARNING,
                     "retry",
-                    "export failed (%s); retrying in %.1fs (%d retries so far)",
+                    "export failed (%s); retrying in %.1fs (%s so far)",
                     result.message,
                     wait,
-                    self.stats.retries,
+                    display.count(self.stats.retries, "retry", "retries"),
                 )
             if self.stop.wait(wait):
                 return Delivery(False, error=f"stopped while retrying: {result.message}")

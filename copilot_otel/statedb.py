@@ -53,6 +53,7 @@ from .tail import FileIdentity
 
 __all__ = [
     "DB_FILE",
+    "READ_AS_BACKFILL_SAYS",
     "SCHEMA_VERSION",
     "Checkpoint",
     "CheckpointSummary",
@@ -134,6 +135,14 @@ _SET_META = (
 )
 # The meta key recording that state.json was looked at (imported, or nothing to import): never again.
 _MIGRATED_KEY = "legacy_json"
+
+#: What happens to the session files whose checkpoints were lost: what a first start does with them, which the
+#: backfill setting decides (under ``--backfill none`` nothing already written is read again).
+READ_AS_BACKFILL_SAYS = (
+    "--backfill decides what of the session files on disk is read again, as at a first start (all, the default: "
+    "each from its start, what was sent before repeating with identical ids; none: only what is written from then "
+    "on; a moment: the prompts that started since then)"
+)
 _LINK_HINT = (
     "it is a symbolic link; copilot-otel never writes through links in its state directory (remove it)"
 )
@@ -246,11 +255,11 @@ class Database:
             kept = _set_aside(path, _DB_COMPANIONS)
             self.corrupt_copies.append(kept)
             logger.warning(
-                "%s is corrupt (%s); kept as %s. Starting empty: every session file is read again from the start "
-                "(re-exported data repeats with identical ids)",
+                "%s is corrupt (%s); kept as %s. Starting empty; %s",
                 path,
                 exc,
                 kept,
+                READ_AS_BACKFILL_SAYS,
             )
             conn = _connect_fresh(path)
             try:
@@ -309,11 +318,11 @@ class Database:
                 return
         self.corrupt_copies.append(kept)
         logger.error(
-            "%s became corrupt (%s); kept as %s and started anew: the session files whose checkpoints it held are "
-            "read again from the start at the next start (identical ids)",
+            "%s became corrupt (%s); kept as %s and started anew; at the next start %s",
             path,
             describe(exc),
             kept,
+            READ_AS_BACKFILL_SAYS,
         )
 
     def close(self) -> None:
@@ -477,10 +486,10 @@ class Database:
                     stale.unlink()
             logger.error(
                 "the checkpoints of the deleted %s could not be copied (%s): the new one holds the changes since "
-                "the last flush; the other session files are read again from the start at the next start "
-                "(identical ids)",
+                "the last flush; at the next start %s",
                 path,
                 describe(exc),
+                READ_AS_BACKFILL_SAYS,
             )
             conn = _connect_fresh(path)
             mark_imported(conn, "not imported: the state directory was re-created")

@@ -18,7 +18,16 @@ from pathlib import Path
 import orjson
 
 from .errors import StateError
-from .statedb import DB_FILE, Checkpoint, Corrupt, LoadOutcome, import_rows, mark_imported, newer_version
+from .statedb import (
+    DB_FILE,
+    READ_AS_BACKFILL_SAYS,
+    Checkpoint,
+    Corrupt,
+    LoadOutcome,
+    import_rows,
+    mark_imported,
+    newer_version,
+)
 from .tail import FileIdentity
 
 __all__ = ["LEGACY_FILE", "LEGACY_PREV_FILE", "import_legacy"]
@@ -70,11 +79,11 @@ def import_legacy(state_dir: Path, conn: sqlite3.Connection) -> LoadOutcome:
         return LoadOutcome.FRESH
     mark_imported(conn, "nothing usable to import")
     logger.error(
-        "no usable state to import in %s (%s and %s are corrupt, both kept): starting empty, every session "
-        "file is read again from the start (re-exported data repeats with identical ids)",
+        "no usable state to import in %s (%s and %s are corrupt, both kept): starting empty; %s",
         state_dir,
         LEGACY_FILE,
         LEGACY_PREV_FILE,
+        READ_AS_BACKFILL_SAYS,
     )
     return LoadOutcome.EMPTY_AFTER_CORRUPTION
 

@@ -119,7 +119,7 @@ def test_both_json_files_corrupt_start_empty_and_keep_them(
     with caplog.at_level(logging.WARNING, logger="copilot_otel.state"):
         store = StateStore(tmp_path)
     assert store.load_outcome is LoadOutcome.EMPTY_AFTER_CORRUPTION and len(store) == 0
-    assert "read again from the start" in caplog.text
+    assert "--backfill decides what" in caplog.text
     store.close()
     assert (tmp_path / LEGACY_FILE).exists() and (tmp_path / LEGACY_PREV_FILE).exists()
     assert StateStore(tmp_path).load_outcome is LoadOutcome.LOADED  # (and never tried again)
