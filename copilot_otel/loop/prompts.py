@@ -27,6 +27,7 @@ from ..events import Event
 from ..foldstate import Agent, Prompt
 from ..records import replace
 from .core import OWN_API, LoopState
+from .inputs import Envelope, PromptInput
 
 __all__ = [
     "adopt_pending",
@@ -40,7 +41,7 @@ __all__ = [
 
 
 def open_prompt(
-    loop: LoopState, event: Event, message: ev.UserMessage | None = None, human: bool = False
+    loop: LoopState, event: Envelope, message: PromptInput | None = None, human: bool = False
 ) -> Prompt:
     """Open a prompt (a trace) at ``event``: a human ``message``, or other activity (then synthetic)."""
     ctx = loop.ctx
@@ -108,7 +109,7 @@ def open_prompt(
     return prompt
 
 
-def ensure_prompt(loop: LoopState, event: Event) -> Prompt:
+def ensure_prompt(loop: LoopState, event: Envelope) -> Prompt:
     """The prompt that agent activity belongs to; activity with none open starts a synthetic one."""
     if loop.current is not None:
         return loop.current
@@ -252,7 +253,7 @@ def hold(loop: LoopState, event: Event) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- messages
-def on_user_message(loop: LoopState, event: ev.UserMessage) -> None:
+def on_user_message(loop: LoopState, event: PromptInput) -> None:
     """A human prompt opens a trace; a sub-agent's task prompt, steering or an autopilot continuation is part of
     the work under way."""
     source = event.source
