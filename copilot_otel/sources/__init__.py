@@ -12,7 +12,8 @@ Each reader turns one line into a view of :class:`copilot_otel.events.Event` (th
 field descriptors as Copilot's events: a wrong-typed field reads as absent and is noted as a dropped value, an
 unknown record type is kept as a plain :class:`~copilot_otel.events.Event`) or a :class:`~copilot_otel.records.
 BadLine`, and never raises. What the records mean for the agent loop is in ``docs/other-agents.md``; nothing here
-is fed to the loop yet.
+is fed to the loop through its source's framer (:class:`LoopSource`): Claude Code's (:mod:`.claude_code_loop`) now,
+Codex's next.
 
 Discovery is cheap, as :func:`copilot_otel.sessions.scan_root` is: names and ``stat`` only, no file content; a link
 that leads out of the source's root is not followed (a session log is read only if it really is under the root).
@@ -25,7 +26,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
@@ -36,7 +37,20 @@ from ..parse import timestamp_ns, undecodable
 from ..records import BadLine, DropReason
 from ..sessions import stays_inside
 
-__all__ = ["LogKind", "Source", "SourceLog", "ToolOutcome", "read_blob", "source_root"]
+if TYPE_CHECKING:
+    from ..loop.core import Translator
+
+__all__ = [
+    "Framer",
+    "LogKind",
+    "LoopSource",
+    "Source",
+    "SourceLog",
+    "ToolOutcome",
+    "read_blob",
+    "sniff",
+    "source_root",
+]
 
 
 class Source(enum.Enum):
@@ -178,3 +192,64 @@ def read_blob(blob: bytes, read_line: LineReader) -> Iterator[Event | BadLine]:
         if line:
             yield read_line(line, start, end + 1, number)
         start = end + 1
+
+
+# ---------------------------------------------------------------------------------------------- into the loop
+class Framer(Protocol):
+    """A source's records → the loop's events: a small pure state machine, one per log (see
+    :mod:`copilot_otel.loop.neutral`). Its state goes into the checkpoint's context (:meth:`snapshot`)."""
+
+    def frame(self, view: Event) -> list[Event]: ...
+
+    def snapshot(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class LoopSource:
+    """What :class:`~copilot_otel.pipeline.Pipeline` needs to fold a source's log with the one agent loop.
+
+    Attributes:
+        source: The agent that writes the log.
+        read_line: One line → the source's view of its record, or a :class:`~copilot_otel.records.BadLine`.
+        framer: A new framer, from a :meth:`Framer.snapshot` when resuming (``None``: the log's start).
+        translator: Which loop handler folds each event the framer gives.
+    """
+
+    source: Source
+    read_line: LineReader
+    framer: Callable[[Mapping[str, Any] | None], Framer]
+    translator: Translator
+
+
+# How much of a log's start :func:`sniff` reads to find its first line.
+SNIFF_BYTES = 64 * 1024
+
+
+def sniff(path: Path) -> Source | None:
+    """Which other agent wrote a log, from its first record; ``None`` for Copilot CLI's, or when the start says
+    nothing (empty, unreadable, a first line longer than :data:`SNIFF_BYTES`): the caller reads it as Copilot's.
+
+    Copilot CLI's events are ``{type: "session.start", data: …}`` (dotted types, a ``data`` object); Codex's
+    ``{timestamp, type, payload}``; Claude Code's neither (``type`` ``queue-operation``, ``user``, … with the
+    record's fields beside it). Read only for a flat ``.jsonl`` file: a Copilot session folder needs no look.
+    """
+    try:
+        with open(path, "rb") as f:
+            head = f.read(SNIFF_BYTES)
+    except OSError:
+        return None
+    for line in head.split(b"\n")[:-1] or ([head] if head else []):
+        if not line.strip():
+            continue
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
+            return None
+        if "payload" in obj:
+            return Source.CODEX
+        if "data" in obj or "." in obj["type"]:
+            return None  # Copilot CLI's
+        return Source.CLAUDE_CODE
+    return None
