@@ -147,6 +147,8 @@ class Step(NamedTuple):
 
 _NOTHING = Step()
 
+# The folder Copilot CLI keeps its sessions in (``~/.copilot/session-state``).
+COPILOT_ROOT = "session-state"
 # The key of a framer's state in the checkpointed context (:meth:`Pipeline.context_snapshot`).
 FRAME_KEY = "frame"
 
@@ -154,11 +156,13 @@ FRAME_KEY = "frame"
 def source_for(session: SessionFile) -> LoopSource | None:
     """The source whose framer reads ``session``'s log; ``None`` for Copilot CLI's (the default path).
 
-    A Copilot session folder (``<id>/events.jsonl``) is Copilot's without a look; a flat ``.jsonl`` (Copilot's
-    legacy layout, or another agent's log) is told by its first record (:func:`~copilot_otel.sources.sniff`).
-    Codex's logs are recognised but not wired into the loop yet: read as Copilot's, they give nothing.
+    A Copilot session folder (``<id>/events.jsonl``) or a flat file directly in Copilot's ``session-state`` (its
+    legacy layout) is Copilot's without a look (a backfill of thousands of sessions opens nothing more); any other
+    ``.jsonl`` (another agent's log, or a Copilot log copied elsewhere) is told by its first record
+    (:func:`~copilot_otel.sources.sniff`). Codex's logs are recognised but not wired into the loop yet: read as
+    Copilot's, they give nothing.
     """
-    if session.folder is not None:
+    if session.folder is not None or session.path.parent.name == COPILOT_ROOT:
         return None
     if sniff(session.path) is Source.CLAUDE_CODE:
         from .sources.claude_code_loop import CLAUDE_CODE  # only a Claude Code log loads its framer

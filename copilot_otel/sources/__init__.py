@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import enum
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -221,35 +222,44 @@ class LoopSource:
     translator: Translator
 
 
-# How much of a log's start :func:`sniff` reads to find its first line.
-SNIFF_BYTES = 64 * 1024
+# How much of a log's start :func:`sniff` reads (a Copilot ``session.start`` line is ~1 KB).
+SNIFF_BYTES = 8 * 1024
+_TYPE = re.compile(rb'"type"\s*:\s*"([^"]*)"')
 
 
 def sniff(path: Path) -> Source | None:
     """Which other agent wrote a log, from its first record; ``None`` for Copilot CLI's, or when the start says
-    nothing (empty, unreadable, a first line longer than :data:`SNIFF_BYTES`): the caller reads it as Copilot's.
+    nothing (empty, unreadable, not JSON): the caller reads it as Copilot's.
 
     Copilot CLI's events are ``{type: "session.start", data: …}`` (dotted types, a ``data`` object); Codex's
     ``{timestamp, type, payload}``; Claude Code's neither (``type`` ``queue-operation``, ``user``, … with the
-    record's fields beside it). Read only for a flat ``.jsonl`` file: a Copilot session folder needs no look.
+    record's fields beside it). A first line longer than :data:`SNIFF_BYTES` (a long prompt, Codex's
+    ``session_meta``) is told by its first ``"type"``. Read only for a flat ``.jsonl`` file: a Copilot session
+    folder needs no look.
     """
     try:
         with open(path, "rb") as f:
             head = f.read(SNIFF_BYTES)
     except OSError:
         return None
-    for line in head.split(b"\n")[:-1] or ([head] if head else []):
-        if not line.strip():
-            continue
+    head = head.lstrip()
+    end = head.find(b"\n")
+    if end >= 0:
         try:
-            obj = orjson.loads(line)
+            obj = orjson.loads(head[:end])
         except orjson.JSONDecodeError:
             return None
         if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
             return None
-        if "payload" in obj:
-            return Source.CODEX
-        if "data" in obj or "." in obj["type"]:
-            return None  # Copilot CLI's
-        return Source.CLAUDE_CODE
-    return None
+        kind, payload, data = obj["type"].encode(), "payload" in obj, "data" in obj
+    else:
+        found = _TYPE.search(head)
+        if found is None:
+            return None
+        # Codex's rollouts open with a ``session_meta`` line of ~40 KB (its base instructions).
+        kind, payload, data = found.group(1), found.group(1) == b"session_meta", False
+    if payload:
+        return Source.CODEX
+    if data or b"." in kind:
+        return None  # Copilot CLI's
+    return Source.CLAUDE_CODE
