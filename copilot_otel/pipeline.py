@@ -191,6 +191,8 @@ class Pipeline:
         project: Build emissions too (``False`` for readers of the records alone, such as ``show``).
         window: Keep only the prompts that started in this time window (``replay --since``, ``--backfill``);
             the loop still sees every event, so the prompts kept are the same as in a full read.
+        source: Another agent's reader, framer and translator (:func:`source_for`); ``None``: Copilot CLI's.
+        first_frame: That framer's state at the log's start (what its ``seed`` read beside the log).
     """
 
     def __init__(
@@ -203,6 +205,7 @@ class Pipeline:
         project: bool = True,
         window: PromptWindow | None = None,
         source: LoopSource | None = None,
+        first_frame: Mapping[str, Any] | None = None,
     ) -> None:
         self.source = source
         if source is None:
@@ -210,7 +213,7 @@ class Pipeline:
         else:
             # Another agent's log: its reader and framer before the same loop, its translator in the loop. The
             # framer's state rides in the context (FRAME_KEY), which the loop's own reading ignores.
-            frame = context.get(FRAME_KEY) if context is not None else None
+            frame = context.get(FRAME_KEY) if context is not None else first_frame
             self.loop = AgentLoop(session_id, settings, context, source.translator)
             self._read = source.read_line
             self._framer = source.framer(frame if isinstance(frame, Mapping) else None)
@@ -246,6 +249,8 @@ class Pipeline:
         title = None
         if project and settings.content.allows(ContentKind.PROMPTS):
             title = session_title(read_workspace(session.folder))
+        source = source_for(session)
+        seed = source.seed(session.path) if source is not None and source.seed is not None else None
         return cls(
             session.session_id,
             settings,
@@ -253,7 +258,8 @@ class Pipeline:
             title=title,
             project=project,
             window=window,
-            source=source_for(session),
+            source=source,
+            first_frame={"seed": seed} if seed is not None else None,
         )
 
     def feed(self, item: TailItem, line_number: int | None = None) -> Step:

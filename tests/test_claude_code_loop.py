@@ -6,7 +6,8 @@ trace per human prompt, the model calls of each (per ``message.id``, synthetic r
 their outcomes (denied apart from failed, an interrupted one cancelled by the abort), compactions, the main
 agent's tokens and the error that ended a prompt. Then the rules of the loop this source relies on (C: a trace
 per ``promptId``; B: a failed request gets no span), and live == replay: the file fed line by line, in pieces cut
-anywhere, gives what the whole gives. Sub-agent files (rule A) are not folded yet: their calls are left out.
+anywhere, gives what the whole gives. Rule A: each sub-agent's file, folded alone, is rooted under the
+parent's ``Agent`` tool span in the parent's trace, with its own calls and tools.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from copilot_otel import ids
-from copilot_otel.activity import Compaction, ModelCall, PromptRun, Record, ToolCall
+from copilot_otel.activity import AgentRun, Compaction, ModelCall, PromptRun, Record, ToolCall
 from copilot_otel.pipeline import FRAME_KEY, FoldSettings, Pipeline, source_for
 from copilot_otel.sessions import SessionFile
 from copilot_otel.sources import LogKind, Source, sniff
@@ -27,6 +28,11 @@ from copilot_otel.sources.claude_code_loop import CLAUDE_CODE, ClaudeCodeFramer
 from tests.conftest import FIXTURES, all_fixture_logs
 
 OTHER = FIXTURES / "other-agents"
+
+
+# A sub-agent: its agent id (None: unknown), the main-agent call that started it, its model calls, its tools by id
+# with their outcomes, its input/output tokens (None: unknown).
+Sub = tuple[str | None, str, int, dict[str, str], tuple[int, int] | None]
 
 
 @dataclass
@@ -42,6 +48,7 @@ class Expected:
     compactions: list[str] | None
     usage: tuple[int, int] | None  # main agent's input (cache included), output tokens
     error_status: int | None  # the HTTP status of an error that ended a prompt
+    subagents: list[Sub]
 
 
 def _shared() -> list[Expected]:
@@ -56,11 +63,19 @@ def _shared() -> list[Expected]:
         }
         transcript = c["model_calls_transcript"]
         usage = c["usage_main"]
+        subagents: list[Sub] = [
+            (
+                a["agent_id"], a["parent_tool_use_id"], a["model_calls"],
+                {t["id"]: "ok" if t["outcome"] == "ok" else "failed" for t in c["tool_calls"] if t["agent"] == a["agent_id"]},
+                (a["usage"]["input_tokens"], a["usage"]["output_tokens"]),
+            )
+            for a in c["subagents"]
+        ]  # fmt: skip
         out.append(
             Expected(
                 name, OTHER / "claude-code" / name, c["human_prompts"], transcript["per_prompt"],
                 transcript["main"], tools, c["compactions"], (usage["input_tokens"], usage["output_tokens"]),
-                None,
+                None, subagents,
             )
         )  # fmt: skip
     return out
@@ -74,10 +89,17 @@ def _recorded() -> list[Expected]:
         tools = {t["id"]: t["expect"] for t in c["scripted_tool_calls"] if t["script"] not in sub_scripts}
         main_calls = sum(n for script, n in c["requests_answered"].items() if script not in sub_scripts)
         errors = c.get("http_errors_sent") or {}
+        subagents: list[Sub] = [
+            (
+                None, a["spawned_by"], c["requests_answered"][a["script"]],
+                {t["id"]: t["expect"] for t in c["scripted_tool_calls"] if t["script"] == a["script"]}, None,
+            )
+            for a in c["subagents"]
+        ]  # fmt: skip
         out.append(
             Expected(
                 f"recorded-{c['scenario']}", path.parent, c["human_prompts"], None, main_calls, tools, None, None,
-                429 if errors else None,
+                429 if errors else None, subagents,
             )
         )  # fmt: skip
     return out
@@ -125,11 +147,7 @@ def test_checks_hold(name: str) -> None:
         assert list(by_trace.values()) == e.per_prompt
     assert {c.provider for c in calls} <= {"anthropic"}
     # Tool calls by id, with their outcomes: denied apart from failed, an interrupted one cancelled.
-    outcome = {
-        t.call_id: "ok" if t.success else {"denied": "denied", "cancelled": "interrupted"}.get(t.error_type or "", "failed")
-        for t in tools
-    }  # fmt: skip
-    assert outcome == e.tools
+    assert _outcomes(tools) == e.tools
     if e.compactions is not None:
         assert [r.trigger for r in records if isinstance(r, Compaction)] == e.compactions
     if e.usage is not None:
@@ -140,6 +158,48 @@ def test_checks_hold(name: str) -> None:
         assert all(c.outcome.value == "ok" for c in calls)  # rule B: the failed request has no span
     if "interrupted" in e.tools.values():
         assert [r.outcome for r in runs] == ["aborted"]
+
+
+SUBAGENT_SCENARIOS = sorted(name for name, e in SCENARIOS.items() if e.subagents)
+
+
+def _outcomes(tools: list[ToolCall]) -> dict[str, str]:
+    return {
+        t.call_id: "ok" if t.success else {"denied": "denied", "cancelled": "interrupted"}.get(t.error_type or "", "failed")
+        for t in tools
+    }  # fmt: skip
+
+
+def test_there_are_subagent_scenarios() -> None:
+    assert SUBAGENT_SCENARIOS == ["recorded-subagent-tools-fail", "subagent"]
+
+
+@pytest.mark.parametrize("name", SUBAGENT_SCENARIOS)
+def test_rule_a_a_subagent_file_is_rooted_under_its_tool_call(name: str) -> None:
+    """Loop rule A: each sub-agent file, folded alone (no record of the parent's read), hangs under the span of the
+    parent's tool call that started it, in the parent's trace, with its own model calls and tools, and hands on
+    its own AgentRun (no PromptRun: it is no human prompt)."""
+    e = SCENARIOS[name]
+    (main,) = _session_logs(e.root)
+    parent = _fold(main)[0]
+    (run,) = [r for r in parent if isinstance(r, PromptRun)]
+    spawning = {t.call_id: t for t in parent if isinstance(t, ToolCall)}
+    files = [log for log in cc.scan(e.root) if log.kind is LogKind.SUBAGENT]
+    assert len(files) == len(e.subagents)
+    for log, (agent_id, call_id, calls, tools, usage) in zip(files, e.subagents, strict=True):
+        assert agent_id in (None, log.agent_id)
+        records = _fold(log.path)[0]
+        assert not any(isinstance(r, PromptRun) for r in records)
+        (agent,) = [r for r in records if isinstance(r, AgentRun)]
+        assert agent.trace_id == run.trace_id
+        assert agent.parent_span_id == spawning[call_id].span_id
+        assert agent.task_call_id == call_id and agent.outcome.value == "ok"
+        own_calls = [r for r in records if isinstance(r, ModelCall)]
+        assert len(own_calls) == calls == agent.usage.calls
+        assert _outcomes([r for r in records if isinstance(r, ToolCall)]) == tools
+        assert all(r.trace_id == run.trace_id for r in records if hasattr(r, "trace_id") and r.trace_id)
+        if usage is not None:
+            assert (agent.usage.input, agent.usage.output) == usage
 
 
 @pytest.mark.parametrize("name", ["compaction", "recorded-resumed"])
@@ -181,8 +241,9 @@ def test_synthetic_records_are_no_model_call() -> None:
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_live_equals_replay(name: str) -> None:
-    """The file fed line by line (as the CLI writes it) and in pieces cut anywhere gives what the whole gives."""
-    for path in _session_logs(SCENARIOS[name].root):
+    """The file fed line by line (as the CLI writes it) and in pieces cut anywhere gives what the whole gives, for
+    each session log and each sub-agent file."""
+    for path in [log.path for log in cc.scan(SCENARIOS[name].root)]:
         whole, _ = _fold(path)
         blob = path.read_bytes()
         session = SessionFile.from_path(path)

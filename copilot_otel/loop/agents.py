@@ -154,7 +154,7 @@ def close_agent(
             loop.end_turn(
                 prompt, agent, time_ns, incomplete=(reason or "no_turn_end") if incomplete else None
             )
-    if agent is prompt.root:
+    if agent is prompt.root and not prompt.rooted:
         return
     end = max(time_ns, agent.last_ns)
     loop.ended(prompt, end)

@@ -24,6 +24,7 @@ __all__ = [
     "Envelope",
     "ErrorInput",
     "PromptInput",
+    "RootedInput",
     "SessionStartInput",
     "ToolEndInput",
     "ToolStartInput",
@@ -206,3 +207,24 @@ class ErrorInput(Envelope, Protocol):
     def message(self) -> str | None: ...
     @property
     def status_code(self) -> int | None: ...
+
+
+class RootedInput(Envelope, Protocol):
+    """Loop rule A: a fold rooted in another fold's span (:func:`.prompts.on_rooted`): the sub-agent's own file."""
+
+    @property
+    def session_id(self) -> str | None: ...  # the parent's session (its ids are that session's)
+    @property
+    def prompt_key(self) -> str: ...  # the prompt whose trace it is in (the parent's)
+    @property
+    def agent_key(self) -> str: ...  # the sub-agent's id: its span is span_id(session, "agent", agent_key)
+    @property
+    def parent_span_id(self) -> int: ...  # the span of the tool call that started it
+    @property
+    def task_call_id(self) -> str | None: ...
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def description(self) -> str | None: ...
+    @property
+    def content(self) -> Any: ...  # its task

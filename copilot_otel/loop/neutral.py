@@ -27,6 +27,8 @@ __all__ = [
     "Compacted",
     "Failed",
     "PromptSubmitted",
+    "RootEnded",
+    "Rooted",
     "SessionBegan",
     "ToolBegan",
     "ToolEnded",
@@ -141,6 +143,23 @@ class Failed(Event):
     status_code: int | None = None
 
 
+@record
+class Rooted(Event):
+    session_id: str | None = None
+    prompt_key: str = ""
+    agent_key: str = ""
+    parent_span_id: int = 0
+    task_call_id: str | None = None
+    name: str | None = None
+    description: str | None = None
+    content: Any = None
+
+
+@record
+class RootEnded(Event):
+    pass
+
+
 # The translator of the neutral events: the same handlers Copilot's events reach (loop/copilot.py).
 NEUTRAL = Translator(
     handlers={
@@ -155,6 +174,8 @@ NEUTRAL = Translator(
         Compacted: notes.NOTES[ev.Compaction],
         Aborted: notes.NOTES[ev.Abort],
         Failed: notes.NOTES[ev.SessionError],
+        Rooted: prompts.on_rooted,
+        RootEnded: prompts.on_rooted_end,
     },
     keeps_unanswered=frozenset({Failed, Aborted, Compacted}),
 )
@@ -174,6 +195,8 @@ if TYPE_CHECKING:  # each neutral event is the input its handler reads: mypy che
         compaction: Compacted,
         abort: Aborted,
         error: Failed,
+        rooted: Rooted,
+        root_ended: RootEnded,
     ) -> None:
         _: tuple[
             inputs.SessionStartInput,
@@ -187,4 +210,20 @@ if TYPE_CHECKING:  # each neutral event is the input its handler reads: mypy che
             inputs.CompactionInput,
             inputs.AbortInput,
             inputs.ErrorInput,
-        ] = (start, prompt, turn, turn_end, usage, answer, tool, done, compaction, abort, error)
+            inputs.RootedInput,
+            inputs.Envelope,
+        ] = (
+            start,
+            prompt,
+            turn,
+            turn_end,
+            usage,
+            answer,
+            tool,
+            done,
+            compaction,
+            abort,
+            error,
+            rooted,
+            root_ended,
+        )

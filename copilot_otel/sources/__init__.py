@@ -214,12 +214,15 @@ class LoopSource:
         read_line: One line → the source's view of its record, or a :class:`~copilot_otel.records.BadLine`.
         framer: A new framer, from a :meth:`Framer.snapshot` when resuming (``None``: the log's start).
         translator: Which loop handler folds each event the framer gives.
+        seed: What a log needs from beside it, read once when its fold starts (a Claude Code sub-agent's
+            ``.meta.json``): the framer's first state under ``seed``; ``None``: nothing.
     """
 
     source: Source
     read_line: LineReader
     framer: Callable[[Mapping[str, Any] | None], Framer]
     translator: Translator
+    seed: Callable[[Path], Mapping[str, Any] | None] | None = None
 
 
 # How much of a log's start :func:`sniff` reads (a Copilot ``session.start`` line is ~1 KB).

@@ -24,16 +24,24 @@ those of ``docs/other-agents.md``):
     what still runs.
 
 Loop rule C: a prompt is keyed by Claude Code's own ``promptId`` (the envelope id of the prompt event), so its
-trace is ``trace_id(sessionId, promptId)``, which a sub-agent's file can compute too. Sub-agent files
-(``subagents/agent-<id>.jsonl``, rule A) are not folded yet.
+trace is ``trace_id(sessionId, promptId)``, which a sub-agent's file can compute too.
+
+Loop rule A: a sub-agent's file (``<session>/subagents/agent-<id>.jsonl``) is folded alone, rooted under the
+parent's ``Agent`` tool span: :func:`seed` reads the ``.meta.json`` beside it (the ``toolUseId`` that started it),
+and the framer opens the file's work with :class:`~copilot_otel.loop.neutral.Rooted` instead of a prompt: in the
+trace ``trace_id(sessionId, promptId)`` (its records carry the parent's ids), under the span
+``span_id(sessionId, "tool", toolUseId, toolUseId)`` that the parent's fold gives that call (the framer makes a
+tool call's id its start event's id). Its final answer ends it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from .. import events as ev
+from .. import ids
 from ..events import Event
 from ..loop.neutral import (
     NEUTRAL,
@@ -44,6 +52,8 @@ from ..loop.neutral import (
     Compacted,
     Failed,
     PromptSubmitted,
+    Rooted,
+    RootEnded,
     SessionBegan,
     ToolBegan,
     ToolEnded,
@@ -60,9 +70,10 @@ from .claude_code import (
     UserRecord,
     _text_of,
     read_line,
+    read_meta,
 )
 
-__all__ = ["CLAUDE_CODE", "PROVIDER", "ClaudeCodeFramer"]
+__all__ = ["CLAUDE_CODE", "PROVIDER", "ClaudeCodeFramer", "seed"]
 
 # The provider of every model call Claude Code makes (gen_ai.provider.name of the semantic conventions).
 PROVIDER = "anthropic"
@@ -108,6 +119,7 @@ class ClaudeCodeFramer:
         "prompt_id",
         "prompt_ns",
         "queued",
+        "seed",
         "started",
         "turn_open",
     )
@@ -115,6 +127,8 @@ class ClaudeCodeFramer:
     def __init__(self, state: Mapping[str, Any] | None = None) -> None:
         s = state or {}
         self.started: bool = bool(s.get("started", False))
+        seed_ = s.get("seed")
+        self.seed: dict[str, Any] | None = dict(seed_) if isinstance(seed_, Mapping) else None
         self.prompt_id: str | None = s.get("prompt_id")
         self.prompt_ns: int = int(s.get("prompt_ns", 0))
         self.queued: str | None = s.get("queued")  # the prompt as typed, until its first record
@@ -132,6 +146,7 @@ class ClaudeCodeFramer:
     def snapshot(self) -> dict[str, Any]:
         """The framer's state, for a checkpoint's context (plain JSON values)."""
         return {
+            "seed": self.seed,
             "started": self.started,
             "prompt_id": self.prompt_id,
             "prompt_ns": self.prompt_ns,
@@ -153,7 +168,9 @@ class ClaudeCodeFramer:
         out: list[Event] = []
         cls = view.__class__
         if not self.started and isinstance(view, Record) and view.session_id is not None:
-            self._session(view, out)
+            if self.seed is None:  # a sub-agent's file is no session of its own
+                self._session(view, out)
+            self.started = True
         if cls is UserRecord:
             self._user(view, out)  # type: ignore[arg-type]  # checked by class
         elif cls is AssistantRecord:
@@ -198,6 +215,22 @@ class ClaudeCodeFramer:
             text = view.plain_text
         self.prompt_id, self.prompt_ns, self.queued, self.aborted = prompt_id, view.time_ns, None, False
         self.message_id = None
+        seed_ = self.seed
+        if seed_ is not None:
+            if seed_.get("rooted"):
+                return  # a sub-agent's file roots once: what it writes later is its work
+            seed_["rooted"] = True
+            call = seed_.get("tool_use_id")
+            session_id = view.session_id or ""
+            out.append(
+                Rooted("claude-code.subagent", f"subagent/{view.id}", view.time_ns, NO_DATA, None, view.offset,
+                       view.end_offset, view.dropped, session_id=view.session_id, prompt_key=prompt_id,
+                       agent_key=seed_.get("agent_id") or view.agent_id or view.id,
+                       parent_span_id=ids.span_id(session_id, "tool", call, call) if call else 0,
+                       task_call_id=call, name=seed_.get("agent_type"), description=seed_.get("description"),
+                       content=view.plain_text or None)
+            )  # fmt: skip
+            return
         out.append(
             PromptSubmitted("claude-code.prompt", prompt_id, view.time_ns, NO_DATA, None, view.offset,
                             view.end_offset, view.dropped, content=text)
@@ -282,6 +315,11 @@ class ClaudeCodeFramer:
             )  # fmt: skip
         if not uses and view.stop_reason in _FINAL:
             self._end_turn(view, t, out)
+            if self.seed is not None:  # a sub-agent's final answer: its work is done
+                out.append(
+                    RootEnded("claude-code.subagent_end", f"subagent-end/{view.id}", t, NO_DATA, None, view.offset,
+                              view.end_offset, view.dropped)
+                )  # fmt: skip
 
     def _compaction(self, view: CompactBoundary, out: list[Event]) -> None:
         compacted = Compacted(
@@ -303,5 +341,20 @@ class ClaudeCodeFramer:
         )  # fmt: skip
 
 
+def seed(path: Path) -> dict[str, Any] | None:
+    """What a sub-agent's file needs from beside it to be rooted (rule A): its ``.meta.json`` (the tool call that
+    started it, its type and description) and its agent id (the file's name); ``None`` for a session's own log."""
+    name = path.name
+    if path.parent.name != "subagents" or not name.startswith("agent-") or not name.endswith(".jsonl"):
+        return None
+    meta = read_meta(path)
+    return {
+        "agent_id": name[len("agent-") : -len(".jsonl")],
+        "tool_use_id": meta.tool_use_id if meta is not None else None,
+        "agent_type": meta.agent_type if meta is not None else None,
+        "description": meta.description if meta is not None else None,
+    }
+
+
 # Claude Code's log through the loop: its reader, this framer and the neutral events' translator.
-CLAUDE_CODE = LoopSource(Source.CLAUDE_CODE, read_line, ClaudeCodeFramer, NEUTRAL)
+CLAUDE_CODE = LoopSource(Source.CLAUDE_CODE, read_line, ClaudeCodeFramer, NEUTRAL, seed)
