@@ -18,14 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from copilot_otel import ids
+from copilot_otel import ids, library
 from copilot_otel.activity import AgentRun, Compaction, ModelCall, PromptRun, Record, ToolCall
 from copilot_otel.pipeline import FRAME_KEY, FoldSettings, Pipeline, source_for
 from copilot_otel.sessions import SessionFile
 from copilot_otel.sources import LogKind, Source, sniff
 from copilot_otel.sources import claude_code as cc
 from copilot_otel.sources.claude_code_loop import CLAUDE_CODE, ClaudeCodeFramer
-from tests.conftest import FIXTURES, all_fixture_logs
+from tests.conftest import FIXTURES, all_fixture_logs, replay_into
+from tests.otlp_receiver import OtlpReceiver
 
 OTHER = FIXTURES / "other-agents"
 
@@ -285,3 +286,32 @@ def _lines(blob: bytes) -> list[tuple[int, bytes]]:
             out.append((start, line))
         start += len(line) + 1
     return out
+
+
+def test_library_reads_a_claude_code_session() -> None:
+    """``library.read_session`` of a Claude Code ``.jsonl`` gives the records replay folds (the same pipeline)."""
+    (path,) = _session_logs(SCENARIOS["multi-tool"].root)
+    records = library.read_session(path).records
+    assert records == _fold(path)[0]
+    assert sum(isinstance(r, ModelCall) for r in records) == SCENARIOS["multi-tool"].main_calls
+
+
+@pytest.mark.parametrize("target", ["home", "projects", "project", "file"])
+def test_replay_finds_the_session_however_pointed_at(target: str, receiver: OtlpReceiver) -> None:
+    """``replay`` of Claude Code's home (the folder holding ``projects/``), its ``projects`` folder, a project folder
+    or a session's ``.jsonl`` exports the session's spans (a sub-agent's only from the two roots)."""
+    root = SCENARIOS["subagent"].root
+    (path,) = _session_logs(root)
+    where = {"home": root, "projects": root / cc.PROJECTS, "project": path.parent, "file": path}[target]
+    assert replay_into(receiver, where) == 0
+    names = sorted(span["name"] for span in receiver.spans())
+    main = ["chat claude-opus-4-8"] * 2 + ["execute_tool Agent", "invoke_agent", "turn 0", "turn 1"]
+    if target in ("home", "projects"):
+        sub = ["chat claude-opus-4-8"] * 3 + [
+            "execute_tool Bash",
+            "execute_tool Read",
+            "invoke_agent general-purpose",
+        ]
+        assert names == sorted([*main, *sub, "turn 0", "turn 1", "turn 2"])
+    else:
+        assert names == sorted(main)
