@@ -179,6 +179,9 @@ class Prompt(RecordBase):
     # permission requests not yet answered: requestId → (tool call id, kind, requested at)
     permissions: dict[str, tuple[str | None, str | None, int]] = field(default_factory=dict)
     hooks: dict[str, Hook] = field(default_factory=dict)  # hook runs not yet ended, by invocation id
+    # Loop rule A: the fold of a sub-agent's own file, rooted under the tool call that started it in another fold's
+    # trace: its root is that sub-agent, handed on as an AgentRun, and there is no PromptRun.
+    rooted: bool = False
 
     def add_note(self, note: Note) -> None:
         """Note what happened during the prompt (its root span's events), counting those past :data:`MAX_SPAN_EVENTS`."""

@@ -75,7 +75,8 @@ class SessionRecords:
 def read_session(
     target: str | Path, settings: FoldSettings | None = None, *, root: str | Path | None = None
 ) -> SessionRecords:
-    """Read one session log (a folder, its ``events.jsonl``, a legacy flat file, or an id under ``root``).
+    """Read one session log (a folder, its ``events.jsonl``, a legacy flat file, or an id under ``root``); a
+    Claude Code session's ``.jsonl`` (or a sub-agent's file) is read through its own framer, into the same records.
 
     Raises:
         SourceError: the target is not a session log, or cannot be read.

@@ -12,6 +12,11 @@ Stages (each owns one thing)::
 
     TailItem ──parse──▶ Event ──AgentLoop──▶ activity records ──(PromptWindow)──▶ Projector ──▶ spans, log events,
                                                                                                  metric points
+
+Another agent's log (:class:`~copilot_otel.sources.LoopSource`, chosen by :func:`source_for`) has its own first
+stage, the same loop and everything after it::
+
+    TailItem ──read_line──▶ view ──framer──▶ neutral events ──AgentLoop (its translator)──▶ … as above
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from .parse import parse_line
 from .project import Projector
 from .records import BadLine, DropReason, Emission
 from .sessions import SessionFile, read_workspace, session_title
+from .sources import LoopSource, Source, sniff
 from .tail import (
     DEFAULT_MAX_LINE_BYTES,
     DEFAULT_READ_CHUNK_BYTES,
@@ -141,6 +147,29 @@ class Step(NamedTuple):
 
 _NOTHING = Step()
 
+# The folder Copilot CLI keeps its sessions in (``~/.copilot/session-state``).
+COPILOT_ROOT = "session-state"
+# The key of a framer's state in the checkpointed context (:meth:`Pipeline.context_snapshot`).
+FRAME_KEY = "frame"
+
+
+def source_for(session: SessionFile) -> LoopSource | None:
+    """The source whose framer reads ``session``'s log; ``None`` for Copilot CLI's (the default path).
+
+    A Copilot session folder (``<id>/events.jsonl``) or a flat file directly in Copilot's ``session-state`` (its
+    legacy layout) is Copilot's without a look (a backfill of thousands of sessions opens nothing more); any other
+    ``.jsonl`` (another agent's log, or a Copilot log copied elsewhere) is told by its first record
+    (:func:`~copilot_otel.sources.sniff`). Codex's logs are recognised but not wired into the loop yet: read as
+    Copilot's, they give nothing.
+    """
+    if session.folder is not None or session.path.parent.name == COPILOT_ROOT:
+        return None
+    if sniff(session.path) is Source.CLAUDE_CODE:
+        from .sources.claude_code_loop import CLAUDE_CODE  # only a Claude Code log loads its framer
+
+        return CLAUDE_CODE
+    return None
+
 
 def _with_dropped(step: Step, loop: AgentLoop, offset: int, end_offset: int, line_number: int) -> Step:
     """``step`` with the values its line lost (rare: only a value out of range, of the wrong type, or a clamped end
@@ -162,6 +191,8 @@ class Pipeline:
         project: Build emissions too (``False`` for readers of the records alone, such as ``show``).
         window: Keep only the prompts that started in this time window (``replay --since``, ``--backfill``);
             the loop still sees every event, so the prompts kept are the same as in a full read.
+        source: Another agent's reader, framer and translator (:func:`source_for`); ``None``: Copilot CLI's.
+        first_frame: That framer's state at the log's start (what its ``seed`` read beside the log).
     """
 
     def __init__(
@@ -173,8 +204,20 @@ class Pipeline:
         title: str | None = None,
         project: bool = True,
         window: PromptWindow | None = None,
+        source: LoopSource | None = None,
+        first_frame: Mapping[str, Any] | None = None,
     ) -> None:
-        self.loop = AgentLoop(session_id, settings, context)
+        self.source = source
+        if source is None:
+            self.loop = AgentLoop(session_id, settings, context)
+        else:
+            # Another agent's log: its reader and framer before the same loop, its translator in the loop. The
+            # framer's state rides in the context (FRAME_KEY), which the loop's own reading ignores.
+            frame = context.get(FRAME_KEY) if context is not None else first_frame
+            self.loop = AgentLoop(session_id, settings, context, source.translator)
+            self._read = source.read_line
+            self._framer = source.framer(frame if isinstance(frame, Mapping) else None)
+            self._line = self._framed_line  # type: ignore[method-assign]  # Copilot's path stays as it is
         self._window = window
         self.settings = self.loop.settings
         if title:
@@ -206,7 +249,18 @@ class Pipeline:
         title = None
         if project and settings.content.allows(ContentKind.PROMPTS):
             title = session_title(read_workspace(session.folder))
-        return cls(session.session_id, settings, context=context, title=title, project=project, window=window)
+        source = source_for(session)
+        seed = source.seed(session.path) if source is not None and source.seed is not None else None
+        return cls(
+            session.session_id,
+            settings,
+            context=context,
+            title=title,
+            project=project,
+            window=window,
+            source=source,
+            first_frame={"seed": seed} if seed is not None else None,
+        )
 
     def feed(self, item: TailItem, line_number: int | None = None) -> Step:
         """Fold one line; ``line_number`` (1-based, for messages) defaults to the count of lines fed."""
@@ -326,6 +380,28 @@ class Pipeline:
             return _NOTHING  # most lines: no call more
         return self._finish(records, start, end, number)
 
+    def _framed_line(self, data: bytes, start: int, end: int, number: int) -> Step:
+        """:meth:`_line` for another agent's log: its reader, then its framer, whose events the loop folds."""
+        if data[-1:] == b"\r":
+            data = data[:-1]
+        if not data or data.isspace():
+            return _NOTHING
+        self.lines += 1
+        view = self._read(data, start, end, number)
+        if view.__class__ is BadLine:
+            return Step(drop=view)  # checked by class: a BadLine
+        self.events += 1
+        loop = self.loop
+        records: list[Record] = []
+        for event in self._framer.frame(view):  # type: ignore[arg-type]  # an Event
+            records.extend(loop.feed(event))
+        if view.dropped:  # type: ignore[union-attr]
+            loop.dropped.extend(view.dropped)  # type: ignore[union-attr]
+            view.dropped.clear()  # type: ignore[union-attr]
+        if not records and not loop.dropped:
+            return _NOTHING
+        return self._finish(records, start, end, number)
+
     def feed_event(self, event: Event) -> Step:
         """Fold one event already decoded (the stages after parse; tests feed events they built)."""
         self.events += 1
@@ -358,7 +434,10 @@ class Pipeline:
         return self.loop.has_open_prompt
 
     def context_snapshot(self) -> dict[str, Any]:
-        return self.loop.context_snapshot()
+        context = self.loop.context_snapshot()
+        if self.source is not None:
+            context[FRAME_KEY] = self._framer.snapshot()
+        return context
 
     def resume_point(self) -> tuple[int, dict[str, Any]] | None:
         return self.loop.resume_point()

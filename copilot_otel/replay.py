@@ -36,6 +36,7 @@ from .sessions import (
     require_session_folder,
     resolve,
 )
+from .sources import claude_code
 from .telemetry import Telemetry, resource_attributes
 from .workers import by_size, log_bytes, process_pool
 
@@ -240,7 +241,7 @@ def replay(
         ExportError: the collector did not accept everything within ``config.max_retry_time``.
     """
     started = time.monotonic()
-    targets = list(targets)
+    targets = [found for target in targets for found in _other_agents(target)]
     if any(Path(target) == config.session_state for target in targets):
         require_session_folder(config.session_state)
     unreadable: list[UnreadableError] = []
@@ -327,6 +328,23 @@ def _refused(report: ReplayReport) -> None:
 
 
 @_fewer_gc_passes()
+def _other_agents(target: str | Path) -> list[str | Path]:
+    """A target that is another agent's root, as the session logs under it; any other target as it is.
+
+    Claude Code's config folder (``~/.claude``, holding ``projects/``) or its ``projects`` folder → each session's
+    log and each sub-agent's file (folded alone, rooted under the parent's tool call: loop rule A). A project
+    folder (``projects/<escaped cwd>``) or a session's ``.jsonl`` needs nothing: they resolve as flat logs (its
+    sub-agents' files not included), and the pipeline tells whose log each is by its content.
+    """
+    path = Path(target)
+    if path.name == claude_code.PROJECTS:
+        path = path.parent
+    elif not (path / claude_code.PROJECTS).is_dir():
+        return [target]
+    logs = [log.path for log in claude_code.scan(path)]
+    return [*logs] if logs else [target]
+
+
 def _replay_here(
     sessions: list[SessionFile],
     config: Config,

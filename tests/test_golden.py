@@ -86,19 +86,42 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _read_sums() -> dict[str, str]:
-    path = GOLDEN / "SHA256SUMS"
+def _read_sums(golden: Path = GOLDEN) -> dict[str, str]:
+    path = golden / "SHA256SUMS"
     if not path.exists():
         return {}
     pairs = (line.split("  ", 1) for line in path.read_text().splitlines() if line.strip())
     return {name: digest for digest, name in pairs}
 
 
-def _write_sum(key: str, digest: str) -> None:
-    sums = _read_sums()
+def _write_sum(key: str, digest: str, golden: Path = GOLDEN) -> None:
+    sums = _read_sums(golden)
     sums[key] = digest
     lines = [f"{sums[name]}  {name}\n" for name in sorted(sums)]
-    (GOLDEN / "SHA256SUMS").write_text("".join(lines))
+    (golden / "SHA256SUMS").write_text("".join(lines))
+
+
+def check_golden(receiver: OtlpReceiver, key: str, tmp_path: Path, golden: Path = GOLDEN) -> None:
+    """What ``receiver`` holds is the golden dump ``golden/key`` (its hash in ``golden/SHA256SUMS``); with
+    ``GOLDEN_UPDATE=1``, becomes it."""
+    text = _golden_text(receiver)
+    assert receiver.spans(), "a golden dump without spans would pin nothing"
+    path = golden / key
+    if UPDATE:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        _write_sum(key, _sha(text), golden)
+        return
+    expected_sum = _read_sums(golden).get(key)
+    assert expected_sum is not None, (
+        f"no golden output for {key}: run with GOLDEN_UPDATE=1 and review the diff"
+    )
+    if _sha(text) != expected_sum:
+        actual = tmp_path / "actual.json"
+        actual.write_text(text)
+        pytest.fail(f"{key} differs from the golden output: diff -u {path} {actual}")
+    # The stored dump is what the hash says (a hand-edited dump cannot pass silently).
+    assert _sha(path.read_text()) == expected_sum
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))
@@ -109,25 +132,7 @@ def test_golden_output(
     for name, value in MODES[mode].items():
         monkeypatch.setenv(name, value)
     assert replay_into(receiver, FIXTURE_LOGS[fixture]) == 0
-    text = _golden_text(receiver)
-    assert receiver.spans(), "a golden dump without spans would pin nothing"
-    key = f"{mode}/{fixture}.json"
-    path = GOLDEN / key
-    if UPDATE:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        _write_sum(key, _sha(text))
-        return
-    expected_sum = _read_sums().get(key)
-    assert expected_sum is not None, (
-        f"no golden output for {key}: run with GOLDEN_UPDATE=1 and review the diff"
-    )
-    if _sha(text) != expected_sum:
-        actual = tmp_path / "actual.json"
-        actual.write_text(text)
-        pytest.fail(f"{key} differs from the golden output: diff -u {path} {actual}")
-    # The stored dump is what the hash says (a hand-edited dump cannot pass silently).
-    assert _sha(path.read_text()) == expected_sum
+    check_golden(receiver, f"{mode}/{fixture}.json", tmp_path)
 
 
 def test_every_golden_file_has_a_fixture() -> None:

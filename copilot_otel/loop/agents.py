@@ -12,14 +12,14 @@ from __future__ import annotations
 from .. import events as ev
 from ..activity import AgentRun, IncompleteReason, Outcome
 from ..content import ContentKind
-from ..events import Event
 from ..foldstate import Agent, Prompt
 from .core import OWN_API, LoopState
+from .inputs import Envelope
 
 __all__ = ["close_agent", "on_agent_selected", "on_subagent_end", "on_subagent_started", "route"]
 
 
-def route(loop: LoopState, event: Event) -> tuple[Prompt, Agent]:
+def route(loop: LoopState, event: Envelope) -> tuple[Prompt, Agent]:
     """Which prompt and agent an activity event belongs to (envelope agentId, else parentToolCallId)."""
     if event.agent_id is not None:
         hit = loop.by_agent_id.get(event.agent_id) or loop.by_task_call.get(event.agent_id)
@@ -40,7 +40,7 @@ def route(loop: LoopState, event: Event) -> tuple[Prompt, Agent]:
 
 
 def _start_subagent(
-    loop: LoopState, event: Event, task_call_id: str | None, parent_agent_id: str | None = None
+    loop: LoopState, event: Envelope, task_call_id: str | None, parent_agent_id: str | None = None
 ) -> tuple[Prompt, Agent]:
     """Create a sub-agent under the ``task`` tool call that spawned it."""
     prompt: Prompt | None = None
@@ -154,7 +154,7 @@ def close_agent(
             loop.end_turn(
                 prompt, agent, time_ns, incomplete=(reason or "no_turn_end") if incomplete else None
             )
-    if agent is prompt.root:
+    if agent is prompt.root and not prompt.rooted:
         return
     end = max(time_ns, agent.last_ns)
     loop.ended(prompt, end)

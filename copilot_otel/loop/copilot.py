@@ -7,6 +7,8 @@ like this one over the same entities, rather than a loop of its own.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .. import events as ev
 from . import agents, notes, prompts, session, tools, turns
 from .core import Translator
@@ -46,3 +48,33 @@ COPILOT = Translator(
     ),
     aside=session.read_imported,
 )
+
+if TYPE_CHECKING:  # Copilot's views are the loop's inputs as they are: mypy checks each against its protocol.
+    from . import inputs
+
+    def _views_are_inputs(
+        start: ev.SessionStart,
+        message: ev.UserMessage,
+        turn: ev.TurnStart,
+        turn_end: ev.TurnEnd,
+        usage: ev.UsageRecord,
+        answer: ev.AssistantMessage,
+        tool: ev.ToolStart,
+        done: ev.ToolComplete,
+        compaction: ev.Compaction,
+        abort: ev.Abort,
+        error: ev.SessionError,
+    ) -> None:
+        _: tuple[
+            inputs.SessionStartInput,
+            inputs.PromptInput,
+            inputs.TurnInput,
+            inputs.TurnInput,
+            inputs.UsageInput,
+            inputs.AnswerInput,
+            inputs.ToolStartInput,
+            inputs.ToolEndInput,
+            inputs.CompactionInput,
+            inputs.AbortInput,
+            inputs.ErrorInput,
+        ] = (start, message, turn, turn_end, usage, answer, tool, done, compaction, abort, error)

@@ -24,6 +24,7 @@ from ..foldstate import Agent, Hook, Prompt, SessionContext, Tool
 from ..foldstate import Turn as OpenTurn
 from ..records import DropReason
 from ..runaway import RunawayThresholds
+from .inputs import Envelope, ToolEndInput
 
 __all__ = ["OWN_API", "FoldSettings", "Handler", "LoopState", "Translator"]
 
@@ -196,7 +197,7 @@ class LoopState:
     # Each is the function of the same name in the entity module named, bound by the shell (AgentLoop).
 
     # prompts
-    def ensure_prompt(self, event: Event) -> Prompt:
+    def ensure_prompt(self, event: Envelope) -> Prompt:
         raise NotImplementedError
 
     def close_prompt(
@@ -214,7 +215,7 @@ class LoopState:
         raise NotImplementedError
 
     # agents
-    def route(self, event: Event) -> tuple[Prompt, Agent]:
+    def route(self, event: Envelope) -> tuple[Prompt, Agent]:
         raise NotImplementedError
 
     def close_agent(
@@ -254,7 +255,7 @@ class LoopState:
         self,
         prompt: Prompt,
         agent: Agent,
-        event: Event,
+        event: Envelope,
         usage: Usage,
         model: str | None,
         duration_ms: float | None,
@@ -283,7 +284,7 @@ class LoopState:
         error_type: str | None,
         message: str | None,
         incomplete: IncompleteReason | None = None,
-        completion: ev.ToolComplete | None = None,
+        completion: ToolEndInput | None = None,
     ) -> None:
         raise NotImplementedError
 

@@ -32,6 +32,7 @@ from ..content import ContentKind
 from ..events import Event
 from ..foldstate import Agent, Prompt
 from .core import LoopState
+from .inputs import AbortInput, CompactionInput, Envelope, ErrorInput
 
 __all__ = ["NOTES", "NoteRule"]
 
@@ -39,7 +40,7 @@ E = TypeVar("E", bound=Event)
 R = TypeVar("R")
 
 
-def _current(loop: LoopState, event: Event) -> tuple[Prompt, Agent] | None:
+def _current(loop: LoopState, event: Envelope) -> tuple[Prompt, Agent] | None:
     """The note belongs to the prompt under way, on its main agent (none open: no prompt)."""
     prompt = loop.current
     return (prompt, prompt.root) if prompt is not None else None
@@ -104,7 +105,7 @@ class NoteRule(Generic[E, R]):
                 self.follow(loop, event, prompt, agent)
 
 
-def _where(loop: LoopState, event: Event, prompt: Prompt | None) -> dict[str, Any]:
+def _where(loop: LoopState, event: Envelope, prompt: Prompt | None) -> dict[str, Any]:
     """The fields every note record has: its session and time, the trace and root span it is on (none without
     a prompt), the line it was read from."""
     return {
@@ -190,13 +191,13 @@ def _skill_waits(loop: LoopState, event: ev.SkillInvoked, record: SkillInvoked) 
 
 
 # ---------------------------------------------------------------------------------------------- compaction
-def _compaction_place(loop: LoopState, event: ev.Compaction) -> tuple[Prompt, Agent]:
+def _compaction_place(loop: LoopState, event: CompactionInput) -> tuple[Prompt, Agent]:
     # A compaction outside any prompt (/compact) is work of its own: it gets a trace (not a human prompt).
     prompt = loop.current or loop.ensure_prompt(event)
     return prompt, prompt.root
 
 
-def _compaction(loop: LoopState, event: ev.Compaction, prompt: Prompt | None) -> Compaction:
+def _compaction(loop: LoopState, event: CompactionInput, prompt: Prompt | None) -> Compaction:
     return Compaction(
         **_where(loop, event, prompt),
         complete=event.complete,
@@ -211,7 +212,7 @@ def _compaction(loop: LoopState, event: ev.Compaction, prompt: Prompt | None) ->
     )
 
 
-def _compaction_call(loop: LoopState, event: ev.Compaction, prompt: Prompt, agent: Agent) -> None:
+def _compaction_call(loop: LoopState, event: CompactionInput, prompt: Prompt, agent: Agent) -> None:
     """The compaction's own model call: the CLI writes no usage record for it, only these totals."""
     call = event.call
     if call is None:
@@ -230,14 +231,14 @@ def _compaction_call(loop: LoopState, event: ev.Compaction, prompt: Prompt, agen
 
 
 # ---------------------------------------------------------------------------------------------- abort
-def _abort(loop: LoopState, event: ev.Abort, prompt: Prompt | None) -> Abort:
+def _abort(loop: LoopState, event: AbortInput, prompt: Prompt | None) -> Abort:
     return Abort(
         **_where(loop, event, prompt),
         reason=event.reason or "unknown",
     )
 
 
-def _aborted(loop: LoopState, event: ev.Abort, prompt: Prompt, agent: Agent, record: Abort) -> None:
+def _aborted(loop: LoopState, event: AbortInput, prompt: Prompt, agent: Agent, record: Abort) -> None:
     """The user stopped the prompt: everything still running was cancelled (tools, pending model calls)."""
     prompt.outcome = "aborted"
     prompt.incomplete_reason = "aborted"
@@ -266,11 +267,11 @@ def _aborted(loop: LoopState, event: ev.Abort, prompt: Prompt, agent: Agent, rec
 
 
 # ---------------------------------------------------------------------------------------------- errors
-def _error_place(loop: LoopState, event: ev.SessionError) -> tuple[Prompt, Agent] | None:
+def _error_place(loop: LoopState, event: ErrorInput) -> tuple[Prompt, Agent] | None:
     return loop.route(event) if (event.agent_id or loop.current) else None
 
 
-def _error(loop: LoopState, event: ev.SessionError, prompt: Prompt | None) -> SessionError:
+def _error(loop: LoopState, event: ErrorInput, prompt: Prompt | None) -> SessionError:
     error_type = event.error_type or "error"
     return SessionError(
         **_where(loop, event, prompt),
@@ -280,9 +281,7 @@ def _error(loop: LoopState, event: ev.SessionError, prompt: Prompt | None) -> Se
     )
 
 
-def _failed(
-    loop: LoopState, event: ev.SessionError, prompt: Prompt, agent: Agent, record: SessionError
-) -> None:
+def _failed(loop: LoopState, event: ErrorInput, prompt: Prompt, agent: Agent, record: SessionError) -> None:
     """The error answers the agent's model call in progress (or one that ended unanswered): it failed."""
     # The provider's HTTP status is the failed call's error.type, as the semconv for HTTP errors has it.
     failure = str(record.status_code) if record.status_code is not None else record.error_type

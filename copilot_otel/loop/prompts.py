@@ -27,6 +27,7 @@ from ..events import Event
 from ..foldstate import Agent, Prompt
 from ..records import replace
 from .core import OWN_API, LoopState
+from .inputs import Envelope, PromptInput, RootedInput
 
 __all__ = [
     "adopt_pending",
@@ -34,13 +35,15 @@ __all__ = [
     "ensure_prompt",
     "hold",
     "maybe_close_lingering",
+    "on_rooted",
+    "on_rooted_end",
     "on_system_message",
     "on_user_message",
 ]
 
 
 def open_prompt(
-    loop: LoopState, event: Event, message: ev.UserMessage | None = None, human: bool = False
+    loop: LoopState, event: Envelope, message: PromptInput | None = None, human: bool = False
 ) -> Prompt:
     """Open a prompt (a trace) at ``event``: a human ``message``, or other activity (then synthetic)."""
     ctx = loop.ctx
@@ -108,7 +111,7 @@ def open_prompt(
     return prompt
 
 
-def ensure_prompt(loop: LoopState, event: Event) -> Prompt:
+def ensure_prompt(loop: LoopState, event: Envelope) -> Prompt:
     """The prompt that agent activity belongs to; activity with none open starts a synthetic one."""
     if loop.current is not None:
         return loop.current
@@ -133,7 +136,8 @@ def close_prompt(
         prompt.outcome = "incomplete"
     if incomplete and prompt.incomplete_reason is None:
         prompt.incomplete_reason = reason
-    _emit_prompt(loop, prompt, time_ns)
+    if not prompt.rooted:  # a rooted fold's root is a sub-agent: its AgentRun was handed on
+        _emit_prompt(loop, prompt, time_ns)
     loop.prompts.pop(prompt.key, None)
     if loop.current is prompt:
         loop.current = None
@@ -252,7 +256,7 @@ def hold(loop: LoopState, event: Event) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- messages
-def on_user_message(loop: LoopState, event: ev.UserMessage) -> None:
+def on_user_message(loop: LoopState, event: PromptInput) -> None:
     """A human prompt opens a trace; a sub-agent's task prompt, steering or an autopilot continuation is part of
     the work under way."""
     source = event.source
@@ -317,3 +321,50 @@ def on_system_message(loop: LoopState, event: ev.SystemMessage) -> None:
     hit = loop.by_agent_id.get(event.agent_id)
     if hit is not None:
         hit[1].system_text = text
+
+
+# ---------------------------------------------------------------------------------------------- rule A
+def on_rooted(loop: LoopState, event: RootedInput) -> None:
+    """Loop rule A: this fold is a sub-agent's own file, rooted in another fold's span. Instead of a human prompt,
+    its work opens under ``parent_span_id`` in the trace of ``prompt_key`` (both computed from the log's own ids,
+    so the parent's fold need not be read): the root agent is the sub-agent, handed on as an
+    :class:`~copilot_otel.activity.AgentRun` when it ends."""
+    finish_current(loop)
+    ctx = loop.ctx
+    ctx.session_id = event.session_id or ctx.session_id  # not the file's name: the parent's session
+    key = f"{event.prompt_key}/{event.agent_key}"
+    root = Agent(
+        span_id=ids.span_id(ctx.session_id, "agent", event.agent_key),
+        parent_span_id=event.parent_span_id,
+        name=event.name,
+        start_ns=event.time_ns,
+        agent_id=event.agent_key,
+        task_call_id=event.task_call_id,
+        model=ctx.model,
+        last_ns=event.time_ns,
+    )
+    root.description = event.description
+    root.input_text = loop.gate.text(event.content, ContentKind.PROMPTS)
+    prompt = Prompt(
+        key=key,
+        trace_id=ids.trace_id(ctx.session_id, event.prompt_key),
+        root=root,
+        start_ns=event.time_ns,
+        start_offset=event.offset,
+        interaction_id=None,
+        human=False,
+        last_ns=event.time_ns,
+        context_at_open=ctx.to_dict(),
+        rooted=True,
+    )
+    loop.prompts[key] = prompt
+    loop.current = prompt
+    _queue_user_message(loop, root, event.content)
+
+
+def on_rooted_end(loop: LoopState, event: Envelope) -> None:
+    """The rooted sub-agent gave its final answer: its work is complete."""
+    prompt = loop.current
+    if prompt is not None and prompt.rooted:
+        loop.touch(prompt, prompt.root, event.time_ns)
+        close_prompt(loop, prompt, event.time_ns, None, incomplete=False)

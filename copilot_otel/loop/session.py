@@ -15,6 +15,7 @@ from ..events import Event
 from ..foldstate import Prompt
 from ..parse import timestamp_ns
 from .core import LoopState
+from .inputs import SessionStartInput
 
 __all__ = [
     "on_context_changed",
@@ -31,7 +32,7 @@ __all__ = [
 IMPORT_GAP_NS = 60 * 1_000_000_000
 
 
-def on_session_start(loop: LoopState, event: ev.SessionStart) -> None:
+def on_session_start(loop: LoopState, event: SessionStartInput) -> None:
     ctx = loop.ctx
     ctx.session_id = event.session_id or ctx.session_id
     ctx.copilot_version = event.copilot_version or ctx.copilot_version

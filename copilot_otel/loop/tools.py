@@ -15,6 +15,7 @@ from ..content import ContentKind, argument_hash
 from ..foldstate import Hook, Prompt, Tool
 from ..runaway import check_errors, check_identical
 from .core import OWN_API, LoopState
+from .inputs import ToolEndInput, ToolStartInput
 
 __all__ = [
     "emit_hook",
@@ -32,7 +33,7 @@ __all__ = [
 HOOK_DENIAL = "preToolUse hook"
 
 
-def on_tool_start(loop: LoopState, event: ev.ToolStart) -> None:
+def on_tool_start(loop: LoopState, event: ToolStartInput) -> None:
     call_id = event.call_id
     if call_id is None:
         return
@@ -83,7 +84,7 @@ def on_tool_start(loop: LoopState, event: ev.ToolStart) -> None:
         )
 
 
-def on_tool_complete(loop: LoopState, event: ev.ToolComplete) -> None:
+def on_tool_complete(loop: LoopState, event: ToolEndInput) -> None:
     call_id = event.call_id
     if call_id is None:
         return
@@ -127,7 +128,7 @@ def end_tool(
     error_type: str | None,
     message: str | None,
     incomplete: IncompleteReason | None = None,
-    completion: ev.ToolComplete | None = None,
+    completion: ToolEndInput | None = None,
 ) -> None:
     """Hand on a tool call: completed (``completion``), or cut short (``incomplete`` says why)."""
     exit_code = None

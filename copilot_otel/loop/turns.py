@@ -12,11 +12,11 @@ from __future__ import annotations
 from .. import events as ev
 from ..activity import IncompleteReason, ModelCall, Outcome, ToolRequest, Turn, Usage
 from ..content import ContentKind
-from ..events import Event
 from ..foldstate import Agent, Prompt
 from ..foldstate import Turn as OpenTurn
 from ..runaway import check_burn, check_turns
 from .core import OWN_API, LoopState
+from .inputs import AnswerInput, Envelope, TurnInput, UsageInput
 
 __all__ = [
     "emit_chat",
@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 
-def on_turn_start(loop: LoopState, event: ev.TurnStart) -> None:
+def on_turn_start(loop: LoopState, event: TurnInput) -> None:
     prompt, agent = loop.route(event)
     agent.uses_turn_events = True
     if agent.turn is not None:
@@ -45,7 +45,7 @@ def begin_turn(
     loop: LoopState,
     prompt: Prompt,
     agent: Agent,
-    event: ev.TurnStart | ev.AssistantMessage,
+    event: TurnInput,
     start_ns: int,
     synthetic: bool,
 ) -> OpenTurn:
@@ -71,7 +71,7 @@ def begin_turn(
     return turn
 
 
-def on_turn_end(loop: LoopState, event: ev.TurnEnd) -> None:
+def on_turn_end(loop: LoopState, event: TurnInput) -> None:
     prompt, agent = loop.route(event)
     loop.touch(prompt, agent, event.time_ns)
     if agent.turn is None:
@@ -122,7 +122,7 @@ def end_turn(
     )
 
 
-def on_usage_record(loop: LoopState, event: ev.UsageRecord) -> None:
+def on_usage_record(loop: LoopState, event: UsageInput) -> None:
     """A usage record: the tokens, cost and timings of one model call, added to the open turn's call."""
     report = event.usage
     if report is None:
@@ -170,7 +170,7 @@ def standalone_chat(
     loop: LoopState,
     prompt: Prompt,
     agent: Agent,
-    event: Event,
+    event: Envelope,
     usage: Usage,
     model: str | None,
     duration_ms: float | None,
@@ -211,7 +211,7 @@ def standalone_chat(
     )
 
 
-def on_assistant_message(loop: LoopState, event: ev.AssistantMessage) -> None:
+def on_assistant_message(loop: LoopState, event: AnswerInput) -> None:
     """The model's answer: the end of the turn's model call (and, in old logs, of a synthetic turn)."""
     prompt, agent = loop.route(event)
     if agent.agent_id in loop.notified and not event.has_model_call_ids:

@@ -12,7 +12,8 @@ Each reader turns one line into a view of :class:`copilot_otel.events.Event` (th
 field descriptors as Copilot's events: a wrong-typed field reads as absent and is noted as a dropped value, an
 unknown record type is kept as a plain :class:`~copilot_otel.events.Event`) or a :class:`~copilot_otel.records.
 BadLine`, and never raises. What the records mean for the agent loop is in ``docs/other-agents.md``; nothing here
-is fed to the loop yet.
+is fed to the loop through its source's framer (:class:`LoopSource`): Claude Code's (:mod:`.claude_code_loop`) now,
+Codex's next.
 
 Discovery is cheap, as :func:`copilot_otel.sessions.scan_root` is: names and ``stat`` only, no file content; a link
 that leads out of the source's root is not followed (a session log is read only if it really is under the root).
@@ -22,10 +23,11 @@ from __future__ import annotations
 
 import enum
 import os
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
@@ -36,7 +38,20 @@ from ..parse import timestamp_ns, undecodable
 from ..records import BadLine, DropReason
 from ..sessions import stays_inside
 
-__all__ = ["LogKind", "Source", "SourceLog", "ToolOutcome", "read_blob", "source_root"]
+if TYPE_CHECKING:
+    from ..loop.core import Translator
+
+__all__ = [
+    "Framer",
+    "LogKind",
+    "LoopSource",
+    "Source",
+    "SourceLog",
+    "ToolOutcome",
+    "read_blob",
+    "sniff",
+    "source_root",
+]
 
 
 class Source(enum.Enum):
@@ -178,3 +193,76 @@ def read_blob(blob: bytes, read_line: LineReader) -> Iterator[Event | BadLine]:
         if line:
             yield read_line(line, start, end + 1, number)
         start = end + 1
+
+
+# ---------------------------------------------------------------------------------------------- into the loop
+class Framer(Protocol):
+    """A source's records → the loop's events: a small pure state machine, one per log (see
+    :mod:`copilot_otel.loop.neutral`). Its state goes into the checkpoint's context (:meth:`snapshot`)."""
+
+    def frame(self, view: Event) -> list[Event]: ...
+
+    def snapshot(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class LoopSource:
+    """What :class:`~copilot_otel.pipeline.Pipeline` needs to fold a source's log with the one agent loop.
+
+    Attributes:
+        source: The agent that writes the log.
+        read_line: One line → the source's view of its record, or a :class:`~copilot_otel.records.BadLine`.
+        framer: A new framer, from a :meth:`Framer.snapshot` when resuming (``None``: the log's start).
+        translator: Which loop handler folds each event the framer gives.
+        seed: What a log needs from beside it, read once when its fold starts (a Claude Code sub-agent's
+            ``.meta.json``): the framer's first state under ``seed``; ``None``: nothing.
+    """
+
+    source: Source
+    read_line: LineReader
+    framer: Callable[[Mapping[str, Any] | None], Framer]
+    translator: Translator
+    seed: Callable[[Path], Mapping[str, Any] | None] | None = None
+
+
+# How much of a log's start :func:`sniff` reads (a Copilot ``session.start`` line is ~1 KB).
+SNIFF_BYTES = 8 * 1024
+_TYPE = re.compile(rb'"type"\s*:\s*"([^"]*)"')
+
+
+def sniff(path: Path) -> Source | None:
+    """Which other agent wrote a log, from its first record; ``None`` for Copilot CLI's, or when the start says
+    nothing (empty, unreadable, not JSON): the caller reads it as Copilot's.
+
+    Copilot CLI's events are ``{type: "session.start", data: …}`` (dotted types, a ``data`` object); Codex's
+    ``{timestamp, type, payload}``; Claude Code's neither (``type`` ``queue-operation``, ``user``, … with the
+    record's fields beside it). A first line longer than :data:`SNIFF_BYTES` (a long prompt, Codex's
+    ``session_meta``) is told by its first ``"type"``. Read only for a flat ``.jsonl`` file: a Copilot session
+    folder needs no look.
+    """
+    try:
+        with open(path, "rb") as f:
+            head = f.read(SNIFF_BYTES)
+    except OSError:
+        return None
+    head = head.lstrip()
+    end = head.find(b"\n")
+    if end >= 0:
+        try:
+            obj = orjson.loads(head[:end])
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
+            return None
+        kind, payload, data = obj["type"].encode(), "payload" in obj, "data" in obj
+    else:
+        found = _TYPE.search(head)
+        if found is None:
+            return None
+        # Codex's rollouts open with a ``session_meta`` line of ~40 KB (its base instructions).
+        kind, payload, data = found.group(1), found.group(1) == b"session_meta", False
+    if payload:
+        return Source.CODEX
+    if data or b"." in kind:
+        return None  # Copilot CLI's
+    return Source.CLAUDE_CODE

@@ -1,0 +1,229 @@
+"""Neutral events: the loop's inputs as plain records, for sources other than Copilot CLI.
+
+Another source does not build Copilot's views (they decode Copilot's camelCase): its framer (in its own module
+under :mod:`copilot_otel.sources`) turns that source's records into these, which satisfy the protocols of
+:mod:`.inputs`, and :data:`NEUTRAL` is their translator over the same entity handlers Copilot's events reach
+(:mod:`.copilot`). Each is an :class:`~copilot_otel.events.Event` for its envelope (id, time, offsets, the agent it
+belongs to) with an empty ``data`` (:data:`NO_DATA`): everything a handler reads is a field of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .. import events as ev
+from ..events import Event
+from ..records import record
+from . import notes, prompts, session, tools, turns
+from .core import Translator
+
+__all__ = [
+    "NEUTRAL",
+    "NO_DATA",
+    "Aborted",
+    "Answered",
+    "CallUsage",
+    "Compacted",
+    "Failed",
+    "PromptSubmitted",
+    "RootEnded",
+    "Rooted",
+    "SessionBegan",
+    "ToolBegan",
+    "ToolEnded",
+    "TurnBegan",
+    "TurnEnded",
+]
+
+# The ``data`` of every neutral event: its fields say everything (never mutated).
+NO_DATA: Mapping[str, Any] = {}
+
+
+@record
+class SessionBegan(Event):
+    session_id: str | None = None
+    copilot_version: str | None = None
+    producer: str | None = None
+    selected_model: str | None = None
+    reasoning_effort: str | None = None
+    start_time: str | None = None
+    context: ev.Context | None = None
+
+
+@record
+class PromptSubmitted(Event):
+    content: Any = None
+    source: str | None = None
+    delivery: str | None = None
+    turn_id: str | None = None
+    agent_mode: str | None = None
+    autopilot_continuation: bool = False
+
+
+@record
+class TurnBegan(Event):
+    turn_id: str | None = None
+
+
+@record
+class TurnEnded(Event):
+    turn_id: str | None = None
+
+
+@record
+class CallUsage(Event):
+    usage: ev.Usage | None = None
+
+
+@record
+class Answered(Event):
+    turn_id: str | None = None
+    model: str | None = None
+    api_call_id: str | None = None
+    output_tokens: int | None = None
+    content: Any = None
+    reasoning_text: Any = None
+    tool_requests: tuple[ev.ToolRequest, ...] = ()
+
+    @property
+    def has_tool_requests(self) -> bool:
+        return bool(self.tool_requests)
+
+    @property
+    def has_model_call_ids(self) -> bool:
+        return bool(self.model or self.api_call_id or self.turn_id)
+
+
+@record
+class ToolBegan(Event):
+    call_id: str | None = None
+    name: str | None = None
+    arguments: Any = None
+    mcp_server: str | None = None
+    description: str | None = None
+
+
+@record
+class ToolEnded(Event):
+    call_id: str | None = None
+    success: bool = True
+    error_code: str | None = None
+    error_message: str | None = None
+    exit_code: int | None = None
+    user_requested: bool = False
+    result: Any = None
+    sandboxed: bool | None = None
+    file_edits: int | None = None
+
+
+@record
+class Compacted(Event):
+    complete: bool = True
+    trigger: str | None = None
+    success: bool | None = True
+    pre_tokens: int | None = None
+    post_tokens: int | None = None
+    tokens_removed: int | None = None
+    messages_removed: int | None = None
+    current_tokens: int | None = None
+    token_limit: int | None = None
+    call: ev.CompactionCall | None = None
+
+
+@record
+class Aborted(Event):
+    reason: str | None = None
+
+
+@record
+class Failed(Event):
+    error_type: str | None = None
+    message: str | None = None
+    status_code: int | None = None
+
+
+@record
+class Rooted(Event):
+    session_id: str | None = None
+    prompt_key: str = ""
+    agent_key: str = ""
+    parent_span_id: int = 0
+    task_call_id: str | None = None
+    name: str | None = None
+    description: str | None = None
+    content: Any = None
+
+
+@record
+class RootEnded(Event):
+    pass
+
+
+# The translator of the neutral events: the same handlers Copilot's events reach (loop/copilot.py).
+NEUTRAL = Translator(
+    handlers={
+        SessionBegan: session.on_session_start,
+        PromptSubmitted: prompts.on_user_message,
+        TurnBegan: turns.on_turn_start,
+        TurnEnded: turns.on_turn_end,
+        CallUsage: turns.on_usage_record,
+        Answered: turns.on_assistant_message,
+        ToolBegan: tools.on_tool_start,
+        ToolEnded: tools.on_tool_complete,
+        Compacted: notes.NOTES[ev.Compaction],
+        Aborted: notes.NOTES[ev.Abort],
+        Failed: notes.NOTES[ev.SessionError],
+        Rooted: prompts.on_rooted,
+        RootEnded: prompts.on_rooted_end,
+    },
+    keeps_unanswered=frozenset({Failed, Aborted, Compacted}),
+)
+
+if TYPE_CHECKING:  # each neutral event is the input its handler reads: mypy checks it against its protocol.
+    from . import inputs
+
+    def _neutral_are_inputs(
+        start: SessionBegan,
+        prompt: PromptSubmitted,
+        turn: TurnBegan,
+        turn_end: TurnEnded,
+        usage: CallUsage,
+        answer: Answered,
+        tool: ToolBegan,
+        done: ToolEnded,
+        compaction: Compacted,
+        abort: Aborted,
+        error: Failed,
+        rooted: Rooted,
+        root_ended: RootEnded,
+    ) -> None:
+        _: tuple[
+            inputs.SessionStartInput,
+            inputs.PromptInput,
+            inputs.TurnInput,
+            inputs.TurnInput,
+            inputs.UsageInput,
+            inputs.AnswerInput,
+            inputs.ToolStartInput,
+            inputs.ToolEndInput,
+            inputs.CompactionInput,
+            inputs.AbortInput,
+            inputs.ErrorInput,
+            inputs.RootedInput,
+            inputs.Envelope,
+        ] = (
+            start,
+            prompt,
+            turn,
+            turn_end,
+            usage,
+            answer,
+            tool,
+            done,
+            compaction,
+            abort,
+            error,
+            rooted,
+            root_ended,
+        )
