@@ -1211,13 +1211,13 @@ def import_profile(bench: Bench, argv: Sequence[str]) -> tuple[float, set[str]]:
         text=True,
         timeout=120,
     )
-    total_us, modules = 0, set()
+    total_us, modules = 0, set[str]()
     for line in proc.stderr.splitlines():
         if not line.startswith("import time:") or "self [us]" in line:
             continue
         own, _cumulative, name = line[len("import time:") :].split("|", 2)
         if name == " site":  # the interpreter's own start (site, encodings) ends here: what follows is ours
-            total_us, modules = 0, set()
+            total_us, modules = 0, set[str]()
             continue
         total_us += int(own)
         modules.add(name.strip())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import runpy
 import sys
 from pathlib import Path
 
@@ -23,9 +24,14 @@ def main(argv: list[str]) -> int:
     Path(log_file).parent.mkdir(parents=True, exist_ok=True)
     with open(log_file, "a", encoding="utf-8", buffering=1) as log:
         sys.stdout = sys.stderr = log
-        from ..cli import main as cli_main
-
-        return cli_main(["run"])
+        # Run the program as ``python -m copilot_otel run`` would, rather than importing the CLI: this launcher
+        # wraps the process (environment, output), it is no layer of the package that calls into the commands.
+        sys.argv = ["copilot-otel", "run"]
+        try:
+            runpy.run_module("copilot_otel", run_name="__main__", alter_sys=True)
+        except SystemExit as stop:
+            return stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+        return 0
 
 
 if __name__ == "__main__":

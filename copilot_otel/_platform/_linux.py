@@ -13,8 +13,9 @@ import sys
 import threading
 from collections.abc import Iterator
 
-from ._portable import DirWatcher, ServiceManager, WatchSink
+from ._portable import ServiceManager
 from ._posix import Posix
+from ._watch import DirWatcher, WatchSink
 
 __all__ = ["InotifyWatcher", "Linux", "decode_events"]
 

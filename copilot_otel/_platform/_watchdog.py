@@ -26,7 +26,7 @@ from watchdog.events import (
     FileSystemEventHandler,
 )
 
-from ._portable import WatchSink
+from ._watch import WatchSink
 
 if TYPE_CHECKING:
     from watchdog.observers.api import BaseObserver
