@@ -54,10 +54,10 @@ from .live.housekeeping import (
 from .live.tracker import MAX_OPEN_TAILERS, Tracker, open_tailer_cap
 from .outbox import Marker, Outbox
 from .pipeline import Pipeline, fold_settings
+from .project.catalog import EXPORT_BACKLOG, EXPORT_LAST_SUCCESS, FILES_TRACKED, LIVE_GAUGES
 from .ratelimit import RateLimitedLog
 from .records import LogRecord, SpanRecord
 from .route import RateLimitedDrops, Router
-from .semconv import EXPORT_BACKLOG, EXPORT_LAST_SUCCESS, FILES_TRACKED, LIVE_GAUGES
 from .sessions import SessionFile, require_session_folder
 from .state import Checkpoint, LoadOutcome, StateStore
 from .tail import FileTailer, Line

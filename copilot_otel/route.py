@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
 from .export import measurement_encodable
+from .project.catalog import DROP_REASON, LINES_DROPPED, LINES_READ, VALUES_DROPPED
 from .ratelimit import RateLimitedLog
 from .records import BadLine, Emission, LogRecord, Measurement, SpanRecord
-from .semconv import DROP_REASON, LINES_DROPPED, LINES_READ, VALUES_DROPPED
 
 __all__ = ["DropLog", "Health", "MetricSink", "RateLimitedDrops", "Router"]
 

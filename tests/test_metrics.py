@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from copilot_otel import semconv as sc
 from copilot_otel.cli import main
 from copilot_otel.metrics import Metrics
+from copilot_otel.project import catalog as sc
 from copilot_otel.records import Instrument, Measurement
 from tests.conftest import CLI_GENERATED, ROOT
 from tests.otlp_receiver import OtlpReceiver

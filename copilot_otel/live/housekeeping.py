@@ -18,7 +18,7 @@ from typing import Any
 from ..activity import CloseReason, Detection, PromptRun
 from ..agentloop import LiveStats
 from ..display import count
-from ..semconv import (
+from ..project.catalog import (
     LIVE_MAX_DURATION,
     LIVE_MAX_IDENTICAL_TOOL_CALLS,
     LIVE_MAX_TOOL_CALLS,
