@@ -709,7 +709,7 @@ SETTINGS: tuple[Setting[Any], ...] = (
     ),
     Setting(
         "premium_quota",
-        "Your plan's monthly premium request allowance (300 on Copilot Pro): 'live' shows what is left of it",
+        "Your plan's monthly premium request allowance (300 on Copilot Pro): 'live' and 'report' show what is left of it",
         _integer(0),
         default_help="none (no allowance shown)",
         flags=("--quota",),
