@@ -86,7 +86,11 @@ CHECKLIST: dict[int, tuple[str, tuple[str, ...], str]] = {
         ),
         "",
     ),
-    12: ("inotify overflow", ("test_discover.py::test_inotify_overflow_triggers_a_full_rescan",), ""),
+    12: (
+        "inotify overflow",
+        ("test_discover_inotify.py::test_overflow_mends_the_watches_and_rescans_once",),
+        "",
+    ),
     13: (
         "max_user_watches exhausted",
         (
