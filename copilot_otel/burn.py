@@ -72,7 +72,7 @@ from .report import (
     session_part,
 )
 from .sessions import SessionFile, owner_pids, pid_alive, read_workspace, scan_root, session_title
-from .status import _find_state_dir, read_status
+from .status import find_state_dir, read_status
 
 __all__ = [
     "FULL_SWEEP_S",
@@ -766,7 +766,7 @@ def live(
         )
     # Where a daemon runs, as `status` finds it: the configured state dir, else an installed service's (looked
     # for once: a service's unit files are read only when no daemon runs where configured).
-    state_dir = _find_state_dir(config)
+    state_dir = find_state_dir(config)
     watch = BurnWatch(root, fold_settings(config), zone=zone, quota=config.premium_quota, state_dir=state_dir)
     if as_json:
         return _json_lines(watch, interval_s, once, zone, clock)

@@ -40,7 +40,7 @@ from .errors import StateError
 from .sessions import pid_alive
 from .state import LOCK_FILE, STATUS_FILE, StateStore
 
-__all__ = ["STATUS_FILE", "print_status", "read_status"]
+__all__ = ["STATUS_FILE", "find_state_dir", "print_status", "read_status"]
 # A running daemon rewrites its status every few seconds; older than this and it is probably stuck.
 _STALE_AFTER_S = 120.0
 
@@ -60,7 +60,7 @@ def print_status(config: Config, as_json: bool = False) -> int:
     Raises:
         StateError: ``status.json`` exists but is unreadable.
     """
-    state_dir = _find_state_dir(config)
+    state_dir = find_state_dir(config)
     path = state_dir / STATUS_FILE
     status = read_status(state_dir)
     pid = status.get("pid") if status is not None else None
@@ -135,7 +135,7 @@ def _running_in(state_dir: Path) -> bool:
     return _alive(status.get("pid") if status else None) or _lock_owner(state_dir) is not None
 
 
-def _find_state_dir(config: Config) -> Path:
+def find_state_dir(config: Config) -> Path:
     """The configured state dir, unless it was not set explicitly, no daemon runs there and an installed
     service names another state dir in which one does."""
     if config.sources.get("state_dir", "default") != "default" or _running_in(config.state_dir):
