@@ -453,6 +453,32 @@ def _default_session_state(env: Env) -> Path:
     return base / "session-state"
 
 
+def _other_home(variable: str, folder: str) -> Callable[[Env], Path]:
+    """Another agent's home, as that CLI finds it: its own variable (``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``), else
+    ``~/folder``."""
+
+    def default(env: Env) -> Path:
+        value = env.get(variable, "").strip()
+        return _expand(value, env) if value else _home(env) / folder
+
+    return default
+
+
+def _agents(raw: object, env: Env) -> tuple[Agent, ...]:
+    if isinstance(raw, (list, tuple)):  # a TOML list
+        raw = ",".join(str(item) for item in raw) or "none"
+    text = _text(raw, "a comma-separated list of " + ", ".join(AGENTS))
+    names = [name.strip().lower() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in (*AGENTS, "none")]
+    if unknown:
+        raise _Invalid(f"{', '.join(AGENTS)} or none, comma-separated (unknown: {', '.join(unknown)})")
+    if "none" in names:
+        if len(names) > 1:
+            raise _Invalid("none alone, or agents without none")
+        return ()
+    return tuple(agent for agent in AGENTS if agent in names)  # the table's order, each once
+
+
 def _default_state_dir(env: Env) -> Path:
     # XDG on Linux (as always); ~/Library/Application Support on macOS, %LOCALAPPDATA% on Windows.
     return current.default_dirs(env).state
@@ -465,6 +491,9 @@ def _default_config_file(env: Env) -> Path:
 # --- the table ----------------------------------------------------------------------------------------------
 
 _PROTOCOLS: tuple[str, ...] = get_args(OtlpProtocol)
+#: The coding agents whose session logs are read (``agents``), in the order they are listed.
+Agent = Literal["copilot", "claude-code", "codex"]
+AGENTS: tuple[Agent, ...] = get_args(Agent)
 #: ``tls_trust``: the OS trust store (through ``truststore``; certifi when it is not installed) or certifi's.
 TLS_TRUST: tuple[str, ...] = ("system", "certifi")
 _KIND_WORDS = {
@@ -511,6 +540,37 @@ SETTINGS: tuple[Setting[Any], ...] = (
         default_help="$COPILOT_HOME/session-state or ~/.copilot/session-state",
         flags=("--session-state",),
         env_vars=("COPILOT_OTEL_SESSION_STATE",),
+        metavar="PATH",
+    ),
+    Setting(
+        "agents",
+        "Whose session logs run, replay, show and report read by default: copilot, claude-code, codex, "
+        "comma-separated (none: only the paths given); a missing folder is an agent not installed",
+        _agents,
+        default=AGENTS,
+        default_help=",".join(AGENTS),
+        flags=("--agents",),
+        env_vars=("COPILOT_OTEL_AGENTS",),
+        metavar="LIST",
+    ),
+    Setting(
+        "claude_code_home",
+        "Claude Code's folder (its session logs are in projects/ under it)",
+        _path,
+        default_from_env=_other_home("CLAUDE_CONFIG_DIR", ".claude"),
+        default_help="$CLAUDE_CONFIG_DIR or ~/.claude",
+        flags=("--claude-code-home",),
+        env_vars=("COPILOT_OTEL_CLAUDE_CODE_HOME",),
+        metavar="PATH",
+    ),
+    Setting(
+        "codex_home",
+        "Codex CLI's folder (its session logs are in sessions/ under it)",
+        _path,
+        default_from_env=_other_home("CODEX_HOME", ".codex"),
+        default_help="$CODEX_HOME or ~/.codex",
+        flags=("--codex-home",),
+        env_vars=("COPILOT_OTEL_CODEX_HOME",),
         metavar="PATH",
     ),
     Setting(
@@ -948,6 +1008,9 @@ class Config:
 
     config_file: Path
     session_state: Path
+    agents: tuple[Agent, ...]
+    claude_code_home: Path
+    codex_home: Path
     state_dir: Path
     endpoint: str | None
     otlp_endpoint: PerSignal[str | None]

@@ -811,3 +811,23 @@ def test_bad_otlp_values_name_their_variable(env: dict[str, str], var: str, valu
 def test_misspelt_otlp_key_gets_a_did_you_mean(env: dict[str, str], home: Path) -> None:
     write_config(home, "otlp_timeuot = 3\n")
     assert "did you mean 'otlp_timeout'?" in error(None, env)
+
+
+def test_agents_setting_names_whose_logs_are_read_and_where() -> None:
+    """Every agent by default, each home where its own CLI looks (its variable, else ~/.name); a typo is a
+    config error naming the choices, ``none`` reads only given paths."""
+    from copilot_otel.sources import agent_roots
+
+    env = {"HOME": "/h", "CODEX_HOME": "~/cx", "CLAUDE_CONFIG_DIR": "/etc/claude"}
+    config = load_config(env=env)
+    assert config.agents == ("copilot", "claude-code", "codex")
+    roots = {root.agent: root for root in agent_roots(config)}
+    assert roots["claude-code"].logs == Path("/etc/claude/projects")
+    assert roots["codex"].logs == Path("/h/cx/sessions")
+    assert roots["copilot"].logs == config.session_state
+    assert load_config(env={**env, "COPILOT_OTEL_AGENTS": "Codex, copilot"}).agents == ("copilot", "codex")
+    assert load_config(cli={"agents": "none"}, env=env).agents == ()
+    off = {root.agent: root.enabled for root in agent_roots(load_config(cli={"agents": "codex"}, env=env))}
+    assert off == {"copilot": False, "claude-code": False, "codex": True}
+    with pytest.raises(ConfigError, match="unknown: cladue"):
+        load_config(env={**env, "COPILOT_OTEL_AGENTS": "cladue"})

@@ -39,15 +39,18 @@ from ..records import BadLine, DropReason
 from ..sessions import stays_inside
 
 if TYPE_CHECKING:
+    from ..config import Agent, Config
     from ..loop.core import Translator
 
 __all__ = [
+    "AgentRoot",
     "Framer",
     "LogKind",
     "LoopSource",
     "Source",
     "SourceLog",
     "ToolOutcome",
+    "agent_roots",
     "read_blob",
     "sniff",
     "source_root",
@@ -100,6 +103,48 @@ class SourceLog:
     path: Path
     agent_id: str | None = None
     parent: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRoot:
+    """Where one coding agent's session logs are looked for by default (``replay``, ``run``, ``show``, ``report``
+    with no path), and whether the settings read it.
+
+    Attributes:
+        agent: The agent's name in the ``agents`` setting (``copilot``, ``claude-code``, ``codex``).
+        logs: The folder of its session logs: Copilot's ``session-state``, Claude Code's ``projects``, Codex's
+            ``sessions``. Missing: the agent is not installed (not an error).
+        setting: The setting that moves it (``session_state``, ``claude_code_home``, ``codex_home``).
+        enabled: Whether ``agents`` names it.
+    """
+
+    agent: Agent
+    logs: Path
+    setting: str
+    enabled: bool
+
+    @property
+    def source(self) -> Source | None:
+        """The reader of its logs; ``None``: Copilot CLI's."""
+        return None if self.agent == "copilot" else Source(self.agent)
+
+    @property
+    def found(self) -> bool:
+        """Whether the folder is there (the agent has run as this user)."""
+        return self.logs.is_dir()
+
+
+def agent_roots(config: Config) -> list[AgentRoot]:
+    """Every supported agent's log folder under ``config``, in the ``agents`` setting's order (the ones switched
+    off included, ``enabled`` false, so ``doctor`` and ``status`` can say so)."""
+    folders: dict[Agent, tuple[Path, str]] = {
+        "copilot": (config.session_state, "session_state"),
+        "claude-code": (config.claude_code_home / "projects", "claude_code_home"),
+        "codex": (config.codex_home / "sessions", "codex_home"),
+    }
+    return [
+        AgentRoot(agent, logs, setting, agent in config.agents) for agent, (logs, setting) in folders.items()
+    ]
 
 
 def source_root(env: Mapping[str, str], variable: str, default: str) -> Path:
