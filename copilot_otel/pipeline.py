@@ -37,7 +37,7 @@ from .parse import parse_line
 from .project import Projector
 from .records import BadLine, DropReason, Emission
 from .sessions import SessionFile, read_workspace, session_title
-from .sources import LoopSource, Source, sniff
+from .sources import LoopSource, loop_source, sniff
 from .tail import (
     DEFAULT_MAX_LINE_BYTES,
     DEFAULT_READ_CHUNK_BYTES,
@@ -159,16 +159,13 @@ def source_for(session: SessionFile) -> LoopSource | None:
     A Copilot session folder (``<id>/events.jsonl``) or a flat file directly in Copilot's ``session-state`` (its
     legacy layout) is Copilot's without a look (a backfill of thousands of sessions opens nothing more); any other
     ``.jsonl`` (another agent's log, or a Copilot log copied elsewhere) is told by its first record
-    (:func:`~copilot_otel.sources.sniff`). Codex's logs are recognised but not wired into the loop yet: read as
-    Copilot's, they give nothing.
+    (:func:`~copilot_otel.sources.sniff`), and read with that source's framer (:func:`~copilot_otel.sources.
+    loop_source`); a source whose framer is not written yet is read as Copilot's, and gives nothing.
     """
     if session.folder is not None or session.path.parent.name == COPILOT_ROOT:
         return None
-    if sniff(session.path) is Source.CLAUDE_CODE:
-        from .sources.claude_code_loop import CLAUDE_CODE  # only a Claude Code log loads its framer
-
-        return CLAUDE_CODE
-    return None
+    source = sniff(session.path)
+    return None if source is None else loop_source(source)
 
 
 def _with_dropped(step: Step, loop: AgentLoop, offset: int, end_offset: int, line_number: int) -> Step:

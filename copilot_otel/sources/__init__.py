@@ -22,6 +22,7 @@ that leads out of the source's root is not followed (a session log is read only 
 from __future__ import annotations
 
 import enum
+import importlib
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -51,6 +52,7 @@ __all__ = [
     "SourceLog",
     "ToolOutcome",
     "agent_roots",
+    "loop_source",
     "read_blob",
     "sniff",
     "source_root",
@@ -268,6 +270,28 @@ class LoopSource:
     framer: Callable[[Mapping[str, Any] | None], Framer]
     translator: Translator
     seed: Callable[[Path], Mapping[str, Any] | None] | None = None
+
+
+# Each source's framer module and the name of its LoopSource there; imported when a log of that source is read
+# (a Copilot-only run loads neither).
+_FRAMERS: dict[Source, tuple[str, str]] = {
+    Source.CLAUDE_CODE: (".claude_code_loop", "CLAUDE_CODE"),
+    Source.CODEX: (".codex_loop", "CODEX"),
+}
+
+
+def loop_source(source: Source) -> LoopSource | None:
+    """What folds ``source``'s logs with the agent loop; ``None`` while its framer is not written (a module of
+    its own, named in :data:`_FRAMERS`)."""
+    module_name, name = _FRAMERS[source]
+    try:
+        module = importlib.import_module(module_name, __name__)
+    except ModuleNotFoundError as exc:
+        if exc.name != __name__ + module_name:
+            raise
+        return None
+    found: LoopSource = getattr(module, name)
+    return found
 
 
 # How much of a log's start :func:`sniff` reads (a Copilot ``session.start`` line is ~1 KB).
