@@ -17,6 +17,9 @@ Codex's next.
 
 Discovery is cheap, as :func:`copilot_otel.sessions.scan_root` is: names and ``stat`` only, no file content; a link
 that leads out of the source's root is not followed (a session log is read only if it really is under the root).
+
+:class:`Source`, :class:`AgentRoot` and :func:`agent_roots` are defined in the light :mod:`copilot_otel.roots` (so
+``status`` lists the log folders without loading the readers) and imported from here.
 """
 
 from __future__ import annotations
@@ -37,10 +40,10 @@ from ..errors import SourceError
 from ..events import Dropped, Event
 from ..parse import timestamp_ns, undecodable
 from ..records import BadLine, DropReason
+from ..roots import AgentRoot, Source, agent_roots
 from ..sessions import stays_inside
 
 if TYPE_CHECKING:
-    from ..config import Agent, Config
     from ..loop.core import Translator
 
 __all__ = [
@@ -57,13 +60,6 @@ __all__ = [
     "sniff",
     "source_root",
 ]
-
-
-class Source(enum.Enum):
-    """A coding agent whose session logs we read (the value is the name users and attributes see)."""
-
-    CLAUDE_CODE = "claude-code"
-    CODEX = "codex"
 
 
 class LogKind(enum.Enum):
@@ -105,48 +101,6 @@ class SourceLog:
     path: Path
     agent_id: str | None = None
     parent: Path | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AgentRoot:
-    """Where one coding agent's session logs are looked for by default (``replay``, ``run``, ``show``, ``report``
-    with no path), and whether the settings read it.
-
-    Attributes:
-        agent: The agent's name in the ``agents`` setting (``copilot``, ``claude-code``, ``codex``).
-        logs: The folder of its session logs: Copilot's ``session-state``, Claude Code's ``projects``, Codex's
-            ``sessions``. Missing: the agent is not installed (not an error).
-        setting: The setting that moves it (``session_state``, ``claude_code_home``, ``codex_home``).
-        enabled: Whether ``agents`` names it.
-    """
-
-    agent: Agent
-    logs: Path
-    setting: str
-    enabled: bool
-
-    @property
-    def source(self) -> Source | None:
-        """The reader of its logs; ``None``: Copilot CLI's."""
-        return None if self.agent == "copilot" else Source(self.agent)
-
-    @property
-    def found(self) -> bool:
-        """Whether the folder is there (the agent has run as this user)."""
-        return self.logs.is_dir()
-
-
-def agent_roots(config: Config) -> list[AgentRoot]:
-    """Every supported agent's log folder under ``config``, in the ``agents`` setting's order (the ones switched
-    off included, ``enabled`` false, so ``doctor`` and ``status`` can say so)."""
-    folders: dict[Agent, tuple[Path, str]] = {
-        "copilot": (config.session_state, "session_state"),
-        "claude-code": (config.claude_code_home / "projects", "claude_code_home"),
-        "codex": (config.codex_home / "sessions", "codex_home"),
-    }
-    return [
-        AgentRoot(agent, logs, setting, agent in config.agents) for agent, (logs, setting) in folders.items()
-    ]
 
 
 def source_root(env: Mapping[str, str], variable: str, default: str) -> Path:

@@ -1,0 +1,68 @@
+"""Where each coding agent's session logs are, and whether the settings read them: light enough for ``status``.
+
+:func:`agent_roots` is what ``replay``, ``run``, ``show`` and ``report`` look in when given no path, and what
+``doctor`` and ``status`` list. It lives here, not in :mod:`copilot_otel.sources` (which re-exports it, and where
+the rest of the code imports it from), because that package loads the log readers' machinery (``orjson``, the
+event views, the parser): ``status`` must start in under 100 ms (issue 25) and reads no log.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .config import Agent, Config
+
+__all__ = ["AgentRoot", "Source", "agent_roots"]
+
+
+class Source(enum.Enum):
+    """A coding agent whose session logs we read (the value is the name users and attributes see)."""
+
+    CLAUDE_CODE = "claude-code"
+    CODEX = "codex"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRoot:
+    """Where one coding agent's session logs are looked for by default (``replay``, ``run``, ``show``, ``report``
+    with no path), and whether the settings read it.
+
+    Attributes:
+        agent: The agent's name in the ``agents`` setting (``copilot``, ``claude-code``, ``codex``).
+        logs: The folder of its session logs: Copilot's ``session-state``, Claude Code's ``projects``, Codex's
+            ``sessions``. Missing: the agent is not installed (not an error).
+        setting: The setting that moves it (``session_state``, ``claude_code_home``, ``codex_home``).
+        enabled: Whether ``agents`` names it.
+    """
+
+    agent: Agent
+    logs: Path
+    setting: str
+    enabled: bool
+
+    @property
+    def source(self) -> Source | None:
+        """The reader of its logs; ``None``: Copilot CLI's."""
+        return None if self.agent == "copilot" else Source(self.agent)
+
+    @property
+    def found(self) -> bool:
+        """Whether the folder is there (the agent has run as this user)."""
+        return self.logs.is_dir()
+
+
+def agent_roots(config: Config) -> list[AgentRoot]:
+    """Every supported agent's log folder under ``config``, in the ``agents`` setting's order (the ones switched
+    off included, ``enabled`` false, so ``doctor`` and ``status`` can say so)."""
+    folders: dict[Agent, tuple[Path, str]] = {
+        "copilot": (config.session_state, "session_state"),
+        "claude-code": (config.claude_code_home / "projects", "claude_code_home"),
+        "codex": (config.codex_home / "sessions", "codex_home"),
+    }
+    return [
+        AgentRoot(agent, logs, setting, agent in config.agents) for agent, (logs, setting) in folders.items()
+    ]
