@@ -43,9 +43,23 @@ from html import escape as _html_escape
 from pathlib import Path
 
 from ._platform import LockHeld, ServiceManager, current, launchd_domains
-from .config import SETTINGS, Config
+from .config import Config
 from .display import count
 from .errors import ConfigError, StateError
+from .servicefiles import (
+    LAUNCHD_LABEL,
+    PLATFORM_ENV,
+    config_home,
+    installed_state_dirs,
+    json_environment,
+    launch_agents,
+    manager_kind,
+    plist_environment,
+    setting_default,
+    suffix,
+    systemd_env_file,
+    unit_environment,
+)
 from .state import LOCK_FILE, write_new_file
 
 
@@ -67,8 +81,6 @@ __all__ = [
 ]
 
 SYSTEMD_UNIT = "copilot-otel.service"
-LAUNCHD_LABEL = "io.github.copilot-otel"
-PLATFORM_ENV = "COPILOT_OTEL_SERVICE_PLATFORM"
 SYSTEMCTL_ENV = "COPILOT_OTEL_SYSTEMCTL"
 LAUNCHCTL_ENV = "COPILOT_OTEL_LAUNCHCTL"
 SCHTASKS_ENV = "COPILOT_OTEL_SCHTASKS"
@@ -113,7 +125,7 @@ def service(
     if purge and action != "uninstall":
         raise ConfigError(f"--purge goes with 'service uninstall', not with {action!r}")
     env = os.environ if env is None else env
-    manager = _MANAGERS[_manager_kind(env)](config, env, name)
+    manager = _MANAGERS[manager_kind(env)](config, env, name)
     if action == "install":
         return manager.install(enable)
     if action == "uninstall":
@@ -125,28 +137,6 @@ def service(
 
 
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,40}")
-
-
-def _suffix(name: str) -> str:
-    return f"-{name}" if name else ""
-
-
-def _manager_kind(env: Mapping[str, str]) -> ServiceManager:
-    """The service manager to drive: the platform seam's, unless ``COPILOT_OTEL_SERVICE_PLATFORM`` names one."""
-    override = env.get(PLATFORM_ENV, "").strip()
-    if override:
-        if override not in _OVERRIDES:
-            raise ConfigError(f"Expected {PLATFORM_ENV} to be one of linux, darwin, got {override!r}")
-        return _OVERRIDES[override]
-    if current.service_manager is None:
-        raise ConfigError(
-            "copilot-otel service supports Linux (systemd), macOS (launchd) and Windows (Task Scheduler), not "
-            f"this system ({current.name}); run 'copilot-otel run' under your own service manager instead"
-        )
-    return current.service_manager
-
-
-_OVERRIDES: dict[str, ServiceManager] = {"linux": "systemd", "darwin": "launchd"}
 
 
 # ------------------------------------------------------------------------------------------------ --purge
@@ -307,11 +297,6 @@ class ServiceEnvironment:
     secret: dict[str, str] = field(default_factory=dict)
 
 
-def _setting_default(name: str, env: Mapping[str, str]) -> object:
-    setting = next(s for s in SETTINGS if s.name == name)
-    return setting.default_for(env)
-
-
 def service_environment(config: Config, env: Mapping[str, str] | None = None) -> ServiceEnvironment:
     """The variables that make the service behave like ``copilot-otel run`` would in this shell now."""
     env = os.environ if env is None else env
@@ -343,7 +328,7 @@ def service_environment(config: Config, env: Mapping[str, str] | None = None) ->
         value = Path(os.path.abspath(getattr(config, name)))
         if sources.get(name, "default").startswith("file "):
             continue
-        if value != _setting_default(name, bare):
+        if value != setting_default(name, bare):
             values[var] = str(value)
         else:
             values.pop(var, None)
@@ -354,10 +339,6 @@ def service_environment(config: Config, env: Mapping[str, str] | None = None) ->
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-def _config_home(env: Mapping[str, str]) -> Path:
-    """Where systemd looks for user units: ``$XDG_CONFIG_HOME`` when absolute, else ``~/.config``."""
-    value = env.get("XDG_CONFIG_HOME", "").strip()
-    return Path(value) if value and os.path.isabs(value) else current.home(env) / ".config"
 
 
 def _write_atomic(path: Path, data: bytes, mode: int) -> None:
@@ -491,26 +472,6 @@ def _kept_endpoint(environment: ServiceEnvironment, installed: Mapping[str, str]
     return kept
 
 
-def _unescape(text: str, newline: bool) -> str:
-    """Undo a backslash escaping (``\\x`` → ``x``; ``\\n`` → a newline when ``newline``)."""
-    out: list[str] = []
-    chars = iter(text)
-    for char in chars:
-        if char == "\\":
-            nxt = next(chars, "")
-            out.append("\n" if newline and nxt == "n" else nxt)
-        else:
-            out.append(char)
-    return "".join(out)
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-
-
 def _print_commands(intro: str, commands: Sequence[str]) -> None:
     print(intro)
     for command in commands:
@@ -542,11 +503,11 @@ def _env_file_line(name: str, value: str) -> str:
 class _Systemd(_Manager):
     def __init__(self, config: Config, env: Mapping[str, str], name: str = "") -> None:
         super().__init__(config, env)
-        self.unit_name = f"copilot-otel{_suffix(name)}.service"
-        self.unit_dir = _config_home(env) / "systemd" / "user"
+        self.unit_name = f"copilot-otel{suffix(name)}.service"
+        self.unit_dir = config_home(env) / "systemd" / "user"
         self.unit = self.unit_dir / self.unit_name
         self.wants_link = self.unit_dir / "default.target.wants" / self.unit_name
-        self.env_file = _systemd_env_file(env, name)
+        self.env_file = systemd_env_file(env, name)
         self.systemctl = _tool(env, SYSTEMCTL_ENV, "systemctl")
 
     def render(self, environment: ServiceEnvironment) -> str:
@@ -577,7 +538,7 @@ class _Systemd(_Manager):
         return [self.systemctl, "--user", *args]
 
     def installed_environment(self) -> dict[str, str]:
-        return _unit_environment(self.unit, self.env_file)
+        return unit_environment(self.unit, self.env_file)
 
     def install(self, enable: bool) -> int:
         _check_state_dir(self.config.state_dir)
@@ -662,22 +623,6 @@ class _Systemd(_Manager):
         return 0
 
 
-def _unit_environment(unit: Path, env_file: Path) -> dict[str, str]:
-    """The ``Environment=`` lines of a unit this module wrote, and the secrets file it names."""
-    values: dict[str, str] = {}
-    text = _read_text(unit)
-    for line in text.splitlines():
-        if line.startswith('Environment="') and line.endswith('"'):
-            name, _, value = _unescape(line[len('Environment="') : -1], True).partition("=")
-            values[name] = value.replace("%%", "%")
-    if "EnvironmentFile=" in text:
-        for line in _read_text(env_file).splitlines():
-            name, sep, value = line.partition("=")
-            if sep and not line.startswith("#") and value.startswith('"') and value.endswith('"'):
-                values[name] = _unescape(value[1:-1], False)
-    return values
-
-
 def _unreachable(ran: _Ran) -> bool:
     """Whether the service manager itself could not be asked (as opposed to answering "inactive")."""
     text = ran.output.lower()
@@ -696,13 +641,13 @@ class _Launchd(_Manager):
     def __init__(self, config: Config, env: Mapping[str, str], name: str = "") -> None:
         super().__init__(config, env)
         self.label = f"{LAUNCHD_LABEL}.{name}" if name else LAUNCHD_LABEL
-        self.plist = _launch_agents(env) / f"{self.label}.plist"
+        self.plist = launch_agents(env) / f"{self.label}.plist"
         self.launchctl = _tool(env, LAUNCHCTL_ENV, "launchctl")
         self.domains = launchd_domains(current.user_id() or 0)
         self.domain = self.domains[0]
 
     def installed_environment(self) -> dict[str, str]:
-        return _plist_environment(self.plist)
+        return plist_environment(self.plist)
 
     def render(self, environment: ServiceEnvironment) -> dict[str, object]:
         state_dir = Path(os.path.abspath(self.config.state_dir))
@@ -871,17 +816,17 @@ def _windows_python() -> str:
 class _TaskScheduler(_Manager):
     def __init__(self, config: Config, env: Mapping[str, str], name: str = "") -> None:
         super().__init__(config, env)
-        self.task = f"{TASK_NAME}{_suffix(name)}"
+        self.task = f"{TASK_NAME}{suffix(name)}"
         folder = current.default_dirs(env).config
         self.xml_file = folder / f"{self.task}-task.xml"
-        self.env_file = folder / f"service-env{_suffix(name)}.json"
+        self.env_file = folder / f"service-env{suffix(name)}.json"
         self.log_file = Path(os.path.abspath(config.state_dir)) / "service.log"
         self.schtasks = _tool(env, SCHTASKS_ENV, "schtasks")
         domain, user = env.get("USERDOMAIN", ""), env.get("USERNAME", "")
         self.user = f"{domain}\\{user}" if domain and user else user or env.get("USER", "")
 
     def installed_environment(self) -> dict[str, str]:
-        return _json_environment(self.env_file)
+        return json_environment(self.env_file)
 
     def command(self) -> tuple[str, list[str]]:
         """The task's program and arguments: the launcher, which loads the settings file and runs ``run``."""
@@ -966,57 +911,8 @@ class _TaskScheduler(_Manager):
         return 0
 
 
-def _plist_environment(plist: Path) -> dict[str, str]:
-    try:
-        document = plistlib.loads(plist.read_bytes())
-    except (OSError, plistlib.InvalidFileException, ValueError):
-        return {}
-    variables = document.get("EnvironmentVariables") if isinstance(document, dict) else None
-    return {str(k): str(v) for k, v in variables.items()} if isinstance(variables, dict) else {}
-
-
-def _json_environment(path: Path) -> dict[str, str]:
-    try:
-        settings = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return {}
-    return {str(k): str(v) for k, v in settings.items()} if isinstance(settings, dict) else {}
-
-
 _MANAGERS: dict[ServiceManager, type[_Systemd | _Launchd | _TaskScheduler]] = {
     "systemd": _Systemd,
     "launchd": _Launchd,
     "task-scheduler": _TaskScheduler,
 }
-
-
-def _systemd_env_file(env: Mapping[str, str], name: str) -> Path:
-    return _config_home(env) / "copilot-otel" / f"service{_suffix(name)}.env"
-
-
-def _launch_agents(env: Mapping[str, str]) -> Path:
-    return current.home(env) / "Library" / "LaunchAgents"
-
-
-def installed_state_dirs(env: Mapping[str, str] | None = None) -> list[Path]:
-    """The state dir of each installed service (``status`` run from another shell finds them there)."""
-    env = os.environ if env is None else env
-    try:
-        kind = _manager_kind(env)
-    except ConfigError:
-        return []
-    environments: list[dict[str, str]] = []
-    if kind == "systemd":
-        for unit in sorted((_config_home(env) / "systemd" / "user").glob("copilot-otel*.service")):
-            name = unit.name[len("copilot-otel") : -len(".service")].lstrip("-")
-            environments.append(_unit_environment(unit, _systemd_env_file(env, name)))
-    elif kind == "launchd":
-        for plist in sorted(_launch_agents(env).glob(f"{LAUNCHD_LABEL}*.plist")):
-            environments.append(_plist_environment(plist))
-    else:
-        for path in sorted(current.default_dirs(env).config.glob("service-env*.json")):
-            environments.append(_json_environment(path))
-    # A unit that names no state dir uses the default of the service's bare environment (HOME only), which is
-    # not this shell's when it sets XDG_STATE_HOME or COPILOT_OTEL_STATE_DIR.
-    bare = Path(str(_setting_default("state_dir", {"HOME": str(current.home(env))})))
-    return [Path(env.get("COPILOT_OTEL_STATE_DIR") or bare) for env in environments]
