@@ -20,25 +20,33 @@ dirs the installed services name.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from . import display
 from ._platform import current, utf8_stdout
 from .config import Config
-from .deadletter import describe as describe_dead_letters
 from .errors import StateError
-from .sessions import pid_alive
-from .state import LOCK_FILE, STATUS_FILE, StateStore
+from .statusfile import LOCK_FILE, STATUS_FILE
+from .statusfile import read_status as _read_status_file
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+# Start-up time (issue 25: ``status`` imports in under 100 ms): ``rich`` (~30 ms) is imported only when there is
+# something to draw or colour (a table, or any output to a terminal), the dead letters' module (which loads the
+# checkpoint store, SQLite and ``filelock``, ~40 ms) only when the state dir holds a dead-letter file, and the
+# services' files only when no daemon runs where configured. ``status.json`` and the lock's pid are read by the
+# light :mod:`copilot_otel.statusfile`.
 
 __all__ = ["STATUS_FILE", "find_state_dir", "print_status", "read_status"]
 # A running daemon rewrites its status every few seconds; older than this and it is probably stuck.
@@ -51,7 +59,7 @@ def read_status(state_dir: Path) -> dict[str, Any] | None:
     Raises:
         StateError: The file exists but cannot be read or is not a JSON object.
     """
-    return StateStore.read_status(state_dir)
+    return _read_status_file(state_dir)
 
 
 def print_status(config: Config, as_json: bool = False) -> int:
@@ -79,15 +87,23 @@ def print_status(config: Config, as_json: bool = False) -> int:
         if not running:
             print(_not_running(path, status, pid), file=sys.stderr)
         return 0 if running else 1
+    dead_letters = _dead_letters(config.state_dir)
+    if not running and status is None and dead_letters is None and _plain_output():
+        # Nothing to draw and no terminal to colour: the same characters rich would print, without its import.
+        print(display.printable(_not_running(path, status, pid)))
+        return 1
+    from rich.console import Console  # start-up time: only when there is a table to draw or a terminal
+    from rich.text import Text
+
     console = display.neutralise(Console(highlight=False))
     now = time.time()
     if not running:
         console.print(_not_running(path, status, pid), style="yellow", soft_wrap=True)
         if status is not None:
             console.print("Last status it wrote:", style="dim")
-            console.print(_table(status, now, describe_dead_letters(config.state_dir)))
-        elif dead := describe_dead_letters(config.state_dir):
-            console.print(f"{dead} (copilot-otel dead-letters list / resend / clear)", style="red")
+            console.print(_table(status, now, dead_letters))
+        elif dead_letters:
+            console.print(f"{dead_letters} (copilot-otel dead-letters list / resend / clear)", style="red")
         return 1
     assert status is not None
     heading = Text("copilot-otel daemon running", style="bold green")
@@ -105,13 +121,44 @@ def print_status(config: Config, as_json: bool = False) -> int:
             f"its status was last written {_span(now - updated)} ago: the daemon may be stuck (see its log)",
             style="yellow",
         )
-    console.print(_table(status, now, describe_dead_letters(config.state_dir)))
+    console.print(_table(status, now, dead_letters))
     _print_open_prompts(console, status.get("open_prompts"), now)
     return 0
 
 
+def _plain_output() -> bool:
+    """Whether ``rich`` would print plain characters to stdout: not a terminal, and not told it is one
+    (``TTY_COMPATIBLE=1``, ``FORCE_COLOR``; what its ``Console.is_terminal`` checks)."""
+    if os.environ.get("TTY_COMPATIBLE") == "1" or os.environ.get("FORCE_COLOR"):
+        return False
+    try:
+        return not sys.stdout.isatty()
+    except (AttributeError, ValueError):  # no isatty, or closed: rich says "not a terminal" too
+        return True
+
+
+def _dead_letters(state_dir: Path) -> str | None:
+    """What the dead-letter files hold (:func:`copilot_otel.deadletter.describe`), or ``None``.
+
+    Every one of those files is named ``dead-letter*`` (``dead-letter.jsonl``, ``.1``, ``.resending``,
+    ``dead-letter.discarded``): when the state dir has none, there is nothing to describe, and the module, which
+    loads the checkpoint store, is not imported (start-up time).
+    """
+    try:
+        with os.scandir(state_dir) as entries:
+            if not any(entry.name.startswith("dead-letter") for entry in entries):
+                return None
+    except (FileNotFoundError, NotADirectoryError):
+        return None  # no state dir yet: no dead letters either
+    except OSError:
+        pass  # unreadable: describe() says what it can (the state dir check is the doctor's)
+    from .deadletter import describe  # start-up time: only where dead letters may be
+
+    return describe(state_dir)
+
+
 def _alive(pid: object) -> bool:
-    return isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 and pid_alive(pid)
+    return isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 and current.process_alive(pid)
 
 
 def _lock_owner(state_dir: Path) -> int | None:
@@ -124,7 +171,7 @@ def _lock_owner(state_dir: Path) -> int | None:
     owner = current.read_lock_owner(lock)
     pid = int(owner) if owner.isdigit() else 0
     # The lock file stays after the daemon exits: a process that got its pid later is not it.
-    return pid if pid > 0 and pid_alive(pid, started_before=written) else None
+    return pid if pid > 0 and current.process_alive(pid, started_before=written) else None
 
 
 def _running_in(state_dir: Path) -> bool:
@@ -140,7 +187,7 @@ def find_state_dir(config: Config) -> Path:
     service names another state dir in which one does."""
     if config.sources.get("state_dir", "default") != "default" or _running_in(config.state_dir):
         return config.state_dir
-    from .service import installed_state_dirs  # start-up time: only when no daemon runs where configured
+    from .servicefiles import installed_state_dirs  # start-up time: only when no daemon runs where configured
 
     for candidate in installed_state_dirs():
         if candidate != config.state_dir and _running_in(candidate):
@@ -151,6 +198,8 @@ def find_state_dir(config: Config) -> Path:
 def _print_open_prompts(console: Console, prompts: object, now: float) -> None:
     if not isinstance(prompts, list) or not prompts:
         return
+    from rich.table import Table
+
     table = Table(box=None, pad_edge=False, title="open prompts", title_justify="left", title_style="bold")
     for column in ("session", "running for", "turns", "tool calls", "last event"):
         table.add_column(column, no_wrap=True)
@@ -182,6 +231,9 @@ def _not_running(path: Path, status: Mapping[str, Any] | None, pid: object) -> s
 
 
 def _table(status: Mapping[str, Any], now: float, dead_letters: str | None = None) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(box=None, show_header=False, pad_edge=False)
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
@@ -245,6 +297,8 @@ def _count(value: object) -> str:
 
 
 def _by_reason(value: object, style: str) -> Text:
+    from rich.text import Text
+
     if not isinstance(value, Mapping) or not value:
         return Text("0")
     counts = {str(k): int(_number(v) or 0) for k, v in value.items()}

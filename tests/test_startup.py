@@ -34,12 +34,13 @@ with contextlib.redirect_stdout(out):
         code = main(sys.argv[1:])
     except SystemExit as exc:  # --help
         code = exc.code
-print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+print(json.dumps({"code": code, "modules": sorted(sys.modules), "out": out.getvalue()}))
 """
 
 
-def _modules_after(home: Path, *argv: str, code: int = 0) -> set[str]:
-    """The modules loaded by running ``copilot-otel ARGV`` in a fresh interpreter (exit code ``code``)."""
+def _run(home: Path, *argv: str, code: int = 0) -> tuple[set[str], str]:
+    """The modules loaded by running ``copilot-otel ARGV`` in a fresh interpreter (exit code ``code``), and what
+    it printed (to a pipe: not a terminal)."""
     env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
         [sys.executable, "-c", PROBE, *argv], env=env, cwd=home, capture_output=True, text=True, timeout=60
@@ -47,7 +48,12 @@ def _modules_after(home: Path, *argv: str, code: int = 0) -> set[str]:
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.splitlines()[-1])
     assert (result["code"] or 0) == code, (argv, result["code"], proc.stderr)
-    return set(result["modules"])
+    return set(result["modules"]), result["out"]
+
+
+def _modules_after(home: Path, *argv: str, code: int = 0) -> set[str]:
+    """The modules loaded by running ``copilot-otel ARGV`` in a fresh interpreter (exit code ``code``)."""
+    return _run(home, *argv, code=code)[0]
 
 
 def _loaded(modules: set[str], names: tuple[str, ...], prefixes: tuple[str, ...] = ()) -> list[str]:
@@ -74,6 +80,43 @@ def test_commands_that_draw_nothing_do_not_load_the_terminal_library(
     modules = _modules_after(_isolated_home, command)
     assert "copilot_otel.display" in modules  # the error and log wording is loaded...
     assert _loaded(modules, (), ("rich",)) == []  # ...without the terminal library
+
+
+# What ``status`` reads no more of than it needs: the checkpoint store (SQLite, filelock) and the dead letters'
+# module that loads it, the service installer, the log readers (``sources`` loads orjson's event views, the parser).
+STATE = ("copilot_otel.state", "copilot_otel.statedb", "copilot_otel.deadletter", "sqlite3", "filelock")
+READERS = ("copilot_otel.sources", "copilot_otel.events", "copilot_otel.parse", "copilot_otel.sessions")
+STATUS_NEVER = (*STATE, "copilot_otel.service", *READERS)
+
+
+def test_status_without_a_daemon_loads_neither_the_store_nor_the_installer_nor_the_terminal_library(
+    _isolated_home: Path,
+) -> None:
+    """No daemon, no status, no dead letter, output to a pipe: one line, printed without
+    ``rich`` (~30 ms), the checkpoint store (~40 ms) or the service installer (~20 ms): only the services' files
+    are looked at (no daemon runs where configured)."""
+    modules, out = _run(_isolated_home, "status", code=1)
+    assert "copilot_otel.servicefiles" in modules  # it did look for an installed service's state dir
+    assert _loaded(modules, STATUS_NEVER, ("rich", "filelock.")) == []
+    assert out.startswith("No copilot-otel daemon is running (no status in ")
+
+
+def test_status_draws_its_table_without_the_store(_isolated_home: Path) -> None:
+    """A last status to show: ``rich`` draws the table, still without the store (``status.json`` is read by
+    ``statusfile``); a dead-letter file in the state dir loads the dead letters' module, which says how many."""
+    state = _isolated_home / "state"
+    state.mkdir()
+    (state / "status.json").write_text(
+        json.dumps({"pid": 0, "destination": "OTLP/HTTP http://collector:4318"})
+    )
+    modules, out = _run(_isolated_home, "status", "--state-dir", str(state), code=1)
+    assert "Last status it wrote:" in out and "OTLP/HTTP http://collector:4318" in out
+    assert "rich.table" in modules
+    assert _loaded(modules, STATUS_NEVER, ("filelock.",)) == []
+    (state / "dead-letter.jsonl").write_text(json.dumps({"id": "1", "signal": "traces", "record": {}}) + "\n")
+    modules, out = _run(_isolated_home, "status", "--state-dir", str(state), code=1)
+    assert "copilot_otel.deadletter" in modules
+    assert "1 dead letter in " in out  # (the path wraps in the table's 80 columns)
 
 
 FAILING = str(CLI_GENERATED / "failing-tool" / "events.jsonl")
