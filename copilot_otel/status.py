@@ -34,6 +34,7 @@ from . import display
 from ._platform import current, utf8_stdout
 from .config import Config
 from .errors import StateError
+from .roots import AgentRoot, agent_roots
 from .statusfile import LOCK_FILE, STATUS_FILE
 from .statusfile import read_status as _read_status_file
 
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 # something to draw or colour (a table, or any output to a terminal), the dead letters' module (which loads the
 # checkpoint store, SQLite and ``filelock``, ~40 ms) only when the state dir holds a dead-letter file, and the
 # services' files only when no daemon runs where configured. ``status.json`` and the lock's pid are read by the
-# light :mod:`copilot_otel.statusfile`.
+# light :mod:`copilot_otel.statusfile`, the agents' log folders listed by the light :mod:`copilot_otel.roots`.
 
 __all__ = ["STATUS_FILE", "find_state_dir", "print_status", "read_status"]
 # A running daemon rewrites its status every few seconds; older than this and it is probably stuck.
@@ -63,7 +64,8 @@ def read_status(state_dir: Path) -> dict[str, Any] | None:
 
 
 def print_status(config: Config, as_json: bool = False) -> int:
-    """Print the daemon's status; 0 when a daemon is running, 1 when none is (showing its last status if any).
+    """Print the daemon's status and each agent's log folder; 0 when a daemon is running, 1 when none is
+    (showing its last status if any).
 
     Raises:
         StateError: ``status.json`` exists but is unreadable.
@@ -87,10 +89,14 @@ def print_status(config: Config, as_json: bool = False) -> int:
         if not running:
             print(_not_running(path, status, pid), file=sys.stderr)
         return 0 if running else 1
+    roots = agent_roots(config)
     dead_letters = _dead_letters(config.state_dir)
     if not running and status is None and dead_letters is None and _plain_output():
         # Nothing to draw and no terminal to colour: the same characters rich would print, without its import.
         print(display.printable(_not_running(path, status, pid)))
+        print(_ROOTS_HEADING)
+        for _state, line in _root_rows(roots):
+            print(display.printable(line))
         return 1
     from rich.console import Console  # start-up time: only when there is a table to draw or a terminal
     from rich.text import Text
@@ -104,6 +110,7 @@ def print_status(config: Config, as_json: bool = False) -> int:
             console.print(_table(status, now, dead_letters))
         elif dead_letters:
             console.print(f"{dead_letters} (copilot-otel dead-letters list / resend / clear)", style="red")
+        _print_roots(console, roots)
         return 1
     assert status is not None
     heading = Text("copilot-otel daemon running", style="bold green")
@@ -123,6 +130,7 @@ def print_status(config: Config, as_json: bool = False) -> int:
         )
     console.print(_table(status, now, dead_letters))
     _print_open_prompts(console, status.get("open_prompts"), now)
+    _print_roots(console, roots)
     return 0
 
 
@@ -155,6 +163,30 @@ def _dead_letters(state_dir: Path) -> str | None:
     from .deadletter import describe  # start-up time: only where dead letters may be
 
     return describe(state_dir)
+
+
+_ROOTS_HEADING = "agent logs (the agents setting says which are read)"
+_ROOT_STYLES = {"found": "green", "not found": "dim", "switched off": "yellow"}
+
+
+def _root_rows(roots: list[AgentRoot]) -> list[tuple[str, str]]:
+    """Each agent's log folder as ``(state, line)``: ``found``, ``not found`` (the agent never ran as this user)
+    or ``switched off`` (not in ``agents``), and the line shown; the same characters on a terminal or not."""
+    states = [("found" if root.found else "not found") if root.enabled else "switched off" for root in roots]
+    agent_width = max(len(root.agent) for root in roots)
+    state_width = max(len(state) for state in states)
+    return [
+        (state, f"  {root.agent:<{agent_width}}  {state:<{state_width}}  {root.logs}")
+        for root, state in zip(roots, states, strict=True)
+    ]
+
+
+def _print_roots(console: Console, roots: list[AgentRoot]) -> None:
+    from rich.text import Text
+
+    console.print(Text(_ROOTS_HEADING, style="bold"), soft_wrap=True)
+    for state, line in _root_rows(roots):
+        console.print(Text(line, style=_ROOT_STYLES[state]), soft_wrap=True)
 
 
 def _alive(pid: object) -> bool:

@@ -92,13 +92,14 @@ STATUS_NEVER = (*STATE, "copilot_otel.service", *READERS)
 def test_status_without_a_daemon_loads_neither_the_store_nor_the_installer_nor_the_terminal_library(
     _isolated_home: Path,
 ) -> None:
-    """No daemon, no status, no dead letter, output to a pipe: one line, printed without
+    """No daemon, no status, no dead letter, output to a pipe: one line and the agents' folders, printed without
     ``rich`` (~30 ms), the checkpoint store (~40 ms) or the service installer (~20 ms): only the services' files
     are looked at (no daemon runs where configured)."""
     modules, out = _run(_isolated_home, "status", code=1)
     assert "copilot_otel.servicefiles" in modules  # it did look for an installed service's state dir
     assert _loaded(modules, STATUS_NEVER, ("rich", "filelock.")) == []
     assert out.startswith("No copilot-otel daemon is running (no status in ")
+    assert "agent logs" in out and "claude-code" in out
 
 
 def test_status_draws_its_table_without_the_store(_isolated_home: Path) -> None:

@@ -1,0 +1,100 @@
+"""``status`` lists each agent's log folder: found, not found, or switched off by the ``agents`` setting.
+
+Through the real entry point (``main``), with real captures as the agents' homes: Copilot CLI's session-state
+holds a copy of a generated session, Claude Code's home is a recorded one (``tests/fixtures/other-agents``), and
+Codex's is a folder where it never ran. The shortcut that prints without ``rich`` (no daemon, output to a pipe)
+must print the characters ``rich`` prints on a terminal, once its colours are taken out.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import orjson
+import pytest
+
+from copilot_otel.cli import main
+from tests.conftest import CLI_GENERATED, ROOT
+
+CLAUDE_HOME = ROOT / "tests" / "fixtures" / "other-agents" / "claude-code" / "plain-question"
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@pytest.fixture
+def homes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """Each agent's log folder: Copilot's and Claude Code's there (real logs in them), Codex's missing."""
+    session_state = tmp_path / "session-state"
+    shutil.copytree(CLI_GENERATED / "plain-question", session_state / "plain-question")
+    monkeypatch.setenv("COPILOT_OTEL_SESSION_STATE", str(session_state))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(CLAUDE_HOME))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-never-ran"))
+    for name in ("COPILOT_OTEL_AGENTS", "FORCE_COLOR", "TTY_COMPATIBLE", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+    return {
+        "copilot": session_state,
+        "claude-code": CLAUDE_HOME / "projects",
+        "codex": tmp_path / "codex-never-ran" / "sessions",
+    }
+
+
+def _block(out: str) -> list[str]:
+    """The agent-logs block: its heading and the lines after it."""
+    lines = out.splitlines()
+    start = lines.index("agent logs (the agents setting says which are read)")
+    return lines[start:]
+
+
+def test_without_a_daemon_each_agent_folder_is_listed(
+    homes: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["status"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("No copilot-otel daemon is running (no status in ")
+    assert _block(out) == [
+        "agent logs (the agents setting says which are read)",
+        f"  copilot      found      {homes['copilot']}",
+        f"  claude-code  found      {homes['claude-code']}",
+        f"  codex        not found  {homes['codex']}",
+    ]
+
+
+def test_an_agent_left_out_of_the_setting_is_switched_off(
+    homes: dict[str, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COPILOT_OTEL_AGENTS", "copilot,codex")
+    assert main(["status"]) == 1
+    assert _block(capsys.readouterr().out)[1:] == [
+        f"  copilot      found         {homes['copilot']}",
+        f"  claude-code  switched off  {homes['claude-code']}",
+        f"  codex        not found     {homes['codex']}",
+    ]
+
+
+def test_a_running_daemon_lists_them_after_its_table(
+    homes: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / "status.json").write_bytes(orjson.dumps({"pid": os.getpid(), "files_tracked": 1}))
+    assert main(["status", "--state-dir", str(state)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"copilot-otel daemon running (pid {os.getpid()})")
+    assert out.index("files tracked") < out.index("agent logs")
+    assert _block(out)[1] == f"  copilot      found      {homes['copilot']}"
+
+
+def test_the_plain_shortcut_prints_what_rich_prints_on_a_terminal(
+    homes: dict[str, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a daemon, to a pipe, ``status`` skips ``rich`` (start-up time); told the output is a terminal
+    (``FORCE_COLOR``) it draws with ``rich``, in colour: the same text once the colour codes are removed."""
+    assert main(["status"]) == 1
+    plain = capsys.readouterr().out
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert main(["status"]) == 1
+    coloured = capsys.readouterr().out
+    assert "\x1b[" in coloured  # rich drew it
+    assert _ANSI.sub("", coloured) == plain
