@@ -16,6 +16,9 @@ A daemon that has just started has written no status yet (the first comes after 
 state dir's lock names a live process, it is reported as starting, not as gone. Run from a shell whose
 settings differ from the service's (no ``COPILOT_OTEL_STATE_DIR`` there), ``status`` also looks in the state
 dirs the installed services name.
+
+After what it says of the daemon, ``status`` lists each agent's log folder (:func:`copilot_otel.roots.agent_roots`):
+found, not found (that agent never ran as this user), or switched off by the ``agents`` setting.
 """
 
 from __future__ import annotations
