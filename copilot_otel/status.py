@@ -107,7 +107,7 @@ def print_status(config: Config, as_json: bool = False) -> int:
     console = display.neutralise(Console(highlight=False))
     now = time.time()
     if not running:
-        console.print(_not_running(path, status, pid), style="yellow", soft_wrap=True)
+        console.print(display.printable(_not_running(path, status, pid)), style="yellow", soft_wrap=True)
         if status is not None:
             console.print("Last status it wrote:", style="dim")
             console.print(_table(status, now, dead_letters))
@@ -189,7 +189,8 @@ def _print_roots(console: Console, roots: list[AgentRoot]) -> None:
 
     console.print(Text(_ROOTS_HEADING, style="bold"), soft_wrap=True)
     for state, line in _root_rows(roots):
-        console.print(Text(line, style=_ROOT_STYLES[state]), soft_wrap=True)
+        # printable() first: rich drops some control characters (BEL) that the plain shortcut shows as ␇.
+        console.print(Text(display.printable(line), style=_ROOT_STYLES[state]), soft_wrap=True)
 
 
 def _alive(pid: object) -> bool:

@@ -98,3 +98,22 @@ def test_the_plain_shortcut_prints_what_rich_prints_on_a_terminal(
     coloured = capsys.readouterr().out
     assert "\x1b[" in coloured  # rich drew it
     assert _ANSI.sub("", coloured) == plain
+
+
+@pytest.mark.parametrize("terminal", [False, True], ids=["pipe", "terminal"])
+def test_a_folder_name_cannot_drive_the_terminal(
+    homes: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    terminal: bool,
+) -> None:
+    """A setting's path is shown with its control characters visible (ESC as ␛), printed plain or by ``rich``."""
+    hostile = tmp_path / "x\x1b]52;c;cHduZWQ=\x07y"
+    monkeypatch.setenv("COPILOT_OTEL_SESSION_STATE", str(hostile))
+    if terminal:
+        monkeypatch.setenv("FORCE_COLOR", "1")
+    assert main(["status"]) == 1
+    out = _ANSI.sub("", capsys.readouterr().out)
+    assert "\x1b" not in out and "\x07" not in out
+    assert f"  copilot      not found  {tmp_path}/x␛]52;c;cHduZWQ=␇y" in out
