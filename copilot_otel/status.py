@@ -104,7 +104,8 @@ def print_status(config: Config, as_json: bool = False) -> int:
     from rich.console import Console  # start-up time: only when there is a table to draw or a terminal
     from rich.text import Text
 
-    console = display.neutralise(Console(highlight=False))
+    # No markup or emoji codes: a path's "[work]" or ":smile:" is text (rich took them for a style and an emoji).
+    console = display.neutralise(Console(highlight=False, markup=False, emoji=False))
     now = time.time()
     if not running:
         console.print(display.printable(_not_running(path, status, pid)), style="yellow", soft_wrap=True)

@@ -117,3 +117,26 @@ def test_a_folder_name_cannot_drive_the_terminal(
     out = _ANSI.sub("", capsys.readouterr().out)
     assert "\x1b" not in out and "\x07" not in out
     assert f"  copilot      not found  {tmp_path}/x␛]52;c;cHduZWQ=␇y" in out
+
+
+@pytest.mark.parametrize("terminal", [False, True], ids=["pipe", "terminal"])
+def test_brackets_and_colons_in_a_path_are_text(
+    homes: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    terminal: bool,
+) -> None:
+    """``[work]`` is not a style and ``:smile:`` not an emoji, in the line and in a daemon's table."""
+    state = tmp_path / "[work]" / "state :smile:"
+    monkeypatch.setenv("COPILOT_OTEL_STATE_DIR", str(state))
+    if terminal:
+        monkeypatch.setenv("FORCE_COLOR", "1")
+    assert main(["status"]) == 1
+    assert f"(no status in {state / 'status.json'})" in _ANSI.sub("", capsys.readouterr().out)
+    state.mkdir(parents=True)
+    (state / "status.json").write_bytes(orjson.dumps({"pid": 0, "destination": "file [x] :smile:"}))
+    assert main(["status"]) == 1
+    out = _ANSI.sub("", capsys.readouterr().out)
+    assert f"in {state / 'status.json'} is gone)" in out
+    assert "file [x] :smile:" in out
