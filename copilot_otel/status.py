@@ -18,7 +18,9 @@ settings differ from the service's (no ``COPILOT_OTEL_STATE_DIR`` there), ``stat
 dirs the installed services name.
 
 After what it says of the daemon, ``status`` lists each agent's log folder (:func:`copilot_otel.roots.agent_roots`):
-found, not found (that agent never ran as this user), or switched off by the ``agents`` setting.
+found, not found (that agent never ran as this user), or switched off by the ``agents`` setting; ``--json`` adds
+them to the status object as ``agent_logs`` (``agent``, ``folder``, ``setting``, ``enabled``, ``found``), and prints
+that object even when no daemon wrote a status.
 """
 
 from __future__ import annotations
@@ -84,15 +86,16 @@ def print_status(config: Config, as_json: bool = False) -> int:
         line = f"copilot-otel daemon starting (pid {starting}, state in {state_dir}); no status written yet"
         print(line, file=sys.stderr if as_json else sys.stdout)
         return 0
+    roots = agent_roots(config)
     if as_json:
-        if status is not None:
-            out = utf8_stdout()  # JSON is UTF-8 bytes, whatever the console's code page
-            out.write(orjson.dumps(status, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
-            out.flush()
+        # The daemon's status as it wrote it, and the agents' log folders beside it (an object even without one).
+        doc = {**(status or {}), "agent_logs": [_root_json(root) for root in roots]}
+        out = utf8_stdout()  # JSON is UTF-8 bytes, whatever the console's code page
+        out.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
+        out.flush()
         if not running:
             print(_not_running(path, status, pid), file=sys.stderr)
         return 0 if running else 1
-    roots = agent_roots(config)
     dead_letters = _dead_letters(config.state_dir)
     if not running and status is None and dead_letters is None and _plain_output():
         # Nothing to draw and no terminal to colour: the same characters rich would print, without its import.
@@ -192,6 +195,16 @@ def _print_roots(console: Console, roots: list[AgentRoot]) -> None:
     for state, line in _root_rows(roots):
         # printable() first: rich drops some control characters (BEL) that the plain shortcut shows as ␇.
         console.print(Text(display.printable(line), style=_ROOT_STYLES[state]), soft_wrap=True)
+
+
+def _root_json(root: AgentRoot) -> dict[str, Any]:
+    return {
+        "agent": root.agent,
+        "folder": str(root.logs),
+        "setting": root.setting,
+        "enabled": root.enabled,
+        "found": root.found,
+    }
 
 
 def _alive(pid: object) -> bool:

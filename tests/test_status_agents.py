@@ -140,3 +140,49 @@ def test_brackets_and_colons_in_a_path_are_text(
     out = _ANSI.sub("", capsys.readouterr().out)
     assert f"in {state / 'status.json'} is gone)" in out
     assert "file [x] :smile:" in out
+
+
+def test_json_adds_the_folders_to_the_status(
+    homes: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--json``: the daemon's status as it wrote it plus ``agent_logs``; without a status, an object of the
+    folders alone on stdout (the "not running" line on stderr, exit 1)."""
+    monkeypatch.setenv("COPILOT_OTEL_AGENTS", "copilot,claude-code")
+    expected = [
+        {
+            "agent": "copilot",
+            "folder": str(homes["copilot"]),
+            "setting": "session_state",
+            "enabled": True,
+            "found": True,
+        },
+        {
+            "agent": "claude-code",
+            "folder": str(homes["claude-code"]),
+            "setting": "claude_code_home",
+            "enabled": True,
+            "found": True,
+        },
+        {
+            "agent": "codex",
+            "folder": str(homes["codex"]),
+            "setting": "codex_home",
+            "enabled": False,
+            "found": False,
+        },
+    ]
+    assert main(["status", "--json"]) == 1
+    captured = capsys.readouterr()
+    assert orjson.loads(captured.out) == {"agent_logs": expected}
+    assert "No copilot-otel daemon is running" in captured.err
+    state = tmp_path / "state"
+    state.mkdir()
+    written = {"pid": os.getpid(), "files_tracked": 3, "destination": "OTLP/HTTP http://collector:4318"}
+    (state / "status.json").write_bytes(orjson.dumps(written))
+    assert main(["status", "--json", "--state-dir", str(state)]) == 0
+    captured = capsys.readouterr()
+    assert orjson.loads(captured.out) == {**written, "agent_logs": expected}
+    assert captured.err == ""
