@@ -20,7 +20,7 @@ from copilot_otel.content import ContentKind, ContentPolicy
 from copilot_otel.loop.core import FoldSettings, agent_of
 from copilot_otel.metrics import Aggregator
 from copilot_otel.pipeline import Pipeline
-from copilot_otel.project import Projector, catalog, claude_code, ours
+from copilot_otel.project import Projector, catalog, claude_code, codex, ours
 from copilot_otel.records import Emission, LogRecord, Measurement, SpanRecord
 from copilot_otel.sessions import resolve
 from copilot_otel.sources.claude_code import PROJECTS, scan
@@ -231,3 +231,47 @@ def test_metrics_split_by_agent() -> None:
         if name == catalog.INVOKE_AGENT_DURATION and dict(attrs)[ours.AGENT] == "claude-code"
     }
     assert invoked == {"claude-code"}
+
+
+def _as(agent: str, scenario: str) -> list[Emission]:
+    """A Claude Code scenario's real records, projected as if ``agent`` had written them (Codex CLI's logs are
+    not folded on this branch: their framer is another change)."""
+    return [
+        e
+        for _, _, records in _main_logs(SCENARIOS[scenario], FoldSettings())
+        for e in Projector(NO_CONTENT, agent).project(records)
+    ]
+
+
+def test_codex_s_spans_carry_codex_s_own_names() -> None:
+    """``codex.sse_event``'s token counts in OpenAI's meaning (the fold's: input with the cached tokens),
+    ``codex.tool_result``'s, ``conversation.id`` on every span, ``codex.user_prompt`` for the prompt."""
+    spans = [e for s in ("denied-tool", "multi-tool") for e in _as("codex", s) if isinstance(e, SpanRecord)]
+    assert spans
+    for span in spans:
+        a = span.attributes
+        assert a[ours.AGENT] == "codex"
+        assert not [k for k in _keys(span) if k.startswith(("github.copilot.", "claude_code."))]
+        assert claude_code.DECISION_TYPE not in a and claude_code.CACHE_CREATION_TOKENS not in a
+        assert a[codex.CONVERSATION_ID] == a["session.id"]
+        if span.name.startswith("chat "):
+            assert a[codex.INPUT_TOKENS] == a["gen_ai.usage.input_tokens"]
+            assert a[codex.CACHED_TOKENS] == a["gen_ai.usage.cache_read.input_tokens"]
+            assert a[codex.OUTPUT_TOKENS] == a["gen_ai.usage.output_tokens"]
+        if span.name.startswith("execute_tool "):
+            assert a[codex.CALL_ID] == a["gen_ai.tool.call.id"]
+            assert a[codex.SUCCESS] == ("false" if "error.type" in a else "true")
+    assert codex.USER_PROMPT_EVENT in {e.name for s in spans for e in s.events}
+
+
+def test_an_agent_without_names_of_its_own_gets_the_neutral_ones() -> None:
+    emissions = _as("another-cli", "multi-tool")
+    assert emissions and all(e.attributes[ours.AGENT] == "another-cli" for e in emissions)
+    own = {claude_code.MODEL, claude_code.TOOL_NAME, codex.CONVERSATION_ID}
+    for emission in emissions:
+        keys = set(_keys(emission))
+        assert not [k for k in keys if k.startswith(("github.copilot.", "claude_code.", "codex."))]
+        assert not keys & own
+    roots = [e for e in emissions if isinstance(e, SpanRecord) and e.parent_span_id is None]
+    assert roots and all(ours.AGENT_TURN_COUNT in r.attributes for r in roots)
+    assert ours.USER_MESSAGE_EVENT in {e.name for r in roots for e in r.events}

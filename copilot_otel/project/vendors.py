@@ -2,8 +2,8 @@
 
 The GenAI, OpenInference, Langfuse and our own names are every agent's. A CLI's own names are only on its own
 sessions' spans: ``github.copilot.*`` (:mod:`.copilot`) on Copilot CLI's, Claude Code's (:mod:`.claude_code`) on
-Claude Code's; what the Copilot CLI's names said that no other vocabulary does goes under the neutral names of
-:mod:`.neutral` for the others. A :class:`Vocabulary` is that choice, made once per session by the
+Claude Code's, Codex CLI's (:mod:`.codex`) on Codex's; what the Copilot CLI's names said that no other vocabulary
+does goes under the neutral names of :mod:`.neutral` for the others. A :class:`Vocabulary` is that choice, made once per session by the
 :class:`~copilot_otel.project.projector.Projector`, so a span costs one attribute lookup more, not a branch per
 agent.
 """
@@ -25,7 +25,7 @@ from ..activity import (
     Turn,
     UserMessage,
 )
-from . import claude_code, copilot, neutral, ours
+from . import claude_code, codex, copilot, neutral, ours
 
 # The agents the fold names (LoopState.agent): the values of ``copilot_otel.agent``.
 COPILOT_AGENT: Final = "copilot"
@@ -120,13 +120,23 @@ _BY_AGENT: Final = {
         user_message=claude_code.user_message,
         user_message_event=claude_code.USER_PROMPT_EVENT,
     ),
+    CODEX_AGENT: _neutral(
+        CODEX_AGENT,
+        model_call=codex.model_call,
+        tool_call=codex.tool_call,
+        turn=codex.turn,
+        agent_run=codex.agent_run,
+        prompt_run=codex.prompt_run,
+        user_message=codex.user_message,
+        user_message_event=codex.USER_PROMPT_EVENT,
+    ),
 }
 
 
 def vocabulary(agent: str | None) -> Vocabulary:
     """The vocabulary of ``agent``'s sessions: its own names where :mod:`.project` has them (Copilot CLI's, Claude
-    Code's), the neutral ones for any other agent (Codex CLI's own names are not written yet); ``None``: not said,
-    the Copilot CLI's names without an agent attribute."""
+    Code's, Codex CLI's), the neutral ones for any other agent; ``None``: not said, the Copilot CLI's names without
+    an agent attribute."""
     if agent is None:
         return COPILOT
     known = _BY_AGENT.get(agent)
