@@ -16,10 +16,12 @@ from copilot_otel.project import catalog
 
 PACKAGE = Path(copilot_otel.__file__).parent
 
-# The vocabularies we write: GenAI, the Copilot CLI's, OpenInference (Phoenix), Langfuse, the few general OTel
-# keys our records and our resource carry, and our own ``copilot_otel.*`` (told apart from a module's dotted name below).
+# The vocabularies we write: GenAI, the Copilot CLI's, Claude Code's and Codex CLI's (their event names; their
+# unprefixed keys have no shape of their own), OpenInference (Phoenix), Langfuse, the few general OTel keys our
+# records and our resource carry, and our own ``copilot_otel.*`` (told apart from a module's dotted name below).
 NAME = re.compile(
-    r"^(?:gen_ai\.|github\.copilot\.|openinference\.|langfuse\.|llm\.|tool_call\.|tool\.(?:name|parameters)$"
+    r"^(?:gen_ai\.|github\.copilot\.|claude_code\.|codex\.|openinference\.|langfuse\.|llm\.|tool_call\."
+    r"|tool\.(?:name|parameters)$"
     r"|agent\.name$|(?:input|output)\.(?:value|mime_type)$|session\.id$|error\.type$|exception\.(?:type|message)$"
     r"|event\.name$|process\.(?:pid|exit\.code)$|service\.(?:name|version|instance\.id)$|host\.name$|user\.name$"
     r"|copilot_otel\.[a-z_]+(?:\.[a-z_]+)*\.?$)"
@@ -90,6 +92,9 @@ def test_the_guard_sees_the_names_where_they_are_declared() -> None:
         "langfuse.observation.level",
         "copilot_otel.runaway.interrupt",
         "copilot_otel.errors",
+        "copilot_otel.agent",
+        "claude_code.user_prompt",
+        "codex.user_prompt",
     ):
         assert name in found, name
     assert not NAME.match("tool.execution_start")  # a CLI event type (events.py), not one of our names

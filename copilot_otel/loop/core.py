@@ -26,10 +26,28 @@ from ..records import DropReason
 from ..runaway import RunawayThresholds
 from .inputs import Envelope, ToolEndInput
 
-__all__ = ["OWN_API", "FoldSettings", "Handler", "LoopState", "Translator"]
+__all__ = ["COPILOT_AGENT", "OWN_API", "FoldSettings", "Handler", "LoopState", "Translator", "agent_of"]
 
 # The provider of model calls when no usage record has said otherwise: the CLI's own model API.
 OWN_API = "github"
+
+# The coding agent that writes a log, by the producer its session start names (SessionContext.producer, which the
+# checkpoint keeps): Copilot CLI's ``session.start`` says ``copilot-agent`` (its other producers start with
+# "copilot" too); the other sources' framers name their CLI as the agent is called.
+COPILOT_AGENT = "copilot"
+_AGENT_OF_PRODUCER = {"claude-code": "claude-code", "codex": "codex"}
+
+
+def agent_of(producer: str | None) -> str | None:
+    """The agent (``copilot``, ``claude-code``, ``codex``) a session start's producer names; ``None``: none (no
+    start read yet, as in a sub-agent's own file, or a producer not known)."""
+    if producer is None:
+        return None
+    named = _AGENT_OF_PRODUCER.get(producer)
+    if named is not None:
+        return named
+    return COPILOT_AGENT if producer.startswith(COPILOT_AGENT) else None
+
 
 # Events read only for their content (the system prompt, 20-50 KB a line, and reasoning): parse skips them
 # without decoding unless their capture switch is on.
@@ -139,6 +157,12 @@ class LoopState:
         self.out: list[Record] = []
         self.dropped: list[tuple[DropReason, str]] = []
         self.offset = 0
+
+    @property
+    def agent(self) -> str | None:
+        """Which coding agent wrote the log (:func:`agent_of` its producer): a neutral fact, named on every signal
+        by the projections; derived from the checkpointed producer, so the context's schema stays as it is."""
+        return agent_of(self.ctx.producer)
 
     # ------------------------------------------------------------------ ids and times, from the events only
     def sid(self, *parts: str) -> int:

@@ -284,6 +284,8 @@ METRICS: tuple[MetricSpec, ...] = (
     ),
 )
 
+# Besides the keys listed, every point of these says which agent wrote its session: the projector adds
+# ``copilot_otel.agent`` (ours.AGENT) to each, so one dashboard splits or filters any of them by agent.
 METRICS_BY_NAME = {m.name: m for m in METRICS}
 
 # --- the daemon's own: gauges of the prompts in progress, and its health ------------------------------------

@@ -22,9 +22,10 @@ def failed(attrs: dict[str, Any], status_message: str) -> None:
     attrs[STATUS_MESSAGE] = status_message
 
 
-def prompt_run(attrs: dict[str, Any], rec: PromptRun) -> None:
+def prompt_run(attrs: dict[str, Any], rec: PromptRun, agent: str | None = None) -> None:
+    """The trace's name: the session's title, else the main agent's name (a custom agent's, else the CLI's)."""
     # The session title is content (an LLM summary of the prompt): it names the trace only when captured.
-    attrs["langfuse.trace.name"] = rec.facts.title or f"{rec.agent_name or 'copilot'} prompt"
+    attrs["langfuse.trace.name"] = rec.facts.title or f"{rec.agent_name or agent or 'copilot'} prompt"
 
 
 def hook_run(attrs: dict[str, Any], rec: HookRun) -> None:

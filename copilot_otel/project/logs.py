@@ -29,6 +29,7 @@ from ..activity import (
 from ..records import LogRecord, Severity
 from . import copilot, genai, ours
 from .spans import STATUS_MESSAGE_MAX
+from .vendors import COPILOT, Vocabulary
 
 
 class _Moment(Protocol):
@@ -96,11 +97,11 @@ def session_shutdown(rec: SessionShutdown, totals: dict[str, Any]) -> LogRecord:
     return _traced(rec, rec.time_ns, "copilot_otel.session.shutdown", "session shutdown", totals)
 
 
-def session_error(rec: SessionError) -> LogRecord:
+def session_error(rec: SessionError, vocab: Vocabulary = COPILOT) -> LogRecord:
     message = rec.message[:STATUS_MESSAGE_MAX]
     attrs: dict[str, Any] = {genai.ERROR_TYPE: rec.error_type, genai.EXCEPTION_MESSAGE: message}
     if rec.status_code is not None:
-        attrs[copilot.ERROR_STATUS_CODE] = rec.status_code
+        attrs[vocab.status_code] = rec.status_code
     return _traced(rec, rec.time_ns, "copilot_otel.session.error", message, attrs, Severity.ERROR)
 
 
@@ -120,28 +121,28 @@ def session_imported(rec: SessionImported) -> LogRecord:
     return _log(rec, rec.time_ns, "copilot_otel.session.imported", body, ours.imported(rec))
 
 
-def abort(rec: Abort) -> LogRecord:
+def abort(rec: Abort, vocab: Vocabulary = COPILOT) -> LogRecord:
     body = f"prompt aborted: {rec.reason}" if rec.trace_id is not None else f"aborted: {rec.reason}"
-    return _traced(rec, rec.time_ns, "copilot_otel.abort", body, copilot.abort(rec), Severity.WARN)
+    return _traced(rec, rec.time_ns, "copilot_otel.abort", body, vocab.abort(rec), Severity.WARN)
 
 
-def compaction(rec: Compaction) -> LogRecord:
-    return _traced(rec, rec.time_ns, "copilot_otel.compaction", "context compacted", copilot.compaction(rec))
+def compaction(rec: Compaction, vocab: Vocabulary = COPILOT) -> LogRecord:
+    return _traced(rec, rec.time_ns, "copilot_otel.compaction", "context compacted", vocab.compaction(rec))
 
 
-def prompt_started(rec: PromptStarted) -> LogRecord:
+def prompt_started(rec: PromptStarted, vocab: Vocabulary = COPILOT) -> LogRecord:
     attrs: dict[str, Any] = {"copilot_otel.prompt.index": rec.index}
-    if rec.interaction_id is not None:
-        attrs[copilot.INTERACTION_ID] = rec.interaction_id
+    if rec.interaction_id is not None and vocab.interaction_id is not None:
+        attrs[vocab.interaction_id] = rec.interaction_id
     if rec.delivery is not None:
         attrs["copilot_otel.prompt.delivery"] = rec.delivery
     return _traced(rec, rec.time_ns, "copilot_otel.prompt.started", "prompt started", attrs)
 
 
-def prompt_ended(rec: PromptRun) -> LogRecord:
+def prompt_ended(rec: PromptRun, vocab: Vocabulary = COPILOT) -> LogRecord:
     attrs: dict[str, Any] = {
         ours.PROMPT_OUTCOME: rec.outcome,
-        copilot.TURN_COUNT: rec.turn_count,
+        vocab.turn_count: rec.turn_count,
         ours.TURNS_TOTAL: rec.turns_total,
         ours.PROMPT_TOOL_CALLS: rec.tool_calls,
         "copilot_otel.prompt.duration_s": (rec.end_ns - rec.start_ns) / 1e9,

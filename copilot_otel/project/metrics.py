@@ -129,9 +129,10 @@ def agent_run(out: list[Emission], rec: AgentRun) -> None:
     _m(out, catalog.INVOKE_AGENT_DURATION, (rec.end_ns - rec.start_ns) / 1e9, attrs, rec.source_offset)
 
 
-def prompt_run(out: list[Emission], rec: PromptRun) -> None:
+def prompt_run(out: list[Emission], rec: PromptRun, agent: str | None = None) -> None:
+    """``agent``: the CLI that wrote the session, which names the main agent unless it is a custom one."""
     off = rec.source_offset
-    attrs: dict[str, Any] = {genai.AGENT_NAME: rec.agent_name or "copilot"}
+    attrs: dict[str, Any] = {genai.AGENT_NAME: rec.agent_name or agent or "copilot"}
     if rec.error_type is not None:
         attrs[genai.ERROR_TYPE] = rec.error_type
     _m(out, catalog.INVOKE_AGENT_DURATION, (rec.end_ns - rec.start_ns) / 1e9, attrs, off)

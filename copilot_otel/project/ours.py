@@ -41,6 +41,19 @@ WARNING_TYPE: Final = "copilot_otel.warning.type"
 HOOK_TYPE: Final = "copilot_otel.hook.type"
 AGENT_TASK_CALL_ID: Final = "copilot_otel.agent.task_call_id"
 SESSION_EVENT: Final = "copilot_otel.session.event"
+# Which coding agent (CLI) wrote the session: on every span, log record and metric point, so that one dashboard
+# filters or splits by it (the values are the fold's: ``copilot``, ``claude-code``, ``codex``).
+AGENT: Final = "copilot_otel.agent"
+# Where the Copilot CLI's own vocabulary names a fact and no other vocabulary does, the other agents' spans carry
+# it under these (``github.copilot.*`` is written on Copilot CLI's spans only).
+TURN_ID: Final = "copilot_otel.turn.id"
+AGENT_TURN_COUNT: Final = "copilot_otel.agent.turn_count"
+ABORT_REASON: Final = "copilot_otel.abort.reason"
+USER_MESSAGE_EVENT: Final = "copilot_otel.user.message"
+USER_MESSAGE_SOURCE: Final = "copilot_otel.user.message.source"
+COMPACTION_START_EVENT: Final = "copilot_otel.compaction.start"
+COMPACTION_COMPLETE_EVENT: Final = "copilot_otel.compaction.complete"
+ABORT_EVENT: Final = "copilot_otel.session.abort"
 
 
 def _put(attrs: dict[str, Any], key: str, value: Any) -> None:

@@ -30,7 +30,7 @@ from ..activity import (
 )
 from ..content import ContentPolicy
 from ..records import Emission
-from . import copilot, genai, logs, metrics, spans
+from . import copilot, genai, logs, metrics, ours, spans, vendors
 
 __all__ = ["Projector"]
 
@@ -40,9 +40,15 @@ class Projector:
 
     Args:
         content: Where captured content goes: on spans (``on_spans``) and/or on details events (``on_events``).
+        agent: The coding agent that wrote the session (the fold's ``LoopState.agent``: ``copilot``,
+            ``claude-code``, ``codex``): every span, log record and metric point says it (``copilot_otel.agent``),
+            and the spans carry that agent's own vocabulary (:mod:`.vendors`). ``None``: not said (the Copilot
+            CLI's vocabulary and no agent attribute, as before the fold named the agent).
     """
 
-    def __init__(self, content: ContentPolicy) -> None:
+    def __init__(self, content: ContentPolicy, agent: str | None = None) -> None:
+        self._agent = agent
+        self._vocab = vendors.vocabulary(agent)
         self._captures = bool(content.enabled)
         self._spans_content = content.on_spans
         self._events_content = content.on_events and self._captures
@@ -55,36 +61,43 @@ class Projector:
         out: list[Emission] = []
         for rec in records:
             _ROUTES[type(rec)](self, rec, out)
+        agent = self._agent
+        if agent is not None:
+            key = ours.AGENT
+            for emission in out:
+                # Every emission's attributes are a dict the projections built for it just now (a metric's may be
+                # shared by its points: they all get the same value).
+                emission.attributes[key] = agent  # type: ignore[index]
         return out
 
     # One method per record type; a backfill projects hundreds of thousands of records, so the route is a dict
     # lookup on the type rather than a chain of isinstance checks.
     def _tool_call(self, rec: ToolCall, out: list[Emission]) -> None:
-        out.append(spans.tool_call(rec, self._spans_content))
+        out.append(spans.tool_call(rec, self._spans_content, self._vocab))
         metrics.tool_call(out, rec)
 
     def _model_call(self, rec: ModelCall, out: list[Emission]) -> None:
         content = spans.chat_content(rec) if self._captures else {}
         error_type = genai.model_call_error(rec)  # the span's and the metrics' (worked out once)
-        out.append(spans.model_call(rec, content if self._spans_content else None, error_type))
+        out.append(spans.model_call(rec, content if self._spans_content else None, error_type, self._vocab))
         if self._events_content:
             out.append(logs.inference_details(rec, content))
         metrics.model_call(out, rec, error_type)
 
     def _turn(self, rec: Turn, out: list[Emission]) -> None:
-        out.append(spans.turn(rec))
+        out.append(spans.turn(rec, self._vocab))
 
     def _prompt_run(self, rec: PromptRun, out: list[Emission]) -> None:
-        out.append(spans.prompt_run(rec, self._shutdown_totals))
-        metrics.prompt_run(out, rec)
-        out.append(logs.prompt_ended(rec))
+        out.append(spans.prompt_run(rec, self._shutdown_totals, self._vocab))
+        metrics.prompt_run(out, rec, self._agent)
+        out.append(logs.prompt_ended(rec, self._vocab))
 
     def _agent_run(self, rec: AgentRun, out: list[Emission]) -> None:
-        out.append(spans.agent_run(rec))
+        out.append(spans.agent_run(rec, self._vocab))
         metrics.agent_run(out, rec)
 
     def _prompt_started(self, rec: PromptStarted, out: list[Emission]) -> None:
-        out.append(logs.prompt_started(rec))
+        out.append(logs.prompt_started(rec, self._vocab))
 
     def _detection(self, rec: Detection, out: list[Emission]) -> None:
         metrics.detection(out, rec)
@@ -114,15 +127,15 @@ class Projector:
 
     def _session_error(self, rec: SessionError, out: list[Emission]) -> None:
         metrics.session_error(out, rec)
-        out.append(logs.session_error(rec))
+        out.append(logs.session_error(rec, self._vocab))
 
     def _abort(self, rec: Abort, out: list[Emission]) -> None:
         metrics.abort(out, rec)
-        out.append(logs.abort(rec))
+        out.append(logs.abort(rec, self._vocab))
 
     def _compaction(self, rec: Compaction, out: list[Emission]) -> None:
         if rec.complete:
-            out.append(logs.compaction(rec))
+            out.append(logs.compaction(rec, self._vocab))
 
     def _hook_run(self, rec: HookRun, out: list[Emission]) -> None:
         out.append(spans.hook_run(rec))

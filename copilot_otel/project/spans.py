@@ -45,6 +45,7 @@ from ..activity import (
 from ..records import AttrValue, SpanEventRecord, SpanKind, SpanRecord, StatusCode
 from . import copilot, genai, langfuse, messages, ours
 from . import openinference as oi
+from .vendors import COPILOT, Vocabulary
 
 # Status messages (and the messages of exception events) are cut to this many characters.
 STATUS_MESSAGE_MAX = 512
@@ -95,11 +96,13 @@ def _span(
     )
 
 
-def model_call(rec: ModelCall, content: Mapping[str, str] | None, error_type: str | None) -> SpanRecord:
+def model_call(
+    rec: ModelCall, content: Mapping[str, str] | None, error_type: str | None, vocab: Vocabulary = COPILOT
+) -> SpanRecord:
     """``chat {model}``; ``content`` is the captured conversation when it goes on spans, ``error_type`` the
-    call's (:func:`.genai.model_call_error`)."""
+    call's (:func:`.genai.model_call_error`), ``vocab`` the agent's own names (:mod:`.vendors`)."""
     attrs = genai.model_call(rec, error_type)
-    copilot.model_call(attrs, rec)
+    vocab.model_call(attrs, rec)
     oi.model_call(attrs, rec)
     ours.model_call(attrs, rec)
     if content:
@@ -124,10 +127,10 @@ def chat_content(rec: ModelCall) -> dict[str, str]:
     return messages.chat_attributes(sent, rec.reasoning, rec.output_text, calls, rec.finish_reason)
 
 
-def tool_call(rec: ToolCall, content_on_spans: bool) -> SpanRecord:
+def tool_call(rec: ToolCall, content_on_spans: bool, vocab: Vocabulary = COPILOT) -> SpanRecord:
     """``execute_tool {name}``."""
     attrs = genai.tool_call(rec)
-    copilot.tool_call(attrs, rec)
+    vocab.tool_call(attrs, rec)
     oi.tool_call(attrs, rec, content_on_spans)
     ours.tool_call(attrs, rec)
     if content_on_spans and rec.result_text is not None:
@@ -169,19 +172,19 @@ def permission(rec: PermissionWait) -> SpanRecord:
     return _span(rec, "permission", SpanKind.INTERNAL, attrs)
 
 
-def turn(rec: Turn) -> SpanRecord:
+def turn(rec: Turn, vocab: Vocabulary = COPILOT) -> SpanRecord:
     """``turn {index}``: one assistant turn (the model call and the tools it asked for)."""
     attrs = genai.turn(rec)
-    copilot.turn(attrs, rec)
+    vocab.turn(attrs, rec)
     oi.turn(attrs, rec)
     ours.turn(attrs, rec)
     return _span(rec, f"turn {rec.index}", SpanKind.INTERNAL, attrs)
 
 
-def agent_run(rec: AgentRun) -> SpanRecord:
+def agent_run(rec: AgentRun, vocab: Vocabulary = COPILOT) -> SpanRecord:
     """``invoke_agent {name}``: a sub-agent."""
     attrs = genai.agent_run(rec)
-    copilot.agent_run(attrs, rec)
+    vocab.agent_run(attrs, rec)
     oi.agent_run(attrs, rec)
     ours.agent_run(attrs, rec)
     attrs.update(messages.agent_attributes(rec.input_text, rec.output_text, rec.system_text))
@@ -209,13 +212,14 @@ def agent_run(rec: AgentRun) -> SpanRecord:
 def prompt_run(
     rec: PromptRun,
     shutdown_totals: Callable[[SessionShutdown], dict[str, AttrValue]] = copilot.shutdown_totals,
+    vocab: Vocabulary = COPILOT,
 ) -> SpanRecord:
     """``invoke_agent``: the prompt's root span, with what happened during it as span events (a shutdown's
     totals from ``shutdown_totals``, which may have them already for the shutdown's log event)."""
     attrs = genai.prompt_run(rec)
-    copilot.prompt_run(attrs, rec)
+    vocab.prompt_run(attrs, rec)
     oi.prompt_run(attrs, rec)
-    langfuse.prompt_run(attrs, rec)
+    langfuse.prompt_run(attrs, rec, vocab.agent)
     ours.prompt_run(attrs, rec)
     attrs.update(messages.agent_attributes(rec.input_text, rec.output_text, rec.facts.system_prompt))
     if rec.error:
@@ -233,19 +237,22 @@ def prompt_run(
         attributes=attrs,
         status=StatusCode.ERROR if rec.error else StatusCode.UNSET,
         status_message=rec.status_message[:STATUS_MESSAGE_MAX] if rec.error and rec.status_message else None,
-        events=tuple(note_event(note, shutdown_totals) for note in rec.notes),
+        events=tuple(note_event(note, shutdown_totals, vocab) for note in rec.notes),
         source_offset=rec.source_offset,
     )
 
 
 def note_event(
-    note: Note, shutdown_totals: Callable[[SessionShutdown], dict[str, AttrValue]] = copilot.shutdown_totals
+    note: Note,
+    shutdown_totals: Callable[[SessionShutdown], dict[str, AttrValue]] = copilot.shutdown_totals,
+    vocab: Vocabulary = COPILOT,
 ) -> SpanEventRecord:
-    """What happened during a prompt, as an event on its root span."""
+    """What happened during a prompt, as an event on its root span (named in the agent's own vocabulary where it
+    names it; a shutdown, a truncation, a skill and a notification are only ever read from Copilot CLI's log)."""
     if isinstance(note, UserMessage):
-        attrs = copilot.user_message(note)
+        attrs = vocab.user_message(note)
         ours.user_message(attrs, note)
-        return SpanEventRecord(copilot.USER_MESSAGE_EVENT, note.time_ns, attrs)
+        return SpanEventRecord(vocab.user_message_event, note.time_ns, attrs)
     if isinstance(note, Detection):
         return SpanEventRecord(ours.RUNAWAY_EVENT, note.time_ns, ours.detection(note, genai.TOOL_NAME))
     if isinstance(note, SessionShutdown):
@@ -255,13 +262,13 @@ def note_event(
             genai.EXCEPTION_TYPE: note.error_type,
             genai.EXCEPTION_MESSAGE: note.message[:STATUS_MESSAGE_MAX],
         }
-        copilot.error(attrs, note)
+        vocab.error(attrs, note)
         return SpanEventRecord(genai.EXCEPTION_EVENT, note.time_ns, attrs)
     if isinstance(note, Abort):
-        return SpanEventRecord(copilot.ABORT_EVENT, note.time_ns, copilot.abort(note))
+        return SpanEventRecord(vocab.abort_event, note.time_ns, vocab.abort(note))
     if isinstance(note, Compaction):
-        name = copilot.COMPACTION_COMPLETE_EVENT if note.complete else copilot.COMPACTION_START_EVENT
-        return SpanEventRecord(name, note.time_ns, copilot.compaction(note))
+        name = vocab.compaction_complete_event if note.complete else vocab.compaction_start_event
+        return SpanEventRecord(name, note.time_ns, vocab.compaction(note))
     if isinstance(note, Truncation):
         return SpanEventRecord(copilot.TRUNCATION_EVENT, note.time_ns, copilot.truncation(note))
     if isinstance(note, SkillInvoked):
