@@ -33,6 +33,7 @@ from .config import Config
 from .content import ContentKind
 from .errors import SourceError
 from .events import Event
+from .loop.core import COPILOT_AGENT
 from .parse import parse_line
 from .project import Projector
 from .records import BadLine, DropReason, Emission
@@ -220,7 +221,9 @@ class Pipeline:
         if title:
             self.loop.ctx.title = title
         self._skip = self.settings.undecoded_types
-        self._project = Projector(self.settings.content).project if project else None
+        # Which agent wrote the log is which reader reads it (a sub-agent's own file has no session start to say it).
+        agent = source.source.value if source is not None else COPILOT_AGENT
+        self._project = Projector(self.settings.content, agent).project if project else None
         self.line_number = 0
         # Lines that carried data (not blank), events among them, and drops by reason: the same counts whoever
         # reads the log.

@@ -65,6 +65,7 @@ from .statedb import (
     stored_checkpoints,
 )
 from .statelegacy import LEGACY_FILE, LEGACY_PREV_FILE, import_legacy
+from .statusfile import LOCK_FILE, STATUS_FILE, read_status
 
 __all__ = [
     "DB_FILE",
@@ -83,8 +84,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-LOCK_FILE = "lock"
-STATUS_FILE = "status.json"
 _STATUS_TMP_FILE = "status.json.tmp"
 # A failing flush (or read) is retried on every call but logged at most this often.
 _FLUSH_FAILURE_LOG_INTERVAL_S = 60.0
@@ -315,27 +314,8 @@ class StateStore:
             return False
         return True
 
-    @staticmethod
-    def read_status(state_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
-        """Read the ``status.json`` a daemon wrote in ``state_dir``; ``None`` if there is none.
-
-        Raises:
-            StateError: The file exists but cannot be read or is not a JSON object.
-        """
-        path = Path(state_dir) / STATUS_FILE
-        try:
-            data = path.read_bytes()
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except OSError as exc:
-            raise StateError(f"cannot read {path}: {exc.strerror or exc}") from exc
-        try:
-            doc = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise StateError(f"{path} is not valid JSON: {exc}") from exc
-        if not isinstance(doc, dict):
-            raise StateError(f"{path} does not hold a JSON object")
-        return doc
+    # status.json is read without the store (copilot-otel status must not load SQLite): one reader, there.
+    read_status = staticmethod(read_status)
 
     @property
     def usable(self) -> bool:

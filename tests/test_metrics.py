@@ -320,7 +320,7 @@ def test_turn_count_histogram_counts_main_agent_turns_per_prompt(replayed: Repla
     turns = [sum(e["type"] == "assistant.turn_start" and _is_main(e) for e in p) for p in prompts]
     assert RUNAWAY_TURNS + 1 in turns
     (point,) = replayed.metric("github.copilot.agent.turn.count")
-    assert point["attributes"] == {sc.OPERATION: "invoke_agent"}
+    assert point["attributes"] == {sc.OPERATION: "invoke_agent", "copilot_otel.agent": "copilot"}
     assert point["count"] == len(prompts) == len(FIXTURE_DIRS) + 2  # 'resumed' has two prompts
     assert point["sum"] == sum(turns)
     bounds = point["explicit_bounds"]

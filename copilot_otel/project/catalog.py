@@ -8,7 +8,7 @@ modules that read it by that name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from opentelemetry.semconv._incubating.attributes import host_attributes, service_attributes, user_attributes
@@ -284,8 +284,9 @@ METRICS: tuple[MetricSpec, ...] = (
     ),
 )
 
-# Besides the keys listed, every point of these says which agent wrote its session: the projector adds
-# ``copilot_otel.agent`` (ours.AGENT) to each, so one dashboard splits or filters any of them by agent.
+# Every point of these also says which agent wrote its session (the projector adds ``copilot_otel.agent``), so one
+# dashboard splits or filters any of them by agent.
+METRICS = tuple(replace(spec, attributes=(*spec.attributes, ours.AGENT)) for spec in METRICS)
 METRICS_BY_NAME = {m.name: m for m in METRICS}
 
 # --- the daemon's own: gauges of the prompts in progress, and its health ------------------------------------
