@@ -18,6 +18,7 @@ is folded alone, rooted under the parent's tool call (loop rule A).
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -38,7 +39,17 @@ from .sessions import (
     unreadable_error,
     unreadable_sessions,
 )
-from .sources import AgentRoot, LogKind, Source, SourceLog, agent_roots, claude_code, codex, sniff
+from .sources import (
+    AgentRoot,
+    LogKind,
+    Source,
+    SourceLog,
+    agent_roots,
+    claude_code,
+    codex,
+    loop_source,
+    sniff,
+)
 
 __all__ = [
     "COPILOT",
@@ -50,8 +61,12 @@ __all__ = [
     "other_agent_logs",
     "read_session",
     "resolve_targets",
+    "setting_flag",
+    "source_logs",
     "subagent_logs",
 ]
+
+logger = logging.getLogger(__name__)
 
 #: The ``agents`` setting's name for GitHub Copilot CLI (the others are :class:`~copilot_otel.sources.Source`'s).
 COPILOT = "copilot"
@@ -195,14 +210,18 @@ def _as_session(log: SourceLog) -> SessionFile:
     return SessionFile(log.session_id, log.path, None, log.source.value)
 
 
-def _logs(source: Source, home: Path, subagents: bool) -> list[SourceLog]:
-    """The logs under an agent's home (Claude Code's sub-agent files only when ``subagents``)."""
+def source_logs(source: Source, home: Path, subagents: bool = True) -> list[SourceLog]:
+    """The logs under another agent's home (Claude Code's sub-agent files only when ``subagents``), by name.
+
+    Raises:
+        SourceError: Its log folder is there but cannot be listed.
+    """
     logs = claude_code.scan(home) if source is Source.CLAUDE_CODE else codex.scan(home)
     return [log for log in logs if subagents or log.kind is LogKind.SESSION]
 
 
 def _scan(source: Source, home: Path, subagents: bool) -> list[SessionFile]:
-    return [_as_session(log) for log in _logs(source, home, subagents)]
+    return [_as_session(log) for log in source_logs(source, home, subagents)]
 
 
 def other_agent_logs(target: str | Path, *, subagents: bool) -> list[SessionFile] | None:
@@ -236,6 +255,15 @@ class Discovery:
     unreadable: list[UnreadableError] = field(default_factory=list)
     bad: list[SessionFile] = field(default_factory=list)
     """Copilot sessions whose log is there but cannot be read (a listing shows them with the reason)."""
+    unfolded: list[AgentRoot] = field(default_factory=list)
+    """Folders whose logs this version cannot fold yet (a source with no framer): left out, and said."""
+
+    def warn_unfolded(self) -> None:
+        """One warning line per folder left out because its agent's logs cannot be folded yet."""
+        for root in self.unfolded:
+            logger.warning(
+                "left out %s: this version cannot fold %s logs yet", root.logs, AGENT_TITLES[root.agent]
+            )
 
     @property
     def looked_in(self) -> list[AgentRoot]:
@@ -261,11 +289,10 @@ class Discovery:
                 "session paths or ids, or set it to " + ", ".join(root.agent for root in self.roots)
             )
         where = ", ".join(
-            f"{_home_relative(root.logs)} {'holds none' if root.found else 'does not exist'} "
-            f"({AGENT_TITLES[root.agent]})"
+            f"{_home_relative(root.logs)} {_state(root, self.unfolded)} ({AGENT_TITLES[root.agent]})"
             for root in self.looked_in
         )
-        flags = [_flag(root.setting) for root in self.looked_in]
+        flags = [setting_flag(root.setting) for root in self.looked_in]
         moved = ", ".join(flags[:-1]) + (" or " if len(flags) > 1 else "") + flags[-1]
         return (
             f"no session logs found: {where}; has the CLI run as this user? set {moved} to where its "
@@ -274,7 +301,13 @@ class Discovery:
         )
 
 
-def _flag(setting: str) -> str:
+def _state(root: AgentRoot, unfolded: Sequence[AgentRoot]) -> str:
+    if not root.found:
+        return "does not exist"
+    return "cannot be folded by this version yet" if root in unfolded else "holds none"
+
+
+def setting_flag(setting: str) -> str:
     """A setting's command-line flag (its name when it has none)."""
     return next((s.flags[0] for s in SETTINGS if s.name == setting and s.flags), setting)
 
@@ -314,6 +347,9 @@ def discover(config: Config, *, subagents: bool = False, agent: str | None = Non
             ]
             found.unreadable += [unreadable_error(session, reason) for session, reason in bad]
             found.bad += [SessionFile(s.session_id, s.path, s.folder, COPILOT) for s, _ in bad]
+            continue
+        if loop_source(root.source) is None:
+            found.unfolded.append(root)
             continue
         try:
             found.sessions += _scan(root.source, root.logs.parent, subagents)
@@ -359,7 +395,7 @@ def _by_id(
         log
         for other in others
         if other.source is not None and other.found
-        for log in _logs(other.source, other.logs.parent, subagents)
+        for log in source_logs(other.source, other.logs.parent, subagents)
         if log.session_id.startswith(text)  # a sub-agent's file: its session's id
     ]
     if not theirs:

@@ -259,6 +259,8 @@ def replay(
                 f"nothing to replay: {count(len(unreadable), 'session')} could not be read ({unreadable[0]})"
             )
         raise SourceError(nothing)
+    if not targets:
+        found.warn_unfolded()
     window: Window = None
     if since_ns is not None or until_ns is not None:
         window = (since_ns, until_ns)

@@ -1328,8 +1328,9 @@ def report(
     found = None
     if not paths:
         found = discover(config, agent=agent)
-        if not found.found:
+        if not [root for root in found.found if root not in found.unfolded]:
             raise SourceError(found.nothing_found())
+        found.warn_unfolded()
     # The quota counts this month whatever --since says, so the files of this month must be read too.
     read_since = since_ns
     if quota is not None and read_since is not None:

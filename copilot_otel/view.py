@@ -67,6 +67,8 @@ from .config import Config
 from .content import ContentKind, ContentPolicy
 from .errors import SourceError
 from .library import (
+    AGENT_TITLES,
+    COPILOT,
     SessionRecords,
     agent_of,
     discover,
@@ -84,7 +86,7 @@ from .sessions import (
     session_title,
     unreadable_reason,
 )
-from .sources import agent_roots
+from .sources import Source, agent_roots, loop_source
 
 __all__ = ["PROMPT_PREVIEW_CHARS", "SessionSummary", "last_event_ns", "show", "span_json", "summarize"]
 
@@ -320,9 +322,10 @@ def _recent(config: Config, limit: int, agent: str | None) -> tuple[_Listing, li
     if "copilot" in config.agents and agent in (None, "copilot") and root.exists() and not root.is_dir():
         raise SourceError(f"cannot read session folder {root}: not a directory")
     found = discover(config, agent=agent)
-    folders = [root.logs for root in found.found]
+    folders = [root.logs for root in found.found if root not in found.unfolded]
     if not folders:
         raise SourceError(found.nothing_found())
+    found.warn_unfolded()
     return _newest([*found.sessions, *found.bad], limit), folders
 
 
@@ -339,6 +342,9 @@ def summarize(session: SessionFile, settings: FoldSettings, last_ns: int | None 
     running = running_pid(session.folder)
     if reason := unreadable_reason(session.path):
         return SessionSummary(session, last_active, title, "", 0, 0, 0, 0, f"unreadable: {reason}", running)
+    if (agent := agent_of(session)) != COPILOT and loop_source(Source(agent)) is None:
+        problem = f"this version cannot fold {AGENT_TITLES[agent]} logs yet"
+        return SessionSummary(session, last_active, title, "", 0, 0, 0, 0, problem, running)
     try:
         read = read_records(session, settings)
     except SourceError as exc:
@@ -376,7 +382,16 @@ def _print_listing(
     # On a terminal (or with COLUMNS set) the table fits the width, cutting titles and folders; piped, every row
     # is whole and as wide as it is (a script or `less -S` reads it), never padded to an assumed 80 columns.
     natural = not console.is_terminal and not os.environ.get("COLUMNS", "").strip()
-    fixed = {"last active": 11, "session": 8, "agent": 11, "prompts": 7, "turns": 5, "tools": 5, "errors": 6}
+    short = _short_ids([session for session, _ in listing.shown])
+    fixed = {
+        "last active": 11,
+        "session": max(map(len, short.values())),
+        "agent": 11,
+        "prompts": 7,
+        "turns": 5,
+        "tools": 5,
+        "errors": 6,
+    }
     # Rich squeezes no-wrap columns unpredictably, so share out the width ourselves: 2 spaces between columns.
     free = max(console.width - sum(fixed.values()) - 2 * (len(fixed) + 1), 20)
     title_width, cwd_width = (None, None) if natural else (free * 3 // 5, free - free * 3 // 5)
@@ -402,7 +417,7 @@ def _print_listing(
         if row.problem:
             table.add_row(
                 when,
-                row.session.session_id[:8],
+                short[row.session.path],
                 agent_of(row.session),
                 Text(row.problem, style="red"),
                 *[""] * 5,
@@ -410,7 +425,7 @@ def _print_listing(
             continue
         table.add_row(
             when,
-            row.session.session_id[:8],
+            short[row.session.path],
             agent_of(row.session),
             row.title or Text("(untitled)", style="dim"),
             _home_relative(row.cwd) if cwd_width is None else _tail(_home_relative(row.cwd), cwd_width),
@@ -440,6 +455,29 @@ def _print_listing(
         console.print(table)
     for note in notes:
         console.print(Text(note, style="dim"))
+
+
+# A listing names a session by this many characters of its id at least (more when two shown ids share them: Codex's
+# thread ids are UUIDv7s, whose first characters are the time they started).
+SHORT_ID_CHARS = 8
+
+
+def _short_ids(sessions: Sequence[SessionFile]) -> dict[Path, str]:
+    """Each session's id cut to the shortest prefix of at least :data:`SHORT_ID_CHARS` characters that no other
+    listed id starts with (what ``show <prefix>`` takes); sorted, each id only needs to differ from its
+    neighbours."""
+    ids = sorted({s.session_id for s in sessions})
+
+    def shared(a: str, b: str) -> int:
+        return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+    length = {
+        sid: max(SHORT_ID_CHARS, 1 + max(
+            shared(sid, ids[i - 1]) if i else 0, shared(sid, ids[i + 1]) if i + 1 < len(ids) else 0
+        ))
+        for i, sid in enumerate(ids)
+    }  # fmt: skip
+    return {s.path: s.session_id[: length[s.session_id]] for s in sessions}
 
 
 # ------------------------------------------------------------------------------------------------ trees
