@@ -57,6 +57,7 @@ __all__ = [
     "SessionRecords",
     "agent_of",
     "discover",
+    "home_relative",
     "iter_sessions",
     "other_agent_logs",
     "read_session",
@@ -149,9 +150,10 @@ def read_session(
 def iter_sessions(
     targets: list[str | Path], settings: FoldSettings | None = None, *, root: str | Path | None = None
 ) -> Iterator[SessionRecords]:
-    """Read every session log under ``targets`` (folders, files, session-state roots), one at a time."""
+    """Read every session log under ``targets`` (folders, files, session-state roots, Claude Code's or Codex's
+    folder), one at a time; a Claude Code session with its sub-agents' files."""
     settings = settings or FoldSettings()
-    for session in resolve(
+    for session in resolve_targets(
         [os.path.expanduser(str(t)) for t in targets], Path(root).expanduser() if root else None
     ):
         yield _read(session, settings)
@@ -275,6 +277,11 @@ class Discovery:
         """The enabled agents' folders that are there."""
         return [root for root in self.looked_in if root.found]
 
+    @property
+    def read(self) -> list[AgentRoot]:
+        """The folders whose logs were listed: there, and of an agent this version can fold."""
+        return [root for root in self.found if root not in self.unfolded]
+
     def nothing_found(self) -> str:
         """One line: no session log in any folder looked in, which they were, and how to move them."""
         off = [root.agent for root in self.roots if not root.enabled and self.agent in (None, root.agent)]
@@ -289,7 +296,7 @@ class Discovery:
                 "session paths or ids, or set it to " + ", ".join(root.agent for root in self.roots)
             )
         where = ", ".join(
-            f"{_home_relative(root.logs)} {_state(root, self.unfolded)} ({AGENT_TITLES[root.agent]})"
+            f"{home_relative(root.logs)} {_state(root, self.unfolded)} ({AGENT_TITLES[root.agent]})"
             for root in self.looked_in
         )
         flags = [setting_flag(root.setting) for root in self.looked_in]
@@ -312,7 +319,8 @@ def setting_flag(setting: str) -> str:
     return next((s.flags[0] for s in SETTINGS if s.name == setting and s.flags), setting)
 
 
-def _home_relative(path: Path) -> str:
+def home_relative(path: str | Path) -> str:
+    """A path under the user's home as ``~/…`` (shorter, and the same on every machine); any other as it is."""
     home = os.path.expanduser("~")
     text = str(path)
     if home not in ("", "/") and (text == home or text.startswith(home + os.sep)):

@@ -52,7 +52,15 @@ from .agentloop import FoldSettings
 from .config import Config, did_you_mean
 from .content import ContentPolicy
 from .errors import ConfigError, PartialError, SourceError, UnreadableError
-from .library import AGENT_TITLES, COPILOT, SessionRecords, discover, read_session, resolve_targets
+from .library import (
+    AGENT_TITLES,
+    COPILOT,
+    SessionRecords,
+    discover,
+    home_relative,
+    read_session,
+    resolve_targets,
+)
 from .moments import local_time as _local
 from .moments import parse_moment
 from .pipeline import fold_settings
@@ -1247,10 +1255,10 @@ def _last_active(time_ns: int, zone: tzinfo | None, layout: Layout) -> str:
 def _key_label(row: Row, period: Period, width: int) -> str:
     """A row's first cell: a session's short id and the end of its folder; a folder's end (the telling part)."""
     if period == "session" and row.key != "total":
-        where = row.repository or (_home_relative(row.cwd) if row.cwd else "")
+        where = row.repository or (home_relative(row.cwd) if row.cwd else "")
         return row.key[:8] + (" " + _tail(where, width - 9) if where else "")
     if period == "repo" and row.key != "total":
-        return _tail(row.key if row.repository else _home_relative(row.key), width)
+        return _tail(row.key if row.repository else home_relative(row.key), width)
     return row.key
 
 
@@ -1270,13 +1278,6 @@ def _span_label(report: Report, zone: tzinfo | None) -> str:
     if until:
         return f"until {until}"
     return ""
-
-
-def _home_relative(path: str) -> str:
-    home = os.path.expanduser("~")
-    if home not in ("", "/") and (path == home or path.startswith(home + os.sep)):
-        return "~" + path[len(home) :]
-    return path
 
 
 def report(
@@ -1328,7 +1329,7 @@ def report(
     found = None
     if not paths:
         found = discover(config, agent=agent)
-        if not [root for root in found.found if root not in found.unfolded]:
+        if not found.read:
             raise SourceError(found.nothing_found())
         found.warn_unfolded()
     # The quota counts this month whatever --since says, so the files of this month must be read too.

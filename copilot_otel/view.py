@@ -72,6 +72,7 @@ from .library import (
     SessionRecords,
     agent_of,
     discover,
+    home_relative,
     read_session,
     resolve_targets,
     subagent_logs,
@@ -322,7 +323,7 @@ def _recent(config: Config, limit: int, agent: str | None) -> tuple[_Listing, li
     if "copilot" in config.agents and agent in (None, "copilot") and root.exists() and not root.is_dir():
         raise SourceError(f"cannot read session folder {root}: not a directory")
     found = discover(config, agent=agent)
-    folders = [root.logs for root in found.found if root not in found.unfolded]
+    folders = [root.logs for root in found.read]
     if not folders:
         raise SourceError(found.nothing_found())
     found.warn_unfolded()
@@ -368,7 +369,7 @@ def summarize(session: SessionFile, settings: FoldSettings, last_ns: int | None 
 def _print_listing(
     console: Console, listing: _Listing, settings: FoldSettings, folders: Sequence[Path]
 ) -> None:
-    where = ", ".join(_home_relative(str(folder)) for folder in folders)
+    where = ", ".join(home_relative(str(folder)) for folder in folders)
     if not listing.shown:
         console.print(f"No sessions in {where}.")
         return
@@ -428,7 +429,7 @@ def _print_listing(
             short[row.session.path],
             agent_of(row.session),
             row.title or Text("(untitled)", style="dim"),
-            _home_relative(row.cwd) if cwd_width is None else _tail(_home_relative(row.cwd), cwd_width),
+            home_relative(row.cwd) if cwd_width is None else _tail(home_relative(row.cwd), cwd_width),
             str(row.prompts),
             str(row.turns),
             str(row.tool_calls),
@@ -659,7 +660,7 @@ def _session_heading(read: SessionRecords, prompts: Sequence[PromptRun]) -> Text
     version = (facts.cli_version if facts else None) or (started.cli_version if started else None)
     model = (prompts[-1].model if prompts else None) or (started.model if started else None)
     line = [
-        _home_relative(facts.cwd) if facts and facts.cwd else None,
+        home_relative(facts.cwd) if facts and facts.cwd else None,
         f"{read.agent} {version}" if version else None,
         model,
         _clock(prompts[0].start_ns, with_date=True) if prompts else None,
@@ -871,10 +872,3 @@ def _one_line(text: str, limit: int) -> str:
 def _tail(path: str, limit: int) -> str:
     """The end of a long path, which is the part that tells folders apart."""
     return path if len(path) <= limit else "…" + path[-(limit - 1) :]
-
-
-def _home_relative(path: str) -> str:
-    home = os.path.expanduser("~")
-    if home not in ("", "/") and (path == home or path.startswith(home + os.sep)):
-        return "~" + path[len(home) :]
-    return path
