@@ -101,7 +101,12 @@ def _parser() -> argparse.ArgumentParser:
         help="show a session's prompts as trees in the terminal (no backend needed)",
         description="Show a session without any backend; without an argument, list recent sessions.",
     )
-    p.add_argument("session", nargs="?", metavar="SESSION|PATH", help="session id (or prefix) or path")
+    p.add_argument(
+        "session",
+        nargs="?",
+        metavar="SESSION|PATH",
+        help="session id (or prefix; a Claude Code session id, a Codex thread id too) or path",
+    )
     p.add_argument(
         "--json",
         action="store_true",
@@ -237,7 +242,8 @@ def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         nargs="*",
         metavar="[PERIOD] [SESSION|PATH ...]",
         help=f"what a row is: {', '.join(PERIODS)} (default daily); then session ids (or unique prefixes), "
-        "session folders, events.jsonl files or session-state roots (default: the session-state root)",
+        "session folders, events.jsonl files, session-state roots or another agent's folder (~/.claude, ~/.codex) "
+        "(default: every log of the agents setting's agents)",
     )
     p.add_argument("--since", metavar="MOMENT", help=f"from this moment, in --tz; {_MOMENT_HELP}")
     p.add_argument(
