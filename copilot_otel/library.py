@@ -60,6 +60,7 @@ __all__ = [
     "home_relative",
     "iter_sessions",
     "other_agent_logs",
+    "read_log",
     "read_session",
     "resolve_targets",
     "setting_flag",
@@ -157,6 +158,16 @@ def iter_sessions(
         [os.path.expanduser(str(t)) for t in targets], Path(root).expanduser() if root else None
     ):
         yield _read(session, settings)
+
+
+def read_log(session: SessionFile, settings: FoldSettings | None = None) -> SessionRecords:
+    """Read a session log already found (:func:`discover`, :func:`resolve_targets`): named as it was found (a
+    Codex thread by its id, each log with its agent), with a Claude Code session's sub-agent files.
+
+    Raises:
+        SourceError: The log cannot be read.
+    """
+    return _read(session, settings or FoldSettings())
 
 
 def _read(session: SessionFile, settings: FoldSettings) -> SessionRecords:
@@ -399,13 +410,18 @@ def _by_id(
     none is (Copilot's root then says what it knows)."""
     if not text or "/" in text or os.sep in text or os.path.lexists(os.path.expanduser(text)):
         return None
-    theirs = [
-        log
-        for other in others
-        if other.source is not None and other.found
-        for log in source_logs(other.source, other.logs.parent, subagents)
-        if log.session_id.startswith(text)  # a sub-agent's file: its session's id
-    ]
+    theirs: list[SourceLog] = []
+    for other in others:
+        if other.source is None or not other.found:
+            continue
+        try:
+            logs = source_logs(other.source, other.logs.parent, subagents)
+        except SourceError as exc:  # that folder cannot be listed: the id may well be another agent's
+            logger.debug("session ids not looked up in %s: %s", other.logs, exc)
+            continue
+        theirs += [
+            log for log in logs if log.session_id.startswith(text)
+        ]  # a sub-agent's file: its session's id
     if not theirs:
         return None
     mine = [s for s in scan_root(root) if s.session_id.startswith(text)] if root is not None else []

@@ -58,7 +58,7 @@ from .library import (
     SessionRecords,
     discover,
     home_relative,
-    read_session,
+    read_log,
     resolve_targets,
 )
 from .moments import local_time as _local
@@ -723,7 +723,7 @@ def report_sessions(
     settings = settings or FoldSettings()
     for session in _wanted(targets, since_ns):
         try:
-            yield read_session(session.path, settings)
+            yield read_log(session, settings)
         except SourceError:
             continue
 
@@ -903,7 +903,7 @@ def _tally_chunk(
     for session in sessions:
         lines = 0
         try:
-            records = read_session(session.path, settings)
+            records = read_log(session, settings)
         except SourceError as exc:  # unreadable now (removed, permissions): the report is about the rest
             tally.skipped.append(str(exc))
         else:

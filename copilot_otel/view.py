@@ -73,7 +73,7 @@ from .library import (
     agent_of,
     discover,
     home_relative,
-    read_session,
+    read_log,
     resolve_targets,
     subagent_logs,
 )
@@ -814,7 +814,7 @@ def _note_label(note: Note, offset_ns: int) -> Text | None:
 
 def read_records(session: SessionFile, settings: FoldSettings) -> SessionRecords:
     """The session's records, as the library reads them (the same pipeline as replay and the daemon)."""
-    return read_session(session.path, settings)
+    return read_log(session, settings)
 
 
 # ------------------------------------------------------------------------------------------------ formatting

@@ -424,6 +424,9 @@ def test_report_adds_up_codex_threads_the_same_way(
     (row,) = _report(capsys, "agent")["rows"]
     assert row["key"] == "codex" and row["sessions"] == sum(len(_threads(n)) for n in SCENARIOS)
     assert (row["input_tokens"], row["output_tokens"]) == _tokens(CODEX, SCENARIOS)
+    # a thread's row is keyed by its thread id, as show names it
+    keys = {r["key"] for r in _report(capsys, "session")["rows"]}
+    assert keys == {t for n in SCENARIOS for t in _threads(n)}
 
 
 # ------------------------------------------------------------------------------------------------ doctor
