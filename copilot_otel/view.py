@@ -134,7 +134,9 @@ def show(
         # a whole session-state root or another agent's folder: list it rather than drawing hundreds of trees
         listing, folders = _newest(_of_agent(sessions, agent), limit), [Path(session)]
     if as_json:
-        _print_listing_json(listing, fold_settings(config), folders)
+        # "session_state": the folder listed as before the other agents (the Copilot root, or the path given)
+        state = config.session_state if session is None else Path(session)
+        _print_listing_json(listing, fold_settings(config), folders, state)
     else:
         _print_listing(console, listing, fold_settings(config), folders)
     return 0
@@ -194,7 +196,9 @@ def _print_json(session: SessionFile, settings: FoldSettings) -> None:
     )
 
 
-def _print_listing_json(listing: _Listing, settings: FoldSettings, folders: Sequence[Path]) -> None:
+def _print_listing_json(
+    listing: _Listing, settings: FoldSettings, folders: Sequence[Path], session_state: Path
+) -> None:
     rows = []
     for session, last_ns in listing.shown:
         row = summarize(session, settings, last_ns)
@@ -216,7 +220,7 @@ def _print_listing_json(listing: _Listing, settings: FoldSettings, folders: Sequ
             }
         )
     document = {
-        "session_state": str(folders[0]) if folders else None,
+        "session_state": str(session_state),
         "folders": [str(folder) for folder in folders],
         "total": listing.total,
         "more": listing.more,

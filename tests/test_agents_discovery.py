@@ -245,9 +245,12 @@ def _listing(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
 def test_show_lists_every_agents_sessions_with_their_agent(
     _isolated_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _copilot(_isolated_home)
-    _claude(_isolated_home)
-    rows = {row["session_id"]: row for row in _listing(capsys)["sessions"]}
+    copilot = _copilot(_isolated_home)
+    claude_home = _claude(_isolated_home)
+    doc = _listing(capsys)
+    assert doc["folders"] == [str(copilot), str(claude_home / "projects")]
+    assert doc["session_state"] == str(copilot) and doc["total"] == len(COPILOT_SESSIONS) + len(SCENARIOS)
+    rows = {row["session_id"]: row for row in doc["sessions"]}
     claude = {CLAUDE[n]["session_ids"][0]: n for n in SCENARIOS}
     assert {sid: row["agent"] for sid, row in rows.items() if row["agent"] == "claude-code"} == dict.fromkeys(
         claude, "claude-code"
