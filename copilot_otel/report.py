@@ -959,7 +959,7 @@ def json_number(name: str, value: float) -> float | int:
 
 def row_json(row: Row, report: Report, zone: tzinfo | None) -> dict[str, Any]:
     """One row as the JSON document's (and the CSV's) flat dict: see ``docs/report.schema.json``."""
-    out: dict[str, Any] = {"key": row.key, "agent": ",".join(sorted(row.agents))}
+    out: dict[str, Any] = {"key": row.key}
     if report.period in ("session", "repo"):
         out["repository"] = row.repository
         out["branch"] = row.branch
@@ -969,6 +969,7 @@ def row_json(row: Row, report: Report, zone: tzinfo | None) -> dict[str, Any]:
     for name in FIGURES:
         out[name] = json_number(name, row.value(name, report.price))
     out["estimated"] = sorted(row.estimated)
+    out["agent"] = ",".join(sorted(row.agents))  # added last: a CSV read by column position keeps its columns
     if report.breakdown and row.key != "total":
         out["models"] = [_model_json(sub, report, zone) for sub in row.by_model(report.price)]
     return out
