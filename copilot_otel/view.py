@@ -5,10 +5,12 @@ activity records are drawn as one :class:`rich.tree.Tree` per prompt (turns → 
 sub-agents, permission waits), with durations, token counts, statuses (failures in red) and what happened during
 the prompt (runaway detections, aborts, errors, compactions, mode changes, task completion). A run of identical
 tool calls (a runaway) is one row with a count; its arguments are shown only when tool arguments are captured.
-``--json`` prints one JSON document: for a session, ``{"session_id", "path", "spans": [...]}`` with what would
-be exported; for a listing, ``{"session_state", "total", "more", "sessions": [...]}`` with a row per session
-(``problem`` says why one could not be read). Without a session argument, the most recently active sessions under
-the session-state root are listed.
+``--json`` prints one JSON document: for a session, ``{"session_id", "agent", "path", "spans": [...]}`` with what
+would be exported; for a listing, ``{"session_state", "folders", "total", "more", "sessions": [...]}`` with a row
+per session (``agent`` says whose it is, ``problem`` why one could not be read). Without a session argument, the
+most recently active sessions of every enabled agent's folder are listed (the ``agents`` setting:
+:func:`copilot_otel.library.discover`), each with its agent and the shortest id prefix that names it alone; a
+Claude Code session's sub-agents are read with it.
 
 A session's "last active" is its last event's own timestamp, read from the end of its log (:func:`last_event_ns`:
 the last few KiB, not the whole log, so listing 100,000 sessions stays cheap), not the file's modification time,
