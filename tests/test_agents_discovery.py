@@ -468,3 +468,33 @@ def test_doctor_lists_each_agents_folder(_isolated_home: Path, capsys: pytest.Ca
         assert line.startswith(
             f"warn Codex CLI logs: {threads} sessions in {codex}; this version cannot fold them yet"
         )
+
+
+def test_an_id_prefix_two_agents_share_is_ambiguous_and_names_both(
+    _isolated_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _claude(_isolated_home)
+    sid = CLAUDE["subagent"]["session_ids"][0]
+    twin = f"{sid[:8]}-0000-4000-8000-000000000000"  # a Copilot session whose id starts alike
+    shutil.copytree(CLI_GENERATED / "multi-tool", _isolated_home / ".copilot" / "session-state" / twin)
+    assert main(["show", sid[:8]]) == 3
+    line = _one_line(capsys.readouterr().err)
+    assert f"session id prefix {sid[:8]!r} is ambiguous" in line
+    assert f"{twin} (copilot)" in line and f"{sid} (claude-code)" in line
+    assert main(["show", "--json", sid[:10]]) == 0  # past the dash: the Claude Code session alone
+    assert json.loads(capsys.readouterr().out)["session_id"] == sid
+
+
+def test_an_agent_switched_off_is_not_listed_and_said_so(
+    _isolated_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _claude(_isolated_home)
+    assert main(["show", "--agent", "claude-code", "--agents", "copilot"]) == 3
+    line = _one_line(capsys.readouterr().err)
+    assert line == (
+        "copilot-otel: error: no session logs to read: claude-code is switched off by the agents setting "
+        "(--agents, COPILOT_OTEL_AGENTS)"
+    )
+    # nor looked up by id
+    assert main(["show", CLAUDE["subagent"]["session_ids"][0], "--agents", "copilot"]) == 3
+    assert "no such file, folder or session id" in _one_line(capsys.readouterr().err)
