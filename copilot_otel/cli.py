@@ -30,7 +30,7 @@ try:  # a Ctrl-C while the program is still loading (its first ~100 ms) is one l
     from ._platform import text_streams
     from ._report_defaults import PERIODS, PREMIUM_REQUEST_PRICE_USD
     from ._version import __version__
-    from .config import Config, add_arguments, describe, did_you_mean, load_config
+    from .config import AGENTS, Config, add_arguments, describe, did_you_mean, load_config
     from .errors import CopilotOtelError
     from .moments import parse_moment
 except KeyboardInterrupt:
@@ -48,6 +48,8 @@ _EXPORT = [
     "session_state",
     "runaway_turns",
 ]
+# Whose logs a command reads with no path, and where each agent's are (replay, show, report, doctor).
+_AGENTS = ["agents", "claude_code_home", "codex_home"]
 # Not --max-retry-time: the daemon never gives up on a batch (what it could not deliver yet is read again at the
 # next start), so a time limit there would do nothing; replay and dead-letters resend take it.
 _RUN = [
@@ -79,10 +81,10 @@ def _parser() -> argparse.ArgumentParser:
         "paths",
         nargs="*",
         metavar="PATH",
-        help="session folder, events.jsonl, legacy <id>.jsonl, a session-state root, or a session id "
-        "(default: the whole session-state root)",
+        help="session folder, events.jsonl, legacy <id>.jsonl, a session-state root, Claude Code's or Codex's "
+        "folder (~/.claude, ~/.codex), or a session id (default: every log of the agents setting's agents)",
     )
-    add_arguments(p, [*_EXPORT, "max_retry_time", "workers"])
+    add_arguments(p, [*_EXPORT, *_AGENTS, "max_retry_time", "workers"])
     p.add_argument("--no-progress", action="store_true", help="do not show progress")
     _add_window_arguments(p)
 
@@ -99,14 +101,20 @@ def _parser() -> argparse.ArgumentParser:
         help="show a session's prompts as trees in the terminal (no backend needed)",
         description="Show a session without any backend; without an argument, list recent sessions.",
     )
-    p.add_argument("session", nargs="?", metavar="SESSION|PATH", help="session id (or prefix) or path")
+    p.add_argument(
+        "session",
+        nargs="?",
+        metavar="SESSION|PATH",
+        help="session id (or prefix; a Claude Code session id, a Codex thread id too) or path",
+    )
     p.add_argument(
         "--json",
         action="store_true",
         help="print one JSON document: the session's spans, or the session list",
     )
     p.add_argument("--limit", type=int, default=20, help="sessions to list (default 20; 0: all)")
-    add_arguments(p, ["session_state", "config_file", "log_level", "runaway_turns"])
+    _add_agent_argument(p, "list only this agent's sessions")
+    add_arguments(p, ["session_state", *_AGENTS, "config_file", "log_level", "runaway_turns"])
 
     _add_report_parser(sub)
     p = sub.add_parser(
@@ -129,7 +137,17 @@ def _parser() -> argparse.ArgumentParser:
         "everything works.",
     )
     add_arguments(
-        p, ["endpoint", "protocol", "output_file", "state_dir", "session_state", "config_file", "log_level"]
+        p,
+        [
+            "endpoint",
+            "protocol",
+            "output_file",
+            "state_dir",
+            "session_state",
+            *_AGENTS,
+            "config_file",
+            "log_level",
+        ],
     )
     p.add_argument(
         "--timeout", type=float, default=10.0, help="seconds to wait for the collector (default 10)"
@@ -165,6 +183,10 @@ def _parser() -> argparse.ArgumentParser:
 
 # Every flag that takes a moment points to the one grammar (copilot_otel.moments, README "Moments").
 _MOMENT_HELP = "MOMENT: 2026-11-01, 20261101, 2026-11, 2026-11-01T09:00[+01:00], 7d, today… (README: Moments)"
+
+
+def _add_agent_argument(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument("--agent", choices=AGENTS, metavar="NAME", help=f"{what}: {', '.join(AGENTS)}")
 
 
 def _add_window_arguments(p: argparse.ArgumentParser) -> None:
@@ -220,7 +242,8 @@ def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         nargs="*",
         metavar="[PERIOD] [SESSION|PATH ...]",
         help=f"what a row is: {', '.join(PERIODS)} (default daily); then session ids (or unique prefixes), "
-        "session folders, events.jsonl files or session-state roots (default: the session-state root)",
+        "session folders, events.jsonl files, session-state roots or another agent's folder (~/.claude, ~/.codex) "
+        "(default: every log of the agents setting's agents)",
     )
     p.add_argument("--since", metavar="MOMENT", help=f"from this moment, in --tz; {_MOMENT_HELP}")
     p.add_argument(
@@ -264,7 +287,8 @@ def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         help="say how far reading has got on stderr even when it is no terminal (default: only on a terminal)",
     )
     progress.add_argument("--no-progress", action="store_true", help="never say how far reading has got")
-    add_arguments(p, ["session_state", "config_file", "log_level", "runaway_turns"])
+    _add_agent_argument(p, "count only this agent's sessions ('report agent': a row per agent)")
+    add_arguments(p, ["session_state", *_AGENTS, "config_file", "log_level", "runaway_turns"])
 
 
 def _setup_logging(level: str) -> None:
@@ -350,7 +374,7 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
     if args.command == "show":
         from .view import show
 
-        return show(config, args.session, as_json=args.json, limit=args.limit)
+        return show(config, args.session, as_json=args.json, limit=args.limit, agent=args.agent)
     if args.command == "report":
         import time
 
@@ -374,6 +398,7 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
             breakdown=args.breakdown,
             layout="wide" if args.wide else "compact" if args.compact else "fit",
             progress="never" if args.no_progress else "always" if args.progress else "terminal",
+            agent=args.agent,
         )
     if args.command == "live":
         from .burn import live
@@ -406,7 +431,7 @@ def _replay(args: argparse.Namespace, config: Config) -> int:
     now_ns = time.time_ns()
     since_ns = parse_moment(args.since, now_ns=now_ns, name="--since") if args.since else None
     until_ns = parse_moment(args.until, now_ns=now_ns, end=True, name="--until") if args.until else None
-    paths = args.paths or [str(config.session_state)]
+    paths = args.paths  # none: every enabled agent's folder (replay discovers them)
     show_progress = not args.no_progress
     bar = None
     on_progress = None

@@ -34,10 +34,12 @@ from .config import Config, capture_state, describe
 from .deadletter import describe as describe_dead_letters
 from .errors import CopilotOtelError, SourceError, StateError
 from .export import Delivery, Signal
+from .library import AGENT_TITLES, setting_flag, source_logs
 from .metrics import Aggregator
 from .project import catalog
 from .records import LogRecord, Severity, SpanKind, SpanRecord
 from .sessions import pid_alive, scan_root, unreadable_sessions
+from .sources import LogKind, Source, agent_roots, loop_source
 from .state import StateStore, stored_checkpoints
 from .telemetry import Telemetry, resource_attributes
 
@@ -127,7 +129,12 @@ def run_checks(config: Config, timeout_s: float = 10.0) -> Iterator[Check]:
     yield _runaway_action(config)
     yield _state_dir(config.state_dir)
     yield from _daemon_checks(config.state_dir)
-    yield _session_logs(config.session_state)
+    yield (
+        _session_logs(config.session_state)
+        if "copilot" in config.agents
+        else _switched_off(config, "copilot")
+    )
+    yield from _other_agents(config)
     if config.endpoint is None:
         yield Check(
             Mark.OK,
@@ -349,6 +356,57 @@ def _session_logs(root: Path) -> Check:
             "these are skipped until they can be read",
         )
     return Check(Mark.OK, "session logs", found)
+
+
+def _switched_off(config: Config, agent: str) -> Check:
+    root = next(root for root in agent_roots(config) if root.agent == agent)
+    what = "session logs" if agent == "copilot" else f"{AGENT_TITLES[agent]} logs"
+    return Check(
+        Mark.OK,
+        what,
+        f"{root.logs} not read: switched off by the agents setting (--agents, COPILOT_OTEL_AGENTS)",
+    )
+
+
+def _other_agents(config: Config) -> Iterator[Check]:
+    """One line per other coding agent (Claude Code, Codex CLI): its folder, there or not or switched off by the
+    ``agents`` setting, and how many session logs it holds. A missing folder is an agent not installed: fine."""
+    for root in agent_roots(config):
+        if root.source is None:
+            continue  # Copilot's: the "session logs" line
+        what = f"{AGENT_TITLES[root.agent]} logs"
+        flag = setting_flag(root.setting)
+        if not root.enabled:
+            yield _switched_off(config, root.agent)
+        elif not root.found:
+            yield Check(
+                Mark.OK,
+                what,
+                f"{root.logs} does not exist (fine if {AGENT_TITLES[root.agent]} has not run as this user; "
+                f"{flag} says where its folder is)",
+            )
+        else:
+            yield _agent_logs(what, root.source, root.logs, flag)
+
+
+def _agent_logs(what: str, source: Source, logs: Path, flag: str) -> Check:
+    try:
+        found = source_logs(source, logs.parent)
+    except SourceError as exc:
+        return Check(Mark.FAIL, what, str(exc), f"make it readable, or set {flag} to {what[:-5]}'s folder")
+    sessions = sum(1 for log in found if log.kind is LogKind.SESSION)
+    subagents = len(found) - sessions
+    text = f"{display.count(sessions, 'session')} in {logs}"
+    if subagents:
+        text += f" (and {display.count(subagents, 'sub-agent file')})"
+    if found and loop_source(source) is None:
+        return Check(
+            Mark.WARN,
+            what,
+            f"{text}; this version cannot fold them yet",
+            "they are skipped until its reader is wired",
+        )
+    return Check(Mark.OK, what, text)
 
 
 def _writable_file(what: str, path: Path, note: str) -> Check:

@@ -8,23 +8,76 @@
 The records are the agent loop's own (:mod:`copilot_otel.activity`): the same stages ``replay``, ``run`` and
 ``show`` run (:class:`copilot_otel.pipeline.Pipeline`), stopping before any vocabulary. Nothing is sent anywhere;
 content is kept only as far as ``settings.content`` allows (by default none).
+
+Discovery lives here too, for ``replay``, ``show`` and ``report``: every enabled agent's log folder
+(:func:`discover`, the ``agents`` setting), another agent's home given as a path (``~/.claude``, ``~/.codex``)
+expanded into its logs, and a session id looked up in every agent's folder (:func:`resolve_targets`). A Claude
+Code session's sub-agent files are read with it (:func:`read_session`), or, for ``replay``, listed beside it: each
+is folded alone, rooted under the parent's tool call (loop rule A).
 """
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .activity import AgentRun, ModelCall, PromptRun, Record, SessionShutdown, ToolCall, Turn
 from .agentloop import FoldSettings
-from .errors import SourceError
-from .pipeline import Pipeline
+from .config import SETTINGS, Config
+from .errors import SourceError, UnreadableError
+from .pipeline import COPILOT_ROOT, Pipeline
 from .records import BadLine
-from .sessions import SessionFile, resolve
+from .sessions import (
+    SessionFile,
+    require_session_folder,
+    resolve,
+    scan_root,
+    stays_inside,
+    unreadable_error,
+    unreadable_sessions,
+)
+from .sources import (
+    AgentRoot,
+    LogKind,
+    Source,
+    SourceLog,
+    agent_roots,
+    claude_code,
+    codex,
+    loop_source,
+    sniff,
+)
 
-__all__ = ["SessionRecords", "iter_sessions", "read_session"]
+__all__ = [
+    "COPILOT",
+    "Discovery",
+    "SessionRecords",
+    "agent_of",
+    "discover",
+    "home_relative",
+    "iter_sessions",
+    "other_agent_logs",
+    "read_log",
+    "read_session",
+    "resolve_targets",
+    "setting_flag",
+    "source_logs",
+    "subagent_logs",
+]
+
+logger = logging.getLogger(__name__)
+
+#: The ``agents`` setting's name for GitHub Copilot CLI (the others are :class:`~copilot_otel.sources.Source`'s).
+COPILOT = "copilot"
+# How each agent is named in what users read.
+AGENT_TITLES = {
+    COPILOT: "Copilot CLI",
+    Source.CLAUDE_CODE.value: "Claude Code",
+    Source.CODEX.value: "Codex CLI",
+}
 
 
 @dataclass
@@ -42,10 +95,17 @@ class SessionRecords:
     records: list[Record] = field(default_factory=list)
     drops: list[BadLine] = field(default_factory=list)
     lines: int = 0
+    subagent_files: list[Path] = field(default_factory=list)
+    """A Claude Code session's sub-agent files read with it (their records are in ``records``)."""
 
     @property
     def session_id(self) -> str:
         return self.session.session_id
+
+    @property
+    def agent(self) -> str:
+        """Which coding agent wrote the log (:func:`agent_of`)."""
+        return agent_of(self.session)
 
     @property
     def prompts(self) -> list[PromptRun]:
@@ -76,7 +136,8 @@ def read_session(
     target: str | Path, settings: FoldSettings | None = None, *, root: str | Path | None = None
 ) -> SessionRecords:
     """Read one session log (a folder, its ``events.jsonl``, a legacy flat file, or an id under ``root``); a
-    Claude Code session's ``.jsonl`` (or a sub-agent's file) is read through its own framer, into the same records.
+    Claude Code session's ``.jsonl`` (or a sub-agent's file) is read through its own framer, into the same records,
+    and a session's sub-agent files with it (each folded alone: its records hang under the parent's tool call).
 
     Raises:
         SourceError: the target is not a session log, or cannot be read.
@@ -90,21 +151,284 @@ def read_session(
 def iter_sessions(
     targets: list[str | Path], settings: FoldSettings | None = None, *, root: str | Path | None = None
 ) -> Iterator[SessionRecords]:
-    """Read every session log under ``targets`` (folders, files, session-state roots), one at a time."""
+    """Read every session log under ``targets`` (folders, files, session-state roots, Claude Code's or Codex's
+    folder), one at a time; a Claude Code session with its sub-agents' files."""
     settings = settings or FoldSettings()
-    for session in resolve(
+    for session in resolve_targets(
         [os.path.expanduser(str(t)) for t in targets], Path(root).expanduser() if root else None
     ):
         yield _read(session, settings)
 
 
+def read_log(session: SessionFile, settings: FoldSettings | None = None) -> SessionRecords:
+    """Read a session log already found (:func:`discover`, :func:`resolve_targets`): named as it was found (a
+    Codex thread by its id, each log with its agent), with a Claude Code session's sub-agent files.
+
+    Raises:
+        SourceError: The log cannot be read.
+    """
+    return _read(session, settings or FoldSettings())
+
+
 def _read(session: SessionFile, settings: FoldSettings) -> SessionRecords:
-    pipeline = Pipeline.for_session(session, settings, project=False)
     out = SessionRecords(session)
-    for step in pipeline.feed_file(session.path):  # read in chunks: only the records are kept
-        if step.drop is not None:
-            out.drops.append(step.drop)
-        out.records.extend(step.records)
-    out.records.extend(pipeline.close("file_ended").records)
-    out.lines = pipeline.lines
+    out.subagent_files = subagent_logs(session.path) if session.folder is None else []
+    for one in [session, *(SessionFile.from_path(path) for path in out.subagent_files)]:
+        pipeline = Pipeline.for_session(one, settings, project=False)
+        for step in pipeline.feed_file(one.path):  # read in chunks: only the records are kept
+            if step.drop is not None:
+                out.drops.append(step.drop)
+            out.records.extend(step.records)
+        out.records.extend(pipeline.close("file_ended").records)
+        out.lines += pipeline.lines
     return out
+
+
+# ---------------------------------------------------------------------------------------------- discovery
+def agent_of(session: SessionFile) -> str:
+    """Which coding agent wrote a log: what discovery knew from its folder; else Copilot's for a session folder
+    or a flat file in ``session-state`` (no look, as the pipeline decides); else what its first record says."""
+    if session.agent:
+        return session.agent
+    if session.folder is not None or session.path.parent.name == COPILOT_ROOT:
+        return COPILOT
+    source = sniff(session.path)
+    return COPILOT if source is None else source.value
+
+
+def subagent_logs(path: Path) -> list[Path]:
+    """A Claude Code session log's sub-agent files (``<session id>/subagents/agent-<id>.jsonl`` beside it),
+    sorted; links are followed only while they stay in the session's folder. None for any other log."""
+    folder = path.with_suffix("") / "subagents"
+    if path.suffix != ".jsonl" or not folder.is_dir():
+        return []
+    real = os.path.realpath(path.parent)
+    try:
+        found = [
+            Path(entry.path)
+            for entry in os.scandir(folder)
+            if entry.name.startswith("agent-") and entry.name.endswith(".jsonl") and entry.is_file()
+        ]
+    except OSError:
+        return []  # the session is read; a sub-agent folder that cannot be listed adds nothing
+    return sorted(sub for sub in found if stays_inside(sub, real))
+
+
+def _as_session(log: SourceLog) -> SessionFile:
+    """A discovered log as a session: a Claude Code session's id is its file name, a Codex thread's the
+    rollout's trailing UUID; a sub-agent's file is named as a path names it (``agent-<id>``)."""
+    if log.kind is LogKind.SUBAGENT:
+        named = SessionFile.from_path(log.path)
+        return SessionFile(named.session_id, log.path, None, log.source.value)
+    return SessionFile(log.session_id, log.path, None, log.source.value)
+
+
+def source_logs(source: Source, home: Path, subagents: bool = True) -> list[SourceLog]:
+    """The logs under another agent's home (Claude Code's sub-agent files only when ``subagents``), by name.
+
+    Raises:
+        SourceError: Its log folder is there but cannot be listed.
+    """
+    logs = claude_code.scan(home) if source is Source.CLAUDE_CODE else codex.scan(home)
+    return [log for log in logs if subagents or log.kind is LogKind.SESSION]
+
+
+def _scan(source: Source, home: Path, subagents: bool) -> list[SessionFile]:
+    return [_as_session(log) for log in source_logs(source, home, subagents)]
+
+
+def other_agent_logs(target: str | Path, *, subagents: bool) -> list[SessionFile] | None:
+    """Another agent's home or log folder given as a path, as the logs under it; ``None``: it is neither (or
+    holds none: then the target resolves as a Copilot path and says what is wrong with it).
+
+    Claude Code's home (``~/.claude``, holding ``projects/``) or its ``projects`` folder; Codex's home
+    (``~/.codex``, holding ``sessions/``) or its ``sessions`` folder. ``subagents``: Claude Code's sub-agent files
+    too (``replay`` folds each alone; ``show`` and ``report`` read them with their session).
+
+    Raises:
+        SourceError: The folder is there but cannot be listed.
+    """
+    path = Path(os.path.expanduser(str(target)))
+    for source, folder in ((Source.CLAUDE_CODE, claude_code.PROJECTS), (Source.CODEX, codex.SESSIONS)):
+        home = path.parent if path.name == folder else path
+        if (home / folder).is_dir() and (logs := _scan(source, home, subagents)):
+            return logs
+    return None
+
+
+@dataclass
+class Discovery:
+    """What the default folders hold: every agent's folder (``roots``, in the ``agents`` setting's order, those
+    switched off included), the logs found in the enabled ones (only ``agent``'s when given), and the sessions
+    there that cannot be read."""
+
+    roots: list[AgentRoot]
+    agent: str | None = None
+    sessions: list[SessionFile] = field(default_factory=list)
+    unreadable: list[UnreadableError] = field(default_factory=list)
+    bad: list[SessionFile] = field(default_factory=list)
+    """Copilot sessions whose log is there but cannot be read (a listing shows them with the reason)."""
+    unfolded: list[AgentRoot] = field(default_factory=list)
+    """Folders whose logs this version cannot fold yet (a source with no framer): left out, and said."""
+
+    def warn_unfolded(self) -> None:
+        """One warning line per folder left out because its agent's logs cannot be folded yet."""
+        for root in self.unfolded:
+            logger.warning(
+                "left out %s: this version cannot fold %s logs yet", root.logs, AGENT_TITLES[root.agent]
+            )
+
+    @property
+    def looked_in(self) -> list[AgentRoot]:
+        """The folders read (the enabled agents', only ``agent``'s when given)."""
+        return [root for root in self.roots if root.enabled and self.agent in (None, root.agent)]
+
+    @property
+    def found(self) -> list[AgentRoot]:
+        """The enabled agents' folders that are there."""
+        return [root for root in self.looked_in if root.found]
+
+    @property
+    def read(self) -> list[AgentRoot]:
+        """The folders whose logs were listed: there, and of an agent this version can fold."""
+        return [root for root in self.found if root not in self.unfolded]
+
+    def nothing_found(self) -> str:
+        """One line: no session log in any folder looked in, which they were, and how to move them."""
+        off = [root.agent for root in self.roots if not root.enabled and self.agent in (None, root.agent)]
+        if not self.looked_in and self.agent is not None:
+            return (
+                f"no session logs to read: {self.agent} is switched off by the agents setting (--agents, "
+                "COPILOT_OTEL_AGENTS)"
+            )
+        if not self.looked_in:
+            return (
+                "no session logs to read: the agents setting is none (--agents, COPILOT_OTEL_AGENTS); give "
+                "session paths or ids, or set it to " + ", ".join(root.agent for root in self.roots)
+            )
+        where = ", ".join(
+            f"{home_relative(root.logs)} {_state(root, self.unfolded)} ({AGENT_TITLES[root.agent]})"
+            for root in self.looked_in
+        )
+        flags = [setting_flag(root.setting) for root in self.looked_in]
+        moved = ", ".join(flags[:-1]) + (" or " if len(flags) > 1 else "") + flags[-1]
+        return (
+            f"no session logs found: {where}; has the CLI run as this user? set {moved} to where its "
+            "logs are"
+            + (f" (switched off by --agents / COPILOT_OTEL_AGENTS: {', '.join(off)})" if off else "")
+        )
+
+
+def _state(root: AgentRoot, unfolded: Sequence[AgentRoot]) -> str:
+    if not root.found:
+        return "does not exist"
+    return "cannot be folded by this version yet" if root in unfolded else "holds none"
+
+
+def setting_flag(setting: str) -> str:
+    """A setting's command-line flag (its name when it has none)."""
+    return next((s.flags[0] for s in SETTINGS if s.name == setting and s.flags), setting)
+
+
+def home_relative(path: str | Path) -> str:
+    """A path under the user's home as ``~/…`` (shorter, and the same on every machine); any other as it is."""
+    home = os.path.expanduser("~")
+    text = str(path)
+    if home not in ("", "/") and (text == home or text.startswith(home + os.sep)):
+        return "~" + text[len(home) :]
+    return text
+
+
+def discover(config: Config, *, subagents: bool = False, agent: str | None = None) -> Discovery:
+    """Every session log in the enabled agents' folders (:func:`~copilot_otel.sources.agent_roots`): Copilot
+    CLI's ``session-state`` (those there but unreadable apart), Claude Code's ``projects`` and Codex's
+    ``sessions``. A missing folder is an agent not installed; one that cannot be listed is an unreadable entry.
+
+    Args:
+        subagents: Claude Code's sub-agent files as logs of their own (``replay``).
+        agent: Only this agent's folder (``--agent``); ``None``: every enabled one.
+
+    Raises:
+        SourceError: Copilot's ``session-state`` is a file, not a folder.
+    """
+    found = Discovery(agent_roots(config), agent)
+    for root in found.looked_in:
+        if root.source is None:
+            require_session_folder(root.logs)  # a file where the folder should be: an error, not "not there"
+    for root in found.found:
+        if root.source is None:
+            bad = unreadable_sessions(root.logs)
+            known = {session.path for session, _ in bad}
+            found.sessions += [
+                SessionFile(s.session_id, s.path, s.folder, COPILOT)
+                for s in scan_root(root.logs)
+                if s.path not in known
+            ]
+            found.unreadable += [unreadable_error(session, reason) for session, reason in bad]
+            found.bad += [SessionFile(s.session_id, s.path, s.folder, COPILOT) for s, _ in bad]
+            continue
+        if loop_source(root.source) is None:
+            found.unfolded.append(root)
+            continue
+        try:
+            found.sessions += _scan(root.source, root.logs.parent, subagents)
+        except SourceError as exc:
+            found.unreadable.append(UnreadableError(str(exc)))
+    return found
+
+
+def resolve_targets(
+    targets: Iterable[str | Path],
+    root: Path | None,
+    skipped: list[UnreadableError] | None = None,
+    *,
+    subagents: bool = False,
+    others: Sequence[AgentRoot] = (),
+) -> list[SessionFile]:
+    """What the user typed, as session logs: :func:`~copilot_otel.sessions.resolve`, and another agent's home
+    or log folder (:func:`other_agent_logs`), and a session id (or unique prefix) of another agent's session in
+    the folders ``others`` (a Claude Code session id, a Codex thread id) besides Copilot's ``root``.
+
+    Raises:
+        SourceError: As :func:`~copilot_otel.sessions.resolve`; an id prefix that more than one agent's
+            sessions share is ambiguous.
+    """
+    out: dict[Path, SessionFile] = {}  # each log once, in the order first named
+    for target in targets:
+        expanded = other_agent_logs(target, subagents=subagents)
+        if expanded is None:
+            expanded = _by_id(str(target), root, others, subagents)
+        for session in resolve([target], root, skipped) if expanded is None else expanded:
+            out.setdefault(session.path, session)
+    return list(out.values())
+
+
+def _by_id(
+    text: str, root: Path | None, others: Sequence[AgentRoot], subagents: bool
+) -> list[SessionFile] | None:
+    """Another agent's session named by id or prefix (with its sub-agents' files when ``subagents``); ``None``:
+    none is (Copilot's root then says what it knows)."""
+    if not text or "/" in text or os.sep in text or os.path.lexists(os.path.expanduser(text)):
+        return None
+    theirs: list[SourceLog] = []
+    for other in others:
+        if other.source is None or not other.found:
+            continue
+        try:
+            logs = source_logs(other.source, other.logs.parent, subagents)
+        except SourceError as exc:  # that folder cannot be listed: the id may well be another agent's
+            logger.debug("session ids not looked up in %s: %s", other.logs, exc)
+            continue
+        theirs += [
+            log for log in logs if log.session_id.startswith(text)
+        ]  # a sub-agent's file: its session's id
+    if not theirs:
+        return None
+    mine = [s for s in scan_root(root) if s.session_id.startswith(text)] if root is not None else []
+    sessions = [*mine, *(_as_session(log) for log in theirs if log.kind is LogKind.SESSION)]
+    if len(sessions) > 1:
+        names = ", ".join(f"{s.session_id} ({agent_of(s)})" for s in sessions[:5])
+        raise SourceError(
+            f"session id prefix {text!r} is ambiguous: {names}{'…' if len(sessions) > 5 else ''}"
+        )
+    return [_as_session(log) for log in theirs]

@@ -27,16 +27,13 @@ from .deadletter import DeadLetters
 from .display import count
 from .errors import EndpointError, ExportError, PartialError, RejectedError, SourceError, UnreadableError
 from .export import ENCODE_ERRORS, Signal
+from .library import discover, resolve_targets
 from .metrics import Aggregator
 from .pipeline import Step, Window, fold_events, fold_settings, new_fold
 from .records import BadLine, LogRecord, Measurement, SpanRecord
 from .route import Health, Router
-from .sessions import (
-    SessionFile,
-    require_session_folder,
-    resolve,
-)
-from .sources import claude_code
+from .sessions import SessionFile, require_session_folder
+from .sources import agent_roots
 from .telemetry import Telemetry, resource_attributes
 from .workers import by_size, log_bytes, process_pool
 
@@ -228,7 +225,9 @@ def replay(
     """Export every prompt of every session under ``targets``.
 
     Args:
-        targets: Session folders, ``events.jsonl`` files, legacy flat files, session-state roots or ids.
+        targets: Session folders, ``events.jsonl`` files, legacy flat files, session-state roots, another
+            agent's home or log folder (``~/.claude``, ``~/.codex/sessions``) or session ids; none: every log in
+            the enabled agents' folders (the ``agents`` setting), Claude Code's sub-agent files each folded alone.
         config: Export destination, privacy and runaway settings.
         on_progress: Called after each session.
         telemetry: Pre-built exporters (tests, ``doctor``); built from ``config`` when ``None``.
@@ -237,15 +236,21 @@ def replay(
             none and is not read.
 
     Raises:
-        SourceError: a target cannot be found or read.
+        SourceError: a target cannot be found or read; with no target, no agent's folder holds a log.
         ExportError: the collector did not accept everything within ``config.max_retry_time``.
     """
     started = time.monotonic()
-    targets = [found for target in targets for found in _other_agents(target)]
-    if any(Path(target) == config.session_state for target in targets):
-        require_session_folder(config.session_state)
+    targets = list(targets)
     unreadable: list[UnreadableError] = []
-    sessions = resolve(targets, config.session_state, unreadable)
+    nothing = "nothing to replay: no session logs found"
+    if targets:
+        if any(Path(target) == config.session_state for target in targets):
+            require_session_folder(config.session_state)
+        roots = [root for root in agent_roots(config) if root.enabled]
+        sessions = resolve_targets(targets, config.session_state, unreadable, subagents=True, others=roots)
+    else:
+        found = discover(config, subagents=True)
+        sessions, unreadable, nothing = found.sessions, found.unreadable, found.nothing_found()
     for exc in unreadable[:_BAD_LINES_LOGGED]:
         logger.warning("skipped: %s", exc)
     if not sessions:
@@ -253,7 +258,9 @@ def replay(
             raise SourceError(
                 f"nothing to replay: {count(len(unreadable), 'session')} could not be read ({unreadable[0]})"
             )
-        raise SourceError("nothing to replay: no session logs found")
+        raise SourceError(nothing)
+    if not targets:
+        found.warn_unfolded()
     window: Window = None
     if since_ns is not None or until_ns is not None:
         window = (since_ns, until_ns)
@@ -328,23 +335,6 @@ def _refused(report: ReplayReport) -> None:
 
 
 @_fewer_gc_passes()
-def _other_agents(target: str | Path) -> list[str | Path]:
-    """A target that is another agent's root, as the session logs under it; any other target as it is.
-
-    Claude Code's config folder (``~/.claude``, holding ``projects/``) or its ``projects`` folder → each session's
-    log and each sub-agent's file (folded alone, rooted under the parent's tool call: loop rule A). A project
-    folder (``projects/<escaped cwd>``) or a session's ``.jsonl`` needs nothing: they resolve as flat logs (its
-    sub-agents' files not included), and the pipeline tells whose log each is by its content.
-    """
-    path = Path(target)
-    if path.name == claude_code.PROJECTS:
-        path = path.parent
-    elif not (path / claude_code.PROJECTS).is_dir():
-        return [target]
-    logs = [log.path for log in claude_code.scan(path)]
-    return [*logs] if logs else [target]
-
-
 def _replay_here(
     sessions: list[SessionFile],
     config: Config,

@@ -1,6 +1,11 @@
-"""``copilot-otel report``: usage added up from the logs on disk (daily, weekly, monthly, per session, repo, model).
+"""``copilot-otel report``: usage added up from the logs on disk (daily, weekly, monthly, per session, repo, model,
+agent).
 
-Every session log is read through the library (:func:`copilot_otel.library.read_session`: the same parse and
+With no path it reads every enabled agent's folder (the ``agents`` setting: Copilot CLI's, Claude Code's and
+Codex's logs, :func:`copilot_otel.library.discover`); each row says which agents added to it (``agent``), ``report
+agent`` has a row per agent and ``--agent NAME`` counts one agent's sessions only. Every agent's records are added
+up the same way: the loop gives each model call's usage in one meaning (input tokens include the cached ones), and
+a Claude Code session's sub-agents are read with it. Every session log is read through the library (:func:`copilot_otel.library.read_session`: the same parse and
 agent loop as ``replay``, ``run`` and ``show``, content capture off), and each record adds its figures to the
 row its own timestamp (in the chosen time zone), session, repository or model falls in. Nothing is sent
 anywhere; a log whose file was last written before ``since`` is not read at all.
@@ -47,11 +52,20 @@ from .agentloop import FoldSettings
 from .config import Config, did_you_mean
 from .content import ContentPolicy
 from .errors import ConfigError, PartialError, SourceError, UnreadableError
-from .library import SessionRecords, read_session
+from .library import (
+    AGENT_TITLES,
+    COPILOT,
+    SessionRecords,
+    discover,
+    home_relative,
+    read_log,
+    resolve_targets,
+)
 from .moments import local_time as _local
 from .moments import parse_moment
 from .pipeline import fold_settings
 from .sessions import SessionFile, resolve
+from .sources import AgentRoot, agent_roots
 from .workers import by_size, log_bytes, process_pool
 
 __all__ = [
@@ -78,6 +92,7 @@ __all__ = [
     "session_items",
     "session_part",
     "split_period",
+    "tally_found",
     "tally_logs",
 ]
 
@@ -129,6 +144,7 @@ class Row:
         first_ns, last_ns: The earliest and latest record time in the row.
         repository, branch, cwd: The session's (session and repo rows).
         models: With ``--breakdown``, the row's figures again per model (each a row keyed by the model).
+        agents: The coding agents whose sessions added to the row (``copilot``, ``claude-code``, ``codex``).
     """
 
     key: str
@@ -141,6 +157,7 @@ class Row:
     branch: str | None = None
     cwd: str | None = None
     models: dict[str, Row] = dataclasses.field(default_factory=dict)
+    agents: set[str] = dataclasses.field(default_factory=set)
 
     def value(self, name: str, price: float) -> float:
         """A figure's value, ``sessions`` and ``cost_usd`` included."""
@@ -155,6 +172,7 @@ class Row:
         for name, value in other.figures.items():
             self.figures[name] = self.figures.get(name, 0.0) + value
         self.session_ids |= other.session_ids
+        self.agents |= other.agents
         self.estimated |= other.estimated
         if other.first_ns:
             self.first_ns = other.first_ns if not self.first_ns else min(self.first_ns, other.first_ns)
@@ -465,6 +483,7 @@ class SessionPart:
     branch: str | None
     cwd: str | None
     items: list[_Item]
+    agent: str = COPILOT
 
 
 def session_part(session: SessionRecords) -> SessionPart:
@@ -477,7 +496,7 @@ def session_part(session: SessionRecords) -> SessionPart:
         if item.model is None:
             prompt = prompts.get(item.trace_id) if item.trace_id is not None else None
             item.model = (prompt.model if prompt else None) or session_model
-    return SessionPart(session.session_id, repo_key, repository, branch, cwd, items)
+    return SessionPart(session.session_id, repo_key, repository, branch, cwd, items, session.agent)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -491,6 +510,7 @@ class Cut:
     until_ns: int | None
     quota_start_ns: int
     breakdown: bool = False
+    agent: str | None = None
 
 
 def make_cut(
@@ -501,12 +521,14 @@ def make_cut(
     until_ns: int | None = None,
     now_ns: int,
     breakdown: bool = False,
+    agent: str | None = None,
 ) -> Cut:
     """A :class:`Cut` (``now_ns`` only says which month the quota counts).
 
     Args:
         breakdown: Each row's figures again per model (``--breakdown``, as ccusage's): not for ``model`` rows,
             which are models already.
+        agent: Only this agent's sessions count (``--agent``); the quota still counts Copilot's month.
 
     Raises:
         ConfigError: ``period`` is not one of :data:`PERIODS`, or ``breakdown`` with ``model`` rows.
@@ -515,7 +537,7 @@ def make_cut(
         raise ConfigError(f"Expected period to be one of {', '.join(PERIODS)}, got {period!r}")
     if breakdown and period == "model":
         raise ConfigError("--breakdown splits each row by model; 'report model' rows are models already")
-    return Cut(period, zone, since_ns, until_ns, _quota_month_start(now_ns)[0], breakdown)
+    return Cut(period, zone, since_ns, until_ns, _quota_month_start(now_ns)[0], breakdown, agent)
 
 
 @dataclasses.dataclass
@@ -541,6 +563,8 @@ class Tally:
             for name, value in item.figures:
                 if name == "premium_requests" and item.time_ns >= cut.quota_start_ns:
                     self.quota_used += value
+            if cut.agent is not None and part.agent != cut.agent:
+                continue
             if cut.since_ns is not None and item.time_ns < cut.since_ns:
                 continue
             if cut.until_ns is not None and item.time_ns >= cut.until_ns:
@@ -551,6 +575,8 @@ class Tally:
                 key = part.repo_key
             elif period == "model":
                 key = item.model or _UNKNOWN
+            elif period == "agent":
+                key = part.agent
             else:
                 day = _local(item.time_ns, cut.zone).date()
                 key = self._day_keys.get(day) or self._day_keys.setdefault(day, _period_key(day, period))
@@ -567,6 +593,7 @@ class Tally:
                 targets = (row, sub, self.totals)
             for target in targets:
                 target.session_ids.add(part.session_id)
+                target.agents.add(part.agent)
                 target.estimated.update(item.estimated)
                 for name, value in item.figures:
                     target._add(name, value, item.time_ns)
@@ -696,7 +723,7 @@ def report_sessions(
     settings = settings or FoldSettings()
     for session in _wanted(targets, since_ns):
         try:
-            yield read_session(session.path, settings)
+            yield read_log(session, settings)
         except SourceError:
             continue
 
@@ -720,6 +747,7 @@ def tally_logs(
     workers: int | None = None,
     root: Path | None = None,
     on_progress: Callable[[ReadProgress], None] | None = None,
+    others: Sequence[AgentRoot] = (),
 ) -> Tally:
     """Read and add up the session logs under ``targets``.
 
@@ -732,14 +760,40 @@ def tally_logs(
         root: The session-state root a target that is no path is looked up in, as a session id or a unique
             prefix of one (the resolver ``show`` and ``replay`` use).
         on_progress: Called as sessions are read (each one in-process; each chunk with worker processes).
+        others: Other agents' folders a session id is looked up in too (Claude Code's, Codex's).
 
     Raises:
         SourceError: A target is neither a readable path, a session log folder nor a known session id.
     """
     settings = settings or FoldSettings()
     skipped: list[UnreadableError] = []
-    found = _wanted(targets, cut.since_ns if read_since_ns is None else read_since_ns, skipped, root)
-    tally = _tally_found(found, cut, settings, workers, on_progress)
+    found = resolve_targets([os.path.expanduser(str(t)) for t in targets], root, skipped, others=others)
+    return tally_found(
+        found,
+        cut,
+        settings,
+        read_since_ns=read_since_ns,
+        skipped=skipped,
+        on_progress=on_progress,
+        workers=workers,
+    )
+
+
+def tally_found(
+    found: Sequence[SessionFile],
+    cut: Cut,
+    settings: FoldSettings,
+    *,
+    read_since_ns: int | None = None,
+    skipped: Sequence[Exception] = (),
+    workers: int | None = None,
+    on_progress: Callable[[ReadProgress], None] | None = None,
+) -> Tally:
+    """Add up session logs already found (:func:`tally_logs`; ``report`` with no path: every enabled agent's),
+    those last written before ``read_since_ns`` (default: the cut's ``since``) left unopened; ``skipped``: the
+    sessions found but unreadable, said as left out."""
+    kept = _written_since(found, cut.since_ns if read_since_ns is None else read_since_ns)
+    tally = _tally_found(kept, cut, settings, workers, on_progress)
     tally.skipped[:0] = [str(exc) for exc in skipped]
     return tally
 
@@ -849,7 +903,7 @@ def _tally_chunk(
     for session in sessions:
         lines = 0
         try:
-            records = read_session(session.path, settings)
+            records = read_log(session, settings)
         except SourceError as exc:  # unreadable now (removed, permissions): the report is about the rest
             tally.skipped.append(str(exc))
         else:
@@ -870,14 +924,17 @@ def _wanted(
     skipped: list[UnreadableError] | None = None,
     root: Path | None = None,
 ) -> list[SessionFile]:
-    """The session logs under ``targets``, but those last written before ``since_ns``.
+    """The session logs under ``targets``, but those last written before ``since_ns`` (:func:`_written_since`).
+    Sessions there but unreadable go to ``skipped`` when it is given."""
+    found = resolve_targets([os.path.expanduser(str(t)) for t in targets], root, skipped)
+    return _written_since(found, since_ns)
 
-    A log is only ever appended to, so a file whose modification time is before ``since`` holds no event
-    after it: it is not opened. Sessions there but unreadable go to ``skipped`` when it is given.
-    """
-    found: list[SessionFile] = resolve([os.path.expanduser(str(t)) for t in targets], root, skipped)
+
+def _written_since(found: Sequence[SessionFile], since_ns: int | None) -> list[SessionFile]:
+    """The logs written at or after ``since_ns``: a log is only ever appended to, so a file whose modification
+    time is before ``since`` holds no event after it: it is not opened."""
     if since_ns is None:
-        return found
+        return list(found)
     kept = []
     for session in found:
         try:
@@ -912,6 +969,7 @@ def row_json(row: Row, report: Report, zone: tzinfo | None) -> dict[str, Any]:
     for name in FIGURES:
         out[name] = json_number(name, row.value(name, report.price))
     out["estimated"] = sorted(row.estimated)
+    out["agent"] = ",".join(sorted(row.agents))  # added last: a CSV read by column position keeps its columns
     if report.breakdown and row.key != "total":
         out["models"] = [_model_json(sub, report, zone) for sub in row.by_model(report.price)]
     return out
@@ -1013,10 +1071,11 @@ _KEY_HEADING = {
     "session": "session",
     "repo": "repository",
     "model": "model",
+    "agent": "agent",
 }
 # The key column is at least this wide (a date, a week, a month; a session id's 8 characters and the end of its
 # folder, beside its "last active" day) and takes what the figures leave.
-_MIN_KEY_WIDTH = {"daily": 10, "weekly": 8, "monthly": 7, "session": 20, "repo": 24, "model": 18}
+_MIN_KEY_WIDTH = {"daily": 10, "weekly": 8, "monthly": 7, "session": 20, "repo": 24, "model": 18, "agent": 11}
 
 
 Layout = Literal["fit", "compact", "wide"]
@@ -1026,6 +1085,7 @@ _COMPACT = frozenset({"sessions", "prompts", "input_tokens", "output_tokens", "p
 PIPED_WIDTH = 80
 # ``report session``'s "last active" column: the day of the row's latest event, in --tz (with the time: --wide).
 _LAST_ACTIVE = "last active"
+_AGENT = "agent"
 
 
 def _min_key_width(report: Report) -> int:
@@ -1071,10 +1131,20 @@ def table_columns(
 
 
 def _extra_width(report: Report, layout: Layout) -> int:
-    """Columns beside the key that are always shown: ``report session``'s last activity."""
+    """Columns beside the key that are always shown: ``report session``'s last activity, and its agent when the
+    report holds more than one agent's sessions (:func:`_agent_column`)."""
     if report.period != "session":
         return 0
-    return 1 + max(len(_LAST_ACTIVE), len(_last_active(1, None, layout)))
+    agent = (
+        1 + max(len(_AGENT), *(len(name) for name in report.totals.agents)) if _agent_column(report) else 0
+    )
+    return 1 + max(len(_LAST_ACTIVE), len(_last_active(1, None, layout))) + agent
+
+
+def _agent_column(report: Report) -> bool:
+    """``report session`` says each session's agent when the rows are not all one agent's (the title says whose
+    they are otherwise)."""
+    return report.period == "session" and len(report.totals.agents) > 1
 
 
 def table_width(report: Report, layout: Layout) -> int:
@@ -1097,7 +1167,7 @@ def render_table(report: Report, width: int, zone: tzinfo | None, layout: Layout
     columns = table_columns(report, width, layout)
     figure_width = sum(1 + _figure_width(report, c) for c in columns) + _extra_width(report, layout)
     key_width = max(width - figure_width, _min_key_width(report))
-    title = f"Copilot CLI usage, {report.period}"
+    title = f"{_whose(report)} usage, {report.period}"
     span = _span_label(report, zone)
     if span:
         title += f", {span}"
@@ -1116,6 +1186,9 @@ def render_table(report: Report, width: int, zone: tzinfo | None, layout: Layout
     last_active = report.period == "session"
     if last_active:
         table.add_column(_LAST_ACTIVE, no_wrap=True)
+    agent_column = _agent_column(report)
+    if agent_column:
+        table.add_column(_AGENT, no_wrap=True)
     for _, heading, _fmt in columns:
         table.add_column(heading, justify="right", no_wrap=True)
 
@@ -1124,6 +1197,8 @@ def render_table(report: Report, width: int, zone: tzinfo | None, layout: Layout
         if last_active:
             text = _last_active(row.last_ns, zone, layout) if row.key != "total" and row.last_ns else ""
             out.append(Text(text, style=style or ""))
+        if agent_column:
+            out.append(Text(",".join(sorted(row.agents)) if row.key != "total" else "", style=style or ""))
         for name, _, fmt in columns:
             text = fmt(row.value(name, report.price))
             if name in row.estimated or (name == "cost_usd" and "premium_requests" in row.estimated):
@@ -1168,6 +1243,12 @@ def render_table(report: Report, width: int, zone: tzinfo | None, layout: Layout
     return Group(*parts)
 
 
+def _whose(report: Report) -> str:
+    """Whose usage the table is: one agent's name, or "Coding agents'" when several added to it."""
+    agents = report.totals.agents or {COPILOT}
+    return AGENT_TITLES.get(next(iter(agents)), "Coding agents'") if len(agents) == 1 else "Coding agents'"
+
+
 def _last_active(time_ns: int, zone: tzinfo | None, layout: Layout) -> str:
     return _local(time_ns, zone).strftime("%Y-%m-%d %H:%M" if layout == "wide" else "%Y-%m-%d")
 
@@ -1175,10 +1256,10 @@ def _last_active(time_ns: int, zone: tzinfo | None, layout: Layout) -> str:
 def _key_label(row: Row, period: Period, width: int) -> str:
     """A row's first cell: a session's short id and the end of its folder; a folder's end (the telling part)."""
     if period == "session" and row.key != "total":
-        where = row.repository or (_home_relative(row.cwd) if row.cwd else "")
+        where = row.repository or (home_relative(row.cwd) if row.cwd else "")
         return row.key[:8] + (" " + _tail(where, width - 9) if where else "")
     if period == "repo" and row.key != "total":
-        return _tail(row.key if row.repository else _home_relative(row.key), width)
+        return _tail(row.key if row.repository else home_relative(row.key), width)
     return row.key
 
 
@@ -1200,13 +1281,6 @@ def _span_label(report: Report, zone: tzinfo | None) -> str:
     return ""
 
 
-def _home_relative(path: str) -> str:
-    home = os.path.expanduser("~")
-    if home not in ("", "/") and (path == home or path.startswith(home + os.sep)):
-        return "~" + path[len(home) :]
-    return path
-
-
 def report(
     config: Config,
     period: Period = "daily",
@@ -1225,11 +1299,14 @@ def report(
     breakdown: bool = False,
     layout: Layout = "fit",
     progress: Literal["terminal", "always", "never"] = "terminal",
+    agent: str | None = None,
 ) -> int:
-    """Print a usage report of the session logs under ``paths`` (default: the session-state root).
+    """Print a usage report of the session logs under ``paths`` (default: every enabled agent's folder, the
+    ``agents`` setting; ``agent``: only that agent's sessions count).
 
-    ``paths`` are session folders, ``events.jsonl`` files, session-state roots, or session ids (and unique id
-    prefixes) under ``config.session_state``, as ``show`` and ``replay`` take them. The table is as wide as the
+    ``paths`` are session folders, ``events.jsonl`` files, session-state roots, another agent's folder
+    (``~/.claude``, ``~/.codex``), or session ids (and unique id prefixes) of any enabled agent, as ``show`` and
+    ``replay`` take them. The table is as wide as the
     terminal, :data:`PIPED_WIDTH` when stdout is no terminal, and every figure wide with ``layout="wide"``.
     ``progress``: how far reading has got, on stderr (:class:`ProgressLine`): only when stderr is a terminal,
     always, or never.
@@ -1240,7 +1317,7 @@ def report(
 
     Raises:
         ConfigError: A bad ``since`` / ``until`` / ``tz`` / ``sort`` value.
-        SourceError: A path is not a session log, or the session-state root does not exist.
+        SourceError: A path is not a session log, or (no path) no enabled agent's folder is there.
     """
     import sys
 
@@ -1250,19 +1327,25 @@ def report(
     zone = parse_zone(tz)
     since_ns = parse_moment(since, now_ns=now_ns, zone=zone, name="--since") if since else None
     until_ns = parse_moment(until, now_ns=now_ns, zone=zone, end=True, name="--until") if until else None
-    targets = list(paths) or [str(config.session_state)]
-    if not paths and not config.session_state.is_dir():
-        raise SourceError(
-            f"no Copilot CLI sessions: {config.session_state} does not exist (has the Copilot CLI run as this "
-            "user? set --session-state or COPILOT_OTEL_SESSION_STATE)"
-        )
+    found = None
+    if not paths:
+        found = discover(config, agent=agent)
+        if not found.read:
+            raise SourceError(found.nothing_found())
+        found.warn_unfolded()
     # The quota counts this month whatever --since says, so the files of this month must be read too.
     read_since = since_ns
     if quota is not None and read_since is not None:
         read_since = min(read_since, _quota_month_start(now_ns)[0])
     settings = dataclasses.replace(fold_settings(config), content=ContentPolicy())
     cut = make_cut(
-        period, zone=zone, since_ns=since_ns, until_ns=until_ns, now_ns=now_ns, breakdown=breakdown
+        period,
+        zone=zone,
+        since_ns=since_ns,
+        until_ns=until_ns,
+        now_ns=now_ns,
+        breakdown=breakdown,
+        agent=agent,
     )
     terminal = sys.stderr.isatty()
     line = (
@@ -1271,9 +1354,21 @@ def report(
         else None
     )
     try:
-        tally = tally_logs(
-            targets, cut, settings, read_since_ns=read_since, root=config.session_state, on_progress=line
-        )
+        if found is None:
+            others = [root for root in agent_roots(config) if root.enabled]
+            tally = tally_logs(
+                paths, cut, settings, read_since_ns=read_since, root=config.session_state, on_progress=line,
+                others=others,
+            )  # fmt: skip
+        else:
+            tally = tally_found(
+                found.sessions,
+                cut,
+                settings,
+                read_since_ns=read_since,
+                skipped=found.unreadable,
+                on_progress=line,
+            )
     finally:
         if line is not None:
             line.close()  # before the table: both may share one terminal
@@ -1293,7 +1388,7 @@ def report(
     else:
         console = display.neutralise(Console(highlight=False, soft_wrap=False))
         if layout == "wide":
-            console.width = max(table_width(built, layout), len(f"Copilot CLI usage, {period}"))
+            console.width = max(table_width(built, layout), len(f"{_whose(built)} usage, {period}"))
         elif not console.is_terminal:
             console.width = PIPED_WIDTH  # not COLUMNS: a pipe has no width, and the same bytes in every shell
         console.print(render_table(built, console.width, zone, layout))

@@ -29,11 +29,15 @@ class SessionFile:
         session_id: From the folder or file name (the log's ``session.start`` may refine it).
         path: The JSONL file.
         folder: The session folder (current layout) or ``None`` for a legacy flat file.
+        agent: Which coding agent wrote it, when discovery knows it from the folder it found the log in
+            (``copilot``, ``claude-code``, ``codex``); ``None``: told by the log itself
+            (:func:`copilot_otel.library.agent_of`).
     """
 
     session_id: str
     path: Path
     folder: Path | None
+    agent: str | None = None
 
     @classmethod
     def from_path(cls, path: Path) -> SessionFile:
@@ -175,7 +179,7 @@ def resolve(
             continue
         if skipped is not None and Path(target).is_dir() and not (Path(target) / EVENTS_FILE).exists():
             bad = unreadable_sessions(Path(target))
-            skipped.extend(_unreadable(session, reason) for session, reason in bad)
+            skipped.extend(unreadable_error(session, reason) for session, reason in bad)
             known = {session.path for session, _ in bad}
             found = [session for session in found if session.path not in known]
         for session in found:
@@ -215,12 +219,13 @@ def _resolve_one(path: Path, text: str, root: Path | None) -> list[SessionFile]:
             )
         for bad, reason in unreadable_sessions(root):
             if bad.session_id.startswith(text):  # there, but unreadable: say so, not "no such id"
-                raise _unreadable(bad, reason)
+                raise unreadable_error(bad, reason)
         raise SourceError(f"no such file, folder or session id: {text!r} (looked in {root})")
     raise SourceError(f"no such file or folder: {text}")
 
 
-def _unreadable(session: SessionFile, reason: str) -> UnreadableError:
+def unreadable_error(session: SessionFile, reason: str) -> UnreadableError:
+    """What a command says of a session that is there but cannot be read (skipped among others)."""
     return UnreadableError(f"cannot read session {session.session_id} ({session.path}): {reason}")
 
 

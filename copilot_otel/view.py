@@ -5,10 +5,12 @@ activity records are drawn as one :class:`rich.tree.Tree` per prompt (turns → 
 sub-agents, permission waits), with durations, token counts, statuses (failures in red) and what happened during
 the prompt (runaway detections, aborts, errors, compactions, mode changes, task completion). A run of identical
 tool calls (a runaway) is one row with a count; its arguments are shown only when tool arguments are captured.
-``--json`` prints one JSON document: for a session, ``{"session_id", "path", "spans": [...]}`` with what would
-be exported; for a listing, ``{"session_state", "total", "more", "sessions": [...]}`` with a row per session
-(``problem`` says why one could not be read). Without a session argument, the most recently active sessions under
-the session-state root are listed.
+``--json`` prints one JSON document: for a session, ``{"session_id", "agent", "path", "spans": [...]}`` with what
+would be exported; for a listing, ``{"session_state", "folders", "total", "more", "sessions": [...]}`` with a row
+per session (``agent`` says whose it is, ``problem`` why one could not be read). Without a session argument, the
+most recently active sessions of every enabled agent's folder are listed (the ``agents`` setting:
+:func:`copilot_otel.library.discover`), each with its agent and the shortest id prefix that names it alone; a
+Claude Code session's sub-agents are read with it.
 
 A session's "last active" is its last event's own timestamp, read from the end of its log (:func:`last_event_ns`:
 the last few KiB, not the whole log, so listing 100,000 sessions stays cheap), not the file's modification time,
@@ -66,20 +68,28 @@ from .agentloop import FoldSettings
 from .config import Config
 from .content import ContentKind, ContentPolicy
 from .errors import SourceError
-from .library import SessionRecords, read_session
+from .library import (
+    AGENT_TITLES,
+    COPILOT,
+    SessionRecords,
+    agent_of,
+    discover,
+    home_relative,
+    read_log,
+    resolve_targets,
+    subagent_logs,
+)
 from .parse import timestamp_ns
 from .pipeline import fold_session, fold_settings
 from .records import SpanRecord
 from .sessions import (
     SessionFile,
     read_workspace,
-    resolve,
     running_pid,
-    scan_root,
     session_title,
     unreadable_reason,
-    unreadable_sessions,
 )
+from .sources import Source, agent_roots, loop_source
 
 __all__ = ["PROMPT_PREVIEW_CHARS", "SessionSummary", "last_event_ns", "show", "span_json", "summarize"]
 
@@ -93,46 +103,58 @@ TAIL_STEP_BYTES = 16 * 1024
 TAIL_LIMIT_BYTES = 1024 * 1024
 
 
-def show(config: Config, session: str | None, as_json: bool = False, limit: int = 20) -> int:
+def show(
+    config: Config, session: str | None, as_json: bool = False, limit: int = 20, agent: str | None = None
+) -> int:
     """Show one session's prompts as trees, or list recent sessions when ``session`` is ``None``.
 
     Args:
-        config: Supplies the session-state root (for ids and the listing) and the runaway thresholds.
-        session: A session id or unique id prefix, a session folder, an ``events.jsonl`` or a legacy flat
-            file; a session-state root lists its sessions. ``None`` lists the root's most recent sessions.
+        config: Supplies the agents' folders (for ids and the listing) and the runaway thresholds.
+        session: A session id or unique id prefix (a Claude Code session id, a Codex thread id too), a session
+            folder, an ``events.jsonl``, a legacy flat file or another agent's log; a session-state root or
+            another agent's folder lists its sessions. ``None`` lists the most recent sessions of every enabled
+            agent's folder (the ``agents`` setting).
         as_json: Print the span records as JSON lines instead of drawing trees.
         limit: How many sessions the listing shows (0 or less: all of them).
+        agent: List only this agent's sessions.
 
     Returns:
         The exit code (0).
 
     Raises:
-        SourceError: The session is unknown, ambiguous or unreadable, or the session-state root is unreadable.
+        SourceError: The session is unknown, ambiguous or unreadable, no enabled agent's folder is there, or the
+            session-state root is unreadable.
     """
     console = display.neutralise(Console(highlight=False, soft_wrap=False))
     if session is None:
-        listing = _recent(config.session_state, limit)
-        if as_json:
-            _print_listing_json(listing, fold_settings(config), config.session_state)
-        else:
-            _print_listing(console, listing, fold_settings(config), config.session_state)
-        return 0
-    sessions = resolve([session], config.session_state)
-    if len(sessions) > 1:  # a whole session-state root: list it rather than drawing hundreds of trees
-        listing = _newest(sessions, limit)
-        if as_json:
-            _print_listing_json(listing, fold_settings(config), Path(session))
-        else:
-            _print_listing(console, listing, fold_settings(config), Path(session))
-        return 0
+        listing, folders = _recent(config, limit, agent)
+    else:
+        roots = [root for root in agent_roots(config) if root.enabled]
+        sessions = resolve_targets([session], config.session_state, others=roots)
+        if len(sessions) == 1:
+            return _show_one(console, sessions[0], config, as_json)
+        # a whole session-state root or another agent's folder: list it rather than drawing hundreds of trees
+        listing, folders = _newest(_of_agent(sessions, agent), limit), [Path(session)]
     if as_json:
-        _print_json(sessions[0], fold_settings(config))
+        # "session_state": the folder listed as before the other agents (the Copilot root, or the path given)
+        state = config.session_state if session is None else Path(session)
+        _print_listing_json(listing, fold_settings(config), folders, state)
+    else:
+        _print_listing(console, listing, fold_settings(config), folders)
+    return 0
+
+
+def _of_agent(sessions: Sequence[SessionFile], agent: str | None) -> list[SessionFile]:
+    """The sessions, each named with its agent, only ``agent``'s when given."""
+    named = [dataclasses.replace(s, agent=agent_of(s)) for s in sessions]
+    return [s for s in named if agent is None or s.agent == agent]
+
+
+def _show_one(console: Console, session: SessionFile, config: Config, as_json: bool) -> int:
+    if as_json:
+        _print_json(session, fold_settings(config))
         return 0
-    settings = _tree_settings(fold_settings(config))
-    for index, one in enumerate(sessions):
-        if index:
-            console.print()
-        console.print(render_session(read_records(one, settings)))
+    console.print(render_session(read_records(session, _tree_settings(fold_settings(config)))))
     return 0
 
 
@@ -163,20 +185,29 @@ def _write_json(document: Mapping[str, Any]) -> None:
 
 
 def _print_json(session: SessionFile, settings: FoldSettings) -> None:
-    """One session as one JSON document: the span records it would export."""
+    """One session as one JSON document: the span records it would export (a Claude Code session's sub-agents'
+    too, each file folded alone as replay folds it)."""
     folded = fold_session(session, settings)
     spans = [span_json(r) for r in folded.emissions if isinstance(r, SpanRecord)]
+    for path in subagent_logs(session.path) if session.folder is None else []:
+        sub = fold_session(SessionFile.from_path(path), settings)
+        spans += [span_json(r) for r in sub.emissions if isinstance(r, SpanRecord)]
     session_id = folded.fold.ctx.session_id or session.session_id
-    _write_json({"session_id": session_id, "path": str(session.path), "spans": spans})
+    _write_json(
+        {"session_id": session_id, "agent": agent_of(session), "path": str(session.path), "spans": spans}
+    )
 
 
-def _print_listing_json(listing: _Listing, settings: FoldSettings, root: Path) -> None:
+def _print_listing_json(
+    listing: _Listing, settings: FoldSettings, folders: Sequence[Path], session_state: Path
+) -> None:
     rows = []
     for session, last_ns in listing.shown:
         row = summarize(session, settings, last_ns)
         rows.append(
             {
                 "session_id": session.session_id,
+                "agent": agent_of(session),
                 "path": str(session.path),
                 "last_active": row.last_active_s or None,
                 "running": row.running_pid is not None,
@@ -190,7 +221,13 @@ def _print_listing_json(listing: _Listing, settings: FoldSettings, root: Path) -
                 "problem": row.problem or None,
             }
         )
-    document = {"session_state": str(root), "total": listing.total, "more": listing.more, "sessions": rows}
+    document = {
+        "session_state": str(session_state),
+        "folders": [str(folder) for folder in folders],
+        "total": listing.total,
+        "more": listing.more,
+        "sessions": rows,
+    }
     _write_json(document)
 
 
@@ -281,20 +318,22 @@ def _newest(sessions: Sequence[SessionFile], limit: int) -> _Listing:
     return _Listing(dated[:limit] if limit > 0 else dated, len(dated))
 
 
-def _recent(root: Path, limit: int) -> _Listing:
-    if not root.exists():
-        raise SourceError(
-            f"no Copilot CLI sessions: {root} does not exist (has the Copilot CLI run as this user? "
-            "set --session-state or COPILOT_OTEL_SESSION_STATE)"
-        )
-    if not root.is_dir():
+def _recent(config: Config, limit: int, agent: str | None) -> tuple[_Listing, list[Path]]:
+    """The most recent sessions of every enabled agent's folder (only ``agent``'s when given), and the folders
+    read. Sessions whose log cannot be read are listed too, with the reason (not left out).
+
+    Raises:
+        SourceError: None of the folders is there (the line names each, and the settings that move them).
+    """
+    root = config.session_state
+    if "copilot" in config.agents and agent in (None, "copilot") and root.exists() and not root.is_dir():
         raise SourceError(f"cannot read session folder {root}: not a directory")
-    # Sessions whose log cannot be read are listed too, with the reason (not left out).
-    # A log that is a file but cannot be opened (permissions) is in both lists: once is enough.
-    unreadable = [bad for bad, _ in unreadable_sessions(root)]
-    known = {bad.path for bad in unreadable}
-    sessions = [s for s in scan_root(root) if s.path not in known] + unreadable
-    return _newest(sessions, limit)
+    found = discover(config, agent=agent)
+    folders = [root.logs for root in found.read]
+    if not folders:
+        raise SourceError(found.nothing_found())
+    found.warn_unfolded()
+    return _newest([*found.sessions, *found.bad], limit), folders
 
 
 def summarize(session: SessionFile, settings: FoldSettings, last_ns: int | None = None) -> SessionSummary:
@@ -310,6 +349,9 @@ def summarize(session: SessionFile, settings: FoldSettings, last_ns: int | None 
     running = running_pid(session.folder)
     if reason := unreadable_reason(session.path):
         return SessionSummary(session, last_active, title, "", 0, 0, 0, 0, f"unreadable: {reason}", running)
+    if (agent := agent_of(session)) != COPILOT and loop_source(Source(agent)) is None:
+        problem = f"this version cannot fold {AGENT_TITLES[agent]} logs yet"
+        return SessionSummary(session, last_active, title, "", 0, 0, 0, 0, problem, running)
     try:
         read = read_records(session, settings)
     except SourceError as exc:
@@ -330,12 +372,15 @@ def summarize(session: SessionFile, settings: FoldSettings, last_ns: int | None 
     )
 
 
-def _print_listing(console: Console, listing: _Listing, settings: FoldSettings, root: Path) -> None:
+def _print_listing(
+    console: Console, listing: _Listing, settings: FoldSettings, folders: Sequence[Path]
+) -> None:
+    where = ", ".join(home_relative(str(folder)) for folder in folders)
     if not listing.shown:
-        console.print(f"No Copilot CLI sessions in {root}.")
+        console.print(f"No sessions in {where}.")
         return
     table = Table(
-        title=f"Recent Copilot CLI sessions in {_home_relative(str(root))}",
+        title=f"Recent sessions in {where}",
         title_justify="left",
         box=None,
         header_style="bold",
@@ -344,12 +389,22 @@ def _print_listing(console: Console, listing: _Listing, settings: FoldSettings, 
     # On a terminal (or with COLUMNS set) the table fits the width, cutting titles and folders; piped, every row
     # is whole and as wide as it is (a script or `less -S` reads it), never padded to an assumed 80 columns.
     natural = not console.is_terminal and not os.environ.get("COLUMNS", "").strip()
-    fixed = {"last active": 11, "session": 8, "prompts": 7, "turns": 5, "tools": 5, "errors": 6}
+    short = _short_ids([session for session, _ in listing.shown])
+    fixed = {
+        "last active": 11,
+        "session": max(map(len, short.values())),
+        "agent": 11,
+        "prompts": 7,
+        "turns": 5,
+        "tools": 5,
+        "errors": 6,
+    }
     # Rich squeezes no-wrap columns unpredictably, so share out the width ourselves: 2 spaces between columns.
     free = max(console.width - sum(fixed.values()) - 2 * (len(fixed) + 1), 20)
     title_width, cwd_width = (None, None) if natural else (free * 3 // 5, free - free * 3 // 5)
     table.add_column("last active", no_wrap=True, width=fixed["last active"])
     table.add_column("session", no_wrap=True, width=fixed["session"])
+    table.add_column("agent", no_wrap=True, width=None if natural else fixed["agent"])
     table.add_column("title", overflow="ellipsis", no_wrap=True, width=title_width)
     table.add_column("cwd", overflow="ellipsis", no_wrap=True, width=cwd_width)
     for name in ("prompts", "turns", "tools", "errors"):
@@ -368,14 +423,19 @@ def _print_listing(console: Console, listing: _Listing, settings: FoldSettings, 
             )
         if row.problem:
             table.add_row(
-                when, row.session.session_id[:8], Text(row.problem, style="red"), "", "", "", "", ""
+                when,
+                short[row.session.path],
+                agent_of(row.session),
+                Text(row.problem, style="red"),
+                *[""] * 5,
             )
             continue
         table.add_row(
             when,
-            row.session.session_id[:8],
+            short[row.session.path],
+            agent_of(row.session),
             row.title or Text("(untitled)", style="dim"),
-            _home_relative(row.cwd) if cwd_width is None else _tail(_home_relative(row.cwd), cwd_width),
+            home_relative(row.cwd) if cwd_width is None else _tail(home_relative(row.cwd), cwd_width),
             str(row.prompts),
             str(row.turns),
             str(row.tool_calls),
@@ -402,6 +462,29 @@ def _print_listing(console: Console, listing: _Listing, settings: FoldSettings, 
         console.print(table)
     for note in notes:
         console.print(Text(note, style="dim"))
+
+
+# A listing names a session by this many characters of its id at least (more when two shown ids share them: Codex's
+# thread ids are UUIDv7s, whose first characters are the time they started).
+SHORT_ID_CHARS = 8
+
+
+def _short_ids(sessions: Sequence[SessionFile]) -> dict[Path, str]:
+    """Each session's id cut to the shortest prefix of at least :data:`SHORT_ID_CHARS` characters that no other
+    listed id starts with (what ``show <prefix>`` takes); sorted, each id only needs to differ from its
+    neighbours."""
+    ids = sorted({s.session_id for s in sessions})
+
+    def shared(a: str, b: str) -> int:
+        return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+    length = {
+        sid: max(SHORT_ID_CHARS, 1 + max(
+            shared(sid, ids[i - 1]) if i else 0, shared(sid, ids[i + 1]) if i + 1 < len(ids) else 0
+        ))
+        for i, sid in enumerate(ids)
+    }  # fmt: skip
+    return {s.path: s.session_id[: length[s.session_id]] for s in sessions}
 
 
 # ------------------------------------------------------------------------------------------------ trees
@@ -583,8 +666,8 @@ def _session_heading(read: SessionRecords, prompts: Sequence[PromptRun]) -> Text
     version = (facts.cli_version if facts else None) or (started.cli_version if started else None)
     model = (prompts[-1].model if prompts else None) or (started.model if started else None)
     line = [
-        _home_relative(facts.cwd) if facts and facts.cwd else None,
-        f"copilot {version}" if version else None,
+        home_relative(facts.cwd) if facts and facts.cwd else None,
+        f"{read.agent} {version}" if version else None,
         model,
         _clock(prompts[0].start_ns, with_date=True) if prompts else None,
         _plural(sum(1 for p in prompts if p.human), "prompt"),
@@ -737,7 +820,7 @@ def _note_label(note: Note, offset_ns: int) -> Text | None:
 
 def read_records(session: SessionFile, settings: FoldSettings) -> SessionRecords:
     """The session's records, as the library reads them (the same pipeline as replay and the daemon)."""
-    return read_session(session.path, settings)
+    return read_log(session, settings)
 
 
 # ------------------------------------------------------------------------------------------------ formatting
@@ -795,10 +878,3 @@ def _one_line(text: str, limit: int) -> str:
 def _tail(path: str, limit: int) -> str:
     """The end of a long path, which is the part that tells folders apart."""
     return path if len(path) <= limit else "…" + path[-(limit - 1) :]
-
-
-def _home_relative(path: str) -> str:
-    home = os.path.expanduser("~")
-    if home not in ("", "/") and (path == home or path.startswith(home + os.sep)):
-        return "~" + path[len(home) :]
-    return path
