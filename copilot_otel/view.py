@@ -390,10 +390,13 @@ def _print_listing(
     # is whole and as wide as it is (a script or `less -S` reads it), never padded to an assumed 80 columns.
     natural = not console.is_terminal and not os.environ.get("COLUMNS", "").strip()
     short = _short_ids([session for session, _ in listing.shown])
+    # The agent column only where another agent's sessions are listed: a Copilot-only listing keeps its width.
+    agents = {agent_of(session) for session, _ in listing.shown}
+    with_agent = agents != {COPILOT}
     fixed = {
         "last active": 11,
         "session": max(map(len, short.values())),
-        "agent": 11,
+        **({"agent": max(map(len, agents))} if with_agent else {}),
         "prompts": 7,
         "turns": 5,
         "tools": 5,
@@ -404,7 +407,8 @@ def _print_listing(
     title_width, cwd_width = (None, None) if natural else (free * 3 // 5, free - free * 3 // 5)
     table.add_column("last active", no_wrap=True, width=fixed["last active"])
     table.add_column("session", no_wrap=True, width=fixed["session"])
-    table.add_column("agent", no_wrap=True, width=None if natural else fixed["agent"])
+    if with_agent:
+        table.add_column("agent", no_wrap=True, width=None if natural else fixed["agent"])
     table.add_column("title", overflow="ellipsis", no_wrap=True, width=title_width)
     table.add_column("cwd", overflow="ellipsis", no_wrap=True, width=cwd_width)
     for name in ("prompts", "turns", "tools", "errors"):
@@ -425,7 +429,7 @@ def _print_listing(
             table.add_row(
                 when,
                 short[row.session.path],
-                agent_of(row.session),
+                *([agent_of(row.session)] if with_agent else []),
                 Text(row.problem, style="red"),
                 *[""] * 5,
             )
@@ -433,7 +437,7 @@ def _print_listing(
         table.add_row(
             when,
             short[row.session.path],
-            agent_of(row.session),
+            *([agent_of(row.session)] if with_agent else []),
             row.title or Text("(untitled)", style="dim"),
             home_relative(row.cwd) if cwd_width is None else _tail(home_relative(row.cwd), cwd_width),
             str(row.prompts),

@@ -46,6 +46,8 @@ def _agents_homes_unset(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(variable, raising=False)
     monkeypatch.delenv("COPILOT_OTEL_CLAUDE_CODE_HOME", raising=False)
     monkeypatch.delenv("COPILOT_OTEL_CODEX_HOME", raising=False)
+    # Piped with no COLUMNS, show's listing prints whole rows (a terminal's width would cut ids and titles).
+    monkeypatch.delenv("COLUMNS", raising=False)
 
 
 def _claude(home: Path) -> Path:

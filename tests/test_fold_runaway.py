@@ -155,7 +155,9 @@ def test_turns_fires_once_at_the_threshold_turn_start_long_before_the_prompt_end
     counters = [
         m for m in hit.out if isinstance(m, Measurement) and m.name == "copilot_otel.runaway.detections"
     ]
-    assert [(m.value, dict(m.attributes)) for m in counters] == [(1, {REASON: "turns"})]
+    assert [(m.value, dict(m.attributes)) for m in counters] == [
+        (1, {REASON: "turns", "copilot_otel.agent": "copilot"})
+    ]
 
 
 @pytest.mark.parametrize(("bash_turns", "fires"), [(23, False), (24, True)])

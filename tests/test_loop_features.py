@@ -139,7 +139,7 @@ def test_a_session_warning_is_a_span_event_a_log_event_and_a_metric(out: dict[st
     assert len(logs) == 1
     assert logs[0]["trace_id"] == root["trace_id"]
     (point,) = x.points("copilot_otel.session.warnings")
-    assert point["attributes"] == {"copilot_otel.warning.type": "hook"}
+    assert point["attributes"] == {"copilot_otel.warning.type": "hook", "copilot_otel.agent": "copilot"}
     assert point["value"] == 1
 
 
