@@ -804,7 +804,7 @@ def _json_lines(
 def _console() -> Any:
     from rich.console import Console
 
-    return display.neutralise(Console(highlight=False, soft_wrap=False))
+    return display.neutralise(Console(highlight=False, markup=False, emoji=False, soft_wrap=False))
 
 
 def _unicode(console: Any) -> bool:

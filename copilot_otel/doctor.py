@@ -94,7 +94,7 @@ class Check:
 
 def doctor(config: Config, timeout_s: float = 10.0) -> int:
     """Run every check, print one line each, and return 0 when none failed (1 otherwise)."""
-    console = display.neutralise(Console(highlight=False, soft_wrap=True))
+    console = display.neutralise(Console(highlight=False, markup=False, emoji=False, soft_wrap=True))
     glyphs = console.is_terminal
     failed = 0
     for check in run_checks(config, timeout_s):

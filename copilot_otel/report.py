@@ -1386,7 +1386,7 @@ def report(
     elif output == "csv":
         sys.stdout.write(display.printable(render_csv(built, zone)))  # a folder name's ESC is no CSV data
     else:
-        console = display.neutralise(Console(highlight=False, soft_wrap=False))
+        console = display.neutralise(Console(highlight=False, markup=False, emoji=False, soft_wrap=False))
         if layout == "wide":
             console.width = max(table_width(built, layout), len(f"{_whose(built)} usage, {period}"))
         elif not console.is_terminal:

@@ -125,7 +125,7 @@ def show(
         SourceError: The session is unknown, ambiguous or unreadable, no enabled agent's folder is there, or the
             session-state root is unreadable.
     """
-    console = display.neutralise(Console(highlight=False, soft_wrap=False))
+    console = display.neutralise(Console(highlight=False, markup=False, emoji=False, soft_wrap=False))
     if session is None:
         listing, folders = _recent(config, limit, agent)
     else:
