@@ -803,6 +803,9 @@ class Discoveries:
     def request_scan(self, deliver: Callable[[dict[str, _StatKey], float], None]) -> None:
         """:meth:`Discovery.request_scan` of every folder, handed to ``deliver`` as one scan (their costs added)
         once the last has answered, on that one's thread."""
+        if not self.parts:
+            deliver({}, 0.0)  # no folder to scan: an empty scan, at once
+            return
         gather = _Gather(len(self.parts), deliver)
         for part in self.parts:
             part.request_scan(gather.part)
