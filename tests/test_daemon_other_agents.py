@@ -93,6 +93,8 @@ RECORDED = OTHER / "recorded"
 # Short enough that the last prompt of a log (Claude Code writes no end of a prompt) is closed within the test;
 # long enough that a restart (about a second) closes nothing early.
 IDLE_TIMEOUT_S = "6"
+# The restart test waits up to a status period (5 s) before stopping: its prompts must not idle out meanwhile.
+RESTART_IDLE_TIMEOUT_S = "15"
 INCOMPLETE_REASON = "copilot_otel.incomplete.reason"
 
 
@@ -173,7 +175,9 @@ def _write_with_subagents(
     return written
 
 
-def _daemon(tmp: Path, receiver: OtlpReceiver, name: str = "daemon", **env: str) -> DaemonProcess:
+def _daemon(
+    tmp: Path, receiver: OtlpReceiver, name: str = "daemon", idle_timeout: str = IDLE_TIMEOUT_S, **env: str
+) -> DaemonProcess:
     """``copilot-otel run`` with Copilot CLI not installed (its session-state missing) under the test's HOME."""
     return DaemonProcess(
         tmp / "no-copilot" / "session-state",
@@ -181,15 +185,33 @@ def _daemon(tmp: Path, receiver: OtlpReceiver, name: str = "daemon", **env: str)
         receiver.http_endpoint,
         tmp / f"{name}.log",
         "--idle-timeout",
-        IDLE_TIMEOUT_S,
+        idle_timeout,
         env={"COPILOT_OTEL_NOTIFY_DESKTOP": "false", **env},
     )
 
 
-def _replayed(home: Path, tmp: Path) -> dict[str, dict[str, Any]]:
-    """What ``copilot-otel replay ~/.claude`` exports, by span id."""
+def _until(condition: Callable[[], bool], timeout_s: float) -> None:
+    """Poll ``condition`` (a file the daemon writes: nothing wakes a waiter when it changes)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def _status(tmp: Path) -> dict[str, Any]:
+    path = tmp / "state" / "status.json"
+    try:
+        doc: dict[str, Any] = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return doc
+
+
+def _replayed(logs: list[Path], tmp: Path) -> dict[str, dict[str, Any]]:
+    """What ``copilot-otel replay`` exports of these paths (``~/.claude``: each session and sub-agent file), by
+    span id."""
     with OtlpReceiver() as other:
-        args = ["replay", str(home), "--endpoint", other.http_endpoint, "--no-progress"]
+        args = ["replay", *map(str, logs), "--endpoint", other.http_endpoint, "--no-progress"]
         assert main([*args, "--state-dir", str(tmp / "replay-state")]) == 0
         return {s["span_id"]: _strip(s) for s in other.spans()}
 
@@ -208,11 +230,11 @@ def _as_replay_closes(span: dict[str, Any]) -> dict[str, Any]:
 
 
 def _assert_live_is_replay(
-    receiver: OtlpReceiver, home: Path, tmp: Path, once: bool = True
+    receiver: OtlpReceiver, logs: list[Path], tmp: Path, once: bool = True
 ) -> dict[str, dict[str, Any]]:
     """Every span replay gives arrived with the same content, nothing lost; ``once``: none twice (after a kill,
     what was delivered but not yet checkpointed is sent again: byte-identical, so a backend keeps one)."""
-    want = _replayed(home, tmp)
+    want = _replayed(logs, tmp)
     assert want, "the scenario gives spans"
     receiver.wait_for(lambda r: {s["span_id"] for s in r.spans()} >= set(want), 30)
     got: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -240,7 +262,7 @@ def test_claude_code_logs_written_live_are_exported_as_replay_exports_them(
         for name in ("subagent", "compaction", "failing-tool"):
             _write_with_subagents(CLAUDE_CODE / name, home)
         _write_with_subagents(RECORDED / "claude-code" / "subagent-tools-fail", home)
-        want = _assert_live_is_replay(receiver, home, tmp_path)
+        want = _assert_live_is_replay(receiver, [home], tmp_path)
     finally:
         assert daemon.terminate() == 0
     agents = [s for s in want.values() if s["attributes"].get("gen_ai.operation.name") == "invoke_agent"]
@@ -261,21 +283,26 @@ def test_a_daemon_stopped_inside_a_prompt_resumes_it_without_loss_or_duplicates(
     open prompts from their first lines with the framer's state there (the sub-agent's seed among it)."""
     home = _claude_home()
     (home / "projects").mkdir(parents=True)
-    daemon = _daemon(tmp_path, receiver).start()
+    daemon = _daemon(tmp_path, receiver, idle_timeout=RESTART_IDLE_TIMEOUT_S).start()
     restarted: list[DaemonProcess] = []
 
     def restart() -> None:
-        receiver.wait_for(lambda r: len(r.spans()) > 0, 20)  # the first run delivered some of the prompt
+        # Stopped once it has read all that was written (its status says so, every 5 s): a framer may hold a
+        # record back until the next one, so how many spans arrived says nothing of how far it read.
+        written = sum(len(p.read_bytes().splitlines()) for p in (home / "projects").rglob("*.jsonl"))
+        _until(lambda: _status(tmp_path).get("lines_read", 0) >= written, 20)
         if stop == "kill":
             time.sleep(1.5)  # a checkpoint is flushed (each second) with part of the prompt acknowledged
             daemon.kill()
         else:
             assert daemon.terminate() == 0
-        restarted.append(_daemon(tmp_path, receiver, "restarted").start())
+        restarted.append(
+            _daemon(tmp_path, receiver, "restarted", idle_timeout=RESTART_IDLE_TIMEOUT_S).start()
+        )
 
     try:
         _write_with_subagents(RECORDED / "claude-code" / "subagent-tools-fail", home, between=restart)
-        _assert_live_is_replay(receiver, home, tmp_path, once=stop == "terminate")
+        _assert_live_is_replay(receiver, [home], tmp_path, once=stop == "terminate")
     finally:
         for d in (daemon, *restarted):
             if d.proc is not None and d.proc.poll() is None:
@@ -377,16 +404,10 @@ def test_codex_rollouts_are_discovered_and_followed_in_their_date_folders(
     try:
         written = _write_codex(OTHER / "codex" / "subagent", home)
         lines = sum(len(p.read_bytes().splitlines()) for p in written)
-        status = tmp_path / "state" / "status.json"
-
-        def read_all(_: OtlpReceiver) -> bool:
-            doc = orjson.loads(status.read_bytes()) if status.exists() else {}
-            return doc.get("lines_read", 0) >= lines
-
-        receiver.wait_for(read_all, 30)
+        _until(lambda: _status(tmp_path).get("lines_read", 0) >= lines, 30)
     finally:
         assert daemon.terminate() == 0
-    doc = orjson.loads(status.read_bytes())
+    doc = _status(tmp_path)
     assert doc["files_tracked"] == len(written) == 2
     assert doc["lines_dropped"] == {}
     out = daemon.output()
@@ -406,8 +427,11 @@ def test_codex_rollouts_written_live_are_exported_as_replay_exports_them(
     (home / "sessions").mkdir(parents=True)
     daemon = _daemon(tmp_path, receiver).start()
     try:
-        for name in ("subagent", "compaction", "failing-tool"):
-            _write_codex(OTHER / "codex" / name, home)
-        _assert_live_is_replay(receiver, home, tmp_path)
+        written = [
+            p
+            for name in ("subagent", "compaction", "failing-tool")
+            for p in _write_codex(OTHER / "codex" / name, home)
+        ]
+        _assert_live_is_replay(receiver, written, tmp_path)
     finally:
         assert daemon.terminate() == 0
