@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -163,3 +165,47 @@ def test_several_roots_hand_over_one_scan(tmp_path: Path, changes: Changes) -> N
         assert both.description == "copilot inotify, claude-code inotify, codex waiting"
     finally:
         both.stop()
+
+
+@pytest.mark.parametrize("watcher", ["platform", "watchdog"])
+@pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")  # watchdog's own, at a `mkdir -p`
+def test_a_renamed_project_folder_reports_its_logs_under_the_new_name(
+    tmp_path: Path, changes: Changes, watcher: str
+) -> None:
+    """A folder renamed within the tree keeps its watches (inotify: the folders below it take the new name); one
+    moved out of the tree is no longer watched."""
+    disc = _watched(tmp_path, "claude-code", changes, watcher)
+    try:
+        old = disc.root / "-home-dev-app"
+        (old / "0aa" / "subagents").mkdir(parents=True)
+        sub = old / "0aa" / "subagents" / "agent-1.jsonl"
+        sub.write_bytes(b"{}\n")
+        assert changes.wait_for(sub, timeout=5)
+        new = disc.root / "-home-dev-app2"
+        old.rename(new)
+        moved = new / "0aa" / "subagents" / "agent-1.jsonl"
+        assert changes.wait_for(moved, timeout=5)  # the folder that came in is scanned
+        changes.clear()
+        with open(moved, "ab") as fh:
+            fh.write(b"{}\n")
+        assert changes.wait_for(moved, timeout=5)
+        assert sub not in changes.paths
+        if watcher == "platform" and type(current).__name__ == "Linux":
+            assert disc._watcher.watched_folders == {  # type: ignore[union-attr]
+                "-home-dev-app2",
+                os.path.join("-home-dev-app2", "0aa"),
+                os.path.join("-home-dev-app2", "0aa", "subagents"),
+            }
+            (new / "0aa").rename(tmp_path / "elsewhere")  # out of the tree: its watches go with it
+            assert _eventually(lambda: disc._watcher.watched_folders == {"-home-dev-app2"})  # type: ignore[union-attr]
+    finally:
+        disc.stop()
+
+
+def _eventually(condition: Callable[[], bool], timeout_s: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
