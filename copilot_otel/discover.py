@@ -780,10 +780,15 @@ class Discoveries:
 
     @property
     def description(self) -> str:
-        """One folder: its :attr:`Discovery.description`; several: each one's, by agent."""
-        if len(self.parts) == 1:
-            return self.parts[0].description
-        return ", ".join(f"{part.layout} {part.description}" for part in self.parts)
+        """As :attr:`Discovery.description` (what ``status`` and ``doctor`` read: ``polling (…)`` is a warning) when
+        the folders that exist agree, else each one's by agent; an agent not installed is left out."""
+        there = [part for part in self.parts if part.mode != "waiting"]
+        said = {part.description for part in there}
+        if not there:
+            return "waiting"
+        if len(said) == 1:
+            return said.pop()
+        return ", ".join(f"{part.layout} {part.description}" for part in there)
 
     @property
     def refused(self) -> dict[str, str]:

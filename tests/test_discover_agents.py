@@ -162,7 +162,7 @@ def test_several_roots_hand_over_one_scan(tmp_path: Path, changes: Changes) -> N
             [str(copilot / "s1" / "events.jsonl"), str(projects / "p" / "a.jsonl")]
         )
         assert both.mode == "inotify"
-        assert both.description == "copilot inotify, claude-code inotify, codex waiting"
+        assert both.description == "inotify"  # what status and doctor read, as with one folder
     finally:
         both.stop()
 
@@ -188,8 +188,9 @@ def test_a_renamed_project_folder_reports_its_logs_under_the_new_name(
         changes.clear()
         with open(moved, "ab") as fh:
             fh.write(b"{}\n")
-        assert changes.wait_for(moved, timeout=5)
-        assert sub not in changes.paths
+        assert changes.wait_for(
+            moved, timeout=5
+        )  # (the old name may still come: the first write's late events)
         if watcher == "platform" and type(current).__name__ == "Linux":
             assert disc._watcher.watched_folders == {  # type: ignore[union-attr]
                 "-home-dev-app2",
