@@ -24,13 +24,15 @@ import orjson
 import pytest
 
 from copilot_otel.cli import main
-from copilot_otel.pipeline import FoldSettings, Pipeline, split_lines
+from copilot_otel.config import load_config
+from copilot_otel.pipeline import FoldSettings, Pipeline, fold_settings, split_lines
 from copilot_otel.records import Emission
 from copilot_otel.sessions import SessionFile
 from copilot_otel.sources import Source, loop_source
 from tests.conftest import FIXTURES, SERIAL
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver
+from tests.test_golden import MODES
 from tests.webhook_receiver import WebhookReceiver
 
 OTHER = FIXTURES / "other-agents"
@@ -50,22 +52,27 @@ def _line_ends(blob: bytes) -> list[int]:
     return [i + 1 for i, byte in enumerate(blob) if byte == 0x0A]
 
 
-def _fold_whole(session: SessionFile) -> list[Emission]:
-    fold = Pipeline.for_session(session, FoldSettings())
+def _settings(mode: str) -> FoldSettings:
+    """The fold's settings of a capture mode of the goldens (``full``: prompts, answers and tool content kept)."""
+    return fold_settings(load_config({}, {"HOME": "/nonexistent", **MODES[mode]}))
+
+
+def _fold_whole(session: SessionFile, settings: FoldSettings) -> list[Emission]:
+    fold = Pipeline.for_session(session, settings)
     out = [e for step in fold.feed_file(session.path) for e in step.emissions]
     return out + list(fold.close("file_ended").emissions)
 
 
-def _fold_restarted(session: SessionFile, blob: bytes, cut: int) -> list[Emission]:
+def _fold_restarted(session: SessionFile, settings: FoldSettings, blob: bytes, cut: int) -> list[Emission]:
     """Fold up to byte ``cut`` and stop there keeping only what the daemon checkpoints (the resume point, or the
     context between prompts, as JSON), then rebuild the fold from it and read on to the end, suppressing what the
     first run delivered (lines ending at or before ``cut``), as :class:`~copilot_otel.live.followed.FollowedFile`
     does after a restart."""
-    first = Pipeline.for_session(session, FoldSettings())
+    first = Pipeline.for_session(session, settings)
     out = [e for step in first.feed_blob(blob[:cut]) for e in step.emissions]
     resume = first.resume_point()
     safe, context = resume if resume is not None else (cut, first.context_snapshot())
-    second = Pipeline.for_session(session, FoldSettings(), context=orjson.loads(orjson.dumps(context)))
+    second = Pipeline.for_session(session, settings, context=orjson.loads(orjson.dumps(context)))
     for item in split_lines(blob[safe:], base_offset=safe):
         out.extend(e for e in second.feed(item).emissions if e.source_offset > cut)
     return out + list(second.close("file_ended").emissions)  # a closing is never suppressed (force)
@@ -74,16 +81,20 @@ def _fold_restarted(session: SessionFile, blob: bytes, cut: int) -> list[Emissio
 @pytest.mark.parametrize(
     "path", _other_logs("claude-code"), ids=lambda p: f"{p.parents[2].name}/{p.name[:12]}"
 )
-def test_a_restart_after_any_line_gives_one_uninterrupted_read(path: Path) -> None:
+@pytest.mark.parametrize("mode", ["default", "full"])
+def test_a_restart_after_any_line_gives_one_uninterrupted_read(path: Path, mode: str) -> None:
+    """In both capture modes: with content kept, the prompt's text (read by the framer a line before the prompt
+    opens) must come back after a restart too."""
+    settings = _settings(mode)
     session = SessionFile.from_path(path)
-    whole = _fold_whole(session)
+    whole = _fold_whole(session, settings)
     blob = path.read_bytes()
     restarted_inside_a_prompt = 0
     for cut in _line_ends(blob):
-        first = Pipeline.for_session(session, FoldSettings())
+        first = Pipeline.for_session(session, settings)
         list(first.feed_blob(blob[:cut]))
         restarted_inside_a_prompt += first.resume_point() is not None
-        assert _fold_restarted(session, blob, cut) == whole, f"stopped after byte {cut}"
+        assert _fold_restarted(session, settings, blob, cut) == whole, f"stopped after byte {cut}"
     assert restarted_inside_a_prompt, "some cut falls inside an open prompt"
 
 
