@@ -12,8 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,6 +22,7 @@ from copilot_otel.discover import Discoveries, Discovery
 from copilot_otel.sources import claude_code, codex
 from tests.conftest import FIXTURES
 from tests.test_discover import Changes, changes, mode_of
+from tests.test_discover_inotify import _until
 
 __all__ = ["changes"]
 
@@ -198,15 +197,6 @@ def test_a_renamed_project_folder_reports_its_logs_under_the_new_name(
                 os.path.join("-home-dev-app2", "0aa", "subagents"),
             }
             (new / "0aa").rename(tmp_path / "elsewhere")  # out of the tree: its watches go with it
-            assert _eventually(lambda: disc._watcher.watched_folders == {"-home-dev-app2"})  # type: ignore[union-attr]
+            assert _until(lambda: disc._watcher.watched_folders == {"-home-dev-app2"})  # type: ignore[union-attr]
     finally:
         disc.stop()
-
-
-def _eventually(condition: Callable[[], bool], timeout_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
