@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .interrupt import Outcome, interrupt_session
+from .interrupt import Outcome, interrupt_session, unprovable
 from .notify import MAX_WAITING, Burst, DesktopChannel, Notice, Notifier, WebhookChannel
 from .project import actions, catalog
 from .records import AttrValue, LogRecord, SpanRecord
@@ -54,7 +54,10 @@ NOTICE_LOG_EVERY_S = 60.0
 
 @dataclass(frozen=True, slots=True)
 class SessionView:
-    """What the daemon knows of a session when it acts (``title`` only when prompts are captured)."""
+    """What the daemon knows of a session when it acts (``title`` only when prompts are captured).
+
+    ``agent``: another agent's session (``claude-code``, ``codex``), whose CLI cannot be proven (no lock names its
+    process: :func:`copilot_otel.interrupt.unprovable`); ``None``: Copilot CLI's."""
 
     session_id: str
     folder: Path | None
@@ -62,6 +65,7 @@ class SessionView:
     branch: str | None = None
     cwd: str | None = None
     title: str | None = None
+    agent: str | None = None
 
 
 @dataclass
@@ -148,7 +152,12 @@ class RunawayActions:
         out: list[SpanRecord | LogRecord] = []
         result, detail = "notified", ""
         if action == "interrupt":
-            outcome = self._interrupt(view.folder, dry_run=self.dry_run)
+            # Another agent's CLI leaves no lock naming its process: the interrupt degrades to the notice.
+            outcome = (
+                unprovable(view.agent)
+                if view.agent is not None
+                else self._interrupt(view.folder, dry_run=self.dry_run)
+            )
             result, detail = outcome.result, outcome.detail
             out = self._record_interrupt(detection, view, outcome)
         self._notify(self._notice(detection, view, result, detail))

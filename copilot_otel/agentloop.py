@@ -164,11 +164,17 @@ class AgentLoop(LoopState):
         self.dropped.clear()
         return taken
 
-    def feed(self, event: Event) -> list[Record]:
-        """Fold one event; returns the records it completed (often none)."""
+    def feed(self, event: Event, line_end: int | None = None) -> list[Record]:
+        """Fold one event; returns the records it completed (often none).
+
+        ``line_end``: the end of the line being read, when that is not the event's own (a framer gives an event it
+        held back from an earlier line, e.g. Claude Code's compaction waiting for its prompt). What the event
+        completes is then the reading of that line: its records carry that offset, so a restart's suppression of
+        what was delivered before it does not swallow records that were still held when the daemon stopped.
+        """
         out: list[Record] = []
         self.out = out
-        self.offset = event.end_offset
+        self.offset = event.end_offset if line_end is None else line_end
         ctx = self.ctx
         if event.time_ns <= 0:
             # No usable timestamp on this line: date it at the previous event rather than lose it.

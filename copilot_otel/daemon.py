@@ -39,7 +39,8 @@ from .act import RunawayActions, SessionView
 from .activity import Detection, PromptRun, Record
 from .config import Backfill, Config, capture_state
 from .deadletter import DeadLetters
-from .discover import Discovery
+from .discover import Discoveries
+from .errors import SourceError
 from .live.followed import IDLE_CLOSE_S, FollowedFile, Shared
 from .live.housekeeping import (
     OWNER_CHECK_S,
@@ -59,6 +60,7 @@ from .ratelimit import RateLimitedLog
 from .records import LogRecord, SpanRecord
 from .route import RateLimitedDrops, Router
 from .sessions import SessionFile, require_session_folder
+from .sources import AgentRoot, agent_roots
 from .state import Checkpoint, LoadOutcome, StateStore
 from .tail import FileTailer, Line
 from .telemetry import Telemetry
@@ -135,14 +137,18 @@ class Daemon:
         self._changed: set[str] = set()
         self._changed_lock = threading.Lock()
         self._resync = threading.Event()
-        self._discovery = Discovery(config.session_state, self._on_change, on_resync=self._on_resync)
+        # Every agent whose logs the settings read (``agents``), each folder with its own layout and watch; one that
+        # does not exist is that agent not installed, waited for.
+        self.roots = [root for root in agent_roots(config) if root.enabled]
+        self._discovery = Discoveries(
+            [(root.logs, root.agent) for root in self.roots], self._on_change, on_resync=self._on_resync
+        )
         self._scanned: tuple[dict[str, int], float] | None = None
         self._scan_cost_s = 0.0
         self._first_scan_applied = False
         self._in_first_scan = False  # the first scan is being applied: what it finds existed at the start
-        self._waiting_for_root = (
-            False  # the session-state folder did not exist yet (said once, and when it appears)
-        )
+        # The folders that did not exist at the start (each said once when it appears).
+        self._waiting_for: list[AgentRoot] = []
         self._scans = 0
         self._live: list[LivePrompt] = []
         self.actions = RunawayActions.from_config(config)  # None unless runaway_action asks for more
@@ -247,13 +253,17 @@ class Daemon:
         self.outcomes.count(record)
         if isinstance(record, PromptRun):
             if self.actions is not None:
-                self.actions.on_prompt_end(record, _session_view(f))
+                self.actions.on_prompt_end(record, _session_view(f, self._agent_of(f)))
             return ()
         if not f.live:  # found in the history: summed up in the "backfill done" line, not a warning each
             self._backfill.detected(record.reason)
             logger.debug("runaway agent in %s (history): %s", f.session.session_id, record.reason)
         notified = self.actions.stats.notified if self.actions is not None else 0
-        acted = self.actions.on_detection(record, _session_view(f)) if self.actions is not None else []
+        acted = (
+            self.actions.on_detection(record, _session_view(f, self._agent_of(f)))
+            if self.actions is not None
+            else []
+        )
         # A notice (copilot_otel.act) is the detection's warning line, with more in it: one line, not two.
         if f.live and (self.actions is None or self.actions.stats.notified == notified):
             self._log.warning("runaway", "runaway agent in %s: %s", f.session.session_id, record.reason)
@@ -262,25 +272,22 @@ class Daemon:
     # ------------------------------------------------------------------ main loop
     def run(self) -> None:
         """Resume, follow, and on stop flush within a deadline and save state."""
+        found = [root for root in self.roots if root.found]
+        self._waiting_for = [root for root in self.roots if not root.found]
         logger.info(
             "copilot-otel %s following %s → %s (state in %s)",
             __version__,
-            self.config.session_state,
+            _following(found or self.roots, self._waiting_for if found else []),
             destinations(self.config, self.telemetry.description),
             self.config.state_dir,
         )
         if (capture := capture_state(self.config)).on:
             logger.warning("%s", capture.line)  # the most privacy-critical switch: said at every start
-        self._waiting_for_root = not self.config.session_state.is_dir()
-        fresh = self.state.load_outcome is not LoadOutcome.LOADED and not self._waiting_for_root
+        fresh = self.state.load_outcome is not LoadOutcome.LOADED and bool(found)
         if said := _backfill_line(self.config.backfill, fresh=fresh):
             logger.info("%s", said)
-        if self._waiting_for_root:
-            logger.info(
-                "waiting for %s to appear: it does not exist yet (the Copilot CLI creates it at its first "
-                "session; if yours is elsewhere, set --session-state or COPILOT_OTEL_SESSION_STATE)",
-                self.config.session_state,
-            )
+        if not found:
+            logger.info("%s", _waiting_line(self.roots))
         self.outbox.start()
         self.tracker.restore()
         # The watch is built on discovery's thread (100,000 session folders take seconds to watch); when it is up,
@@ -352,6 +359,14 @@ class Daemon:
         # pace tick like an idle loop instead of spinning on files it may not read.
         return read and bool(tracker.pending)
 
+    def _agent_of(self, f: FollowedFile) -> str | None:
+        """Which other agent's folder a followed log is in (``None``: Copilot CLI's)."""
+        key = f.key
+        for root in self.roots:
+            if root.source is not None and key.startswith(str(root.logs) + os.sep):
+                return root.agent
+        return None
+
     def _read(self, f: FollowedFile, max_bytes: int) -> bool:
         read, spans = self.tracker.read(f, max_bytes)
         if f.key in self._backfill.pending:
@@ -373,9 +388,9 @@ class Daemon:
         self._scans += 1
         first = not self._first_scan_applied
         self._first_scan_applied = True
-        if self._waiting_for_root and self.config.session_state.is_dir():
-            self._waiting_for_root = False
-            logger.info("%s appeared: following its sessions", self.config.session_state)
+        for root in [root for root in self._waiting_for if root.found]:
+            self._waiting_for.remove(root)
+            logger.info("%s appeared: following its sessions", root.logs)
         forgot = self.tracker.forgot
         self._in_first_scan = first
         try:
@@ -503,16 +518,46 @@ class _Timers:
         return True
 
 
-def _session_view(f: FollowedFile) -> SessionView:
+def _session_view(f: FollowedFile, agent: str | None) -> SessionView:
     ctx = f.fold.ctx if f.fold is not None else None
     return SessionView(
-        f.session.session_id,
+        ctx.session_id if ctx and agent else f.session.session_id,
         f.session.folder,
         ctx.repository if ctx else None,
         ctx.branch if ctx else None,
         ctx.cwd if ctx else None,
         ctx.title if ctx else None,
+        agent=agent,
     )
+
+
+def _following(roots: list[AgentRoot], missing: list[AgentRoot]) -> str:
+    """The folders the start line names: those followed, then the agents not installed (their folder missing)."""
+    said = ", ".join(str(root.logs) for root in roots)
+    if missing:
+        agents = ", ".join(root.agent for root in missing)
+        folders = " or ".join(str(root.logs) for root in missing)
+        said += f" ({agents} not installed: no {folders})"
+    return said
+
+
+def _waiting_line(roots: list[AgentRoot]) -> str:
+    """Said once when no agent's folder exists yet: every folder looked in, and how to move each."""
+    if len(roots) == 1:
+        return (
+            f"waiting for {roots[0].logs} to appear: it does not exist yet (the CLI creates it at its first "
+            f"session; if yours is elsewhere, set {_flag(roots[0].setting)})"
+        )
+    names = ", ".join(str(root.logs) for root in roots[:-1]) + f" or {roots[-1].logs}"
+    flags = ", ".join(_flag(root.setting) for root in roots)
+    return (
+        f"waiting for {names} to appear: none exists yet (each CLI creates its folder at its first session; if "
+        f"yours are elsewhere, set {flags})"
+    )
+
+
+def _flag(setting: str) -> str:
+    return "--" + setting.replace("_", "-")
 
 
 def destinations(config: Config, description: str) -> str:
@@ -614,8 +659,18 @@ def _last_line_boundary(path: os.PathLike[str], size: int) -> int:
 
 
 def run(config: Config) -> int:
-    """The ``run`` command: start the daemon, stop cleanly on SIGTERM/SIGINT (and their Windows kin), exit 0."""
-    require_session_folder(config.session_state)
+    """The ``run`` command: start the daemon, stop cleanly on SIGTERM/SIGINT (and their Windows kin), exit 0.
+
+    Raises:
+        SourceError: ``session-state`` is a file, or the ``agents`` setting reads no agent's logs.
+    """
+    if "copilot" in config.agents:
+        require_session_folder(config.session_state)
+    if not config.agents:
+        raise SourceError(
+            "agents is none: run has no agent's logs to follow (set --agents or COPILOT_OTEL_AGENTS to copilot, "
+            "claude-code or codex)"
+        )
     stop = threading.Event()
     daemon = Daemon(config, stop=stop)
 

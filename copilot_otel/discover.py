@@ -49,7 +49,15 @@ from .sessions import stays_inside
 if TYPE_CHECKING:
     from ._platform._watchdog import ObserverFactory
 
-__all__ = ["EVENTS_FILE", "LEGACY_SUFFIX", "Discovery", "DiscoveryMode", "WatcherFactory"]
+__all__ = [
+    "EVENTS_FILE",
+    "LEGACY_SUFFIX",
+    "Discoveries",
+    "Discovery",
+    "DiscoveryMode",
+    "Layout",
+    "WatcherFactory",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -102,11 +110,7 @@ class _Scan:
         except (FileNotFoundError, NotADirectoryError):
             return found
         except OSError as exc:
-            self.errors += 1
-            now = time.monotonic()
-            if now - self._last_error_log >= _CALLBACK_ERROR_LOG_INTERVAL_S:
-                self._last_error_log = now
-                logger.warning("cannot scan %s: %s (%d failed scans so far)", self.root, exc, self.errors)
+            self.failed(exc)
             return found
         with it:
             for entry in it:
@@ -122,8 +126,8 @@ class _Scan:
                     else:
                         continue
                     if linked or stat.S_ISLNK(st.st_mode):
-                        if not self._inside(path):
-                            self._refuse(path, "it is a link that leads out of the session-state folder")
+                        if not self.inside(path):
+                            self.refuse(path, "it is a link that leads out of the session-state folder")
                             continue
                         st = os.stat(path)
                 except OSError:
@@ -131,16 +135,33 @@ class _Scan:
                 if stat.S_ISREG(st.st_mode):
                     found[path] = hash((st.st_ino, st.st_size, st.st_mtime_ns))
                 else:
-                    self._refuse(path, "it is not a regular file (a FIFO, a device or a folder)")
+                    self.refuse(path, "it is not a regular file (a FIFO, a device or a folder)")
         return found
 
-    def log_in(self, directory: str) -> str | None:
+    def failed(self, exc: OSError) -> None:
+        """The root could not be listed: counted, and said at most once a minute."""
+        self.errors += 1
+        now = time.monotonic()
+        if now - self._last_error_log >= _CALLBACK_ERROR_LOG_INTERVAL_S:
+            self._last_error_log = now
+            logger.warning("cannot scan %s: %s (%d failed scans so far)", self.root, exc, self.errors)
+
+    depth = 1  # a folder per session, directly in the root
+
+    def wants_folder(self, relative: str) -> bool:
+        return True
+
+    def logs_in(self, directory: str) -> list[str]:
         """The session log of a session folder that just appeared, if it has one already."""
         path = os.path.join(directory, EVENTS_FILE)
         try:
-            return path if stat.S_ISREG(os.stat(path).st_mode) else None
+            return [path] if stat.S_ISREG(os.stat(path).st_mode) else []
         except OSError:
-            return None
+            return []
+
+    def log_of_removed(self, directory: str) -> str | None:
+        """The log that went away with a session folder (``None``: only a full scan can tell)."""
+        return os.path.join(directory, EVENTS_FILE)
 
     def is_session_log(self, path: str) -> bool:
         parent, name = os.path.split(path)
@@ -148,18 +169,172 @@ class _Scan:
             return name.endswith(LEGACY_SUFFIX)
         return name == EVENTS_FILE and os.path.dirname(parent) == self.root
 
-    def _inside(self, path: str) -> bool:
+    def inside(self, path: str) -> bool:
         """:func:`~copilot_otel.sessions.stays_inside` the session-state folder (its resolved path read once)."""
         real_root = self._real_root or os.path.realpath(self.root)
         self._real_root = real_root
         return stays_inside(path, real_root)
 
-    def _refuse(self, path: str, why: str) -> None:
+    def refuse(self, path: str, why: str) -> None:
         """A session log that is not read: said once per path (every scan finds it again), and counted."""
         if path in self.refused:
             return
         self.refused[path] = why
         logger.warning("skipped %s: %s; it is not read", path, why)
+
+
+class _TreeScan:
+    """The truth for a deeper tree of another agent's logs (Claude Code's ``projects``, Codex's ``sessions``): the
+    same questions as :class:`_Scan`, with the same link rules, over folders down to :attr:`depth`.
+
+    The layouts are the ones :func:`copilot_otel.sources.claude_code.scan` and :func:`copilot_otel.sources.codex.
+    scan` read (``tests/test_daemon_other_agents.py`` holds them equal over every fixture); here they are folder and
+    file names only, as for Copilot's, because discovery sits below the readers. A scan lists each wanted folder once
+    (``scandir``) and ``lstat``s each log; no file is opened.
+
+    Args:
+        root: The agent's log folder.
+        depth: How deep below ``root`` folders are listed and watched.
+        wants: Whether a folder (its path parts below ``root``) may hold logs or folders that do.
+        is_log: Whether a file (its folder's parts below ``root``, its name) is a session log.
+    """
+
+    def __init__(
+        self,
+        root: str,
+        depth: int,
+        wants: Callable[[tuple[str, ...]], bool],
+        is_log: Callable[[tuple[str, ...], str], bool],
+    ) -> None:
+        self.root = root
+        self.depth = depth
+        self._wants = wants
+        self._is_log = is_log
+        self._scan = _Scan(root)  # its link check, refusals and error reports
+        self.refused = self._scan.refused
+
+    @property
+    def errors(self) -> int:
+        return self._scan.errors
+
+    def stats(self) -> dict[str, _StatKey]:
+        found: dict[str, _StatKey] = {}
+        self._walk(self.root, (), found)
+        return found
+
+    def logs_in(self, directory: str) -> list[str]:
+        parts = self._parts(directory)
+        if parts is None:
+            return []
+        found: dict[str, _StatKey] = {}
+        self._walk(directory, parts, found)
+        return sorted(found)
+
+    def log_of_removed(self, directory: str) -> str | None:
+        return None  # a folder of a deeper tree may have held many logs: a full scan tells which
+
+    def wants_folder(self, relative: str) -> bool:
+        return self._wants(tuple(relative.split(os.sep)))
+
+    def is_session_log(self, path: str) -> bool:
+        parts = self._parts(os.path.dirname(path))
+        return (
+            parts is not None
+            and len(parts) <= self.depth
+            and all(self._wants(parts[: i + 1]) for i in range(len(parts)))
+            and self._is_log(parts, os.path.basename(path))
+        )
+
+    def _parts(self, directory: str) -> tuple[str, ...] | None:
+        if directory == self.root:
+            return ()
+        prefix = self.root + os.sep
+        return tuple(directory[len(prefix) :].split(os.sep)) if directory.startswith(prefix) else None
+
+    def _walk(self, top: str, top_parts: tuple[str, ...], found: dict[str, _StatKey]) -> None:
+        pending = [(top, top_parts)]
+        seen: set[str] = set()
+        while pending:
+            folder, parts = pending.pop()
+            try:
+                it = os.scandir(folder)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError as exc:
+                if folder == self.root:
+                    self._scan.failed(exc)
+                continue
+            with it:
+                for entry in it:
+                    try:
+                        self._entry(entry, parts, pending, seen, found)
+                    except OSError:
+                        continue  # vanished or unreadable meanwhile: the next scan sees what is there
+
+    def _entry(
+        self,
+        entry: os.DirEntry[str],
+        parts: tuple[str, ...],
+        pending: list[tuple[str, tuple[str, ...]]],
+        seen: set[str],
+        found: dict[str, _StatKey],
+    ) -> None:
+        linked = entry.is_symlink()
+        if entry.is_dir():
+            inner = (*parts, entry.name)
+            if len(inner) > self.depth or not self._wants(inner):
+                return
+            if linked:
+                if not self._scan.inside(entry.path):
+                    self._scan.refuse(entry.path, "it is a link that leads out of the agent's log folder")
+                    return
+                real = os.path.realpath(entry.path)
+                if real in seen:
+                    return  # a link loop, or a second way to one folder
+                seen.add(real)
+            pending.append((entry.path, inner))
+            return
+        if not self._is_log(parts, entry.name):
+            return
+        st = entry.stat(follow_symlinks=False)
+        if stat.S_ISLNK(st.st_mode):
+            if not self._scan.inside(entry.path):
+                self._scan.refuse(entry.path, "it is a link that leads out of the agent's log folder")
+                return
+            st = os.stat(entry.path)
+        if stat.S_ISREG(st.st_mode):
+            found[entry.path] = hash((st.st_ino, st.st_size, st.st_mtime_ns))
+        else:
+            self._scan.refuse(entry.path, "it is not a regular file (a FIFO, a device or a folder)")
+
+
+def _claude_code_folder(parts: tuple[str, ...]) -> bool:
+    # projects/<project>/<session>/subagents: only a session's subagents folder below its session folder
+    return len(parts) < 3 or parts[2] == "subagents"
+
+
+def _claude_code_log(parts: tuple[str, ...], name: str) -> bool:
+    if not name.endswith(".jsonl"):
+        return False
+    return len(parts) == 1 or (len(parts) == 3 and parts[2] == "subagents" and name.startswith("agent-"))
+
+
+def _codex_log(parts: tuple[str, ...], name: str) -> bool:
+    return name.startswith("rollout-") and name.endswith(
+        ".jsonl"
+    )  # sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl
+
+
+Layout = Literal["copilot", "claude-code", "codex"]
+_ScanOf = _Scan | _TreeScan
+
+
+def _scan_for(layout: Layout, root: str) -> _ScanOf:
+    if layout == "claude-code":
+        return _TreeScan(root, 3, _claude_code_folder, _claude_code_log)
+    if layout == "codex":
+        return _TreeScan(root, 3, lambda parts: True, _codex_log)
+    return _Scan(root)
 
 
 class _Reports:
@@ -200,7 +375,7 @@ class _Hints(WatchSink):
     """The watcher's events made into reports (on the watcher's thread); what needs the supervisor (a lost root, an
     overflow's full scan, watches exhausted) is flagged and the supervisor woken."""
 
-    def __init__(self, scan: _Scan, reports: _Reports, wake: threading.Event) -> None:
+    def __init__(self, scan: _ScanOf, reports: _Reports, wake: threading.Event) -> None:
         self._scan = scan
         self._reports = reports
         self._wake = wake
@@ -213,12 +388,21 @@ class _Hints(WatchSink):
             self._reports.change(path)
 
     def folder_added(self, path: str) -> None:
-        log = self._scan.log_in(path)
-        if log is not None:
+        for log in self._scan.logs_in(path):
             self._reports.change(log)
 
     def folder_removed(self, path: str) -> None:
-        self._reports.change(os.path.join(path, EVENTS_FILE))  # its log went away with it
+        log = self._scan.log_of_removed(path)
+        if log is not None:
+            self._reports.change(log)  # its log went away with it
+        else:
+            self._reports.everything(self._scan.stats)  # its logs went with it: which, a full scan tells
+
+    def watch_depth(self) -> int:
+        return self._scan.depth
+
+    def wants_folder(self, relative: str) -> bool:
+        return self._scan.wants_folder(relative)
 
     def root_lost(self) -> None:
         self._wake.set()  # the supervisor sees the root gone (or replaced) and re-establishes the watch
@@ -238,7 +422,7 @@ class _Poll:
 
     Its period grows with its cost (at most :data:`_POLL_SHARE` of a core), so 100,000 idle sessions stay cheap."""
 
-    def __init__(self, scan: _Scan, reports: _Reports) -> None:
+    def __init__(self, scan: _ScanOf, reports: _Reports) -> None:
         self._scan = scan
         self._reports = reports
         self._previous: dict[str, _StatKey] = {}
@@ -272,6 +456,9 @@ class Discovery:
         on_resync: Called instead of reporting every session log one by one when a watch (or polling) starts or
             events were lost: the caller compares a full :meth:`scan_stats` with what it knows (the daemon, which
             knows 100,000 logs by their stat and would otherwise take 100,000 calls and ``stat``s at each start).
+        layout: Whose logs ``root`` holds: Copilot's ``session-state`` (a folder per session, one level), Claude
+            Code's ``projects`` (``<project>/<session>.jsonl`` and ``<project>/<session>/subagents/agent-*.jsonl``)
+            or Codex's ``sessions`` (``YYYY/MM/DD/rollout-*.jsonl``); the deeper trees are watched to their depth.
     """
 
     def __init__(
@@ -284,6 +471,7 @@ class Discovery:
         watcher_factory: WatcherFactory | None = None,
         observer_factory: ObserverFactory | None = None,
         on_resync: Callable[[], None] | None = None,
+        layout: Layout = "copilot",
     ) -> None:
         if poll_interval_s <= 0:
             raise ValueError(f"Expected poll_interval_s to be > 0, got {poll_interval_s!r}")
@@ -294,7 +482,8 @@ class Discovery:
         if observer_factory is not None:
             watcher_factory = _watchdog_with(observer_factory)
         self._watcher_factory = watcher_factory or current.dir_watcher
-        self._scan = _Scan(self._root_str)
+        self._scan = _scan_for(layout, self._root_str)
+        self.layout = layout
         self._reports = _Reports(on_change, on_resync)
         self._wake = (
             threading.Event()
@@ -541,3 +730,109 @@ def _watchdog_with(observer_factory: ObserverFactory) -> WatcherFactory:
         return WatchdogWatcher(root, sink, observer_factory)
 
     return build
+
+
+class Discoveries:
+    """The discovery of several agents' log folders as one (the daemon's): a :class:`Discovery` per folder, each
+    with its layout, watcher and supervisor, reporting to the same callbacks.
+
+    A folder that does not exist is that agent not installed: its discovery waits for it (as for a missing
+    ``session-state``), and when it appears its logs are followed. :meth:`request_scan` hands over one scan of every
+    folder (the caller compares it with everything it tracks, so it must never see one folder's scan alone).
+
+    Args:
+        roots: Each folder and whose logs it holds.
+        on_change, on_resync, poll_interval_s, force_polling, watcher_factory: As for :class:`Discovery`, shared.
+    """
+
+    def __init__(
+        self,
+        roots: list[tuple[Path, Layout]],
+        on_change: Callable[[Path], None],
+        *,
+        on_resync: Callable[[], None] | None = None,
+        poll_interval_s: float = DEFAULT_POLL_INTERVAL_S,
+        force_polling: bool = False,
+        watcher_factory: WatcherFactory | None = None,
+    ) -> None:
+        self.parts = [
+            Discovery(
+                root,
+                on_change,
+                poll_interval_s=poll_interval_s,
+                force_polling=force_polling,
+                watcher_factory=watcher_factory,
+                on_resync=on_resync,
+                layout=layout,
+            )
+            for root, layout in roots
+        ]
+
+    @property
+    def mode(self) -> DiscoveryMode:
+        """The least of the folders that exist: ``polling`` if one is polled, ``inotify`` if every one is watched,
+        ``waiting`` while none exists (an agent not installed does not count)."""
+        modes = {part.mode for part in self.parts} - {"waiting"}
+        for mode in ("stopped", "polling", "inotify"):
+            if mode in modes:
+                return mode
+        return "waiting"
+
+    @property
+    def description(self) -> str:
+        """As :attr:`Discovery.description` (what ``status`` and ``doctor`` read: ``polling (…)`` is a warning) when
+        the folders that exist agree, else each one's by agent; an agent not installed is left out."""
+        there = [part for part in self.parts if part.mode != "waiting"]
+        said = {part.description for part in there}
+        if not there:
+            return "waiting"
+        if len(said) == 1:
+            return said.pop()
+        return ", ".join(f"{part.layout} {part.description}" for part in there)
+
+    @property
+    def refused(self) -> dict[str, str]:
+        return {path: why for part in self.parts for path, why in part.refused.items()}
+
+    def start(self, *, background: bool = False) -> None:
+        for part in self.parts:
+            part.start(background=background)
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        for part in self.parts:
+            part.stop(timeout_s)
+
+    def scan_stats(self) -> dict[str, _StatKey]:
+        return {path: key for part in self.parts for path, key in part.scan_stats().items()}
+
+    def request_scan(self, deliver: Callable[[dict[str, _StatKey], float], None]) -> None:
+        """:meth:`Discovery.request_scan` of every folder, handed to ``deliver`` as one scan (their costs added)
+        once the last has answered, on that one's thread."""
+        if not self.parts:
+            deliver({}, 0.0)  # no folder to scan: an empty scan, at once
+            return
+        gather = _Gather(len(self.parts), deliver)
+        for part in self.parts:
+            part.request_scan(gather.part)
+
+
+class _Gather:
+    """One scan made of several folders' scans, each answered on its own discovery's thread. A folder asked again
+    before it answered answers only the newer request (:meth:`Discovery.request_scan` coalesces): that request's
+    gather completes, an older one is dropped unanswered."""
+
+    def __init__(self, parts: int, deliver: Callable[[dict[str, _StatKey], float], None]) -> None:
+        self._left = parts
+        self._deliver = deliver
+        self._stats: dict[str, _StatKey] = {}
+        self._cost_s = 0.0
+        self._lock = threading.Lock()
+
+    def part(self, stats: dict[str, _StatKey], cost_s: float) -> None:
+        with self._lock:
+            self._stats.update(stats)
+            self._cost_s += cost_s
+            self._left -= 1
+            done = self._left == 0
+        if done:
+            self._deliver(self._stats, self._cost_s)

@@ -45,7 +45,7 @@ from typing import Literal
 
 from ._platform import Platform, ProcessFacts, current
 
-__all__ = ["Candidate", "Outcome", "Refusal", "find_owners", "interrupt_session", "verify"]
+__all__ = ["Candidate", "Outcome", "Refusal", "find_owners", "interrupt_session", "unprovable", "verify"]
 
 logger = logging.getLogger(__name__)
 
@@ -85,14 +85,15 @@ class Outcome:
     Attributes:
         result: ``interrupted``, ``dry_run`` (would have), ``refused`` (no candidate passed the checks),
             ``no_lock`` (no ``inuse`` lock: the CLI is not running), ``unsupported`` (this OS cannot),
-            ``failed`` (the signal or keystroke could not be delivered).
+            ``failed`` (the signal or keystroke could not be delivered), ``unprovable`` (another agent's session:
+            no process can be proven to be its CLI, :func:`unprovable`).
         pid: The process acted on (or the last one refused), 0 when none.
         method: ``sigint`` or ``tmux_ctrl_c`` when one was chosen.
         detail: One line for the log: what was done, or why not.
         refusals: Every refused candidate with its reason.
     """
 
-    result: Literal["interrupted", "dry_run", "refused", "no_lock", "unsupported", "failed"]
+    result: Literal["interrupted", "dry_run", "refused", "no_lock", "unsupported", "failed", "unprovable"]
     pid: int = 0
     method: Method | None = None
     detail: str = ""
@@ -198,6 +199,23 @@ def _tmux_ctrl_c(facts: ProcessFacts, run: Run) -> str | None:
     if sent.returncode != 0:
         return f"tmux send-keys failed: {sent.stderr.strip()[:200]}"
     return None
+
+
+def unprovable(agent: str) -> Outcome:
+    """Another agent's session (Claude Code, Codex CLI): nothing is signalled, the runaway is only notified.
+
+    Neither CLI leaves an ``inuse.<pid>.lock`` (``docs/other-agents.md``, "Interrupting a runaway"), so no process
+    can be proven to be that session's CLI: a process whose arguments name the session (``--resume <id>``, ``exec
+    resume <id>``) would be one only for a resumed session, and a pid found by its name could be any other session's
+    CLI. Until that proof exists, the interrupt degrades to the notice, and the outcome says so.
+    """
+    return Outcome(
+        "unprovable",
+        detail=(
+            f"not interrupted: {agent} leaves no lock naming its process, so none can be proven to be this "
+            "session's CLI (notified instead)"
+        ),
+    )
 
 
 def interrupt_session(

@@ -26,6 +26,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import orjson
+
 from ._platform import current
 from .activity import CloseReason, Record
 from .agentloop import AgentLoop, FoldSettings, LiveStats, RunawayThresholds, SessionContext
@@ -167,6 +169,22 @@ def source_for(session: SessionFile) -> LoopSource | None:
         return None
     source = sniff(session.path)
     return None if source is None else loop_source(source)
+
+
+def _frame_at_open(loop: AgentLoop, before: bytes) -> None:
+    """Give each prompt opened by the line just folded (and what waits for the next one) the framer's state at
+    that line's start, in its ``context_at_open`` under :data:`FRAME_KEY`: what :meth:`AgentLoop.resume_point`
+    hands a restart, whose new framer then reads that line again as this one did."""
+    pending = loop.pending_at
+    contexts = [p.context_at_open for p in loop.prompts.values()]
+    if pending is not None:
+        contexts.append(pending[1])
+    state: Any = None
+    for context in contexts:
+        if FRAME_KEY not in context:
+            if state is None:
+                state = orjson.loads(before)
+            context[FRAME_KEY] = state
 
 
 def _with_dropped(step: Step, loop: AgentLoop, offset: int, end_offset: int, line_number: int) -> Step:
@@ -393,8 +411,16 @@ class Pipeline:
         self.events += 1
         loop = self.loop
         records: list[Record] = []
-        for event in self._framer.frame(view):  # type: ignore[arg-type]  # an Event
-            records.extend(loop.feed(event))
+        framer = self._framer
+        # The framer's state before this line, kept (as bytes: the framer goes on changing its values) in case the
+        # line opens a prompt: a restart re-folds an open prompt from its first line, so it needs the framer as it
+        # was there, not as it is at the checkpoint (a Claude Code prompt's text is read a line before it opens).
+        before = orjson.dumps(framer.snapshot())
+        current = loop.current
+        for event in framer.frame(view):  # type: ignore[arg-type]  # an Event
+            records.extend(loop.feed(event, end))
+        if loop.current is not current or loop.pending_at is not None:
+            _frame_at_open(loop, before)
         if view.dropped:  # type: ignore[union-attr]
             loop.dropped.extend(view.dropped)  # type: ignore[union-attr]
             view.dropped.clear()  # type: ignore[union-attr]

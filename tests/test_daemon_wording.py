@@ -9,6 +9,7 @@ detections). The desktop notification is off: its line in the log is what is che
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from collections.abc import Callable
@@ -142,6 +143,11 @@ def test_a_missing_session_state_folder_is_waited_for_and_said_once(
         assert daemon.terminate() == 0
     waiting = [line for line in _lines(daemon) if "waiting for" in line]
     assert len(waiting) == 1, waiting
-    assert f"waiting for {root} to appear: it does not exist yet" in waiting[0]
+    # Every agent's folder looked in, in one line (none of them exists under the test's HOME).
+    home = Path(os.environ["HOME"])
+    assert (
+        f"waiting for {root}, {home / '.claude' / 'projects'} or {home / '.codex' / 'sessions'} to appear: "
+        "none exists yet" in waiting[0]
+    ), waiting
     assert sum(f"{root} appeared: following its sessions" in line for line in _lines(daemon)) == 1
     assert "exported from its start" not in daemon.output(), "nothing is on disk to export"

@@ -180,7 +180,8 @@ class InotifyWatcher:
         self._fd = -1
         self._wake: tuple[int, int] | None = None  # the stop pipe (read end, write end)
         self._root_wd = -1
-        self._folders = _WdTable()  # wd -> session folder name
+        self._folders = _WdTable()  # wd -> folder below the root (its name; deeper: its relative path)
+        self._depth = max(1, sink.watch_depth())
         self._renamed: set[int] = (
             set()
         )  # watches given a new name whose folder's IN_MOVE_SELF is still to come
@@ -189,7 +190,7 @@ class InotifyWatcher:
 
     @property
     def watched_folders(self) -> set[str]:
-        """Names of the session folders watched now."""
+        """The folders watched now, by their path below the root (a session folder's name at the first level)."""
         return set(self._folders.values())
 
     def start(self) -> None:
@@ -248,29 +249,65 @@ class InotifyWatcher:
             raise OSError(code, "the inotify watch limit (fs.inotify.max_user_watches) is reached", path)
         raise OSError(code, os.strerror(code), path)
 
-    def _watch_folder(self, name: str) -> None:
-        """Watch ``root/name``; a folder that vanished or is a link is left alone, ``ENOSPC`` raises."""
+    def _watch_folder(self, name: str) -> bool:
+        """Watch ``root/name`` (``name`` a path below the root); a folder that vanished or is a link is left alone
+        (false), ``ENOSPC`` raises."""
         try:
             wd = self._add(os.path.join(self._root, name), _FOLDER_MASK)
         except OSError as exc:
             if exc.errno == errno.ENOSPC:
                 raise
-            return
+            return False
         previous = self._folders.get(wd)
         if previous is not None and previous != name:
             self._renamed.add(wd)  # the same folder under a new name: renamed within the root
+            self._rename_below(previous, name)
         self._folders[wd] = name
+        return True
+
+    def _rename_below(self, old: str, new: str) -> None:
+        """The watched folders below a renamed one take its new name (their watches stay)."""
+        prefix = old + os.sep
+        for wd, name in list(self._folders.items()):
+            if name.startswith(prefix):
+                self._folders[wd] = new + name[len(old) :]
+
+    def _subfolders(self, name: str) -> list[str]:
+        """The folders in ``root/name`` (``""``: the root) the sink wants watched; one listing, no ``stat``."""
+        folder = os.path.join(self._root, name) if name else self._root
+        try:
+            with os.scandir(folder) as it:
+                names = [entry.name for entry in it if entry.is_dir(follow_symlinks=False)]
+        except OSError:
+            if not name:
+                raise  # the root cannot be listed: the watch cannot start
+            return []  # gone meanwhile
+        children = [os.path.join(name, child) if name else child for child in names]
+        return [child for child in children if self._sink.wants_folder(child)]
+
+    def _watch_below(self, name: str) -> None:
+        """Watch the wanted folders below ``root/name``, down to the sink's depth: a folder that appears may come
+        with folders in it already (``mkdir -p``, a move, a CLI that creates ``<session>/subagents`` at once)."""
+        if name.count(os.sep) + 1 >= self._depth:
+            return
+        for child in self._subfolders(name):
+            if self._watch_folder(child):
+                self._watch_below(child)
 
     def _watch_folders(self) -> None:
-        """Watch every folder of the root not watched yet, and forget those gone (at start and after an overflow).
+        """Watch every folder of the tree not watched yet, and forget those gone (at start and after an overflow).
 
-        One listing of the root, no ``stat``: the entries' types come with the listing."""
-        with os.scandir(self._root) as it:
-            present = {entry.name for entry in it if entry.is_dir(follow_symlinks=False)}
+        One listing of the root (and, for a deeper tree, of each watched folder above the sink's depth), no
+        ``stat``: the entries' types come with the listing."""
+        present: set[str] = set()
+        level = [""]
+        for _ in range(self._depth):
+            level = [child for name in level for child in self._subfolders(name)]
+            present.update(level)
         for wd in [wd for wd, name in self._folders.items() if name not in present]:
             self._folders.pop(wd)
         missing = present - set(self._folders.values())
-        for done, name in enumerate(missing):
+        for done, name in enumerate(sorted(missing)):
             try:
                 self._watch_folder(name)
             except OSError:
@@ -319,8 +356,11 @@ class InotifyWatcher:
                 self._folders.pop(wd, None)
             elif mask & IN_MOVE_SELF:
                 self._moved(wd)
-            elif name and not mask & IN_ISDIR and (folder := self._folders.get(wd)) is not None:
-                changed[os.path.join(self._root, folder, name)] = None
+            elif name and (folder := self._folders.get(wd)) is not None:
+                if not mask & IN_ISDIR:
+                    changed[os.path.join(self._root, folder, name)] = None
+                elif folder.count(os.sep) + 1 < self._depth:
+                    self._folder_event(os.path.join(folder, name), mask)
         for path in changed:
             self._sink.changed(path)
 
@@ -330,17 +370,24 @@ class InotifyWatcher:
                 self._lost = True
                 self._sink.root_lost()
             return
-        path = os.path.join(self._root, name)
         if not mask & IN_ISDIR:
-            changed[path] = None
-        elif mask & (IN_CREATE | IN_MOVED_TO):
+            changed[os.path.join(self._root, name)] = None
+        else:
+            self._folder_event(name, mask)
+
+    def _folder_event(self, name: str, mask: int) -> None:
+        """A folder ``name`` (below the root, within the sink's depth) appeared or went away."""
+        if not self._sink.wants_folder(name):
+            return
+        path = os.path.join(self._root, name)
+        if mask & (IN_CREATE | IN_MOVED_TO):
             try:
-                self._watch_folder(name)
+                if self._watch_folder(name):
+                    self._watch_below(name)
             except OSError as exc:
                 self._sink.exhausted(exc)
-            self._sink.folder_added(
-                path
-            )  # after its watch: the scan it causes sees what came before the watch
+            # After its watch: the scan it causes sees what came before the watch.
+            self._sink.folder_added(path)
         elif mask & (IN_DELETE | IN_MOVED_FROM):  # its watch goes with IN_IGNORED, or at its IN_MOVE_SELF
             self._sink.folder_removed(path)
 
@@ -348,8 +395,12 @@ class InotifyWatcher:
         """A watched folder was renamed: still ours if the root's ``IN_MOVED_TO`` gave its watch the new name."""
         if wd in self._renamed:
             self._renamed.discard(wd)
-        elif self._folders.pop(wd, None) is not None:  # moved out of the root: its events are no longer ours
+        elif (name := self._folders.pop(wd, None)) is not None:  # moved out of the tree: no longer ours
             _libc().inotify_rm_watch(self._fd, wd)
+            for below, inner in list(self._folders.items()):  # nor are the folders it took with it
+                if inner.startswith(name + os.sep):
+                    self._folders.pop(below)
+                    _libc().inotify_rm_watch(self._fd, below)
 
     def _overflowed(self) -> None:
         """The kernel dropped events: folders may have come or gone unseen. Mend the watches, then tell the sink."""

@@ -22,10 +22,11 @@ class WatchSink(Protocol):
         """A file in the root or in a session folder was created, written, moved (either name) or deleted."""
 
     def folder_added(self, path: str) -> None:
-        """A folder appeared in the root (created or moved in), called once its own watch is in place."""
+        """A folder appeared in the root, or deeper within :meth:`watch_depth` (created or moved in), called once its
+        own watch is in place."""
 
     def folder_removed(self, path: str) -> None:
-        """A folder left the root (deleted or moved away)."""
+        """A folder left the root, or a watched folder below it (deleted or moved away)."""
 
     def root_lost(self) -> None:
         """The root itself was deleted, moved or unmounted: this watcher sees nothing any more."""
@@ -36,6 +37,17 @@ class WatchSink(Protocol):
     def exhausted(self, error: OSError) -> None:
         """A folder that appeared cannot be watched (``ENOSPC``: the watch limit): the watcher no longer covers
         the tree."""
+
+    def watch_depth(self) -> int:
+        """How deep below the root folders are watched: 1 for Copilot's ``session-state`` (a folder per session);
+        3 for Claude Code's ``projects/<project>/<session>/subagents`` and Codex's ``sessions/YYYY/MM/DD``. A watcher
+        that needs a watch per folder (inotify) lists a folder's subfolders only above this depth."""
+        return 1
+
+    def wants_folder(self, relative: str) -> bool:
+        """Whether a folder at ``relative`` (below the root, ``os.sep``-separated, at most :meth:`watch_depth`
+        deep) may hold session logs or the folders that do (Claude Code: only ``subagents`` at the third level)."""
+        return True
 
 
 class DirWatcher(Protocol):

@@ -127,12 +127,20 @@ class WatchdogWatcher:
         gone = isinstance(event, (DirDeletedEvent, DirMovedEvent))
         if src == root and gone:
             sink.root_lost()
-        elif os.path.dirname(src) == root and gone:
+        elif self._watched(src) and gone:
             sink.folder_removed(src)
-        elif os.path.dirname(src) == root and isinstance(event, DirCreatedEvent):
+        elif self._watched(src) and isinstance(event, DirCreatedEvent):
             sink.folder_added(src)
-        if dest and os.path.dirname(dest) == root:
+        if dest and self._watched(dest):
             sink.folder_added(dest)
+
+    def _watched(self, path: str) -> bool:
+        """A folder below the root within the sink's depth that it wants (a session folder, for Copilot)."""
+        prefix = self._root + os.sep
+        if not path.startswith(prefix):
+            return False
+        relative = path[len(prefix) :]
+        return relative.count(os.sep) < self._sink.watch_depth() and self._sink.wants_folder(relative)
 
 
 class _Handler(FileSystemEventHandler):
