@@ -254,6 +254,7 @@ class ItemCompleted(Event):
     tool = text("item", "tool")  # CollabAgentToolCall: spawn_agent, wait, close_agent
     content = raw("item", "content")
     prompt = raw("item", "prompt")  # CollabAgentToolCall spawn_agent: the sub-agent's task (content)
+    model = text("item", "model")  # CollabAgentToolCall spawn_agent: the sub-agent's model
     started_at_ms = count("started_at_ms")
     completed_at_ms = count("completed_at_ms")
 

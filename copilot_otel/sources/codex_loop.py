@@ -244,9 +244,10 @@ class CodexFramer:
         )  # fmt: skip
 
     def _task_started(self, view: TaskStarted, out: list[Event]) -> None:
-        if self.open:  # the previous task never ended (the process was killed): its work stops here
+        if self.open:  # the previous task never ended (its process was killed): its work stopped where it was
+            self._flush_output(view, out)
             self._end_turn(view, self.last_ns or view.time_ns, out)
-            self._finish(view, self.last_ns or view.time_ns, out)
+            self.open = False  # the next prompt closes it there, as a Copilot prompt with no end
         self.task = {
             "turn_id": view.turn_id or view.id, "root_turn_id": view.root_turn_id, "time_ns": view.time_ns,
             "offset": view.offset, "end_offset": view.end_offset,
@@ -284,7 +285,7 @@ class CodexFramer:
             return
         self._flush_output(view, out)
         end = view.time_ns
-        self._end_turn(view, max(self.last_ns, 0) or end, out)
+        self._end_turn(view, self.last_ns or end, out)
         if complete is not None and (complete.error_kind is not None or complete.error_message is not None):
             out.append(
                 Failed("codex.error", f"error/{view.id}", end, NO_DATA, None, view.offset, view.end_offset,
@@ -408,7 +409,7 @@ class CodexFramer:
     def _compacted(self, view: Event, time_ns: int, call: ev.CompactionCall | None) -> Compacted:
         return Compacted(
             "codex.compact", view.id, time_ns, NO_DATA, None, view.offset, view.end_offset, view.dropped,
-            call=call, messages_removed=None,
+            call=call,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ tools, aborts, sub-agents
@@ -458,7 +459,7 @@ class CodexFramer:
                 out.append(
                     Spawned("codex.spawn", f"spawn/{thread}", view.time_ns, NO_DATA, None, view.offset,
                             view.end_offset, view.dropped, agent_key=thread, task_call_id=view.item_id,
-                            name=names.get(thread), content=view.prompt)
+                            name=names.get(thread), model=view.model, content=view.prompt)
                 )  # fmt: skip
             return
         states = view.final_states
