@@ -30,6 +30,7 @@ from copilot_otel.activity import (
     ToolCall,
     Turn,
 )
+from copilot_otel.content import ContentKind, ContentPolicy
 from copilot_otel.events import Event
 from copilot_otel.pipeline import FRAME_KEY, FoldSettings, Pipeline, source_for
 from copilot_otel.sessions import SessionFile
@@ -426,3 +427,24 @@ def test_runaway_is_detected_in_a_rollout() -> None:
     (run,) = [r for r in records if isinstance(r, PromptRun)]
     assert "identical_tool_calls" in {d.reason for d in detections}
     assert all(d.trace_id == run.trace_id for d in detections)
+
+
+def test_a_parallel_calls_tool_requests_and_sibling_tools() -> None:
+    """[parallel-tools]: three ``function_call`` items before one ``token_usage_record`` are that call's tool
+    requests, in order; their tools are siblings under its turn, started when the call ended."""
+    path = _main(SCENARIOS["parallel-tools"].root)
+    views = _views(path)
+    asked = [v.call_id for v in views[: next(i for i, v in enumerate(views) if isinstance(v, cx.TokenUsage))]
+             if isinstance(v, cx.FunctionCall)]  # fmt: skip
+    assert len(asked) == 3
+    settings = FoldSettings(content=ContentPolicy(enabled=frozenset({ContentKind.TOOL_ARGUMENTS})))
+    fold = Pipeline.for_session(SessionFile.from_path(path), settings, project=False)
+    records = [r for step in fold.feed_file(path) for r in step.records]
+    first = next(r for r in records if isinstance(r, ModelCall))
+    assert [t.call_id for t in first.tool_requests] == asked
+    # The arguments (a JSON string in the rollout) are decoded to their object, so kept as JSON once, not twice.
+    assert all(isinstance(json.loads(t.arguments_json or ""), dict) for t in first.tool_requests)
+    tools = [t for t in records if isinstance(t, ToolCall)]
+    assert [t.call_id for t in tools] == asked
+    assert {t.parent_span_id for t in tools} == {first.parent_span_id}
+    assert all(t.start_ns == first.end_ns for t in tools)
