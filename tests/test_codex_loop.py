@@ -448,3 +448,22 @@ def test_a_parallel_calls_tool_requests_and_sibling_tools() -> None:
     assert [t.call_id for t in tools] == asked
     assert {t.parent_span_id for t in tools} == {first.parent_span_id}
     assert all(t.start_ns == first.end_ns for t in tools)
+
+
+def test_a_task_left_open_ends_where_the_next_begins() -> None:
+    """[recorded/resumed] without its first ``task_complete`` (the first process killed before writing it): the
+    resumed task still opens a trace of its own, and the first keeps its own calls and tools, its last turn closed
+    where its work stopped."""
+    path = _main(SCENARIOS["recorded-resumed"].root)
+    lines = path.read_bytes().splitlines(keepends=True)
+    first_end = next(i for i, line in enumerate(lines) if b'"type":"task_complete"' in line)
+    blob = b"".join(lines[:first_end] + lines[first_end + 1 :])
+    fold = Pipeline.for_session(SessionFile.from_path(path), FoldSettings(), project=False)
+    records = [r for step in fold.feed_chunks([blob]) for r in step.records]
+    records += fold.close("file_ended").records
+    runs = sorted((r for r in records if isinstance(r, PromptRun)), key=lambda r: r.start_ns)
+    assert [r.usage.calls for r in runs] == [2, 2]
+    turns = [t for t in records if isinstance(t, Turn) and t.trace_id == runs[0].trace_id]
+    assert len(turns) == 2 and max(t.end_ns for t in turns) <= runs[1].start_ns
+    tools = {t.call_id: t.trace_id for t in records if isinstance(t, ToolCall)}
+    assert tools == {"call_resume1_0_0": runs[0].trace_id, "call_resume2_0_0": runs[1].trace_id}
