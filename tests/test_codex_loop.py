@@ -38,6 +38,7 @@ from copilot_otel.sources import Source, sniff
 from copilot_otel.sources import codex as cx
 from copilot_otel.sources.codex_loop import CODEX, PROVIDER, CodexFramer
 from tests.conftest import FIXTURES
+from tests.other_agents import _mutations
 
 OTHER = FIXTURES / "other-agents"
 
@@ -467,3 +468,33 @@ def test_a_task_left_open_ends_where_the_next_begins() -> None:
     assert len(turns) == 2 and max(t.end_ns for t in turns) <= runs[1].start_ns
     tools = {t.call_id: t.trace_id for t in records if isinstance(t, ToolCall)}
     assert tools == {"call_resume1_0_0": runs[0].trace_id, "call_resume2_0_0": runs[1].trace_id}
+
+
+@pytest.mark.parametrize(
+    "name", ["subagent", "compaction", "recorded-abort-mid-tool", "recorded-retries-exhausted"]
+)
+def test_mutated_records_never_stop_the_fold(name: str) -> None:
+    """Bad input never stops the fold: each record kind's first line (of the parent's rollout and a child's),
+    with any one value replaced by any wrong JSON type, folds through the framer and the loop without raising,
+    and every other line's work still comes out (here: the tools of the other lines)."""
+    for path in _rollouts(SCENARIOS[name].root):
+        lines = path.read_bytes().splitlines()
+        whole_tools = {t.call_id for t in _fold(path) if isinstance(t, ToolCall)}
+        seen: set[str] = set()
+        folds = 0
+        for index, line in enumerate(lines):
+            obj = json.loads(line)
+            kind = f"{obj['type']}.{(obj.get('payload') or {}).get('type')}"
+            if kind in seen or (kind == "session_meta.None" and index):
+                continue
+            seen.add(kind)
+            for mutated in _mutations(obj):
+                blob = b"\n".join([*lines[:index], json.dumps(mutated).encode(), *lines[index + 1 :]]) + b"\n"
+                fold = Pipeline.for_session(SessionFile.from_path(path), FoldSettings(), project=True)
+                records = [r for step in fold.feed_chunks([blob]) for r in step.records]
+                records += fold.close("file_ended").records
+                folds += 1
+                call_ids = (obj.get("payload") or {}).get("call_id")
+                kept = {t.call_id for t in records if isinstance(t, ToolCall)}
+                assert whole_tools - {call_ids} <= kept | {None}, (kind, mutated)
+        assert folds > 100

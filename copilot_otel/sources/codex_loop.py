@@ -385,11 +385,23 @@ class CodexFramer:
             self._end_turn(view, t, out)
 
     def _flush_output(self, view: Event, out: list[Event]) -> None:
-        """Output items with no ``token_usage_record`` (the call was cut or failed): a turn with no answer, which
-        the abort or error that follows settles."""
+        """Output items with no ``token_usage_record`` (the call was cut or failed, or its record is unreadable):
+        a turn with no usage. Without tool calls it has no answer either, which the abort or error that follows
+        settles; with some, the model did answer: they are its requests, and their tools start (their outputs may
+        follow)."""
         if self.start_ns is None:
             return
-        start, self.start_ns, self.texts, self.calls = self.start_ns, None, [], []
+        start, calls = self.start_ns, self.calls
+        if calls:
+            call = {
+                "id": f"cut/{view.id}", "time_ns": max(self.last_ns, start), "start_ns": start,
+                "offset": view.offset, "end_offset": view.end_offset, "texts": self.texts, "calls": calls,
+                "usage": None,
+            }  # fmt: skip
+            self.start_ns, self.texts, self.calls = None, [], []
+            self._emit_call(view, call, out)
+            return
+        self.start_ns, self.texts = None, []
         rid = f"cut/{view.id}"
         out.append(
             TurnBegan("codex.turn", f"turn/{rid}", start, NO_DATA, None, view.offset, view.end_offset, view.dropped,
@@ -414,6 +426,8 @@ class CodexFramer:
 
     # ------------------------------------------------------------------ tools, aborts, sub-agents
     def _tool_end(self, view: FunctionCallOutput, out: list[Event]) -> None:
+        if self.calls:  # a tool's output while its call is still being written: its record was unreadable
+            self._flush_output(view, out)
         outcome = view.outcome
         if outcome is ToolOutcome.INTERRUPTED:
             self._abort(view, "user", out)  # the abort cancels the tool, as Copilot's abort ends open work
