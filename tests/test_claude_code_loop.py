@@ -27,6 +27,7 @@ from copilot_otel.sources import LogKind, Source, sniff
 from copilot_otel.sources import claude_code as cc
 from copilot_otel.sources.claude_code_loop import CLAUDE_CODE, ClaudeCodeFramer
 from tests.conftest import FIXTURES, all_fixture_logs, replay_into
+from tests.other_agents import _mutations
 from tests.otlp_receiver import OtlpReceiver
 
 OTHER = FIXTURES / "other-agents"
@@ -340,3 +341,29 @@ def test_a_parallel_calls_tool_requests_are_all_its_blocks() -> None:
     tools = {t.call_id: t for t in records if isinstance(t, ToolCall)}
     assert [tools[c].start_ns for c, _ in blocks] == [parse.timestamp_ns(ts, []) for _, ts in blocks]
     assert all(tools[c].parent_span_id == first.parent_span_id for c, _ in blocks)
+
+
+@pytest.mark.parametrize("name", ["parallel-tools", "subagent", "recorded-abort-mid-tool"])
+def test_mutated_records_never_stop_the_fold(name: str) -> None:
+    """Bad input never stops the fold: each record kind's first line, with any one value replaced by any wrong JSON
+    type, folds through the framer, the loop and the projections without raising."""
+    for path in [log.path for log in cc.scan(SCENARIOS[name].root)]:
+        lines = path.read_bytes().splitlines()
+        seen: set[str] = set()
+        folds = 0
+        for index, line in enumerate(lines):
+            obj = json.loads(line)
+            kind = (
+                f"{obj.get('type')}.{obj.get('subtype')}.{len(obj.get('message', {}).get('content') or '')}"
+            )
+            if kind in seen:
+                continue
+            seen.add(kind)
+            for mutated in _mutations(obj):
+                blob = b"\n".join([*lines[:index], json.dumps(mutated).encode(), *lines[index + 1 :]]) + b"\n"
+                fold = Pipeline.for_session(SessionFile.from_path(path), FoldSettings(), project=True)
+                records = [r for step in fold.feed_chunks([blob]) for r in step.records]
+                records += fold.close("file_ended").records
+                folds += 1
+                assert records, (kind, mutated)
+        assert folds > 100
