@@ -18,14 +18,16 @@ from pathlib import Path
 
 import pytest
 
-from copilot_otel import ids, library
+from copilot_otel import ids, library, parse
 from copilot_otel.activity import AgentRun, Compaction, ModelCall, PromptRun, Record, ToolCall
+from copilot_otel.content import ContentKind, ContentPolicy
 from copilot_otel.pipeline import FRAME_KEY, FoldSettings, Pipeline, source_for
 from copilot_otel.sessions import SessionFile
 from copilot_otel.sources import LogKind, Source, sniff
 from copilot_otel.sources import claude_code as cc
 from copilot_otel.sources.claude_code_loop import CLAUDE_CODE, ClaudeCodeFramer
 from tests.conftest import FIXTURES, all_fixture_logs, replay_into
+from tests.other_agents import _mutations
 from tests.otlp_receiver import OtlpReceiver
 
 OTHER = FIXTURES / "other-agents"
@@ -315,3 +317,53 @@ def test_replay_finds_the_session_however_pointed_at(target: str, receiver: Otlp
         assert names == sorted([*main, *sub, "turn 0", "turn 1", "turn 2"])
     else:
         assert names == sorted(main)
+
+
+def test_a_parallel_calls_tool_requests_are_all_its_blocks() -> None:
+    """[parallel-tools]: one reply written as a text block and three ``tool_use`` blocks (four records, one
+    ``message.id``) is one model call that asked for all three tools, in order, and lasted until its last block;
+    each tool starts at its own block's time."""
+    (path,) = _session_logs(SCENARIOS["parallel-tools"].root)
+    blocks = [
+        (b["id"], obj["timestamp"])
+        for obj in map(json.loads, path.read_bytes().splitlines())
+        if obj.get("type") == "assistant"
+        for b in obj["message"]["content"]
+        if b.get("type") == "tool_use"
+    ]
+    assert len(blocks) == 3
+    settings = FoldSettings(content=ContentPolicy(enabled=frozenset({ContentKind.TOOL_ARGUMENTS})))
+    fold = Pipeline.for_session(SessionFile.from_path(path), settings, project=False)
+    records = [r for step in fold.feed_file(path) for r in step.records]
+    first = next(r for r in records if isinstance(r, ModelCall))
+    assert [t.call_id for t in first.tool_requests] == [call_id for call_id, _ in blocks]
+    assert first.end_ns == parse.timestamp_ns(blocks[-1][1], [])
+    tools = {t.call_id: t for t in records if isinstance(t, ToolCall)}
+    assert [tools[c].start_ns for c, _ in blocks] == [parse.timestamp_ns(ts, []) for _, ts in blocks]
+    assert all(tools[c].parent_span_id == first.parent_span_id for c, _ in blocks)
+
+
+@pytest.mark.parametrize("name", ["parallel-tools", "subagent", "recorded-abort-mid-tool"])
+def test_mutated_records_never_stop_the_fold(name: str) -> None:
+    """Bad input never stops the fold: each record kind's first line, with any one value replaced by any wrong JSON
+    type, folds through the framer, the loop and the projections without raising."""
+    for path in [log.path for log in cc.scan(SCENARIOS[name].root)]:
+        lines = path.read_bytes().splitlines()
+        seen: set[str] = set()
+        folds = 0
+        for index, line in enumerate(lines):
+            obj = json.loads(line)
+            kind = (
+                f"{obj.get('type')}.{obj.get('subtype')}.{len(obj.get('message', {}).get('content') or '')}"
+            )
+            if kind in seen:
+                continue
+            seen.add(kind)
+            for mutated in _mutations(obj):
+                blob = b"\n".join([*lines[:index], json.dumps(mutated).encode(), *lines[index + 1 :]]) + b"\n"
+                fold = Pipeline.for_session(SessionFile.from_path(path), FoldSettings(), project=True)
+                records = [r for step in fold.feed_chunks([blob]) for r in step.records]
+                records += fold.close("file_ended").records
+                folds += 1
+                assert records, (kind, mutated)
+        assert folds > 100

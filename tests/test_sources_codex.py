@@ -215,6 +215,29 @@ def test_sub_agents_link_to_the_call_that_spawned_them(scenario: Scenario) -> No
         assert sum(u.output_tokens for u in usage) == s["usage"]["output_tokens"]
 
 
+def test_sub_agents_start_and_end_in_the_parents_records(scenario: Scenario) -> None:
+    """What the parent's log says of each sub-agent (rule A, parent-emitted): the spawn item names its thread,
+    nickname and model; a ``wait`` / ``close_agent`` item and the ``<subagent_notification>`` say it completed.
+    Both rollouts name the root thread as their session."""
+    expected = {s["thread_id"]: s for s in scenario.check["subagents"]}
+    main_thread = scenario.main.meta.thread_id
+    assert scenario.main.meta.session_id == main_thread
+    items = [i for i in _of(cx.ItemCompleted, scenario.main.events) if i.item_type == "CollabAgentToolCall"]
+    spawns = [i for i in items if i.tool == "spawn_agent"]
+    assert {t: i.nicknames[t] for i in spawns for t in i.receiver_thread_ids} == {
+        t: s["nickname"] for t, s in expected.items()
+    }
+    assert all(i.model == "gpt-5.5" and i.prompt for i in spawns)
+    assert all(not i.final_states for i in spawns)  # pending_init: not an end
+    ended = {t: end for i in items if i.tool != "spawn_agent" for t, end in i.final_states.items()}
+    assert ended == dict.fromkeys(expected, "completed")
+    notified = [n for m in _of(cx.Message, scenario.main.events) if (n := m.notified_thread) is not None]
+    assert notified == [(t, "completed") for t in expected]
+    for thread in expected:
+        assert scenario.children[thread].meta.session_id == main_thread
+    assert scenario.main.meta.branch == "main" and scenario.main.meta.commit
+
+
 def test_compaction(scenario: Scenario) -> None:
     compacted = _of(cx.Compacted, scenario.main.events)
     assert len(compacted) == scenario.check["compactions"]

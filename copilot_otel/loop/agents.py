@@ -5,18 +5,60 @@ An event names its agent by the envelope's ``agentId`` (newer CLIs) or by the ``
 the first time it is seen. A sub-agent ends at its ``subagent.completed`` / ``failed`` (or with its prompt); a
 background one keeps its prompt open after the next prompt begins. The custom main agent (``copilot --agent``)
 names the roots.
+
+Loop rule A, when the parent's log names the sub-agent and the sub-agent's log cannot name the spawning call
+(Codex): :func:`on_spawned` opens the agent span under the spawning tool call with an id both logs compute, and
+:func:`on_spawn_ended` hands its run on; the sub-agent's own fold hangs its work under that span and hands on no
+run (see :func:`close_agent`).
 """
 
 from __future__ import annotations
 
+from typing import Any, Protocol
+
 from .. import events as ev
+from .. import ids
 from ..activity import AgentRun, IncompleteReason, Outcome
 from ..content import ContentKind
 from ..foldstate import Agent, Prompt
 from .core import OWN_API, LoopState
 from .inputs import Envelope
 
-__all__ = ["close_agent", "on_agent_selected", "on_subagent_end", "on_subagent_started", "route"]
+__all__ = [
+    "SpawnEndInput",
+    "SpawnInput",
+    "close_agent",
+    "on_agent_selected",
+    "on_spawn_ended",
+    "on_spawned",
+    "on_subagent_end",
+    "on_subagent_started",
+    "route",
+]
+
+
+class SpawnInput(Envelope, Protocol):
+    """A sub-agent started by the tool call ``task_call_id``, its work in a log of its own (rule A)."""
+
+    @property
+    def agent_key(self) -> str: ...
+    @property
+    def task_call_id(self) -> str | None: ...
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def model(self) -> str | None: ...
+    @property
+    def content(self) -> Any: ...
+
+
+class SpawnEndInput(Envelope, Protocol):
+    """That sub-agent is done (``error_type``: how it ended, when not completed)."""
+
+    @property
+    def agent_key(self) -> str: ...
+    @property
+    def error_type(self) -> str | None: ...
 
 
 def route(loop: LoopState, event: Envelope) -> tuple[Prompt, Agent]:
@@ -154,7 +196,9 @@ def close_agent(
             loop.end_turn(
                 prompt, agent, time_ns, incomplete=(reason or "no_turn_end") if incomplete else None
             )
-    if agent is prompt.root and not prompt.rooted:
+    if agent is prompt.root and (not prompt.rooted or agent.span_id == agent.parent_span_id):
+        # The prompt's root is the PromptRun's; a rooted fold's root whose span is its own parent is the agent span
+        # another fold hands on (rule A, parent-emitted: Codex), so this fold hands on none.
         return
     end = max(time_ns, agent.last_ns)
     loop.ended(prompt, end)
@@ -199,3 +243,46 @@ def on_agent_selected(loop: LoopState, event: ev.AgentSelected) -> None:
     loop.ctx.agent_name = event.name
     if loop.current is not None:
         loop.current.root.name = event.name
+
+
+# ---------------------------------------------------------------------------------------------- rule A, parent-emitted
+def on_spawned(loop: LoopState, event: SpawnInput) -> None:
+    """The parent's side of rule A: open the sub-agent's span under the tool call that started it. Its id,
+    ``ids.span_id(session, "agent", agent_key)``, is the one the sub-agent's own log computes for its root (the
+    session is the root thread's in both), so that fold's turns hang under this span."""
+    call_id = event.task_call_id
+    owner = loop.tool_owner.get(call_id) if call_id is not None else None
+    prompt = owner if owner is not None else loop.ensure_prompt(event)
+    key = event.agent_key
+    if not key or key in prompt.agents:
+        return
+    tool = prompt.tools.get(call_id) if call_id is not None else None
+    agent = Agent(
+        span_id=ids.span_id(loop.ctx.session_id, "agent", key),
+        parent_span_id=tool.span_id if tool is not None else prompt.root.span_id,
+        name=event.name,
+        start_ns=event.time_ns,
+        agent_id=key,
+        task_call_id=call_id,
+        model=event.model or loop.ctx.model,
+        last_ns=event.time_ns,
+    )
+    agent.input_text = loop.gate.text(event.content, ContentKind.PROMPTS)
+    # Not routed to: no event of this log is the sub-agent's (its work is in its own log).
+    prompt.agents[key] = agent
+    loop.touch(prompt, prompt.root, event.time_ns)
+
+
+def on_spawn_ended(loop: LoopState, event: SpawnEndInput) -> None:
+    """The sub-agent of :func:`on_spawned` is done: its run is handed on (failed when it did not complete)."""
+    for prompt in list(loop.prompts.values()):
+        agent = prompt.agents.get(event.agent_key)
+        if agent is None or agent.closed:
+            continue
+        if event.error_type is not None:
+            agent.status = Outcome.ERROR
+            agent.error_type = event.error_type
+            agent.status_message = f"sub-agent ended: {event.error_type}"
+        agent.last_ns = max(agent.last_ns, event.time_ns)
+        close_agent(loop, prompt, agent, event.time_ns, None, incomplete=False)
+        return

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 from .. import events as ev
 from ..events import Event
 from ..records import record
-from . import notes, prompts, session, tools, turns
-from .core import Translator
+from . import agents, notes, prompts, session, tools, turns
+from .core import LoopState, Translator
+from .inputs import Envelope
 
 __all__ = [
     "NEUTRAL",
@@ -26,10 +27,13 @@ __all__ = [
     "CallUsage",
     "Compacted",
     "Failed",
+    "PromptEnded",
     "PromptSubmitted",
     "RootEnded",
     "Rooted",
     "SessionBegan",
+    "SpawnEnded",
+    "Spawned",
     "ToolBegan",
     "ToolEnded",
     "TurnBegan",
@@ -145,6 +149,14 @@ class Failed(Event):
 
 @record
 class Rooted(Event):
+    """Loop rule A: this log is a sub-agent's, rooted in another fold's span (see :func:`.prompts.on_rooted`).
+
+    ``parent_span_id`` is the span the sub-agent hangs under. When it equals the root's own span id
+    (``ids.span_id(session_id, "agent", agent_key)``), the agent span itself is the other fold's (Codex: the
+    parent's fold hands on the :class:`~copilot_otel.activity.AgentRun` under its ``spawn_agent`` call, see
+    :class:`Spawned`): this fold hangs its turns under that span and hands on no run of its own.
+    """
+
     session_id: str | None = None
     prompt_key: str = ""
     agent_key: str = ""
@@ -158,6 +170,43 @@ class Rooted(Event):
 @record
 class RootEnded(Event):
     pass
+
+
+@record
+class PromptEnded(Event):
+    """The source says the prompt's work is over (Codex: ``task_complete`` / ``turn_aborted``): it closes there,
+    complete, instead of waiting for the next prompt or the log's end."""
+
+
+@record
+class Spawned(Event):
+    """Loop rule A, the parent's side: a sub-agent whose work is in a log of its own was started by the tool call
+    ``task_call_id``. The parent's fold opens its agent span under that call, with an id the sub-agent's log can
+    compute (``ids.span_id(session, "agent", agent_key)``), and hands on its run when :class:`SpawnEnded` (or
+    the prompt's end) closes it."""
+
+    agent_key: str = ""
+    task_call_id: str | None = None
+    name: str | None = None
+    model: str | None = None
+    content: Any = None
+
+
+@record
+class SpawnEnded(Event):
+    """The sub-agent ``agent_key`` of a :class:`Spawned` is done; ``error_type`` set when it did not complete."""
+
+    agent_key: str = ""
+    error_type: str | None = None
+
+
+def on_prompt_end(loop: LoopState, event: Envelope) -> None:
+    """:class:`PromptEnded`: the current prompt closes at the event, complete (a rooted one as
+    :class:`RootEnded` closes it)."""
+    prompt = loop.current
+    if prompt is not None:
+        loop.touch(prompt, prompt.root, event.time_ns)
+        prompts.close_prompt(loop, prompt, event.time_ns, None, incomplete=False)
 
 
 # The translator of the neutral events: the same handlers Copilot's events reach (loop/copilot.py).
@@ -176,6 +225,9 @@ NEUTRAL = Translator(
         Failed: notes.NOTES[ev.SessionError],
         Rooted: prompts.on_rooted,
         RootEnded: prompts.on_rooted_end,
+        PromptEnded: on_prompt_end,
+        Spawned: agents.on_spawned,
+        SpawnEnded: agents.on_spawn_ended,
     },
     keeps_unanswered=frozenset({Failed, Aborted, Compacted}),
 )
@@ -197,7 +249,10 @@ if TYPE_CHECKING:  # each neutral event is the input its handler reads: mypy che
         error: Failed,
         rooted: Rooted,
         root_ended: RootEnded,
+        spawned: Spawned,
+        spawn_ended: SpawnEnded,
     ) -> None:
+        __: tuple[agents.SpawnInput, agents.SpawnEndInput] = (spawned, spawn_ended)
         _: tuple[
             inputs.SessionStartInput,
             inputs.PromptInput,

@@ -10,7 +10,9 @@ those of ``docs/other-agents.md``):
 2. a ``<synthetic>`` assistant record is no model call (one with ``isApiErrorMessage`` is an error, rule B);
 3. a turn per model call: it begins at the call (dated by the record its first block answers, ``parentUuid``)
    and ends where the next call begins, at the prompt's end, or at the answer itself when the model asked for
-   no tool;
+   no tool; a call's tools start once its last block is read (the first record that is not another block of it),
+   so a parallel call's later ``tool_use`` blocks are among the call's tool requests too (the loop hands the call
+   on at its first tool's start);
 4. tokens to Copilot's meaning: input **includes** the cache's (``input_tokens + cache_creation_input_tokens +
    cache_read_input_tokens``), cache read and write apart;
 5. a tool result is ok, failed or denied (``ToolResult.outcome``; denied: Copilot's ``error.code`` ``denied``);
@@ -121,6 +123,7 @@ class ClaudeCodeFramer:
         "queued",
         "seed",
         "started",
+        "starts",
         "turn_open",
     )
 
@@ -142,6 +145,8 @@ class ClaudeCodeFramer:
                       trigger=h.get("trigger"), pre_tokens=h.get("pre_tokens"))
             for h in s.get("held", ())
         ]  # fmt: skip
+        # The open call's tool_use blocks, started once its last block is read (see the module docstring, 3).
+        self.starts: list[dict[str, Any]] = [dict(t) for t in s.get("starts", ())]
 
     def snapshot(self) -> dict[str, Any]:
         """The framer's state, for a checkpoint's context (plain JSON values)."""
@@ -161,12 +166,15 @@ class ClaudeCodeFramer:
                  "trigger": h.trigger, "pre_tokens": h.pre_tokens}
                 for h in self.held
             ],
+            "starts": [dict(t) for t in self.starts],
         }  # fmt: skip
 
     def frame(self, view: Event) -> list[Event]:
         """The loop's events for one record (often none)."""
         out: list[Event] = []
         cls = view.__class__
+        if self.starts and not (cls is AssistantRecord and self._same_call(view)):  # type: ignore[arg-type]
+            self._start_tools(view, out)
         if not self.started and isinstance(view, Record) and view.session_id is not None:
             if self.seed is None:  # a sub-agent's file is no session of its own
                 self._session(view, out)
@@ -308,11 +316,11 @@ class ClaudeCodeFramer:
                      content=text or None,
                      tool_requests=tuple([ev.ToolRequest(u.id, u.name, u.input) for u in uses]))
         )  # fmt: skip
-        for use in uses:
-            out.append(
-                ToolBegan("claude-code.tool_use", use.id or view.id, t, NO_DATA, None, view.offset,
-                          view.end_offset, view.dropped, call_id=use.id, name=use.name, arguments=use.input)
-            )  # fmt: skip
+        self.starts.extend(
+            {"id": use.id or view.id, "time_ns": t, "offset": view.offset, "end_offset": view.end_offset,
+             "call_id": use.id, "name": use.name, "arguments": use.input}
+            for use in uses
+        )  # fmt: skip
         if not uses and view.stop_reason in _FINAL:
             self._end_turn(view, t, out)
             if self.seed is not None:  # a sub-agent's final answer: its work is done
@@ -320,6 +328,19 @@ class ClaudeCodeFramer:
                     RootEnded("claude-code.subagent_end", f"subagent-end/{view.id}", t, NO_DATA, None, view.offset,
                               view.end_offset, view.dropped)
                 )  # fmt: skip
+
+    def _same_call(self, view: AssistantRecord) -> bool:
+        """Another block of the open call (same ``message.id``): its tools wait for the call's last block."""
+        return not view.synthetic and (view.message_id or view.id) == self.message_id
+
+    def _start_tools(self, view: Event, out: list[Event]) -> None:
+        """The open call's last block was read: its tools start, each at its own block's time."""
+        for t in self.starts:
+            out.append(
+                ToolBegan("claude-code.tool_use", t["id"], t["time_ns"], NO_DATA, None, t["offset"], t["end_offset"],
+                          view.dropped, call_id=t["call_id"], name=t["name"], arguments=t["arguments"])
+            )  # fmt: skip
+        self.starts = []
 
     def _compaction(self, view: CompactBoundary, out: list[Event]) -> None:
         compacted = Compacted(

@@ -35,6 +35,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from ..events import Dropped, Event, _dict, _int, _str, count, raw, text
 from ..records import BadLine, RecordBase, record
 from . import LogKind, Source, SourceLog, ToolOutcome, decode, source_root, time_of, walk_logs
@@ -74,6 +76,7 @@ _PATCH_FAILED = "apply_patch verification failed"
 # tests/otheragents/record.py.
 _ABORTED = re.compile(r"^aborted by user$", re.MULTILINE)
 # ``response_item`` user messages the CLI writes itself (not prompts): these open with a tag.
+_NOTIFICATION = re.compile(r"^\s*<subagent_notification>\s*(\{.*\})\s*</subagent_notification>", re.DOTALL)
 _HARNESS_TAGS = ("<environment_context>", "<subagent_notification>", "<turn_aborted>", "<user_instructions>")
 
 
@@ -143,7 +146,12 @@ class SessionMeta(Event):
 
     __slots__ = ()
     thread_id = text("id")
+    # The session a thread belongs to: its own id for a thread a human started, the root thread's for a
+    # sub-agent's (every ``token_usage_record`` of the child repeats it).
+    session_id = text("session_id")
     cwd = text("cwd")
+    branch = text("git", "branch")
+    commit = text("git", "commit_hash")
     cli_version = text("cli_version")
     originator = text("originator")
     model_provider = text("model_provider")
@@ -243,8 +251,10 @@ class ItemCompleted(Event):
     item_id = text("item", "id")
     status = text("item", "status")
     exit_code = count("item", "exit_code")
-    tool = text("item", "tool")  # CollabAgentToolCall: spawn_agent, wait_agent, close_agent
+    tool = text("item", "tool")  # CollabAgentToolCall: spawn_agent, wait, close_agent
     content = raw("item", "content")
+    prompt = raw("item", "prompt")  # CollabAgentToolCall spawn_agent: the sub-agent's task (content)
+    model = text("item", "model")  # CollabAgentToolCall spawn_agent: the sub-agent's model
     started_at_ms = count("started_at_ms")
     completed_at_ms = count("completed_at_ms")
 
@@ -258,6 +268,37 @@ class ItemCompleted(Event):
         """The threads a ``CollabAgentToolCall`` addressed (for ``spawn_agent``: the sub-agent it started)."""
         ids = _dict(self.data.get("item")).get("receiver_thread_ids")
         return tuple([i for i in ids if isinstance(i, str) and i]) if isinstance(ids, list) else ()
+
+    @property
+    def nicknames(self) -> dict[str, str]:
+        """A ``CollabAgentToolCall``'s ``receiver_agents``: each addressed thread's nickname."""
+        agents = _dict(self.data.get("item")).get("receiver_agents")
+        if not isinstance(agents, list):
+            return {}
+        return {
+            a["thread_id"]: a["agent_nickname"]
+            for a in agents
+            if isinstance(a, dict)
+            and isinstance(a.get("thread_id"), str)
+            and isinstance(a.get("agent_nickname"), str)
+        }
+
+    @property
+    def final_states(self) -> dict[str, str]:
+        """A ``CollabAgentToolCall``'s ``agents_states`` that are final: thread → how it ended (``completed``, or
+        the name of another end), from a state written as ``{"<end>": <final message>}``; a state still under
+        way is a plain string (``pending_init``, ``running``) and is left out."""
+        states = _dict(self.data.get("item")).get("agents_states")
+        if not isinstance(states, dict):
+            return {}
+        return {
+            thread: next(iter(state))
+            for thread, state in states.items()
+            if isinstance(thread, str)
+            and isinstance(state, dict)
+            and len(state) == 1
+            and isinstance(next(iter(state)), str)
+        }
 
 
 class TokenUsage(Event):
@@ -299,6 +340,26 @@ class Message(Event):
     def harness(self) -> bool:
         """A message the CLI wrote itself (environment context, a sub-agent's notification, an abort note)."""
         return self.role == "developer" or self.plain_text.lstrip().startswith(_HARNESS_TAGS)
+
+    @property
+    def notified_thread(self) -> tuple[str, str] | None:
+        """A ``<subagent_notification>`` (a sub-agent ended): its thread (``agent_path``) and how it ended (the key
+        of its ``status``, e.g. ``completed``); ``None`` for any other message."""
+        if self.role != "user":
+            return None
+        match = _NOTIFICATION.match(self.plain_text)
+        if match is None:
+            return None
+        try:
+            body = orjson.loads(match.group(1))
+        except orjson.JSONDecodeError:
+            return None
+        thread = body.get("agent_path") if isinstance(body, dict) else None
+        status = _dict(body.get("status")) if isinstance(body, dict) else {}
+        if not isinstance(thread, str) or not thread:
+            return None
+        end = next((k for k in status if isinstance(k, str)), "completed")
+        return thread, end
 
 
 class FunctionCall(Event):
