@@ -54,6 +54,7 @@ _AGENTS = ["agents", "claude_code_home", "codex_home"]
 # next start), so a time limit there would do nothing; replay and dead-letters resend take it.
 _RUN = [
     *_EXPORT,
+    *_AGENTS,
     "export_delay",
     "backfill",
     "idle_timeout",
@@ -66,7 +67,8 @@ _RUN = [
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="copilot-otel",
-        description="Turn GitHub Copilot CLI session logs into OpenTelemetry traces, metrics and log events.",
+        description="Turn coding agents' session logs (GitHub Copilot CLI, Claude Code, Codex CLI) into "
+        "OpenTelemetry traces, metrics and log events.",
     )
     parser.add_argument("--version", action="version", version=f"copilot-otel {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

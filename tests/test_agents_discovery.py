@@ -22,7 +22,6 @@ import pytest
 
 from copilot_otel import library
 from copilot_otel.cli import main
-from copilot_otel.sources import Source, loop_source
 from tests.conftest import CLI_GENERATED, FIXTURES, read_events, replay_into
 from tests.otlp_receiver import OtlpReceiver
 
@@ -33,10 +32,6 @@ CODEX = json.loads((OTHER / "codex" / "checks.json").read_text(encoding="utf-8")
 # thread of its own), and a plain one.
 SCENARIOS = ("subagent", "multi-tool")
 COPILOT_SESSIONS = ("failing-tool", "subagent")
-CODEX_FRAMED = loop_source(Source.CODEX) is not None
-NEEDS_CODEX = pytest.mark.skipif(
-    not CODEX_FRAMED, reason="Codex's framer (copilot_otel/sources/codex_loop.py) is not in this tree yet"
-)
 
 
 @pytest.fixture(autouse=True)
@@ -133,14 +128,10 @@ def test_replay_of_all_three_is_each_folder_replayed(
     copilot, claude, codex = _copilot(_isolated_home), _claude(_isolated_home), _codex(_isolated_home)
     assert replay_into(receiver) == 0
     out = capsys.readouterr()
-    assert _ids(receiver) == _explicit(copilot) | _explicit(claude) | (
-        _explicit(codex) if CODEX_FRAMED else set()
-    )
+    assert _ids(receiver) == _explicit(copilot) | _explicit(claude) | _explicit(codex)
     sessions = len(COPILOT_SESSIONS) + len(SCENARIOS) + 1  # + the Claude Code sub-agent's file
-    if CODEX_FRAMED:
-        sessions += sum(len(CODEX[n]["files"]) for n in SCENARIOS)
-    else:
-        assert f"left out {codex / 'sessions'}: this version cannot fold Codex CLI logs yet" in out.err
+    sessions += sum(len(CODEX[n]["files"]) for n in SCENARIOS)
+    assert "left out" not in out.err
     assert f"exported {sessions} sessions:" in out.out
 
 
@@ -223,7 +214,6 @@ def _threads(name: str) -> list[str]:
     return [CODEX[name]["session_ids"][0], *(a["thread_id"] for a in CODEX[name]["subagents"])]
 
 
-@NEEDS_CODEX
 @pytest.mark.parametrize("target", ["home", "sessions"])
 def test_replay_of_codex_folders_exports_every_thread(
     _isolated_home: Path, receiver: OtlpReceiver, target: str
@@ -319,7 +309,6 @@ def test_show_lists_codex_threads_by_the_shortest_unique_prefix(
         assert len(short) >= 8 and sum(t.startswith(short) for t in threads) == 1
 
 
-@NEEDS_CODEX
 def test_show_lists_codex_threads_with_their_prompts(
     _isolated_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -332,26 +321,6 @@ def test_show_lists_codex_threads_with_their_prompts(
             len(CODEX[name]["human_prompts"]),
             None,
         )
-
-
-def test_without_codex_framer_its_threads_are_left_out_and_said(
-    _isolated_home: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    if CODEX_FRAMED:
-        pytest.skip(
-            "Codex's framer is here: test_show_lists_codex_threads_with_their_prompts covers its threads"
-        )
-    _claude(_isolated_home)
-    _codex(_isolated_home)
-    assert main(["show", "--json"]) == 0
-    out = capsys.readouterr()
-    assert {row["agent"] for row in json.loads(out.out)["sessions"]} == {"claude-code"}
-    assert (
-        f"left out {_isolated_home / '.codex' / 'sessions'}: this version cannot fold Codex CLI logs yet"
-        in out.err
-    )
-    assert main(["show", str(_isolated_home / ".codex")]) == 0  # asked for by path: listed, saying why empty
-    assert "this version cannot fold Codex CLI logs yet" in capsys.readouterr().out
 
 
 # ------------------------------------------------------------------------------------------------ report
@@ -421,7 +390,6 @@ def test_report_of_claude_code_home_counts_each_session_once(
     assert (totals["input_tokens"], totals["output_tokens"]) == _tokens(CLAUDE, SCENARIOS)
 
 
-@NEEDS_CODEX
 def test_report_adds_up_codex_threads_the_same_way(
     _isolated_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -464,12 +432,7 @@ def test_doctor_lists_each_agents_folder(_isolated_home: Path, capsys: pytest.Ca
     _codex(_isolated_home)
     threads = sum(len(_threads(n)) for n in SCENARIOS)
     line = next(line for line in _doctor(capsys) if "Codex CLI logs" in line)
-    if CODEX_FRAMED:
-        assert line == f"ok   Codex CLI logs: {threads} sessions in {codex}"
-    else:
-        assert line.startswith(
-            f"warn Codex CLI logs: {threads} sessions in {codex}; this version cannot fold them yet"
-        )
+    assert line == f"ok   Codex CLI logs: {threads} sessions in {codex}"
 
 
 def test_an_id_prefix_two_agents_share_is_ambiguous_and_names_both(

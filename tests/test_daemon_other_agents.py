@@ -28,7 +28,6 @@ from copilot_otel.config import load_config
 from copilot_otel.pipeline import FoldSettings, Pipeline, fold_settings, split_lines
 from copilot_otel.records import Emission
 from copilot_otel.sessions import SessionFile
-from copilot_otel.sources import Source, loop_source
 from tests.conftest import FIXTURES, SERIAL
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver
@@ -427,10 +426,6 @@ def test_codex_rollouts_are_discovered_and_followed_in_their_date_folders(
 
 
 @SERIAL
-@pytest.mark.skipif(
-    loop_source(Source.CODEX) is None,
-    reason="sources.codex_loop (CODEX) is not in this tree yet: its rollouts fold to nothing until it is merged",
-)
 def test_codex_rollouts_written_live_are_exported_as_replay_exports_them(
     tmp_path: Path, receiver: OtlpReceiver
 ) -> None:
