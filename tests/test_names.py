@@ -20,8 +20,10 @@ PACKAGE = Path(copilot_otel.__file__).parent
 # unprefixed keys have no shape of their own), OpenInference (Phoenix), Langfuse, the few general OTel keys our
 # records and our resource carry, and our own ``copilot_otel.*`` (told apart from a module's dotted name below).
 NAME = re.compile(
-    r"^(?:gen_ai\.|github\.copilot\.|claude_code\.|codex\.|openinference\.|langfuse\.|llm\.|tool_call\."
+    r"^(?:gen_ai\.|github\.copilot\.|claude_code\.|openinference\.|langfuse\.|llm\.|tool_call\."
     r"|tool\.(?:name|parameters)$"
+    # Codex's event names (its framer's event labels are "codex.<record>" too: only the exporter's are names)
+    r"|codex\.(?:conversation_starts|api_request|sse_event|user_prompt|tool_decision|tool_result)$"
     r"|agent\.name$|(?:input|output)\.(?:value|mime_type)$|session\.id$|error\.type$|exception\.(?:type|message)$"
     r"|event\.name$|process\.(?:pid|exit\.code)$|service\.(?:name|version|instance\.id)$|host\.name$|user\.name$"
     r"|copilot_otel\.[a-z_]+(?:\.[a-z_]+)*\.?$)"
