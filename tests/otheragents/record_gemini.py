@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -51,7 +52,8 @@ SETTINGS = {
 
 @dataclass(frozen=True)
 class Call:
-    """One function call a scripted reply asks for; ``expect``: ``ok`` or ``failed`` (how the tool ends)."""
+    """One function call a scripted reply asks for; ``expect``: how the tool ends, ``ok`` or ``failed``, or
+    ``unwritten`` (cut by the scenario's SIGINT before it ended: the CLI writes no record of it)."""
 
     name: str
     args: dict[str, Any]
@@ -103,6 +105,8 @@ class Run:
     prompt: str
     replies: tuple[Reply, ...]
     resume: bool = False
+    approval: str = "yolo"  # --approval-mode: yolo runs every tool; default asks, which -p cannot
+    interrupt_after_s: float | None = None  # SIGINT to the CLI's process group this long after it started
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,8 @@ class Scenario:
     # for the same call (name and arguments) a 5th time in a row: that reply is taken but never written, nor its
     # call run. The number of the reply it stops at (1-based), or None.
     loop_stop: int | None = None
+    # How many replies of a run are taken and written, when not all are (the CLI stopped or was stopped).
+    written: int | None = None
 
 
 def _read(path: str) -> Call:
@@ -196,8 +202,29 @@ def _scenarios(project: Path) -> dict[str, Scenario]:
             "recorded as it happens), then an answer.",
             (Run("Check VERSION until it changes.", (*runaway, Reply(text="It never changed."))),),
             loop_stop=5,
+            written=4,
             notes=("The CLI's loop detection stops it at the 5th identical request: 4 calls run and written, "
                    "then a user record 'System: Potential loop detected. …' (the CLI's, no human prompt).",),
+        ),
+        Scenario(
+            "denied-tool", "Without --approval-mode yolo a headless run cannot ask, so the CLI leaves the shell "
+            "tool out: the call fails as 'Tool \"run_shell_command\" not found' (never runs; the log cannot tell "
+            "it from a tool the model made up), then an answer.",
+            (Run("Run the tests.", (
+                Reply(calls=(Call("run_shell_command", {"command": "echo ran > ran.txt", "description": "tests"},
+                                  "failed"),)),
+                Reply(text="I may not run commands here.", prompt_tokens=1100),
+            ), approval="default"),),
+        ),
+        Scenario(
+            "abort-mid-tool", "SIGINT (Ctrl-C) while a shell command sleeps: the CLI writes a tool call only when it "
+            "ends, so the log ends with the reply that asked for it, and no call (exit code as recorded).",
+            (Run("Wait for the build.", (
+                Reply(calls=(Call("run_shell_command", {"command": "sleep 30", "description": "build"},
+                                  "unwritten"),)),
+                Reply(text="never asked for"),
+            ), interrupt_after_s=4.0),),
+            written=1,
         ),
         Scenario(
             "runaway-distinct", "25 shell calls in a row, each with other arguments (the CLI's loop detection "
@@ -215,7 +242,7 @@ def _expected(scenario: Scenario) -> dict[str, Any]:
     for r, run in enumerate(scenario.runs):
         prompts.append(run.prompt)
         per_agent: dict[str, int] = {}
-        replies = run.replies if scenario.loop_stop is None else run.replies[: scenario.loop_stop - 1]
+        replies = run.replies[: scenario.written] if scenario.written is not None else run.replies
         for s, reply in enumerate(replies):
             per_agent[reply.agent] = per_agent.get(reply.agent, 0) + 1
             step = f"r{r}s{s}"
@@ -269,15 +296,27 @@ def _run(cli: Path, scenario: Scenario, out: Path) -> dict[str, Any]:
         ]
         fake.write_text("\n".join(lines) + "\n", encoding="utf-8")
         argv = ["unshare", "-rn", "node", str(cli), "--fake-responses-non-strict", str(fake),
-                "--approval-mode", "yolo", "-m", MODEL, "-p", run.prompt]  # fmt: skip
+                "--approval-mode", run.approval, "-m", MODEL, "-p", run.prompt]  # fmt: skip
         if run.resume:
             argv[-2:-2] = ["--resume", "latest"]
         started = time.monotonic()
-        done = subprocess.run(argv, cwd=project, env=env, capture_output=True, timeout=300, check=False)
+        proc = subprocess.Popen(
+            argv, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+        )
+        interrupted = False
+        try:
+            stdout, stderr = proc.communicate(timeout=run.interrupt_after_s or 300)
+        except subprocess.TimeoutExpired:
+            if run.interrupt_after_s is None:
+                raise
+            os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C does
+            interrupted = True
+            stdout, stderr = proc.communicate(timeout=60)
         wall = round(time.monotonic() - started, 3)
-        (capture / f"run{r}-stdout.txt").write_bytes(done.stdout)
-        (capture / f"run{r}-stderr.txt").write_bytes(done.stderr.replace(str(work).encode(), b"<work>"))
-        runs.append({"prompt": run.prompt, "resume": run.resume, "exit_code": done.returncode, "wall_s": wall,
+        (capture / f"run{r}-stdout.txt").write_bytes(stdout)
+        (capture / f"run{r}-stderr.txt").write_bytes(stderr.replace(str(work).encode(), b"<work>"))
+        runs.append({"prompt": run.prompt, "resume": run.resume, "approval_mode": run.approval,
+                     "interrupted": interrupted, "exit_code": proc.returncode, "wall_s": wall,
                      "replies_scripted": len(run.replies)})  # fmt: skip
     for fake in capture.glob("run*-replies.jsonl"):
         fake.write_bytes(fake.read_bytes().replace(str(work).encode(), FIXED_WORK.encode()))
