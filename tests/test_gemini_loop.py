@@ -93,7 +93,9 @@ def test_checks_hold(name: str) -> None:
     assert all(call.outcome == "ok" for call in calls)
     # Each scripted call of the main agent, by the CLI's id, with its outcome (a shell exit 3 failed).
     expected = {
-        t["id"]: t["expect"] for t in c["scripted_tool_calls"] if t["agent"] == "main" and t["expect"] != "unwritten"
+        t["id"]: t["expect"]
+        for t in c["scripted_tool_calls"]
+        if t["agent"] == "main" and t["expect"] != "unwritten"
     }
     assert _outcomes(tools) == expected
     # Tokens: input includes the cached (as the Gemini API's does), output includes the thoughts.
@@ -196,18 +198,27 @@ def test_a_cut_tool_call_is_in_no_record() -> None:
     assert not any(isinstance(r, ToolCall) for r in records)
 
 
-def test_a_subagent_whose_spawn_is_not_written_yet_is_still_read(tmp_path: Path) -> None:
+@pytest.mark.parametrize("parent_lines", [0, 6])
+def test_a_subagent_whose_spawn_is_not_written_yet_is_still_read(tmp_path: Path, parent_lines: int) -> None:
     """Live, the sub-agent's log is followed before the parent's call has ended (the CLI writes ``agentId`` then):
-    no spawn to root under, but its work is still folded (its own trace)."""
+    no call to root under, but its work is still folded, in the trace of the prompt the parent runs (when the
+    parent's log is there, cut before the call's end), else in one of its own."""
+    (main,) = _logs("subagent", LogKind.SESSION)
     (sub,) = _logs("subagent", LogKind.SUBAGENT)
     chats = tmp_path / "tmp" / "project" / "chats"
     alone = chats / sub.path.parent.name / sub.path.name
     alone.parent.mkdir(parents=True)
     alone.write_bytes(sub.path.read_bytes())
+    head = main.path.read_bytes().splitlines(keepends=True)[:parent_lines]
+    assert b"agentId" not in b"".join(head)
+    if head:
+        (chats / main.path.name).write_bytes(b"".join(head))
     first = seed(alone)
     assert first is not None and first["call_id"] is None
     (agent,) = [r for r in _fold(alone) if isinstance(r, AgentRun)]
     assert agent.parent_span_id == 0 and agent.usage.calls == 2
+    (run,) = [r for r in _fold(main.path) if isinstance(r, PromptRun)]
+    assert (agent.trace_id == run.trace_id) is bool(head)
 
 
 def _all_logs() -> list[Path]:

@@ -468,6 +468,8 @@ def spawn_of(path: Path) -> Spawn | None:
 
 
 def _spawn_in(blob: bytes, parent: str, agent: str) -> Spawn | None:
+    """The spawn in the parent's log ``blob``; when its call is not written yet (the sub-agent still runs), the
+    prompt the parent runs now, which is the sub-agent's; ``None``: another session's log."""
     prompt_id: str | None = None
     for view in read_blob(blob, read_line):
         cls = view.__class__
@@ -482,4 +484,4 @@ def _spawn_in(blob: bytes, parent: str, agent: str) -> Spawn | None:
                 if call.agent_id == agent:
                     name = _str(_dict(call.args).get("agent_name"))
                     return Spawn(parent, agent, call.id, prompt_id, name)
-    return None
+    return Spawn(parent, agent, None, prompt_id, None)

@@ -33,9 +33,10 @@ Loop rule C: a prompt is keyed by its ``user`` message's ``id``, so its trace is
 Loop rule A: a sub-agent's log (``chats/<parent session id>/<agent id>.jsonl``) is folded alone, rooted under the
 parent's ``invoke_agent`` tool span. Its own log does not say which call started it, nor in which prompt; the
 parent's ``invoke_agent`` call names the sub-agent (``agentId``) once it has ended. :func:`seed` reads that from
-the parent's log when the fold starts (:func:`~copilot_otel.sources.gemini.spawn_of`); a fold that starts before
-the parent's call has ended (live) has no spawn: it roots in its own trace, under no span. Its task is its first
-``user`` message; its successful ``complete_task`` call ends it.
+the parent's log when the fold starts (:func:`~copilot_otel.sources.gemini.spawn_of`). A fold that starts before
+the parent's call has ended (live) finds no call: it roots in the trace of the prompt the parent runs then (its
+own), under no span (a second root of that trace). Its task is its first ``user`` message; its successful
+``complete_task`` call ends it.
 """
 
 from __future__ import annotations
