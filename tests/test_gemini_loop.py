@@ -1,0 +1,331 @@
+"""Gemini CLI's sessions through the loop: the facts each scenario's ``checks.json`` states, found in the records.
+
+The checks were written by ``tests/otheragents/record_gemini.py`` from its scripted replies, never from the session
+file; here the real pipeline (reader → framer → the one loop) must arrive at them: one trace per human prompt, the
+main agent's model calls per prompt (one per reply, however often the CLI rewrote it: the replace-by-id rule),
+the tool calls by id with their outcomes, the tokens in the fold's meaning, and the sub-agent rooted under the
+``invoke_agent`` call that started it (rule A). Then live == replay (each log fed in pieces of 1, 7 and 4096
+bytes) and the framer's state: a snapshot taken after any line, restored, goes on as if never stopped.
+
+The shared wiring (``Source.GEMINI``, ``sniff``, ``_FRAMERS``) is not there yet: the pipelines here are built with
+``source=GEMINI`` and the framer's seed, as ``Pipeline.for_session`` will once ``sniff`` knows Gemini's header.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from copilot_otel import ids
+from copilot_otel.activity import AgentRun, ModelCall, PromptRun, Record, ToolCall
+from copilot_otel.content import ContentKind, ContentPolicy
+from copilot_otel.events import Event
+from copilot_otel.pipeline import FRAME_KEY, FoldSettings, Pipeline
+from copilot_otel.records import BadLine
+from copilot_otel.sources import LogKind, SourceLog, read_blob
+from copilot_otel.sources import gemini as gm
+from copilot_otel.sources.gemini_loop import GEMINI, GeminiFramer, seed
+from tests.conftest import FIXTURES
+
+ROOT = FIXTURES / "other-agents" / "gemini"
+SCENARIOS = sorted(p.name for p in ROOT.iterdir() if (p / "checks.json").is_file())
+
+
+def _checks(name: str) -> dict[str, Any]:
+    checks: dict[str, Any] = json.loads((ROOT / name / "checks.json").read_text(encoding="utf-8"))
+    return checks
+
+
+def _logs(name: str, kind: LogKind) -> list[SourceLog]:
+    return [log for log in gm.scan(ROOT / name) if log.kind is kind]
+
+
+def _pipeline(path: Path, settings: FoldSettings | None = None) -> Pipeline:
+    first = seed(path)
+    return Pipeline(
+        path.stem, settings or FoldSettings(), project=False, source=GEMINI,
+        first_frame={"seed": first} if first else None,
+    )  # fmt: skip
+
+
+def _fold(path: Path, settings: FoldSettings | None = None) -> list[Record]:
+    fold = _pipeline(path, settings)
+    records = [r for step in fold.feed_file(path) for r in step.records]
+    return [*records, *fold.close("file_ended").records]
+
+
+def _outcomes(tools: list[ToolCall]) -> dict[str, str]:
+    return {t.call_id: "ok" if t.success else "failed" for t in tools}
+
+
+def test_every_scenario_is_recorded() -> None:
+    assert SCENARIOS == [
+        "abort-mid-tool", "denied-tool", "failing-tool", "multi-tool", "parallel-tools", "plain-question", "resumed",
+        "runaway", "runaway-distinct", "subagent",
+    ]  # fmt: skip
+    for name in SCENARIOS:
+        (main,) = _logs(name, LogKind.SESSION)
+        assert main.path.name.startswith("session-")
+        assert all(run["exit_code"] == 0 for run in _checks(name)["runs"])
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_checks_hold(name: str) -> None:
+    c = _checks(name)
+    (main,) = _logs(name, LogKind.SESSION)
+    records = _fold(main.path)
+    runs = sorted((r for r in records if isinstance(r, PromptRun)), key=lambda r: r.start_ns)
+    calls = [r for r in records if isinstance(r, ModelCall)]
+    tools = [r for r in records if isinstance(r, ToolCall)]
+    # One trace per human prompt (the CLI's loop-detection note is none), with its own model calls.
+    assert len(runs) == len(c["human_prompts"])
+    assert len({r.trace_id for r in runs}) == len(runs) and all(r.human for r in runs)
+    per_trace = {r.trace_id: 0 for r in runs}
+    for call in calls:
+        per_trace[call.trace_id] += 1
+    assert list(per_trace.values()) == c["main_model_calls_per_prompt"]
+    assert [r.usage.calls for r in runs] == c["main_model_calls_per_prompt"]
+    assert {call.provider for call in calls} == ({"gcp.gemini"} if calls else set())
+    assert all(call.outcome == "ok" for call in calls)
+    # Each scripted call of the main agent, by the CLI's id, with its outcome (a shell exit 3 failed).
+    expected = {
+        t["id"]: t["expect"]
+        for t in c["scripted_tool_calls"]
+        if t["agent"] == "main" and t["expect"] != "unwritten"
+    }
+    assert _outcomes(tools) == expected
+    # Tokens: input includes the cached (as the Gemini API's does), output includes the thoughts.
+    usage = [u for u in c["scripted_usage"] if u["agent"] == "main"]
+    assert sum(r.usage.input or 0 for r in runs) == sum(u["input"] for u in usage)
+    assert sum(r.usage.output or 0 for r in runs) == sum(u["output"] + u["thoughts"] for u in usage)
+    assert sum(r.usage.cache_read or 0 for r in runs) == sum(u["cached"] for u in usage)
+    by_order = sorted(calls, key=lambda call: call.start_ns)
+    main_usage = sorted(usage, key=lambda u: (u["run"], u["step"]))
+    assert [(m.usage.input, m.usage.cache_read, m.usage.reasoning) for m in by_order] == [
+        (u["input"], u["cached"], u["thoughts"]) for u in main_usage
+    ]
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_a_rewritten_reply_is_one_model_call(name: str) -> None:
+    """The replace-by-id rule: the CLI writes a reply that asks for tools twice (at its stream's end, then with
+    its tool calls); the fold gives one model call per reply id, each with all of its tool requests."""
+    (main,) = _logs(name, LogKind.SESSION)
+    lines = [orjson.loads(line) for line in main.path.read_bytes().splitlines()]
+    replies = [obj for obj in lines if obj.get("type") == "gemini"]
+    ids_written = [obj["id"] for obj in replies]
+    arguments = FoldSettings(content=ContentPolicy(enabled=frozenset({ContentKind.TOOL_ARGUMENTS})))
+    calls = [r for r in _fold(main.path, arguments) if isinstance(r, ModelCall)]
+    assert len(calls) == len(set(ids_written))
+    assert len({call.span_id for call in calls}) == len(calls)
+    if name not in ("plain-question", "abort-mid-tool"):  # a reply with no tool call ended is written once
+        assert len(ids_written) > len(set(ids_written))  # the rule was needed
+    requested = {t["id"] for obj in replies for t in obj.get("toolCalls", ())}
+    assert {r.call_id for call in calls for r in call.tool_requests} == requested
+
+
+def test_rule_c_a_trace_per_prompt_message() -> None:
+    """[resumed]: two CLI processes, one file (a second header, the history restated in ``$set.messages``): each
+    prompt's trace is ``trace_id(sessionId, <its user message id>)``, and the restated history is no new work."""
+    (main,) = _logs("resumed", LogKind.SESSION)
+    lines = [orjson.loads(line) for line in main.path.read_bytes().splitlines()]
+    (session,) = {obj["sessionId"] for obj in lines if "sessionId" in obj and "type" not in obj}
+    assert sum(1 for obj in lines if "sessionId" in obj and "type" not in obj) == 2
+    prompts = [
+        obj["id"]
+        for obj in lines
+        if obj.get("type") == "user" and all("text" in part for part in obj["content"])
+    ]
+    runs = [r for r in _fold(main.path) if isinstance(r, PromptRun)]
+    assert sorted(r.trace_id for r in runs) == sorted(ids.trace_id(session, p) for p in prompts)
+
+
+def test_the_cli_loop_note_is_no_prompt() -> None:
+    """[runaway]: the CLI's loop detection stops the prompt after 4 identical calls and writes its own user record;
+    it is no human prompt (one trace), and ends the last turn."""
+    (main,) = _logs("runaway", LogKind.SESSION)
+    notes = [
+        obj
+        for obj in map(orjson.loads, main.path.read_bytes().splitlines())
+        if obj.get("type") == "user" and "Potential loop detected" in json.dumps(obj.get("content"))
+    ]
+    assert len(notes) == 1
+    records = _fold(main.path)
+    (run,) = [r for r in records if isinstance(r, PromptRun)]
+    assert run.usage.calls == 4 and _checks("runaway")["cli_loop_stop"] == 5
+
+
+def test_rule_a_the_subagent_is_rooted_under_its_invoke_agent_call() -> None:
+    """The sub-agent's log, folded alone, hangs under the parent's ``invoke_agent`` tool span in the parent's
+    trace, with its own model calls and tools, and hands on its AgentRun (no PromptRun)."""
+    c = _checks("subagent")
+    (main,) = _logs("subagent", LogKind.SESSION)
+    (sub,) = _logs("subagent", LogKind.SUBAGENT)
+    assert sub.parent == main.path
+    parent = _fold(main.path)
+    (run,) = [r for r in parent if isinstance(r, PromptRun)]
+    spawning = {t.call_id: t for t in parent if isinstance(t, ToolCall)}
+    (spawn_id,) = [t["id"] for t in c["scripted_tool_calls"] if t["name"] == "invoke_agent"]
+    records = _fold(sub.path)
+    assert not any(isinstance(r, PromptRun) for r in records)
+    (agent,) = [r for r in records if isinstance(r, AgentRun)]
+    assert agent.trace_id == run.trace_id
+    assert agent.parent_span_id == spawning[spawn_id].span_id
+    assert agent.task_call_id == spawn_id and agent.outcome == "ok"
+    assert (agent.name, agent.agent_id) == ("generalist", sub.agent_id)
+    own_calls = [r for r in records if isinstance(r, ModelCall)]
+    assert len(own_calls) == agent.usage.calls == c["subagent_model_calls"]["generalist"]
+    expected = {t["id"]: t["expect"] for t in c["scripted_tool_calls"] if t["agent"] == "generalist"}
+    assert _outcomes([r for r in records if isinstance(r, ToolCall)]) == expected
+    assert all(getattr(r, "trace_id", run.trace_id) == run.trace_id for r in records)
+    sub_usage = [u for u in c["scripted_usage"] if u["agent"] == "generalist"]
+    assert agent.usage.input == sum(u["input"] for u in sub_usage)
+
+
+def test_a_cut_tool_call_is_in_no_record() -> None:
+    """[abort-mid-tool]: the CLI writes a tool call only when it ends; SIGINT while it runs leaves the reply that
+    asked for it (one model call, its prompt left open: incomplete at the log's end) and no tool span."""
+    (main,) = _logs("abort-mid-tool", LogKind.SESSION)
+    assert _checks("abort-mid-tool")["runs"][0]["interrupted"]
+    assert b"toolCalls" not in main.path.read_bytes()
+    records = _fold(main.path)
+    (run,) = [r for r in records if isinstance(r, PromptRun)]
+    assert run.usage.calls == 1 and run.outcome == "incomplete"
+    assert not any(isinstance(r, ToolCall) for r in records)
+
+
+@pytest.mark.parametrize("parent_lines", [0, 6])
+def test_a_subagent_whose_spawn_is_not_written_yet_is_still_read(tmp_path: Path, parent_lines: int) -> None:
+    """Live, the sub-agent's log is followed before the parent's call has ended (the CLI writes ``agentId`` then):
+    no call to root under, but its work is still folded, in the trace of the prompt the parent runs (when the
+    parent's log is there, cut before the call's end), else in one of its own."""
+    (main,) = _logs("subagent", LogKind.SESSION)
+    (sub,) = _logs("subagent", LogKind.SUBAGENT)
+    chats = tmp_path / "tmp" / "project" / "chats"
+    alone = chats / sub.path.parent.name / sub.path.name
+    alone.parent.mkdir(parents=True)
+    alone.write_bytes(sub.path.read_bytes())
+    head = main.path.read_bytes().splitlines(keepends=True)[:parent_lines]
+    assert b"agentId" not in b"".join(head)
+    if head:
+        (chats / main.path.name).write_bytes(b"".join(head))
+    first = seed(alone)
+    assert first is not None and first["call_id"] is None
+    (agent,) = [r for r in _fold(alone) if isinstance(r, AgentRun)]
+    assert agent.parent_span_id == 0 and agent.usage.calls == 2
+    (run,) = [r for r in _fold(main.path) if isinstance(r, PromptRun)]
+    assert (agent.trace_id == run.trace_id) is bool(head)
+
+
+def _all_logs() -> list[Path]:
+    return [log.path for name in SCENARIOS for log in gm.scan(ROOT / name)]
+
+
+@pytest.mark.parametrize("path", _all_logs(), ids=lambda p: f"{p.parts[-5]}/{p.name[:20]}")
+def test_live_equals_replay(path: Path) -> None:
+    """Each log fed in pieces cut anywhere (as the CLI appends it) gives what the whole gives."""
+    whole = _fold(path)
+    assert whole
+    blob = path.read_bytes()
+    for size in (1, 7, 4096):
+        fold = _pipeline(path)
+        pieces = (blob[i : i + size] for i in range(0, len(blob), size))
+        live = [r for step in fold.feed_chunks(pieces) for r in step.records]
+        live += fold.close("file_ended").records
+        assert live == whole, size
+
+
+def _views(path: Path) -> list[Event]:
+    views = list(read_blob(path.read_bytes(), gm.read_line))
+    assert not any(isinstance(v, BadLine) for v in views)
+    return views  # type: ignore[return-value]
+
+
+def _events(framer: GeminiFramer, views: list[Event]) -> list[tuple[type, str, int]]:
+    return [(e.__class__, e.id, e.time_ns) for v in views for e in framer.frame(v)]
+
+
+@pytest.mark.parametrize("name", ["multi-tool", "resumed", "subagent"])
+def test_framer_resumes_from_any_snapshot(name: str) -> None:
+    """The framer's state after any line survives a checkpoint (JSON) and goes on as if never stopped: the events
+    before the cut and those after the restored state are the uninterrupted run's."""
+    for log in gm.scan(ROOT / name):
+        views = _views(log.path)
+        first = seed(log.path)
+        start = {"seed": first} if first else None
+        whole = _events(GeminiFramer(json.loads(json.dumps(start))), views)
+        for cut in range(len(views) + 1):
+            views = _views(log.path)  # fresh views: a framer may not rely on the earlier ones
+            framer = GeminiFramer(json.loads(json.dumps(start)))
+            before = _events(framer, views[:cut])
+            state = json.loads(json.dumps(framer.snapshot()))
+            assert GeminiFramer(state).snapshot() == state
+            assert before + _events(GeminiFramer(state), views[cut:]) == whole, (log.path.name, cut)
+
+
+def test_the_framer_state_rides_in_the_context() -> None:
+    (main,) = _logs("multi-tool", LogKind.SESSION)
+    fold = _pipeline(main.path)
+    assert fold.context_snapshot()[FRAME_KEY] == GeminiFramer().snapshot()
+    list(fold.feed_file(main.path))
+    assert fold.context_snapshot()[FRAME_KEY]["done"]
+
+
+def test_scan_and_root(tmp_path: Path) -> None:
+    """Names only: session logs in ``tmp/<project>/chats``, sub-agents one folder down; nothing else."""
+    logs = gm.scan(ROOT / "subagent")
+    assert [log.kind for log in logs] == [LogKind.SUBAGENT, LogKind.SESSION]
+    assert logs[1].session_id == logs[0].session_id[:8]
+    chats = tmp_path / "tmp" / "p" / "chats"
+    chats.mkdir(parents=True)
+    (chats / "notes.jsonl").write_text("{}\n")
+    (tmp_path / "tmp" / "p" / "logs.jsonl").write_text("{}\n")
+    assert gm.scan(tmp_path) == [] and gm.scan(tmp_path / "missing") == []
+    home = str(tmp_path)
+    assert gm.default_root({"GEMINI_CLI_HOME": home}) == tmp_path / ".gemini"
+    assert gm.default_root({"HOME": home, "USERPROFILE": home}) == tmp_path / ".gemini"
+
+
+def _wrong(value: Any) -> list[Any]:
+    return [None, 7, "x", [], {}, [1, "a", None], {"a": 1}] if value is not None else [1]
+
+
+def _read_everything(view: Event | BadLine) -> None:
+    if isinstance(view, BadLine):
+        return
+    for name in dir(type(view)):
+        if not name.startswith("_"):
+            value = getattr(view, name)
+            if isinstance(value, tuple):
+                for item in value:
+                    for attr in dir(type(item)):
+                        if not attr.startswith("_"):
+                            getattr(item, attr)
+
+
+def test_the_reader_never_raises_on_wrong_shapes() -> None:
+    """Every top-level field of every real line, and every field of each tool call, replaced by values of other
+    types: each view reads as absent or empty where the type is wrong, and nothing raises."""
+    seen = 0
+    for path in _all_logs():
+        for line in path.read_bytes().splitlines():
+            obj = orjson.loads(line)
+            variants: list[Any] = []
+            for key, value in obj.items():
+                variants += [{**obj, key: w} for w in _wrong(value)]
+            for i, call in enumerate(obj.get("toolCalls") or ()):
+                for key in call:
+                    for w in _wrong(call[key]):
+                        calls = list(obj["toolCalls"])
+                        calls[i] = {**call, key: w}
+                        variants.append({**obj, "toolCalls": calls})
+            for variant in variants:
+                _read_everything(gm.read_line(orjson.dumps(variant), 0, 1, 1))
+                seen += 1
+    assert seen > 1000
+    for bad in (b"[1]", b"{", b'{"neither": 1}'):
+        assert isinstance(gm.read_line(bad, 0, 1, 1), BadLine)
