@@ -40,7 +40,7 @@ from .parse import parse_line
 from .project import Projector
 from .records import BadLine, DropReason, Emission
 from .sessions import SessionFile, read_workspace, session_title
-from .sources import LoopSource, loop_source, sniff
+from .sources import Framer, LoopSource, loop_source, sniff
 from .tail import (
     DEFAULT_MAX_LINE_BYTES,
     DEFAULT_READ_CHUNK_BYTES,
@@ -224,6 +224,7 @@ class Pipeline:
         first_frame: Mapping[str, Any] | None = None,
     ) -> None:
         self.source = source
+        self._framer: Framer | None = None
         if source is None:
             self.loop = AgentLoop(session_id, settings, context)
         else:
@@ -411,7 +412,7 @@ class Pipeline:
         self.events += 1
         loop = self.loop
         records: list[Record] = []
-        framer = self._framer
+        framer: Framer = self._framer  # type: ignore[assignment]  # this path is another agent's: it has one
         # The framer's state before this line, kept (as bytes: the framer goes on changing its values) in case the
         # line opens a prompt: a restart re-folds an open prompt from its first line, so it needs the framer as it
         # was there, not as it is at the checkpoint (a Claude Code prompt's text is read a line before it opens).
@@ -438,8 +439,15 @@ class Pipeline:
         return self._finish(records, event.offset, event.end_offset, self.line_number)
 
     def close(self, reason: CloseReason, time_ns: int | None = None) -> Step:
-        """Close whatever is still open (end of file, owner gone, idle); it is marked incomplete."""
-        return self._finish(self.loop.close(reason, time_ns), 0, 0, self.line_number)
+        """Close whatever is still open (end of file, owner gone, idle); it is marked incomplete. Another agent's
+        framer first gives up what it held for a line that will not come (:meth:`~copilot_otel.sources.Framer.
+        close`)."""
+        records: list[Record] = []
+        if self._framer is not None:
+            for event in self._framer.close():
+                records.extend(self.loop.feed(event, event.end_offset))
+        records.extend(self.loop.close(reason, time_ns))
+        return self._finish(records, 0, 0, self.line_number)
 
     def _finish(self, records: list[Record], offset: int, end_offset: int, line_number: int) -> Step:
         """The step of what the loop completed: the window's prompts only, projected, with the values the event
@@ -461,7 +469,7 @@ class Pipeline:
 
     def context_snapshot(self) -> dict[str, Any]:
         context = self.loop.context_snapshot()
-        if self.source is not None:
+        if self._framer is not None:
             context[FRAME_KEY] = self._framer.snapshot()
         return context
 

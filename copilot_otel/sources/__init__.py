@@ -203,6 +203,11 @@ class Framer(Protocol):
 
     def frame(self, view: Event) -> list[Event]: ...
 
+    def close(self) -> list[Event]:
+        """What it still holds when the log's fold closes (a log cut while the CLI wrote a reply), so the loop
+        closes it as unfinished instead of never hearing of it."""
+        ...
+
     def snapshot(self) -> dict[str, Any]: ...
 
 

@@ -193,6 +193,17 @@ class ClaudeCodeFramer:
             self.last_uuid, self.last_ns = view.id, view.time_ns
         return out
 
+    def close(self) -> list[Event]:
+        """A log cut after a call's ``tool_use`` blocks (the CLI killed while writing or running them): the tools
+        start, so the loop closes them unfinished, as it does a Copilot tool with no end."""
+        out: list[Event] = []
+        if self.starts:
+            last = self.starts[-1]
+            end = Event("claude-code.end", f"end/{last['id']}", last["time_ns"], NO_DATA, None, last["offset"],
+                        last["end_offset"])  # fmt: skip
+            self._start_tools(end, out)
+        return out
+
     # ------------------------------------------------------------------ records
     def _session(self, view: Record, out: list[Event]) -> None:
         self.started = True

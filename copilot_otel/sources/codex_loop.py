@@ -324,6 +324,17 @@ class CodexFramer:
     def _call(self, view: FunctionCall) -> dict[str, Any]:
         return {"call_id": view.call_id, "name": view.name, "arguments": _arguments(view.arguments)}
 
+    def close(self) -> list[Event]:
+        """A rollout cut right after a call that asked for no tool (held back one record: was it the
+        compaction's?): nothing follows, so it was an answer."""
+        out: list[Event] = []
+        if self.held is not None:
+            call, self.held = self.held, None
+            end = Event("codex.end", f"end/{call['id']}", call["time_ns"], NO_DATA, None, call["offset"],
+                        call["end_offset"])  # fmt: skip
+            self._emit_call(end, call, out)
+        return out
+
     def _usage(self, view: TokenUsage, out: list[Event]) -> None:
         """One model call: emitted now when it asked for tools, else held back one record (compaction's?)."""
         if self.task is not None:

@@ -133,6 +133,10 @@ class GeminiFramer:
         self.done: list[str] = list(s.get("done", ()))  # the last replies ended
         self.last_ns: int = int(s.get("last_ns", 0))
 
+    def close(self) -> list[Event]:
+        """Nothing is held: every reply is complete at its own line (the module docstring)."""
+        return []
+
     def snapshot(self) -> dict[str, Any]:
         """The framer's state, for a checkpoint's context (plain JSON values)."""
         return {
