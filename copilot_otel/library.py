@@ -419,6 +419,14 @@ def resolve_targets(
     return list(out.values())
 
 
+def _named_by(log: SourceLog, text: str) -> bool:
+    """Whether an id or prefix names a log: its id starts with it; a Gemini session's log, whose name holds only its
+    id's first 8 characters, also when the id typed is longer and starts with those."""
+    if log.session_id.startswith(text):
+        return True
+    return log.source is Source.GEMINI and log.kind is LogKind.SESSION and text.startswith(log.session_id)
+
+
 def _by_id(
     text: str, root: Path | None, others: Sequence[AgentRoot], subagents: bool
 ) -> list[SessionFile] | None:
@@ -435,9 +443,7 @@ def _by_id(
         except SourceError as exc:  # that folder cannot be listed: the id may well be another agent's
             logger.debug("session ids not looked up in %s: %s", other.logs, exc)
             continue
-        theirs += [
-            log for log in logs if log.session_id.startswith(text)
-        ]  # a sub-agent's file: its session's id
+        theirs += [log for log in logs if _named_by(log, text)]  # a sub-agent's file: its session's id
     if not theirs:
         return None
     mine = [s for s in scan_root(root) if s.session_id.startswith(text)] if root is not None else []
