@@ -90,6 +90,14 @@ def _watched(tmp_path: Path, agent: str, changes: Changes, watcher: str = "platf
     return disc
 
 
+def _watches_only(disc: Discovery, watcher: str, folders: set[str]) -> None:
+    """Linux's own watcher watches exactly ``folders`` (below the root): those that may hold logs."""
+    if watcher == "platform" and type(current).__name__ == "Linux":
+        inotify = disc._watcher
+        assert inotify is not None
+        assert inotify.watched_folders == folders  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize("watcher", ["platform", "watchdog"])
 @pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")  # watchdog's own, at a `mkdir -p`
 def test_a_sub_agent_file_in_a_folder_made_while_watched_is_reported(
@@ -115,14 +123,15 @@ def test_a_sub_agent_file_in_a_folder_made_while_watched_is_reported(
             fh.write(b"{}\n")  # appended after the spilled file: its report would come first
         assert changes.wait_for(sub, timeout=5)
         assert spilled not in changes.paths
-        if watcher == "platform" and type(current).__name__ == "Linux":
-            watcher = disc._watcher
-            assert watcher is not None
-            assert watcher.watched_folders == {  # type: ignore[attr-defined]
+        _watches_only(
+            disc,
+            watcher,
+            {
                 "-home-dev-app",
                 os.path.join("-home-dev-app", "0aa"),
                 os.path.join("-home-dev-app", "0aa", "subagents"),
-            }, "the folders that may hold logs, not the tool results"
+            },
+        )  # the folders that may hold logs, not the tool results
     finally:
         disc.stop()
 
@@ -155,14 +164,10 @@ def test_a_gemini_session_and_its_sub_agent_in_folders_made_while_watched_are_re
         assert changes.wait_for(sub, timeout=5)
         assert other not in changes.paths
         assert disc.scan() == [str(sub), str(session)]
-        if watcher == "platform" and type(current).__name__ == "Linux":
-            watcher = disc._watcher
-            assert watcher is not None
-            assert watcher.watched_folders == {  # type: ignore[attr-defined]
-                "project",
-                os.path.join("project", "chats"),
-                os.path.join("project", "chats", sub.parent.name),
-            }, "the folders that may hold logs, not the project's others"
+        chats = os.path.join("project", "chats")
+        _watches_only(
+            disc, watcher, {"project", chats, os.path.join(chats, sub.parent.name)}
+        )  # not its others
     finally:
         disc.stop()
 
