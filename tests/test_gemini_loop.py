@@ -347,12 +347,15 @@ def test_sniff_tells_a_gemini_log_by_its_header_and_the_pipeline_reads_it_with_t
         fold = Pipeline.for_session(SessionFile.from_path(path), FoldSettings(), project=False)
         records = [r for step in fold.feed_file(path) for r in step.records]
         assert [*records, *fold.close("file_ended").records] == _fold(path), path
-    # the header without its newline yet (the CLI is writing it) says nothing; a header-like line that has a
-    # type is another agent's
+    # a header longer than the sniffed start (a sub-agent's lists its directories) is told by its first keys; a
+    # header-like line that has a type is another agent's
     header = (ROOT / "plain-question").rglob("session-*.jsonl").__next__().read_bytes().split(b"\n")[0]
+    long = tmp_path / "long.jsonl"
+    long.write_bytes(header[:-1] + b',"directories":["/' + b"x" * 9000 + b'"]}\n')
+    assert sniff(long) is Source.GEMINI
     partial = tmp_path / "partial.jsonl"
-    partial.write_bytes(header)
-    assert sniff(partial) is None
+    partial.write_bytes(header[:40])
+    assert sniff(partial) is None  # not yet to the project hash: says nothing
     typed = tmp_path / "typed.jsonl"
     typed.write_bytes(header[:-1] + b',"type":"user"}\n')
     assert sniff(typed) is Source.CLAUDE_CODE

@@ -254,6 +254,8 @@ def loop_source(source: Source) -> LoopSource | None:
 # How much of a log's start :func:`sniff` reads (a Copilot ``session.start`` line is ~1 KB).
 SNIFF_BYTES = 8 * 1024
 _TYPE = re.compile(rb'"type"\s*:\s*"([^"]*)"')
+# Gemini CLI's header as it writes it (its keys in this order), for a first line longer than SNIFF_BYTES.
+_GEMINI_HEADER = re.compile(rb'^\{"sessionId"\s*:\s*"[^"]*"\s*,\s*"projectHash"\s*:')
 
 
 def sniff(path: Path) -> Source | None:
@@ -264,7 +266,7 @@ def sniff(path: Path) -> Source | None:
     ``{timestamp, type, payload}``; Claude Code's neither (``type`` ``queue-operation``, ``user``, … with the
     record's fields beside it); Gemini CLI's log opens with a header that has no ``type`` at all
     (``{sessionId, projectHash, startTime, …}``). A first line longer than :data:`SNIFF_BYTES` (a long prompt,
-    Codex's ``session_meta``) is told by its first ``"type"``. Read only for a flat ``.jsonl`` file: a Copilot
+    Codex's ``session_meta``) is told by its first ``"type"``, or by Gemini's header's first two keys. Read only for a flat ``.jsonl`` file: a Copilot
     session folder needs no look.
     """
     try:
@@ -287,6 +289,8 @@ def sniff(path: Path) -> Source | None:
             return None
         kind, payload, data = obj["type"].encode(), "payload" in obj, "data" in obj
     else:
+        if _GEMINI_HEADER.match(head):
+            return Source.GEMINI
         found = _TYPE.search(head)
         if found is None:
             return None
