@@ -1,8 +1,8 @@
 """The daemon follows Claude Code's, Codex CLI's and Gemini CLI's logs as it follows Copilot CLI's (issue 26).
 
-First the resume model at the pipeline's level: a fold stopped after any line of a real Claude Code log and rebuilt
-from the checkpoint the daemon keeps (the start of the oldest open prompt with the context saved there, the framer's
-state included) gives, after that line, exactly what one uninterrupted read gives. Then a real daemon over a temp
+First the resume model at the pipeline's level: a fold stopped after any line of a real Claude Code or Gemini CLI log
+and rebuilt from the checkpoint the daemon keeps (the start of the oldest open prompt with the context saved there,
+the framer's state included) gives, after that line, exactly what one uninterrupted read gives. Then a real daemon over a temp
 HOME whose logs are written line by line as the CLIs write them, exporting to a real OTLP receiver.
 """
 
@@ -78,12 +78,15 @@ def _fold_restarted(session: SessionFile, settings: FoldSettings, blob: bytes, c
 
 
 @pytest.mark.parametrize(
-    "path", _other_logs("claude-code"), ids=lambda p: f"{p.parents[2].name}/{p.name[:12]}"
+    "path",
+    [*_other_logs("claude-code"), *_other_logs("gemini")],
+    ids=lambda p: "/".join(p.relative_to(OTHER).parts[:2]) + f"/{p.name[:12]}",
 )
 @pytest.mark.parametrize("mode", ["default", "full"])
 def test_a_restart_after_any_line_gives_one_uninterrupted_read(path: Path, mode: str) -> None:
     """In both capture modes: with content kept, the prompt's text (read by the framer a line before the prompt
-    opens) must come back after a restart too."""
+    opens) must come back after a restart too. Claude Code's logs and Gemini CLI's (whose framer holds what each
+    reply's earlier copies said, for the replace-by-id rule, in the checkpoint's context)."""
     settings = _settings(mode)
     session = SessionFile.from_path(path)
     whole = _fold_whole(session, settings)
