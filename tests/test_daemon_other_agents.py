@@ -552,3 +552,41 @@ def test_a_gemini_sub_agent_followed_before_its_spawn_ended_stays_in_its_parents
     assert (live["name"], replayed["name"]) == ("invoke_agent agent", "invoke_agent generalist")
     out = daemon.output()
     assert "Traceback" not in out and " ERROR " not in out, out[-3000:]
+
+
+@SERIAL
+def test_a_gemini_runaway_is_detected_once_and_notified_never_signalled(
+    tmp_path: Path, receiver: OtlpReceiver
+) -> None:
+    """[runaway-distinct] (25 shell calls with different arguments: no loop for the CLI's own detection) written
+    line by line as if now, with ``runaway_action = interrupt``: the loop's turns rule fires once, the webhook gets
+    its notice, and nothing is signalled: Gemini CLI leaves no lock naming its process."""
+    scenario = GEMINI / "runaway-distinct" / "tmp"
+    (main_log,) = sorted(scenario.glob("*/chats/session-*.jsonl"))
+    session_id = orjson.loads(main_log.read_bytes().split(b"\n")[0])["sessionId"]
+    first = datetime.fromisoformat(_TIMESTAMP.search(main_log.read_bytes()).group(1).decode())  # type: ignore[union-attr]
+    shift_s = time.time() - first.replace(tzinfo=timezone.utc).timestamp()
+    with WebhookReceiver() as hook:
+        daemon = _daemon(
+            tmp_path,
+            receiver,
+            COPILOT_OTEL_RUNAWAY_ACTION="interrupt",
+            COPILOT_OTEL_NOTIFY_WEBHOOK=hook.url,
+        ).start()
+        try:
+            _Cli(main_log, _gemini_home() / "tmp" / main_log.relative_to(scenario), shift_s).write(
+                pause_s=0.01
+            )
+            hook.wait_for(1, 30)
+            receiver.wait_for(lambda r: any(s["parent_span_id"] is None for s in r.spans()), 30)
+        finally:
+            assert daemon.terminate() == 0
+        bodies = list(hook.bodies)
+    detections = [r for r in receiver.logs() if r["event_name"] == "copilot_otel.runaway.detected"]
+    assert [d["attributes"]["copilot_otel.runaway.reason"] for d in detections] == ["turns"]
+    assert len(bodies) == 1 and session_id in orjson.dumps(bodies[0]).decode()
+    out = daemon.output()
+    said = [line for line in out.splitlines() if "unprovable" in line]
+    assert len(said) == 1 and "gemini leaves no lock naming its process" in said[0], out[-3000:]
+    status = orjson.loads((tmp_path / "state" / "status.json").read_bytes())
+    assert status["runaway_interrupts"] == {"unprovable": 1}
