@@ -49,7 +49,7 @@ _EXPORT = [
     "runaway_turns",
 ]
 # Whose logs a command reads with no path, and where each agent's are (replay, show, report, doctor).
-_AGENTS = ["agents", "claude_code_home", "codex_home"]
+_AGENTS = ["agents", "claude_code_home", "codex_home", "gemini_home"]
 # Not --max-retry-time: the daemon never gives up on a batch (what it could not deliver yet is read again at the
 # next start), so a time limit there would do nothing; replay and dead-letters resend take it.
 _RUN = [
@@ -84,7 +84,7 @@ def _parser() -> argparse.ArgumentParser:
         nargs="*",
         metavar="PATH",
         help="session folder, events.jsonl, legacy <id>.jsonl, a session-state root, Claude Code's or Codex's "
-        "folder (~/.claude, ~/.codex), or a session id (default: every log of the agents setting's agents)",
+        "folder (~/.claude, ~/.codex, ~/.gemini), or a session id (default: every log of the agents setting's agents)",
     )
     add_arguments(p, [*_EXPORT, *_AGENTS, "max_retry_time", "workers"])
     p.add_argument("--no-progress", action="store_true", help="do not show progress")
@@ -244,7 +244,7 @@ def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         nargs="*",
         metavar="[PERIOD] [SESSION|PATH ...]",
         help=f"what a row is: {', '.join(PERIODS)} (default daily); then session ids (or unique prefixes), "
-        "session folders, events.jsonl files, session-state roots or another agent's folder (~/.claude, ~/.codex) "
+        "session folders, events.jsonl files, session-state roots or another agent's folder (~/.claude, ~/.codex, ~/.gemini) "
         "(default: every log of the agents setting's agents)",
     )
     p.add_argument("--since", metavar="MOMENT", help=f"from this moment, in --tz; {_MOMENT_HELP}")

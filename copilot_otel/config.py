@@ -453,13 +453,16 @@ def _default_session_state(env: Env) -> Path:
     return base / "session-state"
 
 
-def _other_home(variable: str, folder: str) -> Callable[[Env], Path]:
+def _other_home(variable: str, folder: str, *, names_home: bool = False) -> Callable[[Env], Path]:
     """Another agent's home, as that CLI finds it: its own variable (``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``), else
-    ``~/folder``."""
+    ``~/folder``. ``names_home``: the variable names the user's home, not the agent's folder (Gemini CLI's
+    ``GEMINI_CLI_HOME``: its folder is ``$GEMINI_CLI_HOME/.gemini``)."""
 
     def default(env: Env) -> Path:
         value = env.get(variable, "").strip()
-        return _expand(value, env) if value else _home(env) / folder
+        if not value:
+            return _home(env) / folder
+        return _expand(value, env) / folder if names_home else _expand(value, env)
 
     return default
 
@@ -492,7 +495,7 @@ def _default_config_file(env: Env) -> Path:
 
 _PROTOCOLS: tuple[str, ...] = get_args(OtlpProtocol)
 #: The coding agents whose session logs are read (``agents``), in the order they are listed.
-Agent = Literal["copilot", "claude-code", "codex"]
+Agent = Literal["copilot", "claude-code", "codex", "gemini"]
 AGENTS: tuple[Agent, ...] = get_args(Agent)
 #: ``tls_trust``: the OS trust store (through ``truststore``; certifi when it is not installed) or certifi's.
 TLS_TRUST: tuple[str, ...] = ("system", "certifi")
@@ -545,7 +548,7 @@ SETTINGS: tuple[Setting[Any], ...] = (
     Setting(
         "agents",
         "Whose session logs run, replay, show and report read by default: copilot, claude-code, codex, "
-        "comma-separated (none: only the paths given); a missing folder is an agent not installed",
+        "gemini, comma-separated (none: only the paths given); a missing folder is an agent not installed",
         _agents,
         default=AGENTS,
         default_help=",".join(AGENTS),
@@ -571,6 +574,16 @@ SETTINGS: tuple[Setting[Any], ...] = (
         default_help="$CODEX_HOME or ~/.codex",
         flags=("--codex-home",),
         env_vars=("COPILOT_OTEL_CODEX_HOME",),
+        metavar="PATH",
+    ),
+    Setting(
+        "gemini_home",
+        "Gemini CLI's folder (its session logs are in tmp/*/chats/ under it)",
+        _path,
+        default_from_env=_other_home("GEMINI_CLI_HOME", ".gemini", names_home=True),
+        default_help="$GEMINI_CLI_HOME/.gemini or ~/.gemini",
+        flags=("--gemini-home",),
+        env_vars=("COPILOT_OTEL_GEMINI_HOME",),
         metavar="PATH",
     ),
     Setting(
@@ -1011,6 +1024,7 @@ class Config:
     agents: tuple[Agent, ...]
     claude_code_home: Path
     codex_home: Path
+    gemini_home: Path
     state_dir: Path
     endpoint: str | None
     otlp_endpoint: PerSignal[str | None]

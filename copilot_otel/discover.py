@@ -184,11 +184,12 @@ class _Scan:
 
 
 class _TreeScan:
-    """The truth for a deeper tree of another agent's logs (Claude Code's ``projects``, Codex's ``sessions``): the
-    same questions as :class:`_Scan`, with the same link rules, over folders down to :attr:`depth`.
+    """The truth for a deeper tree of another agent's logs (Claude Code's ``projects``, Codex's ``sessions``,
+    Gemini CLI's ``tmp``): the same questions as :class:`_Scan`, with the same link rules, over folders down to
+    :attr:`depth`.
 
-    The layouts are the ones :func:`copilot_otel.sources.claude_code.scan` and :func:`copilot_otel.sources.codex.
-    scan` read (``tests/test_daemon_other_agents.py`` holds them equal over every fixture); here they are folder and
+    The layouts are the ones :func:`copilot_otel.sources.claude_code.scan`, :func:`copilot_otel.sources.codex.
+    scan` and :func:`copilot_otel.sources.gemini.scan` read (``tests/test_daemon_other_agents.py`` holds them equal over every fixture); here they are folder and
     file names only, as for Copilot's, because discovery sits below the readers. A scan lists each wanted folder once
     (``scandir``) and ``lstat``s each log; no file is opened.
 
@@ -325,7 +326,19 @@ def _codex_log(parts: tuple[str, ...], name: str) -> bool:
     )  # sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl
 
 
-Layout = Literal["copilot", "claude-code", "codex"]
+def _gemini_folder(parts: tuple[str, ...]) -> bool:
+    # tmp/<project>/chats/<session id>: only a project's chats folder, and the session folders in it
+    return len(parts) < 2 or parts[1] == "chats"
+
+
+def _gemini_log(parts: tuple[str, ...], name: str) -> bool:
+    # tmp/<project>/chats/session-<time>-<id>.jsonl, and a sub-agent's tmp/<project>/chats/<session id>/<id>.jsonl
+    if not name.endswith(".jsonl") or len(parts) < 2:
+        return False
+    return len(parts) == 3 or name.startswith("session-")
+
+
+Layout = Literal["copilot", "claude-code", "codex", "gemini"]
 _ScanOf = _Scan | _TreeScan
 
 
@@ -334,6 +347,8 @@ def _scan_for(layout: Layout, root: str) -> _ScanOf:
         return _TreeScan(root, 3, _claude_code_folder, _claude_code_log)
     if layout == "codex":
         return _TreeScan(root, 3, lambda parts: True, _codex_log)
+    if layout == "gemini":
+        return _TreeScan(root, 3, _gemini_folder, _gemini_log)
     return _Scan(root)
 
 

@@ -10,10 +10,10 @@ The records are the agent loop's own (:mod:`copilot_otel.activity`): the same st
 content is kept only as far as ``settings.content`` allows (by default none).
 
 Discovery lives here too, for ``replay``, ``show`` and ``report``: every enabled agent's log folder
-(:func:`discover`, the ``agents`` setting), another agent's home given as a path (``~/.claude``, ``~/.codex``)
-expanded into its logs, and a session id looked up in every agent's folder (:func:`resolve_targets`). A Claude
-Code session's sub-agent files are read with it (:func:`read_session`), or, for ``replay``, listed beside it: each
-is folded alone, rooted under the parent's tool call (loop rule A).
+(:func:`discover`, the ``agents`` setting), another agent's home given as a path (``~/.claude``, ``~/.codex``,
+``~/.gemini``) expanded into its logs, and a session id looked up in every agent's folder (:func:`resolve_targets`).
+A Claude Code or Gemini CLI session's sub-agent files are read with it (:func:`read_session`), or, for ``replay``,
+listed beside it: each is folded alone, rooted under the parent's tool call (loop rule A).
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from .sources import (
     agent_roots,
     claude_code,
     codex,
+    gemini,
     loop_source,
     sniff,
 )
@@ -77,6 +78,7 @@ AGENT_TITLES = {
     COPILOT: "Copilot CLI",
     Source.CLAUDE_CODE.value: "Claude Code",
     Source.CODEX.value: "Codex CLI",
+    Source.GEMINI.value: "Gemini CLI",
 }
 
 
@@ -197,8 +199,11 @@ def agent_of(session: SessionFile) -> str:
 
 
 def subagent_logs(path: Path) -> list[Path]:
-    """A Claude Code session log's sub-agent files (``<session id>/subagents/agent-<id>.jsonl`` beside it),
-    sorted; links are followed only while they stay in the session's folder. None for any other log."""
+    """A Claude Code session log's sub-agent files (``<session id>/subagents/agent-<id>.jsonl`` beside it), or
+    a Gemini CLI session log's (``chats/<session id>/<agent id>.jsonl``), sorted; links are followed only while
+    they stay in the session's folder. None for any other log."""
+    if gemini.is_session_log(path):
+        return gemini.subagent_logs(path)
     folder = path.with_suffix("") / "subagents"
     if path.suffix != ".jsonl" or not folder.is_dir():
         return []
@@ -223,13 +228,23 @@ def _as_session(log: SourceLog) -> SessionFile:
     return SessionFile(log.session_id, log.path, None, log.source.value)
 
 
+# Each other agent's discovery (its home → its logs, by name) and the folder under its home that holds them.
+_SCANNERS = {Source.CLAUDE_CODE: claude_code.scan, Source.CODEX: codex.scan, Source.GEMINI: gemini.scan}
+_LOG_FOLDERS = (
+    (Source.CLAUDE_CODE, claude_code.PROJECTS),
+    (Source.CODEX, codex.SESSIONS),
+    (Source.GEMINI, gemini.TMP),
+)
+
+
 def source_logs(source: Source, home: Path, subagents: bool = True) -> list[SourceLog]:
-    """The logs under another agent's home (Claude Code's sub-agent files only when ``subagents``), by name.
+    """The logs under another agent's home (Claude Code's and Gemini's sub-agent files only when ``subagents``), by
+    name.
 
     Raises:
         SourceError: Its log folder is there but cannot be listed.
     """
-    logs = claude_code.scan(home) if source is Source.CLAUDE_CODE else codex.scan(home)
+    logs = _SCANNERS[source](home)
     return [log for log in logs if subagents or log.kind is LogKind.SESSION]
 
 
@@ -242,14 +257,15 @@ def other_agent_logs(target: str | Path, *, subagents: bool) -> list[SessionFile
     holds none: then the target resolves as a Copilot path and says what is wrong with it).
 
     Claude Code's home (``~/.claude``, holding ``projects/``) or its ``projects`` folder; Codex's home
-    (``~/.codex``, holding ``sessions/``) or its ``sessions`` folder. ``subagents``: Claude Code's sub-agent files
-    too (``replay`` folds each alone; ``show`` and ``report`` read them with their session).
+    (``~/.codex``, holding ``sessions/``) or its ``sessions`` folder; Gemini CLI's home (``~/.gemini``, holding
+    ``tmp/``) or its ``tmp`` folder. ``subagents``: Claude Code's and Gemini's sub-agent files too (``replay``
+    folds each alone; ``show`` and ``report`` read them with their session).
 
     Raises:
         SourceError: The folder is there but cannot be listed.
     """
     path = Path(os.path.expanduser(str(target)))
-    for source, folder in ((Source.CLAUDE_CODE, claude_code.PROJECTS), (Source.CODEX, codex.SESSIONS)):
+    for source, folder in _LOG_FOLDERS:
         home = path.parent if path.name == folder else path
         if (home / folder).is_dir() and (logs := _scan(source, home, subagents)):
             return logs
@@ -341,11 +357,11 @@ def home_relative(path: str | Path) -> str:
 
 def discover(config: Config, *, subagents: bool = False, agent: str | None = None) -> Discovery:
     """Every session log in the enabled agents' folders (:func:`~copilot_otel.sources.agent_roots`): Copilot
-    CLI's ``session-state`` (those there but unreadable apart), Claude Code's ``projects`` and Codex's
-    ``sessions``. A missing folder is an agent not installed; one that cannot be listed is an unreadable entry.
+    CLI's ``session-state`` (those there but unreadable apart), Claude Code's ``projects``, Codex's
+    ``sessions`` and Gemini CLI's ``tmp``. A missing folder is an agent not installed; one that cannot be listed is an unreadable entry.
 
     Args:
-        subagents: Claude Code's sub-agent files as logs of their own (``replay``).
+        subagents: Claude Code's and Gemini's sub-agent files as logs of their own (``replay``).
         agent: Only this agent's folder (``--agent``); ``None``: every enabled one.
 
     Raises:
@@ -403,6 +419,14 @@ def resolve_targets(
     return list(out.values())
 
 
+def _named_by(log: SourceLog, text: str) -> bool:
+    """Whether an id or prefix names a log: its id starts with it; a Gemini session's log, whose name holds only its
+    id's first 8 characters, also when the id typed is longer and starts with those."""
+    if log.session_id.startswith(text):
+        return True
+    return log.source is Source.GEMINI and log.kind is LogKind.SESSION and text.startswith(log.session_id)
+
+
 def _by_id(
     text: str, root: Path | None, others: Sequence[AgentRoot], subagents: bool
 ) -> list[SessionFile] | None:
@@ -419,9 +443,7 @@ def _by_id(
         except SourceError as exc:  # that folder cannot be listed: the id may well be another agent's
             logger.debug("session ids not looked up in %s: %s", other.logs, exc)
             continue
-        theirs += [
-            log for log in logs if log.session_id.startswith(text)
-        ]  # a sub-agent's file: its session's id
+        theirs += [log for log in logs if _named_by(log, text)]  # a sub-agent's file: its session's id
     if not theirs:
         return None
     mine = [s for s in scan_root(root) if s.session_id.startswith(text)] if root is not None else []

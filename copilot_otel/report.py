@@ -144,7 +144,8 @@ class Row:
         first_ns, last_ns: The earliest and latest record time in the row.
         repository, branch, cwd: The session's (session and repo rows).
         models: With ``--breakdown``, the row's figures again per model (each a row keyed by the model).
-        agents: The coding agents whose sessions added to the row (``copilot``, ``claude-code``, ``codex``).
+        agents: The coding agents whose sessions added to the row (``copilot``, ``claude-code``, ``codex``,
+            ``gemini``).
     """
 
     key: str
@@ -1305,7 +1306,7 @@ def report(
     ``agents`` setting; ``agent``: only that agent's sessions count).
 
     ``paths`` are session folders, ``events.jsonl`` files, session-state roots, another agent's folder
-    (``~/.claude``, ``~/.codex``), or session ids (and unique id prefixes) of any enabled agent, as ``show`` and
+    (``~/.claude``, ``~/.codex``, ``~/.gemini``), or session ids (and unique id prefixes) of any enabled agent, as ``show`` and
     ``replay`` take them. The table is as wide as the
     terminal, :data:`PIPED_WIDTH` when stdout is no terminal, and every figure wide with ``layout="wide"``.
     ``progress``: how far reading has got, on stderr (:class:`ProgressLine`): only when stderr is a terminal,

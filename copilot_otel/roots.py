@@ -24,6 +24,7 @@ class Source(enum.Enum):
 
     CLAUDE_CODE = "claude-code"
     CODEX = "codex"
+    GEMINI = "gemini"
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,10 +33,11 @@ class AgentRoot:
     with no path), and whether the settings read it.
 
     Attributes:
-        agent: The agent's name in the ``agents`` setting (``copilot``, ``claude-code``, ``codex``).
+        agent: The agent's name in the ``agents`` setting (``copilot``, ``claude-code``, ``codex``, ``gemini``).
         logs: The folder of its session logs: Copilot's ``session-state``, Claude Code's ``projects``, Codex's
-            ``sessions``. Missing: the agent is not installed (not an error).
-        setting: The setting that moves it (``session_state``, ``claude_code_home``, ``codex_home``).
+            ``sessions``, Gemini's ``tmp``. Missing: the agent is not installed (not an error).
+        setting: The setting that moves it (``session_state``, ``claude_code_home``, ``codex_home``,
+            ``gemini_home``).
         enabled: Whether ``agents`` names it.
     """
 
@@ -62,6 +64,7 @@ def agent_roots(config: Config) -> list[AgentRoot]:
         "copilot": (config.session_state, "session_state"),
         "claude-code": (config.claude_code_home / "projects", "claude_code_home"),
         "codex": (config.codex_home / "sessions", "codex_home"),
+        "gemini": (config.gemini_home / "tmp", "gemini_home"),
     }
     return [
         AgentRoot(agent, logs, setting, agent in config.agents) for agent, (logs, setting) in folders.items()

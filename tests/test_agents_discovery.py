@@ -1,6 +1,6 @@
 """Every agent's logs by default (issue 26, points 2 and 5): ``replay``, ``show``, ``report`` and ``doctor`` with no
 path read each enabled agent's folder (``agents``: Copilot CLI's ``session-state``, Claude Code's ``projects``,
-Codex's ``sessions``), each under a temporary HOME laid out as the CLIs lay it out, from the real recordings of
+Codex's ``sessions``, Gemini CLI's ``tmp``), each under a temporary HOME laid out as the CLIs lay it out, from the real recordings of
 ``tests/fixtures/other-agents/`` and ``tests/fixtures/cli-generated/``.
 
 What each command must find is read from the fixtures' own ``checks.json`` (written by whoever recorded them, from
@@ -28,6 +28,10 @@ from tests.otlp_receiver import OtlpReceiver
 OTHER = FIXTURES / "other-agents"
 CLAUDE = json.loads((OTHER / "claude-code" / "checks.json").read_text(encoding="utf-8"))["scenarios"]
 CODEX = json.loads((OTHER / "codex" / "checks.json").read_text(encoding="utf-8"))["scenarios"]
+GEMINI = {
+    name: json.loads((OTHER / "gemini" / name / "checks.json").read_text(encoding="utf-8"))
+    for name in ("subagent", "multi-tool")
+}
 # The scenarios laid out in each HOME: a sub-agent (Claude Code: a file of its own beside the session; Codex: a
 # thread of its own), and a plain one.
 SCENARIOS = ("subagent", "multi-tool")
@@ -37,10 +41,17 @@ COPILOT_SESSIONS = ("failing-tool", "subagent")
 @pytest.fixture(autouse=True)
 def _agents_homes_unset(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each agent's folder is found under the test's HOME, as its CLI finds it there (no variable moves it)."""
-    for variable in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "COPILOT_OTEL_AGENTS", "COPILOT_OTEL_SESSION_STATE"):
+    for variable in (
+        "CLAUDE_CONFIG_DIR",
+        "CODEX_HOME",
+        "GEMINI_CLI_HOME",
+        "COPILOT_OTEL_AGENTS",
+        "COPILOT_OTEL_SESSION_STATE",
+        "COPILOT_OTEL_CLAUDE_CODE_HOME",
+        "COPILOT_OTEL_CODEX_HOME",
+        "COPILOT_OTEL_GEMINI_HOME",
+    ):
         monkeypatch.delenv(variable, raising=False)
-    monkeypatch.delenv("COPILOT_OTEL_CLAUDE_CODE_HOME", raising=False)
-    monkeypatch.delenv("COPILOT_OTEL_CODEX_HOME", raising=False)
     # Piped with no COLUMNS, show's listing prints whole rows (a terminal's width would cut ids and titles).
     monkeypatch.delenv("COLUMNS", raising=False)
 
@@ -57,6 +68,32 @@ def _codex(home: Path) -> Path:
     for name in SCENARIOS:
         shutil.copytree(OTHER / "codex" / name / "sessions", home / ".codex" / "sessions", dirs_exist_ok=True)
     return home / ".codex"
+
+
+def _gemini(home: Path) -> Path:
+    """Gemini CLI's folder with the scenarios' logs (each project's ``chats``, a sub-agent's in its session's
+    folder there)."""
+    for name in GEMINI:
+        shutil.copytree(OTHER / "gemini" / name / "tmp", home / ".gemini" / "tmp", dirs_exist_ok=True)
+    return home / ".gemini"
+
+
+def _gemini_sessions() -> dict[str, str]:
+    """Each scenario by the id its session log's name holds (``session-<time>-<the id's first 8>.jsonl``)."""
+    return {f[-14:-6]: n for n, checks in GEMINI.items() for f in checks["files"] if "/chats/session-" in f}
+
+
+def _gemini_calls() -> int:
+    return sum(
+        sum(c["main_model_calls_per_prompt"]) + sum(c["subagent_model_calls"].values())
+        for c in GEMINI.values()
+    )
+
+
+def _gemini_tokens() -> tuple[int, int]:
+    """Input and output tokens as the fold counts them (output with the thoughts), from the scripted usage."""
+    usages = [u for checks in GEMINI.values() for u in checks["scripted_usage"]]
+    return sum(u["input"] for u in usages), sum(u["output"] + u["thoughts"] for u in usages)
 
 
 def _copilot(home: Path) -> Path:
@@ -168,7 +205,8 @@ def test_with_no_folder_there_one_line_names_each_and_how_to_move_them(
         )
         assert "~/.claude/projects does not exist (Claude Code)" in line
         assert "~/.codex/sessions does not exist (Codex CLI)" in line
-        assert "set --session-state, --claude-code-home or --codex-home" in line
+        assert "~/.gemini/tmp does not exist (Gemini CLI)" in line
+        assert "set --session-state, --claude-code-home, --codex-home or --gemini-home" in line
 
 
 def test_agents_switches_the_others_off(
@@ -178,7 +216,7 @@ def test_agents_switches_the_others_off(
     assert replay_into(receiver, extra=("--agents", "copilot")) == 3
     line = _one_line(capsys.readouterr().err)
     assert "~/.copilot/session-state does not exist (Copilot CLI)" in line and ".claude" not in line
-    assert "switched off by --agents / COPILOT_OTEL_AGENTS: claude-code, codex" in line
+    assert line.endswith("(switched off by --agents / COPILOT_OTEL_AGENTS: claude-code, codex, gemini)")
     assert replay_into(receiver, extra=("--agents", "none")) == 3
     assert "the agents setting is none" in _one_line(capsys.readouterr().err)
     assert not receiver.spans()
@@ -225,6 +263,37 @@ def test_replay_of_codex_folders_exports_every_thread(
         for n in SCENARIOS
     )
     assert sum(s["name"].startswith("chat ") for s in receiver.spans()) == calls
+
+
+def test_replay_exports_gemini_logs_by_default_as_replay_of_its_folder_does(
+    _isolated_home: Path, receiver: OtlpReceiver, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only Gemini CLI has run: a plain ``replay`` exports its sessions and the sub-agent's log (folded alone,
+    under its parent's ``invoke_agent`` call), exactly what ``replay ~/.gemini`` and ``replay ~/.gemini/tmp``
+    export; ``--agents`` without gemini leaves its folder unread."""
+    gemini = _gemini(_isolated_home)
+    assert replay_into(receiver) == 0
+    assert "exported 3 sessions:" in capsys.readouterr().out  # two sessions and the sub-agent's log
+    spans = receiver.spans()
+    assert sum(s["name"].startswith("chat ") for s in spans) == _gemini_calls()
+    assert len({s["trace_id"] for s in spans}) == sum(len(c["human_prompts"]) for c in GEMINI.values())
+    agent = next(s for s in spans if s["name"] == "invoke_agent generalist")
+    tool = next(s for s in spans if s["name"] == "execute_tool invoke_agent")
+    assert (agent["trace_id"], agent["parent_span_id"]) == (tool["trace_id"], tool["span_id"])
+    assert _ids(receiver) == _explicit(gemini) == _explicit(gemini / "tmp")
+    assert {s["attributes"]["copilot_otel.agent"] for s in spans} == {"gemini"}
+
+    with OtlpReceiver() as off:
+        assert replay_into(off, extra=("--agents", "copilot,claude-code,codex")) == 3
+        line = _one_line(capsys.readouterr().err)
+        assert ".gemini" not in line.split(";")[0] and line.endswith("COPILOT_OTEL_AGENTS: gemini)")
+        assert not off.spans()
+
+
+def test_gemini_home_moves_its_folder(tmp_path: Path, receiver: OtlpReceiver) -> None:
+    gemini = _gemini(tmp_path / "elsewhere")
+    assert replay_into(receiver, extra=("--gemini-home", str(gemini))) == 0
+    assert sum(s["name"].startswith("chat ") for s in receiver.spans()) == _gemini_calls()
 
 
 # ------------------------------------------------------------------------------------------------ show
@@ -323,6 +392,40 @@ def test_show_lists_codex_threads_with_their_prompts(
         )
 
 
+def test_show_lists_gemini_sessions_with_their_agent_and_draws_one_by_its_full_id(
+    _isolated_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each Gemini session once (its sub-agent's log read with it, not listed), named by the id its log's name
+    holds; ``show`` of the full session id (the sub-agent's folder is named by it) draws the session with its
+    sub-agent."""
+    gemini = _gemini(_isolated_home)
+    _claude(_isolated_home)
+    doc = _listing(capsys)
+    assert doc["folders"] == [str(_isolated_home / ".claude" / "projects"), str(gemini / "tmp")]
+    rows = {row["session_id"]: row for row in doc["sessions"] if row["agent"] == "gemini"}
+    assert set(rows) == set(_gemini_sessions())
+    for short, name in _gemini_sessions().items():
+        assert rows[short]["prompts"] == len(GEMINI[name]["human_prompts"]) and rows[short]["problem"] is None
+        assert rows[short]["tool_calls"] == len(GEMINI[name]["scripted_tool_calls"])  # the sub-agent's too
+
+    assert main(["show"]) == 0
+    table = [line.split() for line in capsys.readouterr().out.splitlines() if line[:2].isdigit()]
+    assert Counter(row[3] for row in table) == {"gemini": len(GEMINI), "claude-code": len(SCENARIOS)}
+    only = _listing(capsys, "--agent", "gemini")["sessions"]
+    assert {row["agent"] for row in only} == {"gemini"} and len(only) == len(GEMINI)
+
+    (folder,) = [p for p in (gemini / "tmp").glob("*/chats/*") if p.is_dir()]  # chats/<full session id>
+    drawn = _listing(capsys, folder.name)
+    assert (drawn["session_id"], drawn["agent"]) == (folder.name, "gemini")
+    chats = [s for s in drawn["spans"] if s["name"].startswith("chat ")]
+    checks = GEMINI["subagent"]
+    assert len(chats) == sum(checks["main_model_calls_per_prompt"]) + sum(
+        checks["subagent_model_calls"].values()
+    )
+    assert main(["show", folder.name]) == 0
+    assert "sub-agent generalist" in capsys.readouterr().out
+
+
 # ------------------------------------------------------------------------------------------------ report
 def _report(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
     assert main(["report", *args, "--json", "--tz", "UTC"]) == 0
@@ -402,6 +505,29 @@ def test_report_adds_up_codex_threads_the_same_way(
     assert keys == {t for n in SCENARIOS for t in _threads(n)}
 
 
+def test_report_has_a_gemini_row_that_adds_up_its_tokens(
+    _isolated_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Gemini's row: each session once with its sub-agent's work, the tokens in the fold's meaning (output with
+    the thoughts), as the recorder scripted them; ``report ~/.gemini`` says the same."""
+    gemini = _gemini(_isolated_home)
+    _claude(_isolated_home)
+    rows = {row["key"]: row for row in _report(capsys, "agent")["rows"]}
+    assert set(rows) == {"claude-code", "gemini"}
+    row = rows["gemini"]
+    assert (row["input_tokens"], row["output_tokens"]) == _gemini_tokens()
+    assert (row["sessions"], row["agent"]) == (len(GEMINI), "gemini")
+    assert row["prompts"] == sum(len(c["human_prompts"]) for c in GEMINI.values())
+    assert row["tool_calls"] == sum(len(c["scripted_tool_calls"]) for c in GEMINI.values())
+    totals = _report(capsys, "monthly", str(gemini))["totals"]
+    assert (totals["sessions"], totals["input_tokens"], totals["output_tokens"]) == (
+        len(GEMINI),
+        *_gemini_tokens(),
+    )
+    assert main(["report", "--tz", "UTC", "--agent", "gemini"]) == 0
+    assert capsys.readouterr().out.startswith("Gemini CLI usage, daily")
+
+
 # ------------------------------------------------------------------------------------------------ doctor
 def _doctor(capsys: pytest.CaptureFixture[str], *args: str) -> list[str]:
     main(["doctor", "--timeout", "1", "--endpoint", "http://127.0.0.1:9", *args])
@@ -429,10 +555,22 @@ def test_doctor_lists_each_agents_folder(_isolated_home: Path, capsys: pytest.Ca
     lines = _doctor(capsys, "--agents", "claude-code")
     assert f"ok   session logs: {_isolated_home / '.copilot' / 'session-state'} {off}" in lines
 
+    gemini = _isolated_home / ".gemini" / "tmp"
+    assert f"ok   Gemini CLI logs: {gemini} {off}" in lines
+
     _codex(_isolated_home)
     threads = sum(len(_threads(n)) for n in SCENARIOS)
     line = next(line for line in _doctor(capsys) if "Codex CLI logs" in line)
     assert line == f"ok   Codex CLI logs: {threads} sessions in {codex}"
+
+    lines = _doctor(capsys)
+    assert (
+        f"ok   Gemini CLI logs: {gemini} does not exist (fine if Gemini CLI has not run as this user; "
+        in ("\n".join(lines))
+    )
+    _gemini(_isolated_home)
+    line = next(line for line in _doctor(capsys) if "Gemini CLI logs" in line)
+    assert line == f"ok   Gemini CLI logs: {len(GEMINI)} sessions in {gemini} (and 1 sub-agent file)"
 
 
 def test_an_id_prefix_two_agents_share_is_ambiguous_and_names_both(

@@ -820,14 +820,32 @@ def test_agents_setting_names_whose_logs_are_read_and_where() -> None:
 
     env = {"HOME": "/h", "CODEX_HOME": "~/cx", "CLAUDE_CONFIG_DIR": "/etc/claude"}
     config = load_config(env=env)
-    assert config.agents == ("copilot", "claude-code", "codex")
+    assert config.agents == ("copilot", "claude-code", "codex", "gemini")
     roots = {root.agent: root for root in agent_roots(config)}
     assert roots["claude-code"].logs == Path("/etc/claude/projects")
     assert roots["codex"].logs == Path("/h/cx/sessions")
+    assert roots["gemini"].logs == Path("/h/.gemini/tmp")
     assert roots["copilot"].logs == config.session_state
     assert load_config(env={**env, "COPILOT_OTEL_AGENTS": "Codex, copilot"}).agents == ("copilot", "codex")
     assert load_config(cli={"agents": "none"}, env=env).agents == ()
     off = {root.agent: root.enabled for root in agent_roots(load_config(cli={"agents": "codex"}, env=env))}
-    assert off == {"copilot": False, "claude-code": False, "codex": True}
+    assert off == {"copilot": False, "claude-code": False, "codex": True, "gemini": False}
     with pytest.raises(ConfigError, match="unknown: cladue"):
         load_config(env={**env, "COPILOT_OTEL_AGENTS": "cladue"})
+
+
+def test_gemini_home_is_where_gemini_cli_finds_its_folder() -> None:
+    """``GEMINI_CLI_HOME`` names the user's home for Gemini CLI, not its folder: the folder is ``.gemini`` under
+    it (``~/.gemini`` without it); ``--gemini-home`` / ``COPILOT_OTEL_GEMINI_HOME`` name the folder itself."""
+    from copilot_otel.sources import agent_roots
+
+    def logs(env: dict[str, str], cli: dict[str, str] | None = None) -> Path:
+        roots = {root.agent: root for root in agent_roots(load_config(cli=cli, env={"HOME": "/h", **env}))}
+        return roots["gemini"].logs
+
+    assert logs({}) == Path("/h/.gemini/tmp")
+    assert logs({"GEMINI_CLI_HOME": "/srv/me"}) == Path("/srv/me/.gemini/tmp")
+    assert logs({"GEMINI_CLI_HOME": "~/other"}) == Path("/h/other/.gemini/tmp")
+    assert logs({"GEMINI_CLI_HOME": "/srv/me", "COPILOT_OTEL_GEMINI_HOME": "/g"}) == Path("/g/tmp")
+    assert logs({"COPILOT_OTEL_GEMINI_HOME": "/g"}, cli={"gemini_home": "/flag"}) == Path("/flag/tmp")
+    assert load_config(env={"HOME": "/h", "COPILOT_OTEL_AGENTS": "gemini"}).agents == ("gemini",)

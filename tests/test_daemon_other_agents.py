@@ -1,8 +1,8 @@
-"""The daemon follows Claude Code's and Codex CLI's logs as it follows Copilot CLI's (issue 26).
+"""The daemon follows Claude Code's, Codex CLI's and Gemini CLI's logs as it follows Copilot CLI's (issue 26).
 
-First the resume model at the pipeline's level: a fold stopped after any line of a real Claude Code log and rebuilt
-from the checkpoint the daemon keeps (the start of the oldest open prompt with the context saved there, the framer's
-state included) gives, after that line, exactly what one uninterrupted read gives. Then a real daemon over a temp
+First the resume model at the pipeline's level: a fold stopped after any line of a real Claude Code or Gemini CLI log
+and rebuilt from the checkpoint the daemon keeps (the start of the oldest open prompt with the context saved there,
+the framer's state included) gives, after that line, exactly what one uninterrupted read gives. Then a real daemon over a temp
 HOME whose logs are written line by line as the CLIs write them, exporting to a real OTLP receiver.
 """
 
@@ -78,12 +78,15 @@ def _fold_restarted(session: SessionFile, settings: FoldSettings, blob: bytes, c
 
 
 @pytest.mark.parametrize(
-    "path", _other_logs("claude-code"), ids=lambda p: f"{p.parents[2].name}/{p.name[:12]}"
+    "path",
+    [*_other_logs("claude-code"), *_other_logs("gemini")],
+    ids=lambda p: "/".join(p.relative_to(OTHER).parts[:2]) + f"/{p.name[:12]}",
 )
 @pytest.mark.parametrize("mode", ["default", "full"])
 def test_a_restart_after_any_line_gives_one_uninterrupted_read(path: Path, mode: str) -> None:
     """In both capture modes: with content kept, the prompt's text (read by the framer a line before the prompt
-    opens) must come back after a restart too."""
+    opens) must come back after a restart too. Claude Code's logs and Gemini CLI's (whose framer holds what each
+    reply's earlier copies said, for the replace-by-id rule, in the checkpoint's context)."""
     settings = _settings(mode)
     session = SessionFile.from_path(path)
     whole = _fold_whole(session, settings)
@@ -278,7 +281,7 @@ def test_claude_code_logs_written_live_are_exported_as_replay_exports_them(
     agents = [s for s in want.values() if s["attributes"].get("gen_ai.operation.name") == "invoke_agent"]
     assert any(s["parent_span_id"] is not None for s in agents), "a sub-agent, under its parent's tool call"
     out = daemon.output()
-    assert f"following {home / 'projects'} (copilot, codex not installed" in out, out[:2000]
+    assert f"following {home / 'projects'} (copilot, codex, gemini not installed" in out, out[:2000]
     assert "Traceback" not in out and " ERROR " not in out
 
 
@@ -441,3 +444,149 @@ def test_codex_rollouts_written_live_are_exported_as_replay_exports_them(
         _assert_live_is_replay(receiver, written, tmp_path)
     finally:
         assert daemon.terminate() == 0
+
+
+# ---------------------------------------------------------------------------------------------- Gemini CLI
+GEMINI = OTHER / "gemini"
+
+
+def _gemini_home() -> Path:
+    return Path(os.environ["HOME"]) / ".gemini"
+
+
+def _write_gemini(
+    scenario: Path, home: Path, *, spawn_ended: bool = True, between: Callable[[], None] | None = None
+) -> list[Path]:
+    """A Gemini scenario's logs written line by line under ``home/tmp`` as the CLI writes them: the session's log,
+    and a sub-agent's (in a ``chats/<session id>`` folder made then) while its parent's ``invoke_agent`` call runs.
+    ``spawn_ended``: the sub-agent's log is written only once the parent's log has said the call ended (which
+    agent it ran): what a fold started then finds, as replay does (the live limit of ``docs/other-agents.md``).
+    ``between`` runs once a sub-agent's log is written, before the rest of the parent's."""
+    tmp = scenario / "tmp"
+    (main,) = sorted(tmp.glob("*/chats/session-*.jsonl"))
+    parent = _Cli(main, home / "tmp" / main.relative_to(tmp))
+    written = [parent.dest]
+    for source in sorted(tmp.glob("*/chats/*/*.jsonl")):
+        upto = parent.index_of(b'"agentId"') if spawn_ended else parent.index_of(b'"invoke_agent"') - 1
+        parent.write(upto)
+        sub = _Cli(source, home / "tmp" / source.relative_to(tmp))
+        sub.write()
+        written.append(sub.dest)
+        if between is not None:
+            between()
+    parent.write()
+    return written
+
+
+@SERIAL
+def test_gemini_logs_written_live_are_exported_as_replay_exports_them(
+    tmp_path: Path, receiver: OtlpReceiver
+) -> None:
+    """Only Gemini CLI is installed, its ``tmp`` folder made after the daemon started: each session's log (a
+    project's ``chats`` folder made while watched), written line by line with the CLI's rewrites of a reply (the
+    replace-by-id rule), and a sub-agent's log in a session folder that appears meanwhile, are exported as replay
+    exports them."""
+    home = _gemini_home()
+    daemon = _daemon(tmp_path, receiver).start()
+    try:
+        written = [
+            p
+            for name in ("subagent", "parallel-tools", "failing-tool", "resumed", "abort-mid-tool")
+            for p in _write_gemini(GEMINI / name, home)
+        ]
+        assert any(p.parent.parent.name == "chats" for p in written), "a sub-agent's log among them"
+        want = _assert_live_is_replay(receiver, [home], tmp_path)
+    finally:
+        assert daemon.terminate() == 0
+    agents = [s for s in want.values() if s["name"] == "invoke_agent generalist"]
+    assert len(agents) == 1 and agents[0]["parent_span_id"] is not None, (
+        "the sub-agent under its parent's call"
+    )
+    out = daemon.output()
+    assert f"{home / 'tmp'} appeared: following its sessions" in out, out[:3000]
+    assert "Traceback" not in out and " ERROR " not in out and "WARNING" not in out, out[-3000:]
+    status = _status(tmp_path)
+    assert status["files_tracked"] == len(written) and status["lines_dropped"] == {}
+
+
+@SERIAL
+def test_a_gemini_sub_agent_followed_before_its_spawn_ended_stays_in_its_parents_trace(
+    tmp_path: Path, receiver: OtlpReceiver
+) -> None:
+    """The live limit: a sub-agent's log written while the parent's ``invoke_agent`` call runs (as the CLI writes
+    it) is folded before the parent's log names it, so it roots in the trace of the prompt the parent runs, under
+    no span; everything of the parent's is replay's, and the sub-agent's own spans keep their content."""
+    home = _gemini_home()
+    (home / "tmp").mkdir(parents=True)
+    daemon = _daemon(tmp_path, receiver).start()
+    try:
+
+        def read_so_far() -> None:  # the sub-agent's fold has started before its parent's call ends
+            lines = sum(len(p.read_bytes().splitlines()) for p in (home / "tmp").rglob("*.jsonl"))
+            _until(lambda: _status(tmp_path).get("lines_read", 0) >= lines, 20)
+
+        written = _write_gemini(GEMINI / "subagent", home, spawn_ended=False, between=read_so_far)
+        want = _replayed([home], tmp_path)
+        receiver.wait_for(lambda r: len({s["span_id"] for s in r.spans()}) >= len(want), 30)
+    finally:
+        assert daemon.terminate() == 0
+    got = {s["span_id"]: _as_replay_closes(_strip(s)) for s in receiver.spans()}
+    assert len(written) == 2 and set(got) == set(want)
+    (agent_id,) = [i for i, s in want.items() if s["name"] == "invoke_agent generalist"]
+    (root_id,) = [i for i, s in want.items() if s["parent_span_id"] is None]
+    name = "gen_ai.agent.name"
+    theirs = {i for i, s in want.items() if s["attributes"].get(name) == "generalist"}
+    assert agent_id in theirs and len(theirs) == 7  # the sub-agent's own span, its 2 turns, 2 calls, 2 tools
+    assert all(got[i] == want[i] for i in set(want) - theirs), "the parent's spans are replay's"
+    for i in theirs - {
+        agent_id
+    }:  # the sub-agent's work: only its name, which the parent's call gives, is unknown
+        assert got[i] == {
+            **want[i],
+            "attributes": {k: v for k, v in want[i]["attributes"].items() if k != name},
+        }
+    live, replayed = got[agent_id], want[agent_id]
+    assert live["trace_id"] == replayed["trace_id"] == want[root_id]["trace_id"]
+    assert want[replayed["parent_span_id"]]["name"] == "execute_tool invoke_agent"
+    assert live["parent_span_id"] == root_id, "live: under the prompt's root, not the call not yet ended"
+    assert (live["name"], replayed["name"]) == ("invoke_agent agent", "invoke_agent generalist")
+    out = daemon.output()
+    assert "Traceback" not in out and " ERROR " not in out, out[-3000:]
+
+
+@SERIAL
+def test_a_gemini_runaway_is_detected_once_and_notified_never_signalled(
+    tmp_path: Path, receiver: OtlpReceiver
+) -> None:
+    """[runaway-distinct] (25 shell calls with different arguments: no loop for the CLI's own detection) written
+    line by line as if now, with ``runaway_action = interrupt``: the loop's turns rule fires once, the webhook gets
+    its notice, and nothing is signalled: Gemini CLI leaves no lock naming its process."""
+    scenario = GEMINI / "runaway-distinct" / "tmp"
+    (main_log,) = sorted(scenario.glob("*/chats/session-*.jsonl"))
+    session_id = orjson.loads(main_log.read_bytes().split(b"\n")[0])["sessionId"]
+    first = datetime.fromisoformat(_TIMESTAMP.search(main_log.read_bytes()).group(1).decode())  # type: ignore[union-attr]
+    shift_s = time.time() - first.replace(tzinfo=timezone.utc).timestamp()
+    with WebhookReceiver() as hook:
+        daemon = _daemon(
+            tmp_path,
+            receiver,
+            COPILOT_OTEL_RUNAWAY_ACTION="interrupt",
+            COPILOT_OTEL_NOTIFY_WEBHOOK=hook.url,
+        ).start()
+        try:
+            _Cli(main_log, _gemini_home() / "tmp" / main_log.relative_to(scenario), shift_s).write(
+                pause_s=0.01
+            )
+            hook.wait_for(1, 30)
+            receiver.wait_for(lambda r: any(s["parent_span_id"] is None for s in r.spans()), 30)
+        finally:
+            assert daemon.terminate() == 0
+        bodies = list(hook.bodies)
+    detections = [r for r in receiver.logs() if r["event_name"] == "copilot_otel.runaway.detected"]
+    assert [d["attributes"]["copilot_otel.runaway.reason"] for d in detections] == ["turns"]
+    assert len(bodies) == 1 and session_id in orjson.dumps(bodies[0]).decode()
+    out = daemon.output()
+    said = [line for line in out.splitlines() if "unprovable" in line]
+    assert len(said) == 1 and "gemini leaves no lock naming its process" in said[0], out[-3000:]
+    status = orjson.loads((tmp_path / "state" / "status.json").read_bytes())
+    assert status["runaway_interrupts"] == {"unprovable": 1}

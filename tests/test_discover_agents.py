@@ -1,8 +1,10 @@
-"""Discovery of the other agents' deeper log trees: Claude Code's ``projects`` and Codex's ``sessions``.
+"""Discovery of the other agents' deeper log trees: Claude Code's ``projects``, Codex's ``sessions`` and Gemini
+CLI's ``tmp``.
 
 Their layouts are folder and file names only (discovery sits below the readers), so the first tests hold them
 equal to the readers' own ``scan`` over every real fixture. Then the platform's real watcher over a real tree: a
-log in a folder made while it is watched (``mkdir -p`` of a session's ``subagents``, of a day's ``YYYY/MM/DD``)
+log in a folder made while it is watched (``mkdir -p`` of a session's ``subagents``, of a day's ``YYYY/MM/DD``,
+of a Gemini project's ``chats`` and a session's sub-agent folder in it)
 is reported without waiting for a scan, only the folders that may hold logs are watched, and several roots
 discovered as one hand over one scan.
 """
@@ -19,7 +21,7 @@ from watchdog.observers import Observer
 
 from copilot_otel._platform import current
 from copilot_otel.discover import Discoveries, Discovery
-from copilot_otel.sources import claude_code, codex
+from copilot_otel.sources import claude_code, codex, gemini
 from tests.conftest import FIXTURES
 from tests.test_discover import Changes, changes, mode_of
 from tests.test_discover_inotify import _until
@@ -33,13 +35,19 @@ HOMES = {
         *sorted((OTHER / "recorded" / "claude-code").glob("*/")),
     ],
     "codex": [*sorted((OTHER / "codex").glob("*/")), *sorted((OTHER / "recorded" / "codex").glob("*/"))],
+    "gemini": sorted((OTHER / "gemini").glob("*/")),
+}
+# Each agent's reader's scan and the folder under its home that discovery watches.
+READERS = {
+    "claude-code": (claude_code.scan, claude_code.PROJECTS),
+    "codex": (codex.scan, codex.SESSIONS),
+    "gemini": (gemini.scan, gemini.TMP),
 }
 
 
 @pytest.mark.parametrize("agent", sorted(HOMES))
 def test_the_scan_finds_what_the_readers_scan_finds(agent: str) -> None:
-    scan = claude_code.scan if agent == "claude-code" else codex.scan
-    logs = claude_code.PROJECTS if agent == "claude-code" else codex.SESSIONS
+    scan, logs = READERS[agent]
     homes = [home for home in HOMES[agent] if (home / logs).is_dir()]
     assert len(homes) >= 10
     for home in homes:
@@ -82,6 +90,14 @@ def _watched(tmp_path: Path, agent: str, changes: Changes, watcher: str = "platf
     return disc
 
 
+def _watches_only(disc: Discovery, watcher: str, folders: set[str]) -> None:
+    """Linux's own watcher watches exactly ``folders`` (below the root): those that may hold logs."""
+    if watcher == "platform" and type(current).__name__ == "Linux":
+        inotify = disc._watcher
+        assert inotify is not None
+        assert inotify.watched_folders == folders  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize("watcher", ["platform", "watchdog"])
 @pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")  # watchdog's own, at a `mkdir -p`
 def test_a_sub_agent_file_in_a_folder_made_while_watched_is_reported(
@@ -107,14 +123,51 @@ def test_a_sub_agent_file_in_a_folder_made_while_watched_is_reported(
             fh.write(b"{}\n")  # appended after the spilled file: its report would come first
         assert changes.wait_for(sub, timeout=5)
         assert spilled not in changes.paths
-        if watcher == "platform" and type(current).__name__ == "Linux":
-            watcher = disc._watcher
-            assert watcher is not None
-            assert watcher.watched_folders == {  # type: ignore[attr-defined]
+        _watches_only(
+            disc,
+            watcher,
+            {
                 "-home-dev-app",
                 os.path.join("-home-dev-app", "0aa"),
                 os.path.join("-home-dev-app", "0aa", "subagents"),
-            }, "the folders that may hold logs, not the tool results"
+            },
+        )  # the folders that may hold logs, not the tool results
+    finally:
+        disc.stop()
+
+
+@pytest.mark.parametrize("watcher", ["platform", "watchdog"])
+@pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")  # watchdog's own, at a `mkdir -p`
+def test_a_gemini_session_and_its_sub_agent_in_folders_made_while_watched_are_reported(
+    tmp_path: Path, changes: Changes, watcher: str
+) -> None:
+    """``tmp/<project>/chats`` made at once (a project's first session), a session's log in it, then the session's
+    sub-agent folder: each log is reported; the project's other folders (the CLI keeps more there) are not
+    watched, and nothing in them is a log."""
+    disc = _watched(tmp_path, "gemini", changes, watcher)
+    try:
+        chats = disc.root / "project" / "chats"
+        chats.mkdir(parents=True)
+        session = chats / "session-2026-12-02T07-35-6b4f93a2.jsonl"
+        session.write_bytes(b"{}\n")
+        assert changes.wait_for(session, timeout=5)
+        sub = chats / "6b4f93a2-dc6b-407d-ba74-03d8f2e5f5ab" / "f418ac7a.jsonl"
+        sub.parent.mkdir()
+        sub.write_bytes(b"{}\n")
+        assert changes.wait_for(sub, timeout=5)
+        changes.clear()
+        other = disc.root / "project" / "checkpoints" / "x.jsonl"
+        other.parent.mkdir()
+        other.write_bytes(b"{}\n")
+        with open(sub, "ab") as fh:
+            fh.write(b"{}\n")  # appended after the other file: its report would come first
+        assert changes.wait_for(sub, timeout=5)
+        assert other not in changes.paths
+        assert disc.scan() == [str(sub), str(session)]
+        chats = os.path.join("project", "chats")
+        _watches_only(
+            disc, watcher, {"project", chats, os.path.join(chats, sub.parent.name)}
+        )  # not its others
     finally:
         disc.stop()
 

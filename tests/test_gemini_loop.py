@@ -7,8 +7,8 @@ the tool calls by id with their outcomes, the tokens in the fold's meaning, and 
 ``invoke_agent`` call that started it (rule A). Then live == replay (each log fed in pieces of 1, 7 and 4096
 bytes) and the framer's state: a snapshot taken after any line, restored, goes on as if never stopped.
 
-The shared wiring (``Source.GEMINI``, ``sniff``, ``_FRAMERS``) is not there yet: the pipelines here are built with
-``source=GEMINI`` and the framer's seed, as ``Pipeline.for_session`` will once ``sniff`` knows Gemini's header.
+The pipelines here are built with ``source=GEMINI`` and the framer's seed, as ``Pipeline.for_session`` builds them
+for a log :func:`~copilot_otel.sources.sniff` tells is Gemini's (the last tests hold the two the same).
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ from copilot_otel import ids
 from copilot_otel.activity import AgentRun, ModelCall, PromptRun, Record, ToolCall
 from copilot_otel.content import ContentKind, ContentPolicy
 from copilot_otel.events import Event
-from copilot_otel.pipeline import FRAME_KEY, FoldSettings, Pipeline
+from copilot_otel.pipeline import FRAME_KEY, FoldSettings, Pipeline, source_for
 from copilot_otel.records import BadLine
-from copilot_otel.sources import LogKind, SourceLog, read_blob
+from copilot_otel.sessions import SessionFile
+from copilot_otel.sources import LogKind, Source, SourceLog, read_blob, sniff
 from copilot_otel.sources import gemini as gm
 from copilot_otel.sources.gemini_loop import GEMINI, GeminiFramer, seed
 from tests.conftest import FIXTURES
@@ -201,8 +202,8 @@ def test_a_cut_tool_call_is_in_no_record() -> None:
 @pytest.mark.parametrize("parent_lines", [0, 6])
 def test_a_subagent_whose_spawn_is_not_written_yet_is_still_read(tmp_path: Path, parent_lines: int) -> None:
     """Live, the sub-agent's log is followed before the parent's call has ended (the CLI writes ``agentId`` then):
-    no call to root under, but its work is still folded, in the trace of the prompt the parent runs (when the
-    parent's log is there, cut before the call's end), else in one of its own."""
+    no call to root under, but its work is still folded, in the trace of the prompt the parent runs and under its
+    root span (when the parent's log is there, cut before the call's end), else in a trace of its own."""
     (main,) = _logs("subagent", LogKind.SESSION)
     (sub,) = _logs("subagent", LogKind.SUBAGENT)
     chats = tmp_path / "tmp" / "project" / "chats"
@@ -216,9 +217,11 @@ def test_a_subagent_whose_spawn_is_not_written_yet_is_still_read(tmp_path: Path,
     first = seed(alone)
     assert first is not None and first["call_id"] is None
     (agent,) = [r for r in _fold(alone) if isinstance(r, AgentRun)]
-    assert agent.parent_span_id == 0 and agent.usage.calls == 2
+    assert agent.usage.calls == 2
     (run,) = [r for r in _fold(main.path) if isinstance(r, PromptRun)]
     assert (agent.trace_id == run.trace_id) is bool(head)
+    # under the parent's prompt's root span when that prompt is known; a root of its own otherwise
+    assert agent.parent_span_id == (run.span_id if head else 0)
 
 
 def _all_logs() -> list[Path]:
@@ -329,3 +332,30 @@ def test_the_reader_never_raises_on_wrong_shapes() -> None:
     assert seen > 1000
     for bad in (b"[1]", b"{", b'{"neither": 1}'):
         assert isinstance(gm.read_line(bad, 0, 1, 1), BadLine)
+
+
+def test_sniff_tells_a_gemini_log_by_its_header_and_the_pipeline_reads_it_with_this_framer(
+    tmp_path: Path,
+) -> None:
+    """Every recorded log (a session's and a sub-agent's) opens with the header line (``sessionId``,
+    ``projectHash``, no ``type``): sniffed as Gemini's, folded by :data:`GEMINI` with its seed, as here."""
+    logs = [log.path for name in SCENARIOS for log in gm.scan(ROOT / name)]
+    assert any(gm.parent_session_of(path) for path in logs)  # a sub-agent's log among them
+    for path in logs:
+        assert sniff(path) is Source.GEMINI, path
+        assert source_for(SessionFile.from_path(path)) is GEMINI
+        fold = Pipeline.for_session(SessionFile.from_path(path), FoldSettings(), project=False)
+        records = [r for step in fold.feed_file(path) for r in step.records]
+        assert [*records, *fold.close("file_ended").records] == _fold(path), path
+    # a header longer than the sniffed start (a sub-agent's lists its directories) is told by its first keys; a
+    # header-like line that has a type is another agent's
+    header = (ROOT / "plain-question").rglob("session-*.jsonl").__next__().read_bytes().split(b"\n")[0]
+    long = tmp_path / "long.jsonl"
+    long.write_bytes(header[:-1] + b',"directories":["/' + b"x" * 9000 + b'"]}\n')
+    assert sniff(long) is Source.GEMINI
+    partial = tmp_path / "partial.jsonl"
+    partial.write_bytes(header[:40])
+    assert sniff(partial) is None  # not yet to the project hash: says nothing
+    typed = tmp_path / "typed.jsonl"
+    typed.write_bytes(header[:-1] + b',"type":"user"}\n')
+    assert sniff(typed) is Source.CLAUDE_CODE

@@ -7,13 +7,15 @@ module here that is, for that source, what those two are for Copilot: the only p
   ``~/.claude``), a sub-agent in ``<session id>/subagents/agent-<id>.jsonl`` beside its ``.meta.json``.
 * :mod:`.codex` - Codex CLI: ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl`` (default
   ``~/.codex``), a sub-agent a thread with a rollout of its own.
+* :mod:`.gemini` - Gemini CLI: ``$GEMINI_CLI_HOME/.gemini/tmp/<project>/chats/session-<time>-<id>.jsonl``
+  (default ``~/.gemini``), a sub-agent in ``chats/<session id>/<agent id>.jsonl``.
 
 Each reader turns one line into a view of :class:`copilot_otel.events.Event` (the same envelope and the same
 field descriptors as Copilot's events: a wrong-typed field reads as absent and is noted as a dropped value, an
 unknown record type is kept as a plain :class:`~copilot_otel.events.Event`) or a :class:`~copilot_otel.records.
 BadLine`, and never raises. What the records mean for the agent loop is in ``docs/other-agents.md``; nothing here
-is fed to the loop through its source's framer (:class:`LoopSource`): Claude Code's (:mod:`.claude_code_loop`) now,
-Codex's next.
+is fed to the loop through its source's framer (:class:`LoopSource`): :mod:`.claude_code_loop`,
+:mod:`.codex_loop`, :mod:`.gemini_loop`.
 
 Discovery is cheap, as :func:`copilot_otel.sessions.scan_root` is: names and ``stat`` only, no file content; a link
 that leads out of the source's root is not followed (a session log is read only if it really is under the root).
@@ -236,6 +238,7 @@ class LoopSource:
 _FRAMERS: dict[Source, tuple[str, str]] = {
     Source.CLAUDE_CODE: (".claude_code_loop", "CLAUDE_CODE"),
     Source.CODEX: (".codex_loop", "CODEX"),
+    Source.GEMINI: (".gemini_loop", "GEMINI"),
 }
 
 
@@ -256,6 +259,8 @@ def loop_source(source: Source) -> LoopSource | None:
 # How much of a log's start :func:`sniff` reads (a Copilot ``session.start`` line is ~1 KB).
 SNIFF_BYTES = 8 * 1024
 _TYPE = re.compile(rb'"type"\s*:\s*"([^"]*)"')
+# Gemini CLI's header as it writes it (its keys in this order), for a first line longer than SNIFF_BYTES.
+_GEMINI_HEADER = re.compile(rb'^\{"sessionId"\s*:\s*"[^"]*"\s*,\s*"projectHash"\s*:')
 
 
 def sniff(path: Path) -> Source | None:
@@ -264,9 +269,10 @@ def sniff(path: Path) -> Source | None:
 
     Copilot CLI's events are ``{type: "session.start", data: …}`` (dotted types, a ``data`` object); Codex's
     ``{timestamp, type, payload}``; Claude Code's neither (``type`` ``queue-operation``, ``user``, … with the
-    record's fields beside it). A first line longer than :data:`SNIFF_BYTES` (a long prompt, Codex's
-    ``session_meta``) is told by its first ``"type"``. Read only for a flat ``.jsonl`` file: a Copilot session
-    folder needs no look.
+    record's fields beside it); Gemini CLI's log opens with a header that has no ``type`` at all
+    (``{sessionId, projectHash, startTime, …}``). A first line longer than :data:`SNIFF_BYTES` (a long prompt,
+    Codex's ``session_meta``) is told by its first ``"type"``, or by Gemini's header's first two keys. Read only for a flat ``.jsonl`` file: a Copilot
+    session folder needs no look.
     """
     try:
         with open(path, "rb") as f:
@@ -280,10 +286,16 @@ def sniff(path: Path) -> Source | None:
             obj = orjson.loads(head[:end])
         except orjson.JSONDecodeError:
             return None
-        if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
+        if not isinstance(obj, dict):
+            return None
+        if _is_gemini_header(obj):
+            return Source.GEMINI
+        if not isinstance(obj.get("type"), str):
             return None
         kind, payload, data = obj["type"].encode(), "payload" in obj, "data" in obj
     else:
+        if _GEMINI_HEADER.match(head):
+            return Source.GEMINI
         found = _TYPE.search(head)
         if found is None:
             return None
@@ -294,3 +306,13 @@ def sniff(path: Path) -> Source | None:
     if data or b"." in kind:
         return None  # Copilot CLI's
     return Source.CLAUDE_CODE
+
+
+def _is_gemini_header(obj: Mapping[str, Any]) -> bool:
+    """Gemini CLI's header line: a session id and a project hash, and no ``type`` (every other agent's first
+    record has one)."""
+    return (
+        "type" not in obj
+        and isinstance(obj.get("sessionId"), str)
+        and isinstance(obj.get("projectHash"), str)
+    )

@@ -31,16 +31,18 @@ Tokens are the Gemini API's ``usageMetadata``: ``input`` (``promptTokenCount``) 
 from __future__ import annotations
 
 import enum
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import orjson
 
 from ..events import Dropped, Event, _dict, _int, _str, raw, text
 from ..parse import undecodable
 from ..records import BadLine, DropReason, RecordBase, record
+from ..sessions import stays_inside
 from . import LogKind, Source, SourceLog, ToolOutcome, read_blob, source_root, time_of, walk_logs
 
 __all__ = [
@@ -82,14 +84,8 @@ _HARNESS_PREFIXES = ("System: Potential loop detected",)
 _DONE = {"success": ToolOutcome.OK, "error": ToolOutcome.FAILED, "cancelled": ToolOutcome.INTERRUPTED}
 
 
-class _Standin(enum.Enum):
-    """Gemini CLI's :class:`~copilot_otel.sources.Source` until :mod:`copilot_otel.roots` has it."""
-
-    GEMINI = "gemini"
-
-
-# The source value of Gemini's logs: ``Source.GEMINI`` once it exists, a stand-in with the same value until then.
-SOURCE = cast("Source", getattr(Source, "GEMINI", _Standin.GEMINI))
+# The source value of Gemini's logs.
+SOURCE = Source.GEMINI
 
 
 # ---------------------------------------------------------------------------------------------- discovery
@@ -130,6 +126,33 @@ def _log_of(folder: Path, name: str) -> SourceLog | None:
     if folder.parent.name == CHATS and folder.parent.parent.parent.name == TMP:
         return SourceLog(SOURCE, LogKind.SUBAGENT, folder.name, path, name[: -len(".jsonl")])
     return None
+
+
+def is_session_log(path: Path) -> bool:
+    """Whether ``path`` is named as a session's own log (``tmp/<project>/chats/session-…-<id>.jsonl``)."""
+    return path.parent.name == CHATS and _SESSION_FILE.match(path.name) is not None
+
+
+def subagent_logs(path: Path) -> list[Path]:
+    """A session log's sub-agent logs (``chats/<session id>/*.jsonl`` beside it: the folder whose name starts
+    with the 8 characters the log's name holds), sorted; links followed only while they stay in ``chats``. None
+    when ``path`` is no session log, or its sub-agent folder cannot be listed (the session is read all the same).
+    """
+    found = _SESSION_FILE.match(path.name)
+    if found is None or path.parent.name != CHATS:
+        return []
+    chats = path.parent
+    try:
+        real = os.path.realpath(chats)
+        folders = [
+            Path(e.path) for e in os.scandir(chats) if e.name.startswith(found.group("short")) and e.is_dir()
+        ]
+        logs = [
+            Path(e.path) for f in folders for e in os.scandir(f) if e.name.endswith(".jsonl") and e.is_file()
+        ]
+    except OSError:
+        return []
+    return sorted(log for log in logs if stays_inside(log, real))
 
 
 def parent_session_of(path: Path) -> str | None:

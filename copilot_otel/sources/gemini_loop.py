@@ -35,7 +35,7 @@ parent's ``invoke_agent`` tool span. Its own log does not say which call started
 parent's ``invoke_agent`` call names the sub-agent (``agentId``) once it has ended. :func:`seed` reads that from
 the parent's log when the fold starts (:func:`~copilot_otel.sources.gemini.spawn_of`). A fold that starts before
 the parent's call has ended (live) finds no call: it roots in the trace of the prompt the parent runs then (its
-own), under no span (a second root of that trace). Its task is its first ``user`` message; its successful
+own), under the root span of that prompt (the main agent's, not its ``invoke_agent`` call's). Its task is its first ``user`` message; its successful
 ``complete_task`` call ends it.
 """
 
@@ -201,7 +201,7 @@ class GeminiFramer:
                 Rooted("gemini.subagent", f"subagent/{view.id}", view.time_ns, NO_DATA, None, view.offset,
                        view.end_offset, view.dropped, session_id=parent,
                        prompt_key=seed_.get("prompt_id") or view.id, agent_key=seed_.get("agent_id") or view.id,
-                       parent_span_id=ids.span_id(parent, "tool", call, call) if parent and call else 0,
+                       parent_span_id=_spawn_parent(parent, call, seed_.get("prompt_id")),
                        task_call_id=call, name=seed_.get("agent_name"), content=view.plain_text or None)
             )  # fmt: skip
             return
@@ -330,6 +330,17 @@ class GeminiFramer:
 
 def _requests(calls: tuple[ToolCallRecord, ...]) -> tuple[ev.ToolRequest, ...]:
     return tuple([ev.ToolRequest(c.id, c.name, c.args) for c in calls])
+
+
+def _spawn_parent(parent: str | None, call: str | None, prompt_id: str | None) -> int:
+    """The span a sub-agent hangs under: its parent's ``invoke_agent`` call's; before that call has ended (live:
+    the parent's log does not name the sub-agent yet), the root span of the prompt the parent runs, so the sub-agent
+    is still inside that prompt's tree; 0 (a root) when the parent's log says neither."""
+    if parent and call:
+        return ids.span_id(parent, "tool", call, call)
+    if parent and prompt_id:
+        return ids.span_id(parent, "root", prompt_id)
+    return 0
 
 
 def seed(path: Path) -> dict[str, Any] | None:
