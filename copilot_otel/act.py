@@ -56,7 +56,7 @@ NOTICE_LOG_EVERY_S = 60.0
 class SessionView:
     """What the daemon knows of a session when it acts (``title`` only when prompts are captured).
 
-    ``agent``: another agent's session (``claude-code``, ``codex``), whose CLI cannot be proven (no lock names its
+    ``agent``: another agent's session (``claude-code``, ``codex``, ``gemini``), whose CLI cannot be proven (no lock names its
     process: :func:`copilot_otel.interrupt.unprovable`); ``None``: Copilot CLI's."""
 
     session_id: str

@@ -669,7 +669,7 @@ def run(config: Config) -> int:
     if not config.agents:
         raise SourceError(
             "agents is none: run has no agent's logs to follow (set --agents or COPILOT_OTEL_AGENTS to copilot, "
-            "claude-code or codex)"
+            "claude-code, codex or gemini)"
         )
     stop = threading.Event()
     daemon = Daemon(config, stop=stop)

@@ -202,9 +202,9 @@ def _tmux_ctrl_c(facts: ProcessFacts, run: Run) -> str | None:
 
 
 def unprovable(agent: str) -> Outcome:
-    """Another agent's session (Claude Code, Codex CLI): nothing is signalled, the runaway is only notified.
+    """Another agent's session (Claude Code, Codex CLI, Gemini CLI): nothing is signalled, the runaway is only notified.
 
-    Neither CLI leaves an ``inuse.<pid>.lock`` (``docs/other-agents.md``, "Interrupting a runaway"), so no process
+    None of them leaves an ``inuse.<pid>.lock`` (``docs/other-agents.md``, "Interrupting a runaway"), so no process
     can be proven to be that session's CLI: a process whose arguments name the session (``--resume <id>``, ``exec
     resume <id>``) would be one only for a resumed session, and a pid found by its name could be any other session's
     CLI. Until that proof exists, the interrupt degrades to the notice, and the outcome says so.

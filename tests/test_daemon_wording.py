@@ -146,7 +146,8 @@ def test_a_missing_session_state_folder_is_waited_for_and_said_once(
     # Every agent's folder looked in, in one line (none of them exists under the test's HOME).
     home = Path(os.environ["HOME"])
     assert (
-        f"waiting for {root}, {home / '.claude' / 'projects'} or {home / '.codex' / 'sessions'} to appear: "
+        f"waiting for {root}, {home / '.claude' / 'projects'}, {home / '.codex' / 'sessions'} or "
+        f"{home / '.gemini' / 'tmp'} to appear: "
         "none exists yet" in waiting[0]
     ), waiting
     assert sum(f"{root} appeared: following its sessions" in line for line in _lines(daemon)) == 1

@@ -221,7 +221,7 @@ def test_a_subagent_whose_spawn_is_not_written_yet_is_still_read(tmp_path: Path,
     (run,) = [r for r in _fold(main.path) if isinstance(r, PromptRun)]
     assert (agent.trace_id == run.trace_id) is bool(head)
     # under the parent's prompt's root span when that prompt is known; a root of its own otherwise
-    assert agent.parent_span_id == (run.span_id if head else 0)
+    assert agent.parent_span_id == (run.span_id if head else None)
 
 
 def _all_logs() -> list[Path]:

@@ -454,7 +454,8 @@ def test_without_any_agents_folder_it_says_so(capsys: pytest.CaptureFixture[str]
         "copilot-otel: error: no session logs found: ~/.copilot/session-state does not exist"
     )
     assert "~/.claude/projects does not exist" in err and "~/.codex/sessions does not exist" in err
-    assert "--session-state, --claude-code-home or --codex-home" in err and "\n" not in err
+    assert "~/.gemini/tmp does not exist" in err
+    assert "--session-state, --claude-code-home, --codex-home or --gemini-home" in err and "\n" not in err
 
 
 def test_a_log_last_written_before_since_is_not_read(

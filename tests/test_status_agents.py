@@ -31,12 +31,14 @@ def homes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
     monkeypatch.setenv("COPILOT_OTEL_SESSION_STATE", str(session_state))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(CLAUDE_HOME))
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-never-ran"))
+    monkeypatch.setenv("GEMINI_CLI_HOME", str(tmp_path / "gemini-never-ran"))
     for name in ("COPILOT_OTEL_AGENTS", "FORCE_COLOR", "TTY_COMPATIBLE", "NO_COLOR"):
         monkeypatch.delenv(name, raising=False)
     return {
         "copilot": session_state,
         "claude-code": CLAUDE_HOME / "projects",
         "codex": tmp_path / "codex-never-ran" / "sessions",
+        "gemini": tmp_path / "gemini-never-ran" / ".gemini" / "tmp",
     }
 
 
@@ -58,6 +60,7 @@ def test_without_a_daemon_each_agent_folder_is_listed(
         f"  copilot      found      {homes['copilot']}",
         f"  claude-code  found      {homes['claude-code']}",
         f"  codex        not found  {homes['codex']}",
+        f"  gemini       not found  {homes['gemini']}",
     ]
 
 
@@ -70,6 +73,7 @@ def test_an_agent_left_out_of_the_setting_is_switched_off(
         f"  copilot      found         {homes['copilot']}",
         f"  claude-code  switched off  {homes['claude-code']}",
         f"  codex        not found     {homes['codex']}",
+        f"  gemini       switched off  {homes['gemini']}",
     ]
 
 
@@ -170,6 +174,13 @@ def test_json_adds_the_folders_to_the_status(
             "agent": "codex",
             "folder": str(homes["codex"]),
             "setting": "codex_home",
+            "enabled": False,
+            "found": False,
+        },
+        {
+            "agent": "gemini",
+            "folder": str(homes["gemini"]),
+            "setting": "gemini_home",
             "enabled": False,
             "found": False,
         },

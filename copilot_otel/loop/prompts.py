@@ -335,7 +335,8 @@ def on_rooted(loop: LoopState, event: RootedInput) -> None:
     key = f"{event.prompt_key}/{event.agent_key}"
     root = Agent(
         span_id=ids.span_id(ctx.session_id, "agent", event.agent_key),
-        parent_span_id=event.parent_span_id,
+        parent_span_id=event.parent_span_id
+        or None,  # 0: the parent is unknown (never an all-zero id on the wire)
         name=event.name,
         start_ns=event.time_ns,
         agent_id=event.agent_key,
