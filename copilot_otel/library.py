@@ -18,6 +18,7 @@ listed beside it: each is folded alone, rooted under the parent's tool call (loo
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Iterable, Iterator, Sequence
@@ -58,6 +59,7 @@ __all__ = [
     "SessionRecords",
     "agent_of",
     "discover",
+    "grouped_ids",
     "home_relative",
     "iter_sessions",
     "other_agent_logs",
@@ -66,6 +68,7 @@ __all__ = [
     "resolve_targets",
     "setting_flag",
     "source_logs",
+    "sub_logs",
     "subagent_logs",
 ]
 
@@ -174,7 +177,7 @@ def read_log(session: SessionFile, settings: FoldSettings | None = None) -> Sess
 
 def _read(session: SessionFile, settings: FoldSettings) -> SessionRecords:
     out = SessionRecords(session)
-    out.subagent_files = subagent_logs(session.path) if session.folder is None else []
+    out.subagent_files = sub_logs(session)
     for one in [session, *(SessionFile.from_path(path) for path in out.subagent_files)]:
         pipeline = Pipeline.for_session(one, settings, project=False)
         for step in pipeline.feed_file(one.path):  # read in chunks: only the records are kept
@@ -196,6 +199,20 @@ def agent_of(session: SessionFile) -> str:
         return COPILOT
     source = sniff(session.path)
     return COPILOT if source is None else source.value
+
+
+def sub_logs(session: SessionFile) -> list[Path]:
+    """The sub-agents' logs read with ``session``: those discovery grouped with it (Codex's child threads), else
+    those beside it (:func:`subagent_logs`)."""
+    if session.subagents is not None:
+        return list(session.subagents)
+    return subagent_logs(session.path) if session.folder is None else []
+
+
+def grouped_ids(session: SessionFile) -> list[str]:
+    """The ids of the sub-agents' threads discovery grouped with ``session`` (Codex's): ids ``show`` also resolves,
+    which a listing's short ids must not be prefixes of."""
+    return [tid for path in session.subagents or () if (tid := codex.thread_id(path)) is not None]
 
 
 def subagent_logs(path: Path) -> list[Path]:
@@ -249,7 +266,24 @@ def source_logs(source: Source, home: Path, subagents: bool = True) -> list[Sour
 
 
 def _scan(source: Source, home: Path, subagents: bool) -> list[SessionFile]:
-    return [_as_session(log) for log in source_logs(source, home, subagents)]
+    sessions = [_as_session(log) for log in source_logs(source, home, subagents)]
+    return sessions if subagents or source is not Source.CODEX else _codex_sessions(sessions)
+
+
+def _codex_sessions(threads: list[SessionFile]) -> list[SessionFile]:
+    """Codex's threads as sessions: a sub-agent's thread (its rollout names another root session) is read with
+    that session, as Claude Code's sub-agent files are, so it is no session, prompt or row of its own; one whose
+    root is not there (deleted, or moved) stays a session of its own."""
+    roots = {thread.session_id: thread for thread in threads}
+    children: dict[str, list[Path]] = {}
+    alone: list[SessionFile] = []
+    for thread in threads:
+        root = codex.root_session(thread.path)
+        if root is not None and root != thread.session_id and root in roots:
+            children.setdefault(root, []).append(thread.path)
+        else:
+            alone.append(thread)
+    return [dataclasses.replace(s, subagents=tuple(children.get(s.session_id, ()))) for s in alone]
 
 
 def other_agent_logs(target: str | Path, *, subagents: bool) -> list[SessionFile] | None:

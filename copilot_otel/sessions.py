@@ -30,14 +30,18 @@ class SessionFile:
         path: The JSONL file.
         folder: The session folder (current layout) or ``None`` for a legacy flat file.
         agent: Which coding agent wrote it, when discovery knows it from the folder it found the log in
-            (``copilot``, ``claude-code``, ``codex``); ``None``: told by the log itself
+            (``copilot``, ``claude-code``, ``codex``, ``gemini``); ``None``: told by the log itself
             (:func:`copilot_otel.library.agent_of`).
+        subagents: Its sub-agents' logs, read with it, when discovery grouped them (a Codex session's child
+            threads, which only their content links to it); ``None``: those found beside it
+            (:func:`copilot_otel.library.subagent_logs`).
     """
 
     session_id: str
     path: Path
     folder: Path | None
     agent: str | None = None
+    subagents: tuple[Path, ...] | None = None
 
     @classmethod
     def from_path(cls, path: Path) -> SessionFile:

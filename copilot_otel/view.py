@@ -74,10 +74,11 @@ from .library import (
     SessionRecords,
     agent_of,
     discover,
+    grouped_ids,
     home_relative,
     read_log,
     resolve_targets,
-    subagent_logs,
+    sub_logs,
 )
 from .parse import timestamp_ns
 from .pipeline import fold_session, fold_settings
@@ -189,7 +190,7 @@ def _print_json(session: SessionFile, settings: FoldSettings) -> None:
     too, each file folded alone as replay folds it)."""
     folded = fold_session(session, settings)
     spans = [span_json(r) for r in folded.emissions if isinstance(r, SpanRecord)]
-    for path in subagent_logs(session.path) if session.folder is None else []:
+    for path in sub_logs(session):
         sub = fold_session(SessionFile.from_path(path), settings)
         spans += [span_json(r) for r in sub.emissions if isinstance(r, SpanRecord)]
     session_id = folded.fold.ctx.session_id or session.session_id
@@ -477,7 +478,8 @@ def _short_ids(sessions: Sequence[SessionFile]) -> dict[Path, str]:
     """Each session's id cut to the shortest prefix of at least :data:`SHORT_ID_CHARS` characters that no other
     listed id starts with (what ``show <prefix>`` takes); sorted, each id only needs to differ from its
     neighbours."""
-    ids = sorted({s.session_id for s in sessions})
+    # a sub-agent's thread read with its session is still an id show resolves: a short id must not name it too
+    ids = sorted({s.session_id for s in sessions} | {tid for s in sessions for tid in grouped_ids(s)})
 
     def shared(a: str, b: str) -> int:
         return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))

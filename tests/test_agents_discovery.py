@@ -373,9 +373,11 @@ def test_show_lists_codex_threads_by_the_shortest_unique_prefix(
     assert main(["show", str(codex)]) == 0
     ids = [line.split()[2] for line in capsys.readouterr().out.splitlines() if line[:2].isdigit()]
     threads = [t for n in SCENARIOS for t in _threads(n)]
-    assert len(ids) == len(threads)
+    # one row per session: a sub-agent's thread is read with the session that spawned it (as Claude Code's file is)
+    assert len(ids) == len(SCENARIOS)
     for short in ids:  # each names one thread, as show <prefix> takes it
         assert len(short) >= 8 and sum(t.startswith(short) for t in threads) == 1
+    assert {t for t in threads for short in ids if t.startswith(short)} == {_threads(n)[0] for n in SCENARIOS}
 
 
 def test_show_lists_codex_threads_with_their_prompts(
@@ -498,11 +500,12 @@ def test_report_adds_up_codex_threads_the_same_way(
 ) -> None:
     _codex(_isolated_home)
     (row,) = _report(capsys, "agent")["rows"]
-    assert row["key"] == "codex" and row["sessions"] == sum(len(_threads(n)) for n in SCENARIOS)
+    # a session each, its sub-agents' threads counted in it (their tokens too), as Claude Code's files are
+    assert row["key"] == "codex" and row["sessions"] == len(SCENARIOS)
     assert (row["input_tokens"], row["output_tokens"]) == _tokens(CODEX, SCENARIOS)
-    # a thread's row is keyed by its thread id, as show names it
+    # a session's row is keyed by its root thread's id, as show names it
     keys = {r["key"] for r in _report(capsys, "session")["rows"]}
-    assert keys == {t for n in SCENARIOS for t in _threads(n)}
+    assert keys == {_threads(n)[0] for n in SCENARIOS}
 
 
 def test_report_has_a_gemini_row_that_adds_up_its_tokens(

@@ -96,11 +96,36 @@ def scan(root: Path) -> list[SourceLog]:
     return walk_logs(root / SESSIONS, _log_of)
 
 
+def thread_id(path: Path) -> str | None:
+    """A rollout's thread id, from its file name (``rollout-<time>-<thread id>.jsonl``); ``None``: not a rollout."""
+    log = _log_of(path.parent, path.name)
+    return None if log is None else log.session_id
+
+
 def _log_of(folder: Path, name: str) -> SourceLog | None:
     match = _ROLLOUT.match(name)
     if match is None:
         return None
     return SourceLog(Source.CODEX, LogKind.SESSION, match.group("id").lower(), folder / name)
+
+
+# How much of a rollout's start :func:`root_session` reads: ``session_meta``'s ids come first, its ~40 KB of base
+# instructions last.
+HEAD_BYTES = 4096
+_SESSION_ID = re.compile(rb'"session_id"\s*:\s*"([^"]+)"')
+
+
+def root_session(path: Path) -> str | None:
+    """The session a rollout's thread belongs to: its ``session_meta``'s ``session_id``, which a sub-agent's thread
+    shares with the thread that spawned it (at any depth, the root's), read from the file's first 4 KB; ``None``:
+    unreadable or not said (then the thread is a session of its own)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(HEAD_BYTES)
+    except OSError:
+        return None
+    found = _SESSION_ID.search(head.split(b"\n", 1)[0])
+    return found.group(1).decode("utf-8", "replace").lower() if found else None
 
 
 # ---------------------------------------------------------------------------------------------- nested values
