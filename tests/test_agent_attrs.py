@@ -115,14 +115,15 @@ def test_claude_code_spans_carry_claude_code_s_own_names() -> None:
         a = chat.attributes
         assert a[claude_code.MODEL] == a["gen_ai.request.model"]
         assert a[claude_code.OUTPUT_TOKENS] == a["gen_ai.usage.output_tokens"]
-        assert (
-            a[claude_code.INPUT_TOKENS]
-            + a[claude_code.CACHE_READ_TOKENS]
-            + a[claude_code.CACHE_CREATION_TOKENS]
-            == a["gen_ai.usage.input_tokens"]
-        )
+        counts = [
+            a[claude_code.INPUT_TOKENS],
+            a[claude_code.CACHE_READ_TOKENS],
+            a[claude_code.CACHE_CREATION_TOKENS],
+        ]
+        assert all(isinstance(n, int) for n in counts)
+        assert sum(n for n in counts if isinstance(n, int)) == a["gen_ai.usage.input_tokens"]
         assert a[claude_code.DURATION_MS] == (chat.end_ns - chat.start_ns) / 1e6
-        assert a[ours.TURN_ID].startswith("msg_")  # the message id the CLI's names called its turn id
+        assert str(a[ours.TURN_ID]).startswith("msg_")  # the message id the CLI's names called its turn id
     for tool in tools:
         a = tool.attributes
         assert a[claude_code.TOOL_NAME] == a["gen_ai.tool.name"]

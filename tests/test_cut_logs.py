@@ -10,6 +10,7 @@ compaction's). Without the close, the cut log's last tool or model call has no s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from copilot_otel.activity import ModelCall, Record, ToolCall
@@ -26,7 +27,7 @@ def _fold(path: Path) -> list[Record]:
     return [*records, *fold.close("file_ended").records]
 
 
-def _cut_after(source: Path, tmp_path: Path, is_last: object) -> Path:
+def _cut_after(source: Path, tmp_path: Path, is_last: Callable[[bytes], bool]) -> Path:
     """``source`` cut after the last of its lines for which ``is_last(line)`` is true."""
     lines = source.read_bytes().splitlines(keepends=True)
     last = max(i for i, line in enumerate(lines) if is_last(line))

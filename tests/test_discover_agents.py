@@ -164,9 +164,9 @@ def test_a_gemini_session_and_its_sub_agent_in_folders_made_while_watched_are_re
         assert changes.wait_for(sub, timeout=5)
         assert other not in changes.paths
         assert disc.scan() == [str(sub), str(session)]
-        chats = os.path.join("project", "chats")
+        folder = os.path.join("project", "chats")
         _watches_only(
-            disc, watcher, {"project", chats, os.path.join(chats, sub.parent.name)}
+            disc, watcher, {"project", folder, os.path.join(folder, sub.parent.name)}
         )  # not its others
     finally:
         disc.stop()
@@ -208,7 +208,12 @@ def test_several_roots_hand_over_one_scan(tmp_path: Path, changes: Changes) -> N
     done = threading.Event()
     both.start()
     try:
-        both.request_scan(lambda stats, cost: (got.append(stats), done.set()))
+
+        def scanned(stats: dict[str, int], cost: float) -> None:
+            got.append(stats)
+            done.set()
+
+        both.request_scan(scanned)
         assert done.wait(5)
         assert sorted(got[0]) == sorted(
             [str(copilot / "s1" / "events.jsonl"), str(projects / "p" / "a.jsonl")]

@@ -44,7 +44,7 @@ def test_an_open_prompt_is_followed_without_notifications(tmp_path: Path, receiv
     stop = threading.Event()
     daemon = Daemon(config, stop=stop)
     # A real watcher that reports changes an hour late, in place of inotify.
-    daemon._discovery = Discovery(
+    daemon._discovery = Discovery(  # type: ignore[assignment]  # the one root's discovery stands in for them all
         root, daemon._on_change, observer_factory=lambda: PollingObserver(timeout=3600)
     )
     thread = threading.Thread(target=daemon.run, name="daemon-under-test")
