@@ -7,7 +7,8 @@ hashes (a file of its own: Copilot CLI's goldens and their sums stay as they are
     GOLDEN_UPDATE=1 .venv/bin/python -m pytest -q tests/test_golden_claude_code.py
 
 Each scenario is replayed by its CLI home (the folder holding ``projects/``), as a user points ``replay`` at
-``~/.claude``; sub-agent files are not folded yet (docs/other-agents.md).
+``~/.claude``; each sub-agent's file is folded alone, rooted under its parent's ``Agent`` call (loop rule A,
+docs/other-agents.md).
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ file of its own: Copilot CLI's and Claude Code's goldens and their sums stay as 
     GOLDEN_UPDATE=1 .venv/bin/python -m pytest -q tests/test_golden_codex.py
 
 Each scenario is replayed by its rollout files (a sub-agent's too, in one replay: its spans join the parent's
-trace under the ``spawn_agent`` call); ``replay`` of Codex's home folder does not list its rollouts yet
-(docs/other-agents.md).
+trace under the ``spawn_agent`` call), as ``replay ~/.codex`` lists them (tests/test_agents_discovery.py replays the
+Codex folders themselves).
 """
 
 from __future__ import annotations
