@@ -468,6 +468,7 @@ class Daemon:
             state_flush_failures=self.state.flush_failures,
             runaway_interrupts=dict(actions.stats.interrupts) if actions is not None else None,
             notifications=dict(actions.stats.notifications) if actions is not None else None,
+            records_not_read=health.not_read_rows(),
         ).to_dict()
 
     def _write_status(self) -> None:

@@ -241,6 +241,8 @@ class FollowedFile:
         if batch.at_eof and self.fold is not None and not self.fold.has_open_prompt and context is not None:
             # Between prompts a session needs only its small context (shared with the checkpoint), not a fold.
             self.context, self.fold = context, None
+        if fold is not None:  # records of kinds its reader does not read: said once per CLI version
+            self.router.not_read(self.key, fold.take_not_read(final=self.fold is None))
         self.pending = not batch.at_eof
         if batch.at_eof:
             self.live = True

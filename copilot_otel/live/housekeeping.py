@@ -245,6 +245,8 @@ class DaemonStatus:
     state_flush_failures: int
     runaway_interrupts: dict[str, int] | None = None
     notifications: dict[str, int] | None = None
+    # Records of kinds their reader does not read, per agent and CLI version (Health.not_read_rows).
+    records_not_read: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document (the runaway counters only when an action is configured)."""

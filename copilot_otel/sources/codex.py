@@ -37,7 +37,7 @@ from typing import Any
 
 import orjson
 
-from ..events import Dropped, Event, _dict, _int, _str, count, raw, text
+from ..events import Dropped, Event, _dict, _int, _str, count, note_not_read, note_version, raw, text
 from ..records import BadLine, RecordBase, record
 from . import LogKind, Source, SourceLog, ToolOutcome, decode, source_root, time_of, walk_logs
 
@@ -485,6 +485,11 @@ def read_line(line: bytes, offset: int, end_offset: int, line_number: int) -> Ev
             kind = f"{kind}.{inner}"
     record_id = next((v for v in map(data.get, _ID_KEYS) if isinstance(v, str) and v), f"offset-{offset}")
     dropped: Dropped = []
-    return CLASSES.get(kind, Event)(
+    cls = CLASSES.get(kind, Event)
+    if cls is Event:  # a kind not read (the log's cli_version dates it: the pipeline counts it per version)
+        note_not_read(dropped, kind)
+    elif cls is SessionMeta:  # the version a sub-agent's rollout names (it starts no session of its own)
+        note_version(dropped, data.get("cli_version"))
+    return cls(
         kind, record_id, time_of(obj.get("timestamp"), dropped), data, None, offset, end_offset, dropped
     )
