@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from . import __version__, display
+from . import __version__, display, sidefiles
 from ._platform import current
 from .act import RunawayActions, SessionView
 from .activity import Detection, PromptRun, Record
@@ -466,6 +466,7 @@ class Daemon:
             open_files_cap=self.tracker.fd_cap,
             reads_deferred_no_descriptor=self.tracker.fd_exhausted,
             state_flush_failures=self.state.flush_failures,
+            side_files_refused=sidefiles.refusals(),
             runaway_interrupts=dict(actions.stats.interrupts) if actions is not None else None,
             notifications=dict(actions.stats.notifications) if actions is not None else None,
         ).to_dict()
