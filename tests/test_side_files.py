@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from copilot_otel.sources.gemini import read_line, spawn_of
 from tests.conftest import FIXTURES, SERIAL
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver
+from tests.test_daemon_other_agents import _status, _until
 
 ROOT = Path(__file__).resolve().parent.parent
 OTHER = FIXTURES / "other-agents"
@@ -203,8 +203,7 @@ def test_the_daemon_keeps_exporting_past_a_side_file_that_is_no_regular_file(
             want = _replay(home, other, tmp_path / "replay-state")
         assert want
         receiver.wait_for(lambda r: {s["span_id"] for s in r.spans()} >= set(want), 60)
-        status = tmp_path / "state" / "status.json"
-        _until(lambda: _refused(status) == {"not_regular_file": 1}, 30)
+        _until(lambda: _status(tmp_path).get("side_files_refused") == {"not_regular_file": 1}, 30)
     finally:
         code = _stop(daemon)
     assert code == 0, daemon.output()[-3000:]
@@ -221,23 +220,6 @@ def _stop(daemon: DaemonProcess) -> int | None:
     except subprocess.TimeoutExpired:
         daemon.kill()
         return None
-
-
-def _refused(status: Path) -> dict[str, int] | None:
-    try:
-        doc = orjson.loads(status.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return None
-    refused: dict[str, int] | None = doc.get("side_files_refused")
-    return refused
-
-
-def _until(condition: Callable[[], bool], timeout_s: float) -> None:
-    """Poll ``condition`` (a file the daemon rewrites: nothing wakes a waiter when it changes)."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 # ---------------------------------------------------------------------------------------------- each reader
