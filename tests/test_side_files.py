@@ -25,6 +25,7 @@ import pytest
 
 from copilot_otel import sidefiles
 from copilot_otel._platform import NotARegularFile, Platform, current
+from copilot_otel.daemon import _first_line, _last_line_boundary
 from copilot_otel.sessions import read_workspace
 from copilot_otel.sources import read_blob, sniff
 from copilot_otel.sources.claude_code import read_meta
@@ -320,3 +321,13 @@ def test_open_regular_never_waits_on_any_platform_implementation(tmp_path: Path)
             assert os.read(fd, 10) == b"x"
         finally:
             os.close(fd)
+
+
+@pytest.mark.timeout(60)
+def test_the_daemons_first_look_at_a_history_log_never_waits_on_a_fifo(tmp_path: Path) -> None:
+    """A log the scan found regular and that is a FIFO when the daemon skips its history (its first line for the
+    session's ids, its last line's end for where to start): nothing read, nothing skipped past, no wait."""
+    fifo = tmp_path / "session.jsonl"
+    os.mkfifo(fifo)
+    assert _first_line(fifo) == b""
+    assert _last_line_boundary(fifo, 10) == 10
