@@ -164,19 +164,23 @@ def _exec(command: str, expect: str = "ok") -> Tool:
     return Tool("exec_command", {"cmd": command, "workdir": "{cwd}"}, expect=expect)
 
 
+def _two_prompts(first: str, second: str, then: Run) -> tuple[tuple[Script, ...], tuple[Run, ...]]:
+    """Two runs on one session: which version this is (a Bash call), then what the app prints for Ada (another),
+    the second run as ``then`` says (resumed, forked) with its prompt filled in."""
+    scripts = (
+        Script(first, (Step("Reading the version.", (_bash("cat VERSION"),)),), "It is 0.3.1."),
+        Script(second, (Step(None, (_bash("python3 src/app.py Ada"),)),), "It prints Hello, Ada."),
+    )
+    then.prompt = f"And what does the app print for Ada? {marker(second)}"
+    return scripts, (Run(f"Which version is this? {marker(first)}"), then)
+
+
 def claude_scenarios() -> list[Scenario]:
     return [
         Scenario(
             "resumed",
             "Two CLI processes on one session (--session-id, then --resume): two prompts in one log.",
-            (
-                Script("resume1", (Step("Reading the version.", (_bash("cat VERSION"),)),), "It is 0.3.1."),
-                Script("resume2", (Step(None, (_bash("python3 src/app.py Ada"),)),), "It prints Hello, Ada."),
-            ),
-            (
-                Run(f"Which version is this? {marker('resume1')}"),
-                Run(f"And what does the app print for Ada? {marker('resume2')}", resume=True),
-            ),
+            *_two_prompts("resume1", "resume2", Run("", resume=True)),
         ),
         Scenario(
             "runaway",
@@ -257,6 +261,21 @@ HOOK_DENY = {
 }
 
 
+def _background_agent(main: str, sub: str, run: Run) -> tuple[tuple[Script, ...], tuple[Run, ...]]:
+    """One prompt whose Agent call (in the background) finds the greeting with one Bash call; the main agent says
+    it waits, then answers the notification; ``run`` with its prompt filled in."""
+    scripts = (
+        Script(
+            main,
+            (Step("Delegating.", (_agent("Find where the greeting is defined", sub),)), Step("Waiting.")),
+            "The greeting is defined in src/greet.py.",
+        ),
+        Script(sub, (Step(None, (_bash("grep -rn Hello src"),)),), "src/greet.py, line 2."),
+    )
+    run.prompt = f"Use a sub-agent to find where the greeting is defined. {marker(main)}"
+    return scripts, (run,)
+
+
 def claude_scenarios_2_1_332() -> list[Scenario]:
     """Scenarios for what Claude Code 2.1.332 does that 2.1.197's recordings do not show (background sub-agents,
     refusals marked as such, forks, queued prompts, failed attempts in the log, titles, interactive mode), and
@@ -300,18 +319,7 @@ def claude_scenarios_2_1_332() -> list[Scenario]:
             "background-subagent",
             "An Agent call (run in the background by default): the main agent answers at once, the sub-agent's "
             "Bash and answer follow, then the CLI's <task-notification> and one more main-agent call.",
-            (
-                Script(
-                    "bgmain",
-                    (
-                        Step("Delegating.", (_agent("Find where the greeting is defined", "bgsub"),)),
-                        Step("Waiting."),
-                    ),
-                    "The greeting is defined in src/greet.py.",
-                ),
-                Script("bgsub", (Step(None, (_bash("grep -rn Hello src"),)),), "src/greet.py, line 2."),
-            ),
-            (Run(f"Use a sub-agent to find where the greeting is defined. {marker('bgmain')}"),),
+            *_background_agent("bgmain", "bgsub", Run("")),
         ),
         Scenario(
             "parallel-subagents",
@@ -392,14 +400,7 @@ def claude_scenarios_2_1_332() -> list[Scenario]:
             "fork",
             "A session (--session-id), then --resume <it> --fork-session with a new prompt: a second session file "
             "that starts with the first one's history.",
-            (
-                Script("fork1", (Step("Reading the version.", (_bash("cat VERSION"),)),), "It is 0.3.1."),
-                Script("fork2", (Step(None, (_bash("python3 src/app.py Ada"),)),), "It prints Hello, Ada."),
-            ),
-            (
-                Run(f"Which version is this? {marker('fork1')}"),
-                Run(f"And what does the app print for Ada? {marker('fork2')}", fork=True),
-            ),
+            *_two_prompts("fork1", "fork2", Run("", fork=True)),
         ),
         Scenario(
             "queued-prompts",
@@ -448,24 +449,7 @@ def claude_scenarios_2_1_332() -> list[Scenario]:
             "interactive-subagent",
             "Interactive (no -p) in tmux: one prompt whose Agent call runs in the background; the sub-agent's Bash "
             "and answer, the notification's extra main-agent call; /exit typed 20 s after the last model reply.",
-            (
-                Script(
-                    "imain",
-                    (
-                        Step("Delegating.", (_agent("Find where the greeting is defined", "isub"),)),
-                        Step("Waiting."),
-                    ),
-                    "The greeting is defined in src/greet.py.",
-                ),
-                Script("isub", (Step(None, (_bash("grep -rn Hello src"),)),), "src/greet.py, line 2."),
-            ),
-            (
-                Run(
-                    f"Use a sub-agent to find where the greeting is defined. {marker('imain')}",
-                    interactive=True,
-                    linger_s=20.0,
-                ),
-            ),
+            *_background_agent("imain", "isub", Run("", interactive=True, linger_s=20.0)),
         ),
     ]
 
