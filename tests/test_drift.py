@@ -21,7 +21,7 @@ import pytest
 from copilot_otel import events
 from copilot_otel.cli import main
 from copilot_otel.library import not_read_in, other_agent_logs
-from copilot_otel.pipeline import FoldSettings, Pipeline
+from copilot_otel.pipeline import FoldSettings, Pipeline, split_lines
 from copilot_otel.sessions import SessionFile
 from copilot_otel.sources import claude_code, codex, gemini, sniff
 from tests.conftest import FIXTURES, SERIAL, replay_into
@@ -180,6 +180,26 @@ def test_gemini_type_not_known_is_counted_without_a_version(tmp_path: Path) -> N
     found = _fold([SessionFile(log.stem, log, None, "gemini")])
     assert found == {("gemini", None): Counter({"plan_update": 1})}
     assert {"info"} <= gemini.PASSED_OVER
+
+
+@pytest.mark.parametrize("scenario", ["interactive-subagent", "fork", "titled-session"])
+def test_read_line_by_line_each_record_is_dated_as_a_whole_read_dates_it(scenario: str) -> None:
+    """Live, the daemon takes the counts after each batch: a Claude Code log opens with records that name no version
+    (``mode``, ``atis-latch``, ``tools-used``), held until the log names one, so a log written a line at a time is
+    counted as a whole read counts it, under 2.1.332, never under no version; the same for its sub-agents' files."""
+    for session in _other([CC_332 / scenario]):
+        fold = Pipeline.for_session(session, FoldSettings(), project=False)
+        live: Counter[tuple[str | None, str]] = Counter()
+        blob = session.path.read_bytes()
+        for item in split_lines(blob):
+            fold.feed(item)
+            for note in fold.take_not_read():
+                live[note.cli_version, note.kind] += note.records
+        fold.close("file_ended")
+        for note in fold.take_not_read(final=True):
+            live[note.cli_version, note.kind] += note.records
+        whole = _fold([session])
+        assert live == Counter({("2.1.332", k): n for k, n in whole["claude-code", "2.1.332"].items()})
 
 
 def test_a_not_read_record_is_no_dropped_value_and_costs_its_line_nothing() -> None:
