@@ -333,7 +333,7 @@ def _table(status: Mapping[str, Any], now: float, dead_letters: str | None = Non
     if status.get("side_files_refused"):
         table.add_row("side files not read", _by_reason(status.get("side_files_refused"), "yellow"))
     for line in _not_read_lines(status.get("records_not_read")):
-        table.add_row("not read", Text(line, style="yellow"))
+        table.add_row("record kinds", Text(line, style="yellow"))
     table.add_row("detections", _by_reason(status.get("detections"), "bold red"))
     updated = _number(status.get("updated_at"))
     if updated:

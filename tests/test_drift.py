@@ -365,7 +365,7 @@ def test_the_daemon_says_it_once_per_version_in_its_log_and_status(
         assert daemon.terminate() == 0
     kinds = want["claude-code", "2.1.332"]
     flat = " ".join(text.split())
-    assert f"not read Claude Code 2.1.332: {len(kinds)} record kinds not read: " in flat, text
+    assert f"record kinds Claude Code 2.1.332: {len(kinds)} record kinds not read: " in flat, text
     assert "Claude Code 2.1.197: 1 record kind not read: mode" in flat
     assert {(r["agent"], r["cli_version"]) for r in doc["records_not_read"]} == set(want)
     out = daemon.output()
