@@ -84,7 +84,7 @@ class Tool(RecordBase):
     agent: Agent
     description: str | None = None
     cli_initiated: bool = False  # the CLI's own call (reading finished background work), not the model's
-    denied_by: str | None = None  # "preToolUse hook" when a hook's output denied this call
+    denied_by: str | None = None  # who refused it: "preToolUse hook" (a hook's output), or as the source says
     hooks_ns: int = 0  # time its pre/post hooks ran (inside its span)
     external: bool = False  # run by an extension or SDK client (external_tool.requested)
 

@@ -164,6 +164,10 @@ class ToolEndInput(Envelope, Protocol):
     def sandboxed(self) -> bool | None: ...
     @property
     def file_edits(self) -> int | None: ...
+    @property
+    def denied_by(
+        self,
+    ) -> str | None: ...  # who refused a denied call, when the source says (a mode, a hook, …)
 
 
 class CompactionInput(Envelope, Protocol):

@@ -119,6 +119,7 @@ class ToolEnded(Event):
     result: Any = None
     sandboxed: bool | None = None
     file_edits: int | None = None
+    denied_by: str | None = None
 
 
 @record

@@ -273,6 +273,34 @@ class UserRecord(Record):
         return _text_of(self.content)
 
     @property
+    def refused_by(self) -> str | None:
+        """Who refused the tool call this record answers (2.1.332: ``permissionDecision.decision`` ``reject``),
+        in words: ``plan mode`` (``reasonCode`` ``mode:<mode>``), ``PreToolUse hook`` (``hook:<event>``), ``auto-mode
+        classifier``, ``permission rule``, ``user``; ``None`` when nothing was refused or the record does not say.
+
+        ``toolDenialKind`` is not read: it names the plan mode's refusal ``user-rejected`` and the hook's
+        ``permission-rule`` (recorded), while ``permissionDecision`` says what decided.
+        """
+        decision = _dict(self.data.get("permissionDecision"))
+        if decision.get("decision") != "reject":
+            return None
+        source = _str(decision.get("source")) or ""
+        kind = _str(decision.get("reasonType")) or ""
+        code = _str(decision.get("reasonCode")) or ""
+        what, _, detail = code.partition(":")
+        if source == "hook" or kind == "hook" or what == "hook":
+            return f"{detail} hook" if what == "hook" and detail else "hook"
+        if what == "mode" and detail:
+            return f"{detail} mode"
+        if kind == "classifier" or what == "classifier":
+            return "auto-mode classifier" if "auto-mode" in code else "classifier"
+        if source.startswith("user") or kind.startswith("user"):
+            return "user"
+        if kind == "rule" or source in ("config", "policy"):
+            return "permission rule"
+        return source or kind or "permission rule"
+
+    @property
     def interrupted(self) -> bool:
         """A Bash result that says it was interrupted (``toolUseResult.interrupted``)."""
         result = self.tool_use_result

@@ -15,7 +15,9 @@ those of ``docs/other-agents.md``):
    on at its first tool's start);
 4. tokens to Copilot's meaning: input **includes** the cache's (``input_tokens + cache_creation_input_tokens +
    cache_read_input_tokens``), cache read and write apart;
-5. a tool result is ok, failed or denied (``ToolResult.outcome``; denied: Copilot's ``error.code`` ``denied``);
+5. a tool result is ok, failed or denied (``ToolResult.outcome``; denied: Copilot's ``error.code`` ``denied``); an
+   error result whose record says ``permissionDecision`` ``reject`` (2.1.332) is denied, and says who refused
+   (``UserRecord.refused_by``: plan mode, a hook, the auto-mode classifier, a rule, the user);
 6. a model call lasts from the record its first block answers to that block (the log times no request);
 7. (Codex only);
 8. ``/compact`` is a prompt with no model call; ``compact_boundary`` is the loop's compaction, put in the prompt
@@ -221,8 +223,12 @@ class ClaudeCodeFramer:
         if prompt_id is not None and prompt_id != self.prompt_id:
             self._open_prompt(view, prompt_id, kind, out)
         if kind is UserKind.TOOL_RESULTS:
+            refused_by = view.refused_by
             for result in view.tool_results:
-                self._tool_result(view, result.tool_use_id, result.outcome, result.content, out)
+                outcome = result.outcome
+                if refused_by is not None and result.is_error:
+                    outcome = ToolOutcome.DENIED  # 2.1.332 says who refused (plan mode, a hook, …): rule 5
+                self._tool_result(view, result.tool_use_id, outcome, result.content, out, refused_by)
         elif kind is UserKind.INTERRUPT:
             self._abort(view, out)
 
@@ -258,7 +264,13 @@ class ClaudeCodeFramer:
         self.held.clear()
 
     def _tool_result(
-        self, view: UserRecord, call_id: str | None, outcome: ToolOutcome, content: Any, out: list[Event]
+        self,
+        view: UserRecord,
+        call_id: str | None,
+        outcome: ToolOutcome,
+        content: Any,
+        out: list[Event],
+        refused_by: str | None = None,
     ) -> None:
         if outcome is ToolOutcome.INTERRUPTED:
             self._abort(view, out)  # the abort cancels the tool, as Copilot's abort ends open work
@@ -266,14 +278,16 @@ class ClaudeCodeFramer:
         text = _text_of(content)
         message = None
         if outcome is ToolOutcome.DENIED:
-            message = "denied by a permission rule"
+            # The refusal's own words when the record says who refused (the reason a hook or mode gave).
+            message = (_first_line(text) if refused_by else None) or "denied by a permission rule"
         elif outcome is ToolOutcome.FAILED:
             message = _first_line(text) or "tool failed"
         out.append(
             ToolEnded("claude-code.tool_result", f"{view.id}/{call_id}", view.time_ns, NO_DATA, None, view.offset,
                       view.end_offset, view.dropped, call_id=call_id, success=outcome is ToolOutcome.OK,
                       error_code="denied" if outcome is ToolOutcome.DENIED else None, error_message=message,
-                      exit_code=_exit_code(message), result=text or None)
+                      exit_code=_exit_code(message), result=text or None,
+                      denied_by=refused_by if outcome is ToolOutcome.DENIED else None)
         )  # fmt: skip
 
     def _abort(self, view: UserRecord, out: list[Event]) -> None:

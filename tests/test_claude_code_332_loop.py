@@ -1,0 +1,66 @@
+"""Claude Code 2.1.332's new records in the loop's terms (issue 31): refusals, failed attempts, a fork's copied
+history, queued prompts, the session's title and the CLI's own accounting.
+
+Each test feeds a real 2.1.332 recording (``tests/fixtures/other-agents/claude-code-2.1.332``, its README says each
+record kind with a real line) through the real pipeline; what it expects comes from the recorder's ``checks.json``
+(written from its scripts and runs, never from the session files) or from the one record the point is about.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from copilot_otel.activity import ToolCall
+from tests.conftest import replay_into
+from tests.otlp_receiver import OtlpReceiver
+from tests.test_claude_code_332 import SCENARIOS, _fold, _session_logs
+
+# Who refused each refused call, as each recording's tool_result record says it (``permissionDecision``).
+REFUSED_BY = {
+    "plan-mode-refusal": {"toolu_plan_0_0": "plan mode", "toolu_plan_1_0": "auto-mode classifier"},
+    "hook-refusal": {"toolu_hook_0_0": "PreToolUse hook"},
+}
+
+
+def _records(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_bytes().splitlines()]
+
+
+def test_a_refused_call_is_denied_and_says_who_refused() -> None:
+    """[plan-mode-refusal], [hook-refusal] Each call ``checks.json`` meant to be refused is denied (it never ran:
+    ``error.type`` ``denied``, not a tool failure), and says who refused it: the plan mode, the auto-mode
+    classifier, the project's PreToolUse hook. The calls meant to run did, and say nothing of the kind."""
+    for name, refused_by in REFUSED_BY.items():
+        s = SCENARIOS[name]
+        assert {call for call, (_, expect) in s.tools.items() if expect == "denied"} == set(refused_by)
+        (path,) = _session_logs(s.root).values()
+        tools = {r.call_id: r for r in _fold(path) if isinstance(r, ToolCall)}
+        for call_id, (_, expect) in s.tools.items():
+            tool = tools[call_id]
+            if expect == "denied":
+                assert (tool.success, tool.error_type, tool.denied_by) == (
+                    False,
+                    "denied",
+                    refused_by[call_id],
+                )
+                assert tool.message and "denied by" not in tool.message  # the refusal's own words
+            else:
+                assert (tool.success, tool.error_type, tool.denied_by) == (True, None, None)
+
+
+def test_replay_exports_a_refusal_as_denied(receiver: OtlpReceiver) -> None:
+    """[plan-mode-refusal] ``replay``: each refused call's span is an ERROR with ``error.type`` ``denied``, who
+    refused it on the span, and Claude Code's own ``decision_type`` ``reject``."""
+    assert replay_into(receiver, SCENARIOS["plan-mode-refusal"].root) == 0
+    spans = {
+        span["attributes"]["gen_ai.tool.call.id"]: span
+        for span in receiver.spans()
+        if span["name"].startswith("execute_tool ")
+    }
+    for call_id, who in REFUSED_BY["plan-mode-refusal"].items():
+        attrs = spans[call_id]["attributes"]
+        assert spans[call_id]["status_code"] == 2
+        assert attrs["error.type"] == "denied"
+        assert attrs["copilot_otel.tool.denied_by"] == who
+        assert attrs["decision_type"] == "reject"
