@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from copilot_otel.activity import ToolCall
+from copilot_otel.activity import ModelCall, ToolCall
+from copilot_otel.sources import claude_code as cc
 from tests.conftest import replay_into
 from tests.otlp_receiver import OtlpReceiver
 from tests.test_claude_code_332 import SCENARIOS, _fold, _session_logs
@@ -64,3 +65,17 @@ def test_replay_exports_a_refusal_as_denied(receiver: OtlpReceiver) -> None:
         assert attrs["error.type"] == "denied"
         assert attrs["copilot_otel.tool.denied_by"] == who
         assert attrs["decision_type"] == "reject"
+
+
+def test_a_model_call_is_named_by_its_request() -> None:
+    """2.1.332 writes no ``requestId``: each model call's response id is its replies' ``requestRef`` (the
+    ``api-request`` record the CLI wrote for it), one per call, in every session and sub-agent file."""
+    for s in SCENARIOS.values():
+        for log in cc.scan(s.root):
+            refs = {
+                r["message"]["id"]: r["requestRef"]  # type: ignore[index]
+                for r in _records(log.path)
+                if r.get("type") == "assistant" and r["message"]["model"] != "<synthetic>"  # type: ignore[index]
+            }
+            calls = {r.response_id for r in _fold(log.path) if isinstance(r, ModelCall)}
+            assert calls == set(refs.values()) and None not in calls, log.path.name

@@ -327,7 +327,10 @@ class AssistantRecord(Record):
 
     __slots__ = ()
     message_id = text("message", "id")  # the API message id: one model call
+    # The request that produced the reply: ``requestId`` (the API's, up to 2.1.197 at least), else ``requestRef``
+    # (2.1.332, which writes no ``requestId``: the ``id`` of the ``api-request`` record the CLI wrote for it).
     request_id = text("requestId")
+    request_ref = text("requestRef")
     model = text("message", "model")
     stop_reason = text("message", "stop_reason")
     content = raw("message", "content")
@@ -336,6 +339,11 @@ class AssistantRecord(Record):
     api_error = flag("isApiErrorMessage")
     api_error_status = count("apiErrorStatus")
     error = text("error")
+
+    @property
+    def request(self) -> str | None:
+        """The request's id: ``requestId``, else ``requestRef``."""
+        return self.request_id or self.request_ref
 
     @property
     def synthetic(self) -> bool:

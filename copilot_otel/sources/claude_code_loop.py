@@ -329,7 +329,7 @@ class ClaudeCodeFramer:
                     CallUsage("claude-code.usage", f"usage/{message_id}", t, NO_DATA, None, view.offset,
                               view.end_offset, view.dropped,
                               usage=ev.Usage(usage.input_tokens + cache_read + cache_write, usage.output_tokens,
-                                             cache_read, cache_write, None, 0.0, view.model, view.request_id,
+                                             cache_read, cache_write, None, 0.0, view.model, view.request,
                                              _FINISH.get(stop, stop) if stop else None, None, None, None,
                                              PROVIDER))
                 )  # fmt: skip
@@ -337,7 +337,7 @@ class ClaudeCodeFramer:
         text = _text_of(view.content)
         out.append(
             Answered("claude-code.assistant", view.id, t, NO_DATA, None, view.offset, view.end_offset,
-                     view.dropped, turn_id=message_id, model=view.model, api_call_id=view.request_id,
+                     view.dropped, turn_id=message_id, model=view.model, api_call_id=view.request,
                      content=text or None,
                      tool_requests=tuple([ev.ToolRequest(u.id, u.name, u.input) for u in uses]))
         )  # fmt: skip
