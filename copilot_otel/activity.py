@@ -460,6 +460,9 @@ class ModelCall(RecordBase):
     source_offset: int
     # The reasoning effort the call was made with (--reasoning-effort, session.model_change), when set.
     reasoning_effort: str | None = None
+    # A failed attempt of a call its CLI retried (or gave up on): the attempt's number (1 = the first retry's
+    # cause); None for a call as answered or failed for good.
+    attempt: int | None = None
 
 
 @record

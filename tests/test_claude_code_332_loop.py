@@ -77,5 +77,48 @@ def test_a_model_call_is_named_by_its_request() -> None:
                 for r in _records(log.path)
                 if r.get("type") == "assistant" and r["message"]["model"] != "<synthetic>"  # type: ignore[index]
             }
-            calls = {r.response_id for r in _fold(log.path) if isinstance(r, ModelCall)}
+            calls = {r.response_id for r in _fold(log.path) if isinstance(r, ModelCall) and r.attempt is None}
             assert calls == set(refs.values()) and None not in calls, log.path.name
+
+
+def test_each_failed_attempt_is_a_failed_call_of_its_own(receiver: OtlpReceiver) -> None:
+    """[api-errors-retried] Each request the server answered with an HTTP error (``checks.json``: a 429, then a
+    500) is one ERROR chat span, ``error.type`` its status, with its attempt number, under the span of the call it
+    was an attempt of (the call the retry answered, which starts with it); the answered calls are as before; the
+    metrics count each retry by model and status, for Claude Code."""
+    s = SCENARIOS["api-errors-retried"]
+    requests: list[dict[str, object]] = s.checks["requests"]  # type: ignore[assignment]
+    failed = [r for r in requests if r["http_error"] is not None]
+    assert [r["http_error"] for r in failed] == [429, 500]
+    (path,) = _session_logs(s.root).values()
+    calls = [r for r in _fold(path) if isinstance(r, ModelCall)]
+    attempts = [c for c in calls if c.attempt is not None]
+    assert [(c.error_type, c.attempt, c.outcome.value) for c in attempts] == [
+        ("429", 1, "error"),
+        ("500", 1, "error"),
+    ]
+    answered = [c for c in calls if c.attempt is None]
+    assert [c.outcome.value for c in answered] == ["ok", "ok"] == ["ok"] * s.answered["retry"]
+    for attempt, call in zip(attempts, answered, strict=True):
+        assert attempt.parent_span_id == call.span_id
+        assert call.start_ns <= attempt.start_ns < attempt.end_ns <= call.end_ns
+
+    assert replay_into(receiver, s.root) == 0
+    chats = [span for span in receiver.spans() if span["name"].startswith("chat ")]
+    errors = sorted(
+        (span["attributes"]["error.type"], span["attributes"]["copilot_otel.chat.attempt"])
+        for span in chats
+        if span["status_code"] == 2
+    )
+    assert errors == [("429", 1), ("500", 1)]
+    retries = sorted(
+        (
+            p["attributes"]["error.type"],
+            p["attributes"]["gen_ai.request.model"],
+            p["attributes"]["copilot_otel.agent"],
+        )
+        for p in receiver.metrics()
+        if p["name"] == "copilot_otel.model_call.retries"
+        for _ in range(int(p["value"]))
+    )
+    assert retries == [("429", "claude-opus-5-5", "claude-code"), ("500", "claude-opus-5-5", "claude-code")]

@@ -20,6 +20,7 @@ from ..events import Dropped
 __all__ = [
     "AbortInput",
     "AnswerInput",
+    "AttemptInput",
     "CompactionInput",
     "Envelope",
     "ErrorInput",
@@ -211,6 +212,21 @@ class ErrorInput(Envelope, Protocol):
     def message(self) -> str | None: ...
     @property
     def status_code(self) -> int | None: ...
+
+
+class AttemptInput(Envelope, Protocol):
+    """One failed attempt of a model call (:func:`.turns.on_attempt_failed`), from ``start_ns`` to the event."""
+
+    @property
+    def start_ns(self) -> int: ...
+    @property
+    def model(self) -> str | None: ...
+    @property
+    def error_type(self) -> str | None: ...
+    @property
+    def message(self) -> str | None: ...
+    @property
+    def attempt(self) -> int | None: ...
 
 
 class RootedInput(Envelope, Protocol):

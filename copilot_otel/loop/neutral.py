@@ -24,6 +24,7 @@ __all__ = [
     "NO_DATA",
     "Aborted",
     "Answered",
+    "AttemptFailed",
     "CallUsage",
     "Compacted",
     "Failed",
@@ -149,6 +150,20 @@ class Failed(Event):
 
 
 @record
+class AttemptFailed(Event):
+    """One failed attempt of a model call that the source retries (or gives up on: a :class:`Failed` follows): an
+    ERROR model call of its own from ``start_ns`` (its request) to the event, under the turn of the call it is an
+    attempt of (:func:`.turns.on_attempt_failed`); ``error_type`` the HTTP status when there is one."""
+
+    start_ns: int = 0
+    model: str | None = None
+    error_type: str | None = None
+    message: str | None = None
+    status_code: int | None = None
+    attempt: int | None = None
+
+
+@record
 class Rooted(Event):
     """Loop rule A: this log is a sub-agent's, rooted in another fold's span (see :func:`.prompts.on_rooted`).
 
@@ -224,6 +239,7 @@ NEUTRAL = Translator(
         Compacted: notes.NOTES[ev.Compaction],
         Aborted: notes.NOTES[ev.Abort],
         Failed: notes.NOTES[ev.SessionError],
+        AttemptFailed: turns.on_attempt_failed,
         Rooted: prompts.on_rooted,
         RootEnded: prompts.on_rooted_end,
         PromptEnded: on_prompt_end,
@@ -252,8 +268,13 @@ if TYPE_CHECKING:  # each neutral event is the input its handler reads: mypy che
         root_ended: RootEnded,
         spawned: Spawned,
         spawn_ended: SpawnEnded,
+        attempt: AttemptFailed,
     ) -> None:
-        __: tuple[agents.SpawnInput, agents.SpawnEndInput] = (spawned, spawn_ended)
+        __: tuple[agents.SpawnInput, agents.SpawnEndInput, inputs.AttemptInput] = (
+            spawned,
+            spawn_ended,
+            attempt,
+        )
         _: tuple[
             inputs.SessionStartInput,
             inputs.PromptInput,

@@ -69,8 +69,9 @@ def incomplete(attrs: dict[str, Any], reason: str | None) -> None:
 
 
 def model_call(attrs: dict[str, Any], rec: ModelCall) -> None:
-    if rec.calls == 0:
+    if rec.calls == 0 and rec.attempt is None:  # a failed attempt used nothing to estimate
         attrs["copilot_otel.usage.estimated"] = True
+    _put(attrs, "copilot_otel.chat.attempt", rec.attempt)
     if rec.calls > 1:
         attrs["copilot_otel.chat.calls"] = rec.calls
     _put(attrs, "copilot_otel.chat.origin", rec.origin)

@@ -46,6 +46,8 @@ from . import LogKind, Source, SourceLog, ToolOutcome, decode, source_root, time
 
 __all__ = [
     "CLASSES",
+    "ApiError",
+    "ApiRequest",
     "AssistantRecord",
     "CompactBoundary",
     "QueueOperation",
@@ -392,6 +394,29 @@ class CompactBoundary(SystemRecord):
     duration_ms = count("compactMetadata", "durationMs")
 
 
+class ApiError(SystemRecord):
+    """``system`` ``api_error`` (2.1.332): one failed attempt of a model request, retried after ``retryInMs``
+    (``source`` ``request_retry``); the attempt's ``api-request`` record comes just before it, the retry's after.
+    ``error.status`` is the HTTP status (absent for a connection refused: ``error.connection.code`` then)."""
+
+    __slots__ = ()
+    status = count("error", "status")
+    connection_code = text("error", "connection", "code")
+    formatted = text("error", "formatted")
+    retry_attempt = count("retryAttempt")
+    max_retries = count("maxRetries")
+    retry_in_ms = count("retryInMs")
+
+
+class ApiRequest(Event):
+    """``api-request`` (2.1.332): one model request as sent, an attempt of it included (``id``: the
+    ``requestRef`` of the replies it produced; ``params.model``); dated when it was sent."""
+
+    __slots__ = ()
+    request_id = text("id")
+    model = text("params", "model")
+
+
 class Attachment(Record):
     """``attachment``: context the CLI adds (``attachment.type``: ``file``, ``skill_listing``, …)."""
 
@@ -415,7 +440,12 @@ CLASSES: dict[str, type[Event]] = {
     "system": SystemRecord,
     "attachment": Attachment,
     "last-prompt": LastPrompt,
+    "api-request": ApiRequest,
 }
+
+
+# The view of a ``system`` record by its ``subtype`` (any other: :class:`SystemRecord`).
+_SYSTEM: dict[str, type[SystemRecord]] = {"compact_boundary": CompactBoundary, "api_error": ApiError}
 
 
 def read_line(line: bytes, offset: int, end_offset: int, line_number: int) -> Event | BadLine:
@@ -425,8 +455,8 @@ def read_line(line: bytes, offset: int, end_offset: int, line_number: int) -> Ev
         return obj
     kind: str = obj["type"]
     cls = CLASSES.get(kind, Event)
-    if cls is SystemRecord and obj.get("subtype") == "compact_boundary":
-        cls = CompactBoundary
+    if cls is SystemRecord:
+        cls = _SYSTEM.get(obj.get("subtype"), SystemRecord)  # type: ignore[arg-type]
     uuid = obj.get("uuid")
     agent = obj.get("agentId")
     dropped: Dropped = []

@@ -25,7 +25,10 @@ those of ``docs/other-agents.md``):
 9. the CLI's own records (``isMeta``, compaction summaries, ``<command-name>`` records, ``[Request interrupted
    by user…]``) are content of the prompt, never a prompt;
 10. an interrupted tool (``ToolOutcome.INTERRUPTED``) or the interrupt note is the loop's abort, which cancels
-    what still runs.
+    what still runs;
+11. a failed attempt of a request (2.1.332: ``system`` ``api_error``, retried) is an ERROR model call of its own
+    (``AttemptFailed``: ``error.type`` the HTTP status, its attempt number), from the attempt's ``api-request``
+    record to the error, under the turn of the call it is an attempt of (that turn begins with its first attempt).
 
 Loop rule C: a prompt is keyed by Claude Code's own ``promptId`` (the envelope id of the prompt event), so its
 trace is ``trace_id(sessionId, promptId)``, which a sub-agent's file can compute too.
@@ -52,6 +55,7 @@ from ..loop.neutral import (
     NO_DATA,
     Aborted,
     Answered,
+    AttemptFailed,
     CallUsage,
     Compacted,
     Failed,
@@ -66,6 +70,8 @@ from ..loop.neutral import (
 )
 from . import LoopSource, Source, ToolOutcome
 from .claude_code import (
+    ApiError,
+    ApiRequest,
     AssistantRecord,
     CompactBoundary,
     QueueOperation,
@@ -116,6 +122,7 @@ class ClaudeCodeFramer:
 
     __slots__ = (
         "aborted",
+        "attempts",
         "held",
         "last_ns",
         "last_uuid",
@@ -123,6 +130,7 @@ class ClaudeCodeFramer:
         "prompt_id",
         "prompt_ns",
         "queued",
+        "request",
         "seed",
         "started",
         "starts",
@@ -149,6 +157,11 @@ class ClaudeCodeFramer:
         ]  # fmt: skip
         # The open call's tool_use blocks, started once its last block is read (see the module docstring, 3).
         self.starts: list[dict[str, Any]] = [dict(t) for t in s.get("starts", ())]
+        # The last ``api-request`` (its time and model): the start of the attempt an ``api_error`` ends (11).
+        request = s.get("request")
+        self.request: dict[str, Any] | None = dict(request) if isinstance(request, Mapping) else None
+        # Failed attempts of the next model call, until its turn begins (or the CLI gives up on it).
+        self.attempts: list[dict[str, Any]] = [dict(a) for a in s.get("attempts", ())]
 
     def snapshot(self) -> dict[str, Any]:
         """The framer's state, for a checkpoint's context (plain JSON values)."""
@@ -169,6 +182,8 @@ class ClaudeCodeFramer:
                 for h in self.held
             ],
             "starts": [dict(t) for t in self.starts],
+            "request": self.request,
+            "attempts": [dict(a) for a in self.attempts],
         }  # fmt: skip
 
     def frame(self, view: Event) -> list[Event]:
@@ -191,6 +206,10 @@ class ClaudeCodeFramer:
                 self.queued = text
         elif cls is CompactBoundary:
             self._compaction(view, out)  # type: ignore[arg-type]
+        elif cls is ApiRequest:
+            self.request = {"time_ns": view.time_ns, "model": view.model}  # type: ignore[attr-defined]
+        elif cls is ApiError:
+            self._attempt(view)  # type: ignore[arg-type]
         if isinstance(view, Record) and view.time_ns:
             self.last_uuid, self.last_ns = view.id, view.time_ns
         return out
@@ -204,6 +223,7 @@ class ClaudeCodeFramer:
             end = Event("claude-code.end", f"end/{last['id']}", last["time_ns"], NO_DATA, None, last["offset"],
                         last["end_offset"])  # fmt: skip
             self._start_tools(end, out)
+        self._attempts_failed(out)  # cut while the CLI retried: the attempts failed all the same
         return out
 
     # ------------------------------------------------------------------ records
@@ -303,8 +323,10 @@ class ClaudeCodeFramer:
         t = view.time_ns
         if view.synthetic:
             if view.api_error:
-                # Rule B: the failed request is in no log and gets no span: close the last turn first.
+                # Rule B: the failed request is in no log and gets no span: close the last turn first. Its
+                # failed attempts (11) were the call's that failed for good: under the agent.
                 self._end_turn(view, t, out)
+                self._attempts_failed(out)
                 out.append(
                     Failed("claude-code.api_error", view.id, t, NO_DATA, None, view.offset, view.end_offset,
                            view.dropped, error_type=view.error or "api_error",
@@ -314,6 +336,8 @@ class ClaudeCodeFramer:
         message_id = view.message_id or view.id
         if message_id != self.message_id:
             start = self.last_ns if view.parent_uuid == self.last_uuid and self.last_ns else t
+            if self.attempts:  # the call began with its first failed attempt (11)
+                start = min(start, self.attempts[0]["start_ns"])
             start = max(min(start, t), self.prompt_ns) if self.prompt_ns <= t else t
             self._end_turn(view, start, out)
             self.message_id, self.turn_open = message_id, True
@@ -321,6 +345,7 @@ class ClaudeCodeFramer:
                 TurnBegan("claude-code.turn", f"turn/{message_id}", start, NO_DATA, None, view.offset,
                           view.end_offset, view.dropped, turn_id=message_id)
             )  # fmt: skip
+            self._attempts_failed(out)
             usage = view.usage
             if usage is not None:
                 cache_read, cache_write = usage.cache_read_input_tokens, usage.cache_creation_input_tokens
@@ -366,6 +391,30 @@ class ClaudeCodeFramer:
                           view.dropped, call_id=t["call_id"], name=t["name"], arguments=t["arguments"])
             )  # fmt: skip
         self.starts = []
+
+    def _attempt(self, view: ApiError) -> None:
+        """A failed attempt (``system`` ``api_error``): held until the turn of the call it is an attempt of
+        begins, so that its span hangs there (11); from its ``api-request`` (else the record before) to itself."""
+        request = self.request or {}
+        start = request.get("time_ns") or self.last_ns or view.time_ns
+        status = view.status
+        self.attempts.append(
+            {"id": view.id, "time_ns": view.time_ns, "start_ns": min(start, view.time_ns), "offset": view.offset,
+             "end_offset": view.end_offset, "model": request.get("model"), "status": status,
+             "error_type": str(status) if status is not None else view.connection_code or "api_error",
+             "message": view.formatted, "attempt": view.retry_attempt}
+        )  # fmt: skip
+        self.request = None
+
+    def _attempts_failed(self, out: list[Event]) -> None:
+        for a in self.attempts:
+            out.append(
+                AttemptFailed("claude-code.api_error", a["id"], a["time_ns"], NO_DATA, None, a["offset"],
+                              a["end_offset"], start_ns=a["start_ns"], model=a["model"],
+                              error_type=a["error_type"], message=a["message"], status_code=a["status"],
+                              attempt=a["attempt"])
+            )  # fmt: skip
+        self.attempts = []
 
     def _compaction(self, view: CompactBoundary, out: list[Event]) -> None:
         compacted = Compacted(
