@@ -9,9 +9,13 @@ record kind with a real line) through the real pipeline; what it expects comes f
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 
-from copilot_otel.activity import ModelCall, ToolCall
+from copilot_otel.activity import ModelCall, PromptRun, Record, ToolCall, Turn, UserMessage
+from copilot_otel.content import ContentKind, ContentPolicy
+from copilot_otel.pipeline import FoldSettings, Pipeline
+from copilot_otel.sessions import SessionFile
 from copilot_otel.sources import claude_code as cc
 from tests.conftest import replay_into
 from tests.otlp_receiver import OtlpReceiver
@@ -122,3 +126,33 @@ def test_each_failed_attempt_is_a_failed_call_of_its_own(receiver: OtlpReceiver)
         for _ in range(int(p["value"]))
     )
     assert retries == [("429", "claude-opus-5-5", "claude-code"), ("500", "claude-opus-5-5", "claude-code")]
+
+
+def _fold_with_prompts(path: Path) -> list[Record]:
+    """The file folded with prompts captured (the texts the checks name)."""
+    settings = FoldSettings(content=ContentPolicy(enabled=frozenset({ContentKind.PROMPTS})))
+    fold = Pipeline.for_session(SessionFile.from_path(path), settings, project=False)
+    records = [r for step in fold.feed_file(path) for r in step.records]
+    return [*records, *fold.close("file_ended").records]
+
+
+def test_queued_prompts_steer_the_running_prompt_when_delivered() -> None:
+    """[queued-prompts] The two messages ``checks.json`` says were queued while the Bash call ran are steering of
+    the one human prompt, in the order sent, dated when delivered (after the tool result they follow, before the
+    call that reads them, never at their earlier enqueue time); each turn begins after the one before it, and the
+    prompt is named by what started it."""
+    s = SCENARIOS["queued-prompts"]
+    (path,) = _session_logs(s.root).values()
+    records = _fold_with_prompts(path)
+    (run,) = [r for r in records if isinstance(r, PromptRun)]
+    assert run.human and run.input_text == s.checks["human_prompts"][0]  # type: ignore[index]
+    steering = [n for n in run.notes if isinstance(n, UserMessage) and not n.opening]
+    assert [n.content for n in steering] == s.checks["queued_prompts"]
+    assert all(n.source == "steering" for n in steering)
+    (bash,) = [r for r in records if isinstance(r, ToolCall) and r.call_id == "toolu_queue1_0_0"]
+    calls = sorted((r for r in records if isinstance(r, ModelCall)), key=lambda r: r.start_ns)
+    reads = next(c for c in calls if c.start_ns >= bash.end_ns)  # the call after the tool: it reads them
+    assert all(bash.end_ns <= n.time_ns <= reads.start_ns for n in steering)
+    turns = [r for r in records if isinstance(r, Turn)]
+    assert [t.start_ns for t in turns] == sorted(t.start_ns for t in turns)
+    assert all(a.end_ns <= b.start_ns for a, b in pairwise(turns))

@@ -211,7 +211,8 @@ class Record(Event):
 
 
 class QueueOperation(Event):
-    """``queue-operation``: ``enqueue`` (``content``: the prompt as typed, ``/compact`` too) then ``dequeue``."""
+    """``queue-operation``: ``enqueue`` (``content``: the prompt as typed, ``/compact`` too) then ``dequeue``; or
+    ``remove`` (2.1.332, ``reason`` ``absorbed_mid_turn``): a prompt delivered into the running one instead."""
 
     __slots__ = ()
     operation = text("operation")
@@ -221,6 +222,11 @@ class QueueOperation(Event):
     def prompt(self) -> str | None:
         """The prompt a human queued (``None`` for a dequeue)."""
         return _str(self.content) if self.operation == "enqueue" else None
+
+    @property
+    def removed(self) -> str | None:
+        """The prompt taken off the queue unprompted (``remove``): it will name no prompt of its own."""
+        return _str(self.content) if self.operation == "remove" else None
 
 
 class UserKind(enum.Enum):
@@ -418,10 +424,21 @@ class ApiRequest(Event):
 
 
 class Attachment(Record):
-    """``attachment``: context the CLI adds (``attachment.type``: ``file``, ``skill_listing``, …)."""
+    """``attachment``: context the CLI adds (``attachment.type``: ``file``, ``skill_listing``, …).
+
+    2.1.332's ``queued_command``: a prompt sent while a turn ran (``queue-operation`` ``enqueue``), delivered into
+    the running prompt after a tool result (no new ``promptId``); dated when it was **enqueued**, earlier than the
+    records around it, and followed by a ``queue-operation`` ``remove`` (``reason`` ``absorbed_mid_turn``).
+    """
 
     __slots__ = ()
     attachment_type = text("attachment", "type")
+    queued_text = raw("attachment", "prompt")
+
+    @property
+    def queued_prompt(self) -> str | None:
+        """The text of a ``queued_command`` delivered into the running prompt (content); ``None`` for others."""
+        return _str(self.queued_text) if self.attachment_type == "queued_command" else None
 
 
 class LastPrompt(Event):

@@ -28,7 +28,10 @@ those of ``docs/other-agents.md``):
     what still runs;
 11. a failed attempt of a request (2.1.332: ``system`` ``api_error``, retried) is an ERROR model call of its own
     (``AttemptFailed``: ``error.type`` the HTTP status, its attempt number), from the attempt's ``api-request``
-    record to the error, under the turn of the call it is an attempt of (that turn begins with its first attempt).
+    record to the error, under the turn of the call it is an attempt of (that turn begins with its first attempt);
+12. a prompt sent while a turn runs (2.1.332: an ``attachment`` ``queued_command`` after a tool result, no new
+    ``promptId``) steers the running prompt, as Copilot CLI's steering messages do: a user message of that
+    prompt, dated when delivered (the record before it), never by its enqueue time, and never its trace's name.
 
 Loop rule C: a prompt is keyed by Claude Code's own ``promptId`` (the envelope id of the prompt event), so its
 trace is ``trace_id(sessionId, promptId)``, which a sub-agent's file can compute too.
@@ -73,6 +76,7 @@ from .claude_code import (
     ApiError,
     ApiRequest,
     AssistantRecord,
+    Attachment,
     CompactBoundary,
     QueueOperation,
     Record,
@@ -204,6 +208,12 @@ class ClaudeCodeFramer:
             text = view.prompt  # type: ignore[attr-defined]
             if text is not None:
                 self.queued = text
+            elif self.queued is not None and view.removed == self.queued:  # type: ignore[attr-defined]
+                self.queued = None  # delivered into the running prompt (12): it names no prompt
+        elif cls is Attachment and view.queued_prompt is not None:  # type: ignore[attr-defined]
+            self._steer(view, out)  # type: ignore[arg-type]
+            self.last_uuid = view.id  # the next record answers it, but it is dated when enqueued (12)
+            return out
         elif cls is CompactBoundary:
             self._compaction(view, out)  # type: ignore[arg-type]
         elif cls is ApiRequest:
@@ -391,6 +401,17 @@ class ClaudeCodeFramer:
                           view.dropped, call_id=t["call_id"], name=t["name"], arguments=t["arguments"])
             )  # fmt: skip
         self.starts = []
+
+    def _steer(self, view: Attachment, out: list[Event]) -> None:
+        """A prompt delivered into the running one (``queued_command``): steering of it, dated when delivered (the
+        record before it; its own date is when it was enqueued, 12)."""
+        text = view.queued_prompt
+        if self.queued == text:
+            self.queued = None
+        out.append(
+            PromptSubmitted("claude-code.queued", f"queued/{view.id}", self.last_ns or view.time_ns, NO_DATA, None,
+                            view.offset, view.end_offset, view.dropped, content=text, delivery="steering")
+        )  # fmt: skip
 
     def _attempt(self, view: ApiError) -> None:
         """A failed attempt (``system`` ``api_error``): held until the turn of the call it is an attempt of
