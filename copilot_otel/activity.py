@@ -668,6 +668,10 @@ class PromptRun(RecordBase):
     # The main agent when it is a custom one (``copilot --agent <name>``); None for the built-in agent.
     agent_name: str | None = None
     reasoning_effort: str | None = None
+    # The prompt continues another trace's (a forked session's first prompt: its parent's), as (trace id, root
+    # span id); ``copied_records``: the records of that history the log held again, skipped.
+    continues: tuple[int, int] | None = None
+    copied_records: int = 0
 
 
 # ---------------------------------------------------------------------------------------------- session events

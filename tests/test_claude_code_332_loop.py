@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
+from copilot_otel import ids
 from copilot_otel.activity import ModelCall, PromptRun, Record, ToolCall, Turn, UserMessage
 from copilot_otel.content import ContentKind, ContentPolicy
 from copilot_otel.pipeline import FoldSettings, Pipeline
@@ -19,7 +21,7 @@ from copilot_otel.sessions import SessionFile
 from copilot_otel.sources import claude_code as cc
 from tests.conftest import replay_into
 from tests.otlp_receiver import OtlpReceiver
-from tests.test_claude_code_332 import SCENARIOS, _fold, _session_logs
+from tests.test_claude_code_332 import SCENARIOS, _first_prompt_id, _fold, _main_expectations, _session_logs
 
 # Who refused each refused call, as each recording's tool_result record says it (``permissionDecision``).
 REFUSED_BY = {
@@ -73,13 +75,16 @@ def test_replay_exports_a_refusal_as_denied(receiver: OtlpReceiver) -> None:
 
 def test_a_model_call_is_named_by_its_request() -> None:
     """2.1.332 writes no ``requestId``: each model call's response id is its replies' ``requestRef`` (the
-    ``api-request`` record the CLI wrote for it), one per call, in every session and sub-agent file."""
+    ``api-request`` record the CLI wrote for it), one per call, in every session and sub-agent file (a fork's
+    copied replies are its parent's calls)."""
     for s in SCENARIOS.values():
         for log in cc.scan(s.root):
             refs = {
                 r["message"]["id"]: r["requestRef"]  # type: ignore[index]
                 for r in _records(log.path)
-                if r.get("type") == "assistant" and r["message"]["model"] != "<synthetic>"  # type: ignore[index]
+                if r.get("type") == "assistant"
+                and r["message"]["model"] != "<synthetic>"  # type: ignore[index]
+                and "requestSessionId" not in r  # a fork's copy of its parent's replies: the parent's calls
             }
             calls = {r.response_id for r in _fold(log.path) if isinstance(r, ModelCall) and r.attempt is None}
             assert calls == set(refs.values()) and None not in calls, log.path.name
@@ -156,3 +161,55 @@ def test_queued_prompts_steer_the_running_prompt_when_delivered() -> None:
     turns = [r for r in records if isinstance(r, Turn)]
     assert [t.start_ns for t in turns] == sorted(t.start_ns for t in turns)
     assert all(a.end_ns <= b.start_ns for a, b in pairwise(turns))
+
+
+def test_a_fork_exports_its_own_work_once_and_links_to_its_parent(receiver: OtlpReceiver) -> None:
+    """[fork] The fork's file holds a copy of its parent's history (the README): the copy is the parent's, so the
+    fork's file gives only its own prompt's work (the calls answered for its script, its tool, its tokens), one
+    trace that starts at its own prompt and whose root links to the parent's prompt; ``replay`` of both sessions
+    gives one chat span per answered request and each tool call once."""
+    s = SCENARIOS["fork"]
+    logs = _session_logs(s.root)
+    parent, fork = logs[s.sessions[0]], logs[s.sessions[1]]
+    lines = _records(fork)
+    own_start = next(r for r in lines if r.get("type") == "user" and r["uuid"] not in _uuids(parent))
+    copied = [r for r in lines if r.get("uuid") in _uuids(parent)]
+    assert copied and all(r["type"] in ("user", "attachment", "assistant") for r in copied)
+
+    records = _fold(fork)
+    calls, tools = _main_expectations(s, ["fork2"])
+    model_calls = [r for r in records if isinstance(r, ModelCall)]
+    assert len(model_calls) == calls
+    assert {r.call_id: r.success for r in records if isinstance(r, ToolCall)} == tools
+    replies: list[Any] = [
+        r["message"] for r in lines if r.get("type") == "assistant" and "requestSessionId" not in r
+    ]
+    own_output = sum({m["id"]: m["usage"]["output_tokens"] for m in replies}.values())
+    assert sum(c.usage.output or 0 for c in model_calls) == own_output
+    (run,) = [r for r in records if isinstance(r, PromptRun)]
+    assert run.trace_id == ids.trace_id(fork.stem, str(own_start["promptId"]))
+    assert run.start_ns == min(r.start_ns for r in records if hasattr(r, "start_ns"))
+    assert run.copied_records == len(copied)
+    parent_prompt = _first_prompt_id(parent)
+    assert run.continues == (
+        ids.trace_id(parent.stem, parent_prompt),
+        ids.span_id(parent.stem, "root", parent_prompt),
+    )
+
+    assert replay_into(receiver, s.root) == 0
+    spans = receiver.spans()
+    assert len([sp for sp in spans if sp["name"].startswith("chat ")]) == sum(s.answered.values())
+    tool_ids = [
+        sp["attributes"]["gen_ai.tool.call.id"] for sp in spans if sp["name"].startswith("execute_tool ")
+    ]
+    assert sorted(tool_ids) == sorted(s.tools)
+    roots = {sp["trace_id"]: sp for sp in spans if sp["parent_span_id"] is None}
+    (link,) = roots[f"{run.trace_id:032x}"]["links"]
+    linked = roots[link["trace_id"]]  # the parent's prompt, exported from the parent's file
+    assert (
+        linked["span_id"] == link["span_id"] and linked["attributes"]["gen_ai.conversation.id"] == parent.stem
+    )
+
+
+def _uuids(path: Path) -> set[object]:
+    return {r.get("uuid") for r in _records(path)} - {None}

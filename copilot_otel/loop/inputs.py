@@ -22,6 +22,7 @@ __all__ = [
     "AnswerInput",
     "AttemptInput",
     "CompactionInput",
+    "ContinuedInput",
     "Envelope",
     "ErrorInput",
     "PromptInput",
@@ -227,6 +228,17 @@ class AttemptInput(Envelope, Protocol):
     def message(self) -> str | None: ...
     @property
     def attempt(self) -> int | None: ...
+
+
+class ContinuedInput(Envelope, Protocol):
+    """The current prompt continues another trace (:func:`.prompts.on_continued`): a forked session's first."""
+
+    @property
+    def trace_id(self) -> int: ...  # the trace it continues (0: unknown)
+    @property
+    def span_id(self) -> int: ...  # that trace's root span (0: unknown)
+    @property
+    def copied_records(self) -> int: ...  # records of that history the log held again, skipped
 
 
 class RootedInput(Envelope, Protocol):

@@ -27,6 +27,7 @@ __all__ = [
     "AttemptFailed",
     "CallUsage",
     "Compacted",
+    "Continued",
     "Failed",
     "PromptEnded",
     "PromptSubmitted",
@@ -184,6 +185,18 @@ class Rooted(Event):
 
 
 @record
+class Continued(Event):
+    """The prompt just opened continues another trace's work (a forked session's first prompt continues the
+    parent's prompt it was forked from): its root links to that trace's root span (``trace_id``, ``span_id``; 0
+    when the parent is not known), and ``copied_records`` says how much of that history the log held again,
+    skipped rather than folded (:func:`.prompts.on_continued`)."""
+
+    trace_id: int = 0
+    span_id: int = 0
+    copied_records: int = 0
+
+
+@record
 class RootEnded(Event):
     pass
 
@@ -240,6 +253,7 @@ NEUTRAL = Translator(
         Aborted: notes.NOTES[ev.Abort],
         Failed: notes.NOTES[ev.SessionError],
         AttemptFailed: turns.on_attempt_failed,
+        Continued: prompts.on_continued,
         Rooted: prompts.on_rooted,
         RootEnded: prompts.on_rooted_end,
         PromptEnded: on_prompt_end,
@@ -269,11 +283,13 @@ if TYPE_CHECKING:  # each neutral event is the input its handler reads: mypy che
         spawned: Spawned,
         spawn_ended: SpawnEnded,
         attempt: AttemptFailed,
+        continued: Continued,
     ) -> None:
-        __: tuple[agents.SpawnInput, agents.SpawnEndInput, inputs.AttemptInput] = (
+        __: tuple[agents.SpawnInput, agents.SpawnEndInput, inputs.AttemptInput, inputs.ContinuedInput] = (
             spawned,
             spawn_ended,
             attempt,
+            continued,
         )
         _: tuple[
             inputs.SessionStartInput,

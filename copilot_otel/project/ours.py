@@ -157,6 +157,8 @@ def prompt_run(attrs: dict[str, Any], rec: PromptRun) -> None:
     incomplete(attrs, rec.incomplete_reason)
     if rec.dropped_notes:
         attrs["copilot_otel.span_events.dropped"] = rec.dropped_notes
+    if rec.copied_records:  # a fork's copy of its parent's history, skipped (the span links to the parent's)
+        attrs["copilot_otel.prompt.copied_records"] = rec.copied_records
 
 
 def user_message(attrs: dict[str, Any], rec: UserMessage) -> None:

@@ -50,6 +50,7 @@ __all__ = [
     "ApiRequest",
     "AssistantRecord",
     "CompactBoundary",
+    "ForkOrigin",
     "QueueOperation",
     "SubagentMeta",
     "ToolResult",
@@ -58,6 +59,7 @@ __all__ = [
     "UserKind",
     "UserRecord",
     "default_root",
+    "read_fork",
     "read_line",
     "read_meta",
     "scan",
@@ -139,6 +141,62 @@ def read_meta(path: Path) -> SubagentMeta | None:
         _str(obj.get("toolUseId")),
         _int(obj.get("spawnDepth"), None),  # a file beside the log, no line of it: nothing to count against
     )
+
+
+# A fork's copy of its parent's history starts with the copied first prompt's records (its system prompt snapshot
+# among them, tens of kB): its first copied reply, which names the parent, is looked for this far into the file.
+FORK_HEAD_BYTES = 256 * 1024
+# The parent's log is read this far for its prompts' ids (a larger one links nothing).
+PARENT_MAX_BYTES = 64 * 1024 * 1024
+_REQUEST_SESSION = re.compile(rb'"requestSessionId":"([^"\\]{1,200})"')
+
+
+@record
+class ForkOrigin(RecordBase):
+    """Where a forked session's copied history comes from (``--fork-session``, 2.1.332): the parent session's id
+    and the ``promptId`` of each of the parent's prompt records by ``uuid`` (the copy keeps the uuids and gives the
+    copied records the fork's own ``promptId``)."""
+
+    parent_session_id: str
+    prompts: dict[str, str]
+
+
+def read_fork(path: Path) -> ForkOrigin | None:
+    """The origin of a forked session's log: its first copied ``assistant`` record's ``requestSessionId`` (within
+    :data:`FORK_HEAD_BYTES`), and the prompts of the parent's log beside it; ``None`` for a log that is no fork,
+    or whose parent's log is missing, unreadable or no regular file. Reads, never raises."""
+    head = _read_capped(path, FORK_HEAD_BYTES)
+    match = _REQUEST_SESSION.search(head) if head else None
+    if match is None:
+        return None
+    parent = match.group(1).decode("utf-8", "replace")
+    if parent == path.stem:
+        return None
+    prompts: dict[str, str] = {}
+    for line in (_read_capped(path.with_name(parent + ".jsonl"), PARENT_MAX_BYTES) or b"").splitlines():
+        if b'"promptId"' not in line or b'"type":"user"' not in line:
+            continue
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if not isinstance(obj, dict):
+            continue
+        uuid, prompt_id = obj.get("uuid"), obj.get("promptId")
+        if isinstance(uuid, str) and isinstance(prompt_id, str):
+            prompts[uuid] = prompt_id
+    return ForkOrigin(parent, prompts)
+
+
+def _read_capped(path: Path, limit: int) -> bytes | None:
+    """Up to ``limit`` bytes of a regular file (never a FIFO or device in a log's place); ``None`` if none."""
+    try:
+        if not path.is_file():
+            return None
+        with open(path, "rb") as f:
+            return f.read(limit)
+    except OSError:
+        return None
 
 
 # ---------------------------------------------------------------------------------------------- nested values
@@ -342,6 +400,7 @@ class AssistantRecord(Record):
     model = text("message", "model")
     stop_reason = text("message", "stop_reason")
     content = raw("message", "content")
+    request_session_id = text("requestSessionId")  # on a reply copied into a fork: the session it was made in
     # A model call that failed for good (retries exhausted): a synthetic record saying so, e.g. ``rate_limit`` / 429
     # (recorded by tests/otheragents/record.py: 1 + 10 attempts over 175 s, then this record and exit 1).
     api_error = flag("isApiErrorMessage")
@@ -473,7 +532,8 @@ def read_line(line: bytes, offset: int, end_offset: int, line_number: int) -> Ev
     kind: str = obj["type"]
     cls = CLASSES.get(kind, Event)
     if cls is SystemRecord:
-        cls = _SYSTEM.get(obj.get("subtype"), SystemRecord)  # type: ignore[arg-type]
+        subtype = obj.get("subtype")
+        cls = _SYSTEM.get(subtype, SystemRecord) if isinstance(subtype, str) else SystemRecord
     uuid = obj.get("uuid")
     agent = obj.get("agentId")
     dropped: Dropped = []

@@ -31,7 +31,11 @@ those of ``docs/other-agents.md``):
     record to the error, under the turn of the call it is an attempt of (that turn begins with its first attempt);
 12. a prompt sent while a turn runs (2.1.332: an ``attachment`` ``queued_command`` after a tool result, no new
     ``promptId``) steers the running prompt, as Copilot CLI's steering messages do: a user message of that
-    prompt, dated when delivered (the record before it), never by its enqueue time, and never its trace's name.
+    prompt, dated when delivered (the record before it), never by its enqueue time, and never its trace's name;
+13. a forked session's log (``--fork-session``) opens with a copy of its parent's history (the parent's records,
+    dates and uuids, the fork's ``sessionId`` and ``promptId``; copied replies say ``requestSessionId``): the copy
+    is the parent's fold's, so it is counted and skipped; the fork starts at its first prompt of its own, whose
+    root links to the parent's trace (:func:`seed` reads the parent's log beside it for its prompt ids).
 
 Loop rule C: a prompt is keyed by Claude Code's own ``promptId`` (the envelope id of the prompt event), so its
 trace is ``trace_id(sessionId, promptId)``, which a sub-agent's file can compute too.
@@ -46,6 +50,7 @@ tool call's id its start event's id). Its final answer ends it.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -61,6 +66,7 @@ from ..loop.neutral import (
     AttemptFailed,
     CallUsage,
     Compacted,
+    Continued,
     Failed,
     PromptSubmitted,
     Rooted,
@@ -83,11 +89,14 @@ from .claude_code import (
     UserKind,
     UserRecord,
     _text_of,
+    read_fork,
     read_line,
     read_meta,
 )
 
 __all__ = ["CLAUDE_CODE", "PROVIDER", "ClaudeCodeFramer", "seed"]
+
+logger = logging.getLogger(__name__)
 
 # The provider of every model call Claude Code makes (gen_ai.provider.name of the semantic conventions).
 PROVIDER = "anthropic"
@@ -127,6 +136,10 @@ class ClaudeCodeFramer:
     __slots__ = (
         "aborted",
         "attempts",
+        "copied",
+        "copied_prompt",
+        "enqueue_ns",
+        "fork",
         "held",
         "last_ns",
         "last_uuid",
@@ -146,6 +159,16 @@ class ClaudeCodeFramer:
         self.started: bool = bool(s.get("started", False))
         seed_ = s.get("seed")
         self.seed: dict[str, Any] | None = dict(seed_) if isinstance(seed_, Mapping) else None
+        # A fork's origin (13): the parent session and its prompts by record uuid, until the fork's first prompt.
+        fork = s.get("fork")
+        if (
+            self.seed is not None and "fork" in self.seed
+        ):  # a session's own log that is a fork: no sub-agent's
+            fork, self.seed = self.seed["fork"], None
+        self.fork: dict[str, Any] | None = dict(fork) if isinstance(fork, Mapping) else None
+        self.copied: int = int(s.get("copied", 0))  # records of the parent's history skipped so far
+        self.copied_prompt: str | None = s.get("copied_prompt")  # the last copied prompt record's uuid
+        self.enqueue_ns: int = int(s.get("enqueue_ns", 0))  # when the prompt waiting to open was enqueued
         self.prompt_id: str | None = s.get("prompt_id")
         self.prompt_ns: int = int(s.get("prompt_ns", 0))
         self.queued: str | None = s.get("queued")  # the prompt as typed, until its first record
@@ -188,12 +211,18 @@ class ClaudeCodeFramer:
             "starts": [dict(t) for t in self.starts],
             "request": self.request,
             "attempts": [dict(a) for a in self.attempts],
+            "fork": self.fork,
+            "copied": self.copied,
+            "copied_prompt": self.copied_prompt,
+            "enqueue_ns": self.enqueue_ns,
         }  # fmt: skip
 
     def frame(self, view: Event) -> list[Event]:
         """The loop's events for one record (often none)."""
         out: list[Event] = []
         cls = view.__class__
+        if self.prompt_id is None and self.seed is None and self._copied(view):
+            return out
         if self.starts and not (cls is AssistantRecord and self._same_call(view)):  # type: ignore[arg-type]
             self._start_tools(view, out)
         if not self.started and isinstance(view, Record) and view.session_id is not None:
@@ -207,7 +236,7 @@ class ClaudeCodeFramer:
         elif cls is QueueOperation:
             text = view.prompt  # type: ignore[attr-defined]
             if text is not None:
-                self.queued = text
+                self.queued, self.enqueue_ns = text, view.time_ns
             elif self.queued is not None and view.removed == self.queued:  # type: ignore[attr-defined]
                 self.queued = None  # delivered into the running prompt (12): it names no prompt
         elif cls is Attachment and view.queued_prompt is not None:  # type: ignore[attr-defined]
@@ -290,6 +319,8 @@ class ClaudeCodeFramer:
             PromptSubmitted("claude-code.prompt", prompt_id, view.time_ns, NO_DATA, None, view.offset,
                             view.end_offset, view.dropped, content=text)
         )  # fmt: skip
+        if self.copied or self.fork is not None:
+            self._continued(view, out)
         out.extend(self.held)  # a /compact's compaction, written before its prompt's first record
         self.held.clear()
 
@@ -402,6 +433,36 @@ class ClaudeCodeFramer:
             )  # fmt: skip
         self.starts = []
 
+    def _copied(self, view: Event) -> bool:
+        """Part of a fork's copy of its parent's history (13), before the fork's first prompt: a reply made in
+        another session (``requestSessionId``), or a conversation record dated before the prompt enqueued last
+        (the copy keeps the parent's dates). Counted and skipped: the parent's fold has it."""
+        if not isinstance(view, Record):
+            return False
+        made_in = view.request_session_id if isinstance(view, AssistantRecord) else None
+        if not (made_in and made_in != view.session_id) and not (
+            self.queued is not None and 0 < view.time_ns < self.enqueue_ns
+        ):
+            return False
+        self.copied += 1
+        if isinstance(view, UserRecord) and view.kind is UserKind.PROMPT:
+            self.copied_prompt = view.id
+        return True
+
+    def _continued(self, view: UserRecord, out: list[Event]) -> None:
+        """The fork's first prompt continues the parent's prompt it copied last: its root links to that trace."""
+        fork = self.fork or {}
+        parent = fork.get("parent")
+        prompt = (fork.get("prompts") or {}).get(self.copied_prompt or "")
+        out.append(
+            Continued("claude-code.fork", f"fork/{view.id}", view.time_ns, NO_DATA, None, view.offset,
+                      view.end_offset, view.dropped,
+                      trace_id=ids.trace_id(parent, prompt) if parent and prompt else 0,
+                      span_id=ids.span_id(parent, "root", prompt) if parent and prompt else 0,
+                      copied_records=self.copied)
+        )  # fmt: skip
+        self.fork, self.copied, self.copied_prompt = None, 0, None
+
     def _steer(self, view: Attachment, out: list[Event]) -> None:
         """A prompt delivered into the running one (``queued_command``): steering of it, dated when delivered (the
         record before it; its own date is when it was enqueued, 12)."""
@@ -459,10 +520,18 @@ class ClaudeCodeFramer:
 
 def seed(path: Path) -> dict[str, Any] | None:
     """What a sub-agent's file needs from beside it to be rooted (rule A): its ``.meta.json`` (the tool call that
-    started it, its type and description) and its agent id (the file's name); ``None`` for a session's own log."""
+    started it, its type and description) and its agent id (the file's name). For a session's own log that is a
+    fork (13): its parent session and that log's prompts (``{"fork": …}``); else ``None``."""
     name = path.name
     if path.parent.name != "subagents" or not name.startswith("agent-") or not name.endswith(".jsonl"):
-        return None
+        origin = read_fork(path)
+        if origin is None:
+            return None
+        logger.debug(
+            "%s is a fork of session %s: the history it copied from there is skipped, its first prompt links there",
+            name, origin.parent_session_id,
+        )  # fmt: skip
+        return {"fork": {"parent": origin.parent_session_id, "prompts": origin.prompts}}
     meta = read_meta(path)
     return {
         "agent_id": name[len("agent-") : -len(".jsonl")],
