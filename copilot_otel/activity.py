@@ -711,6 +711,28 @@ class PromptStarted(RecordBase):
     source_offset: int
 
 
+@record
+class SelfReport(RecordBase):
+    """What the CLI itself says of its session (Claude Code: ``custom-title``, ``cost-state``), for ``show`` and
+    ``report`` to put beside our own figures: the name the user gave it and the CLI's own accounting (cumulative;
+    the last one read stands). Nothing of it is exported: the title reaches the spans only through
+    :class:`SessionFacts` (content, gated like Copilot CLI's), and the CLI's cost is its claim, not ours.
+
+    ``model_costs``: each model's cost in USD as the CLI counts it; durations in ms.
+    """
+
+    session_id: str
+    time_ns: int
+    title: str | None
+    cost_usd: float | None
+    api_duration_ms: float | None
+    api_duration_without_retries_ms: float | None
+    tool_duration_ms: float | None
+    duration_ms: float | None
+    model_costs: tuple[tuple[str, float], ...]
+    source_offset: int
+
+
 Record = (
     SessionStarted
     | SessionResumed
@@ -732,4 +754,5 @@ Record = (
     | Turn
     | AgentRun
     | PromptRun
+    | SelfReport
 )

@@ -13,8 +13,11 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from copilot_otel import ids
 from copilot_otel.activity import ModelCall, PromptRun, Record, ToolCall, Turn, UserMessage
+from copilot_otel.cli import main
 from copilot_otel.content import ContentKind, ContentPolicy
 from copilot_otel.pipeline import FoldSettings, Pipeline
 from copilot_otel.sessions import SessionFile
@@ -213,3 +216,49 @@ def test_a_fork_exports_its_own_work_once_and_links_to_its_parent(receiver: Otlp
 
 def _uuids(path: Path) -> set[object]:
     return {r.get("uuid") for r in _records(path)} - {None}
+
+
+def _last(path: Path, kind: str) -> dict[str, Any]:
+    return [r for r in _records(path) if r.get("type") == kind][-1]
+
+
+def test_the_sessions_own_title_and_accounting_in_show_and_report(capsys: pytest.CaptureFixture[str]) -> None:
+    """[titled-session] The name given with ``-n`` (``checks.json``'s argv) is the session's title in ``show``'s
+    listing and heading and in ``report session``'s row; the CLI's own accounting (its last ``cost-state``) is
+    shown beside our sums: its cost in the heading and as ``cli_cost_usd`` in the report's row."""
+    s = SCENARIOS["titled-session"]
+    argv: list[str] = s.checks["runs"][0]["argv"]  # type: ignore[index]
+    title = argv[argv.index("-n") + 1]
+    (path,) = _session_logs(s.root).values()
+    cost = _last(path, "cost-state")["totalCostUSD"]
+    home = ["--claude-code-home", str(s.root), "--agents", "claude-code"]
+
+    assert main(["show", *home]) == 0
+    (row,) = [line for line in capsys.readouterr().out.splitlines() if path.stem[:8] in line]
+    assert title in row
+    assert main(["show", path.stem, *home]) == 0
+    heading = " ".join(capsys.readouterr().out.split("\n\n")[0].split())
+    assert heading.startswith(f"Session {path.stem} {title}")
+    assert f"claude-code's own accounting: ${cost:,.4f}" in heading and "· ours: " in heading
+    assert main(["report", "session", *home, "--json"]) == 0
+    (report_row,) = json.loads(capsys.readouterr().out)["rows"]
+    assert (report_row["title"], report_row["cli_cost_usd"]) == (title, round(cost, 6))
+
+
+def test_the_sessions_title_is_on_its_spans_when_prompts_are_captured(
+    receiver: OtlpReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """[titled-session] The title is exported as Copilot CLI's is: on the prompt's root span (and as Langfuse's
+    trace name) when prompts may be captured, and not otherwise."""
+    s = SCENARIOS["titled-session"]
+    argv: list[str] = s.checks["runs"][0]["argv"]  # type: ignore[index]
+    title = argv[argv.index("-n") + 1]
+    assert replay_into(receiver, s.root) == 0
+    (root,) = [sp for sp in receiver.spans() if sp["parent_span_id"] is None]
+    assert "copilot_otel.session.title" not in root["attributes"]
+    receiver.clear()
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
+    assert replay_into(receiver, s.root) == 0
+    (root,) = [sp for sp in receiver.spans() if sp["parent_span_id"] is None]
+    assert root["attributes"]["copilot_otel.session.title"] == title
+    assert root["attributes"]["langfuse.trace.name"] == title

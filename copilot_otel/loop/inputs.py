@@ -27,6 +27,7 @@ __all__ = [
     "ErrorInput",
     "PromptInput",
     "RootedInput",
+    "SelfReportInput",
     "SessionStartInput",
     "ToolEndInput",
     "ToolStartInput",
@@ -239,6 +240,25 @@ class ContinuedInput(Envelope, Protocol):
     def span_id(self) -> int: ...  # that trace's root span (0: unknown)
     @property
     def copied_records(self) -> int: ...  # records of that history the log held again, skipped
+
+
+class SelfReportInput(Envelope, Protocol):
+    """What the CLI says of its own session (:func:`.session.on_self_report`): its title, its own accounting."""
+
+    @property
+    def title(self) -> str | None: ...
+    @property
+    def cost_usd(self) -> float | None: ...
+    @property
+    def api_duration_ms(self) -> float | None: ...
+    @property
+    def api_duration_without_retries_ms(self) -> float | None: ...
+    @property
+    def tool_duration_ms(self) -> float | None: ...
+    @property
+    def duration_ms(self) -> float | None: ...
+    @property
+    def model_costs(self) -> tuple[tuple[str, float], ...]: ...
 
 
 class RootedInput(Envelope, Protocol):

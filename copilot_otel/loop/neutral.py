@@ -33,6 +33,7 @@ __all__ = [
     "PromptSubmitted",
     "RootEnded",
     "Rooted",
+    "SelfReported",
     "SessionBegan",
     "SpawnEnded",
     "Spawned",
@@ -197,6 +198,20 @@ class Continued(Event):
 
 
 @record
+class SelfReported(Event):
+    """What the CLI says of its own session (:func:`.session.on_self_report`): the title the user gave it, and/or
+    its own running accounting (cost in USD, API and tool time in ms, each model's cost)."""
+
+    title: str | None = None
+    cost_usd: float | None = None
+    api_duration_ms: float | None = None
+    api_duration_without_retries_ms: float | None = None
+    tool_duration_ms: float | None = None
+    duration_ms: float | None = None
+    model_costs: tuple[tuple[str, float], ...] = ()
+
+
+@record
 class RootEnded(Event):
     pass
 
@@ -254,6 +269,7 @@ NEUTRAL = Translator(
         Failed: notes.NOTES[ev.SessionError],
         AttemptFailed: turns.on_attempt_failed,
         Continued: prompts.on_continued,
+        SelfReported: session.on_self_report,
         Rooted: prompts.on_rooted,
         RootEnded: prompts.on_rooted_end,
         PromptEnded: on_prompt_end,
@@ -284,13 +300,15 @@ if TYPE_CHECKING:  # each neutral event is the input its handler reads: mypy che
         spawn_ended: SpawnEnded,
         attempt: AttemptFailed,
         continued: Continued,
+        reported: SelfReported,
     ) -> None:
-        __: tuple[agents.SpawnInput, agents.SpawnEndInput, inputs.AttemptInput, inputs.ContinuedInput] = (
-            spawned,
-            spawn_ended,
-            attempt,
-            continued,
-        )
+        __: tuple[
+            agents.SpawnInput,
+            agents.SpawnEndInput,
+            inputs.AttemptInput,
+            inputs.ContinuedInput,
+            inputs.SelfReportInput,
+        ] = (spawned, spawn_ended, attempt, continued, reported)
         _: tuple[
             inputs.SessionStartInput,
             inputs.PromptInput,

@@ -40,7 +40,7 @@ from typing import Any
 
 import orjson
 
-from ..events import Dropped, Event, _dict, _int, _str, count, flag, raw, text
+from ..events import Dropped, Event, _dict, _float, _int, _str, amount, count, flag, raw, text
 from ..records import BadLine, RecordBase, record
 from . import LogKind, Source, SourceLog, ToolOutcome, decode, source_root, time_of, walk_logs
 
@@ -50,6 +50,8 @@ __all__ = [
     "ApiRequest",
     "AssistantRecord",
     "CompactBoundary",
+    "CostState",
+    "CustomTitle",
     "ForkOrigin",
     "QueueOperation",
     "SubagentMeta",
@@ -500,6 +502,34 @@ class Attachment(Record):
         return _str(self.queued_text) if self.attachment_type == "queued_command" else None
 
 
+class CustomTitle(Event):
+    """``custom-title`` (``-n``, ``/rename``): the name the user gave the session (no timestamp; 2.1.332 writes it
+    at the start and again after each loop)."""
+
+    __slots__ = ()
+    title = text("customTitle")
+
+
+class CostState(Event):
+    """``cost-state`` (2.1.332): the CLI's own running accounting of the session, written after each run (no
+    timestamp): its cost in USD, the time spent in API requests (with and without the retries') and in tools, in
+    ms, and ``modelUsage`` per model (tokens, ``costUSD``)."""
+
+    __slots__ = ()
+    cost_usd = amount("totalCostUSD")
+    api_duration_ms = amount("totalAPIDuration")
+    api_duration_without_retries_ms = amount("totalAPIDurationWithoutRetries")
+    tool_duration_ms = amount("totalToolDuration")
+    duration_ms = amount("totalDuration")
+
+    @property
+    def model_costs(self) -> tuple[tuple[str, float], ...]:
+        """Each model's ``costUSD`` (a model whose cost is not a number is left out)."""
+        models = _dict(self.data.get("modelUsage"))
+        costs = ((name, _float(_dict(usage).get("costUSD"), self.dropped)) for name, usage in models.items())
+        return tuple([(name, cost) for name, cost in costs if cost is not None])
+
+
 class LastPrompt(Event):
     """``last-prompt``: the prompt to offer on ``--resume`` (no timestamp)."""
 
@@ -517,6 +547,8 @@ CLASSES: dict[str, type[Event]] = {
     "attachment": Attachment,
     "last-prompt": LastPrompt,
     "api-request": ApiRequest,
+    "custom-title": CustomTitle,
+    "cost-state": CostState,
 }
 
 

@@ -35,7 +35,10 @@ those of ``docs/other-agents.md``):
 13. a forked session's log (``--fork-session``) opens with a copy of its parent's history (the parent's records,
     dates and uuids, the fork's ``sessionId`` and ``promptId``; copied replies say ``requestSessionId``): the copy
     is the parent's fold's, so it is counted and skipped; the fork starts at its first prompt of its own, whose
-    root links to the parent's trace (:func:`seed` reads the parent's log beside it for its prompt ids).
+    root links to the parent's trace (:func:`seed` reads the parent's log beside it for its prompt ids);
+14. the session's own word on itself: ``custom-title`` (``-n``) names the session (its facts' title, as Copilot
+    CLI's workspace summary does), ``cost-state`` is the CLI's own accounting; both are handed on as
+    ``SelfReported`` for ``show`` and ``report`` to set beside our figures, never as work.
 
 Loop rule C: a prompt is keyed by Claude Code's own ``promptId`` (the envelope id of the prompt event), so its
 trace is ``trace_id(sessionId, promptId)``, which a sub-agent's file can compute too.
@@ -71,6 +74,7 @@ from ..loop.neutral import (
     PromptSubmitted,
     Rooted,
     RootEnded,
+    SelfReported,
     SessionBegan,
     ToolBegan,
     ToolEnded,
@@ -84,6 +88,8 @@ from .claude_code import (
     AssistantRecord,
     Attachment,
     CompactBoundary,
+    CostState,
+    CustomTitle,
     QueueOperation,
     Record,
     UserKind,
@@ -151,6 +157,7 @@ class ClaudeCodeFramer:
         "seed",
         "started",
         "starts",
+        "title",
         "turn_open",
     )
 
@@ -169,6 +176,7 @@ class ClaudeCodeFramer:
         self.copied: int = int(s.get("copied", 0))  # records of the parent's history skipped so far
         self.copied_prompt: str | None = s.get("copied_prompt")  # the last copied prompt record's uuid
         self.enqueue_ns: int = int(s.get("enqueue_ns", 0))  # when the prompt waiting to open was enqueued
+        self.title: str | None = s.get("title")  # the session's title as last said (14)
         self.prompt_id: str | None = s.get("prompt_id")
         self.prompt_ns: int = int(s.get("prompt_ns", 0))
         self.queued: str | None = s.get("queued")  # the prompt as typed, until its first record
@@ -215,6 +223,7 @@ class ClaudeCodeFramer:
             "copied": self.copied,
             "copied_prompt": self.copied_prompt,
             "enqueue_ns": self.enqueue_ns,
+            "title": self.title,
         }  # fmt: skip
 
     def frame(self, view: Event) -> list[Event]:
@@ -249,6 +258,10 @@ class ClaudeCodeFramer:
             self.request = {"time_ns": view.time_ns, "model": view.model}  # type: ignore[attr-defined]
         elif cls is ApiError:
             self._attempt(view)  # type: ignore[arg-type]
+        elif cls is CustomTitle:
+            self._titled(view, out)  # type: ignore[arg-type]
+        elif cls is CostState:
+            self._accounted(view, out)  # type: ignore[arg-type]
         if isinstance(view, Record) and view.time_ns:
             self.last_uuid, self.last_ns = view.id, view.time_ns
         return out
@@ -462,6 +475,29 @@ class ClaudeCodeFramer:
                       copied_records=self.copied)
         )  # fmt: skip
         self.fork, self.copied, self.copied_prompt = None, 0, None
+
+    def _titled(self, view: CustomTitle, out: list[Event]) -> None:
+        """The session's title (14), said again after each loop: handed on when it changes."""
+        title = view.title
+        if title and title != self.title and self.seed is None:
+            self.title = title
+            out.append(
+                SelfReported("claude-code.title", f"title/{view.offset}", view.time_ns or self.last_ns, NO_DATA, None,
+                             view.offset, view.end_offset, view.dropped, title=title)
+            )  # fmt: skip
+
+    def _accounted(self, view: CostState, out: list[Event]) -> None:
+        """The CLI's own accounting of the session so far (14), dated by the record before it (it has no date)."""
+        if self.seed is not None:
+            return
+        out.append(
+            SelfReported("claude-code.cost", f"cost/{view.offset}", view.time_ns or self.last_ns, NO_DATA, None,
+                         view.offset, view.end_offset, view.dropped, cost_usd=view.cost_usd,
+                         api_duration_ms=view.api_duration_ms,
+                         api_duration_without_retries_ms=view.api_duration_without_retries_ms,
+                         tool_duration_ms=view.tool_duration_ms, duration_ms=view.duration_ms,
+                         model_costs=view.model_costs)
+        )  # fmt: skip
 
     def _steer(self, view: Attachment, out: list[Event]) -> None:
         """A prompt delivered into the running one (``queued_command``): steering of it, dated when delivered (the
