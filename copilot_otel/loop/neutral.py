@@ -174,8 +174,9 @@ class RootEnded(Event):
 
 @record
 class PromptEnded(Event):
-    """The source says the prompt's work is over (Codex: ``task_complete`` / ``turn_aborted``): it closes there,
-    complete, instead of waiting for the next prompt or the log's end."""
+    """The source says the prompt's work is over (Codex: ``task_complete`` / ``turn_aborted``; Claude Code and
+    Gemini CLI: the final answer): it closes there, complete, instead of waiting for the next prompt or the log's
+    end."""
 
 
 @record
