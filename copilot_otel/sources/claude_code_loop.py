@@ -69,7 +69,6 @@ from ..loop.neutral import (
     CallUsage,
     Compacted,
     Failed,
-    PromptEnded,
     PromptSubmitted,
     Rooted,
     RootEnded,
@@ -78,6 +77,8 @@ from ..loop.neutral import (
     ToolEnded,
     TurnBegan,
     TurnEnded,
+    end_held_at,
+    prompt_end,
 )
 from . import LoopSource, Source, ToolOutcome
 from .claude_code import (
@@ -385,12 +386,7 @@ class ClaudeCodeFramer:
                 )  # fmt: skip
             elif self._may_end():
                 # The final answer: the loop is over once its last block is read (the module docstring).
-                self.ending = {
-                    "id": view.id,
-                    "time_ns": t,
-                    "offset": view.offset,
-                    "end_offset": view.end_offset,
-                }
+                self.ending = end_held_at(view)
 
     # ------------------------------------------------------------------ the prompt's end
     def _may_end(self) -> bool:
@@ -427,8 +423,7 @@ class ClaudeCodeFramer:
         """``turn_duration``: the CLI says the loop is over; a prompt still open (no final answer seen) ends
         here."""
         if self._may_end():
-            self.ending = {"id": view.id, "time_ns": view.time_ns or self.last_ns, "offset": view.offset,
-                           "end_offset": view.end_offset}  # fmt: skip
+            self.ending = end_held_at(view, view.time_ns or self.last_ns)
             self._end_prompt(out)
 
     def _end_prompt(self, out: list[Event]) -> None:
@@ -437,10 +432,7 @@ class ClaudeCodeFramer:
         if ending is None or self.ended:
             return
         self.ended = True
-        out.append(
-            PromptEnded("claude-code.prompt_end", f"prompt-end/{ending['id']}", ending["time_ns"], NO_DATA, None,
-                        ending["offset"], ending["end_offset"])
-        )  # fmt: skip
+        out.append(prompt_end("claude-code.prompt_end", ending))
 
     def _same_call(self, view: AssistantRecord) -> bool:
         """Another block of the open call (same ``message.id``): its tools wait for the call's last block."""

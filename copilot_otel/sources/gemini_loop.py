@@ -59,7 +59,6 @@ from ..loop.neutral import (
     NO_DATA,
     Answered,
     CallUsage,
-    PromptEnded,
     PromptSubmitted,
     Rooted,
     RootEnded,
@@ -68,6 +67,8 @@ from ..loop.neutral import (
     ToolEnded,
     TurnBegan,
     TurnEnded,
+    end_held_at,
+    prompt_end,
 )
 from . import LoopSource, ToolOutcome
 from .gemini import (
@@ -274,7 +275,7 @@ class GeminiFramer:
         )  # fmt: skip
         self._tools(view, calls, out, again=False)
         if not calls and text and self.seed is None and self.prompt_id is not None:
-            self.ending = {"id": view.id, "time_ns": t, "offset": view.offset, "end_offset": view.end_offset}
+            self.ending = end_held_at(view)
 
     def _end_prompt(self, out: list[Event]) -> None:
         """The held final answer ends its prompt, at the answer."""
@@ -282,10 +283,7 @@ class GeminiFramer:
         if ending is None:
             return
         self.ending = None
-        out.append(
-            PromptEnded("gemini.prompt_end", f"prompt-end/{ending['id']}", ending["time_ns"], NO_DATA, None,
-                        ending["offset"], ending["end_offset"])
-        )  # fmt: skip
+        out.append(prompt_end("gemini.prompt_end", ending))
 
     def _usage(self, view: GeminiMessage, out: list[Event]) -> None:
         tokens = view.tokens
