@@ -23,6 +23,7 @@ from copilot_otel.cli import main
 from tests.conftest import FIXTURES, SERIAL
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver
+from tests.test_daemon_other_agents import _write_with_subagents
 from tests.webhook_receiver import WebhookReceiver
 
 OTHER = FIXTURES / "other-agents"
@@ -55,10 +56,11 @@ def _copy_history(home: Path) -> list[Path]:
     return [p for p in copied if p.suffix == ".jsonl"]
 
 
-def _replayed_roots(home: Path, tmp: Path) -> dict[str, dict[str, Any]]:
-    """The root span of every prompt, as ``copilot-otel replay`` of both folders exports it, by span id."""
+def _replayed_roots(home: Path, tmp: Path, *folders: str) -> dict[str, dict[str, Any]]:
+    """The root span of every prompt, as ``copilot-otel replay`` of the agents' folders exports it, by span id."""
     with OtlpReceiver() as other:
-        args = ["replay", str(home / ".claude"), str(home / ".gemini"), "--endpoint", other.http_endpoint]
+        paths = [str(home / folder) for folder in folders or (".claude", ".gemini")]
+        args = ["replay", *paths, "--endpoint", other.http_endpoint]
         assert main([*args, "--no-progress", "--state-dir", str(tmp / "replay-state")]) == 0
         return {s["span_id"]: s for s in other.spans() if s["parent_span_id"] is None}
 
@@ -130,3 +132,39 @@ def _status_file(state: Path) -> dict[str, Any]:
     except (OSError, orjson.JSONDecodeError):
         return {}
     return doc
+
+
+@SERIAL
+def test_a_claude_code_prompt_written_live_is_exported_at_its_own_end(
+    tmp_path: Path, receiver: OtlpReceiver
+) -> None:
+    """Sessions written line by line while the daemon follows them (the default idle timeout): each prompt's root
+    arrives once the records after its final answer are written, complete, as replay exports it; a sub-agent's
+    parent among them."""
+    home = Path(os.environ["HOME"]) / ".claude"
+    (home / "projects").mkdir(parents=True)
+    daemon = DaemonProcess(
+        tmp_path / "no-copilot" / "session-state", tmp_path / "state", receiver.http_endpoint,
+        tmp_path / "daemon.log", env={"COPILOT_OTEL_NOTIFY_DESKTOP": "false"},
+    ).start()  # fmt: skip
+    try:
+        written = [
+            p
+            for scenario in (
+                OTHER / "claude-code" / "subagent",
+                OTHER / "recorded" / "claude-code" / "resumed",
+            )
+            for p in _write_with_subagents(scenario, home)
+        ]
+        want = _replayed_roots(home.parent, tmp_path, ".claude")
+        receiver.wait_for(lambda r: {s["span_id"] for s in r.spans()} >= set(want), 60)
+        lines = sum(len(p.read_bytes().splitlines()) for p in written)
+        _until(lambda: _status_file(tmp_path / "state").get("lines_read", 0) >= lines, 30)
+        status = orjson.loads(_status(tmp_path / "state", "--json"))
+    finally:
+        assert daemon.terminate() == 0
+    assert len(want) == 3
+    for span in receiver.spans():
+        if span["span_id"] in want:
+            assert span == {**want[span["span_id"]], "resource": span["resource"]}
+    assert status["open_prompts"] == []
