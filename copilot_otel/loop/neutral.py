@@ -41,6 +41,8 @@ __all__ = [
     "ToolEnded",
     "TurnBegan",
     "TurnEnded",
+    "end_held_at",
+    "prompt_end",
 ]
 
 # The ``data`` of every neutral event: its fields say everything (never mutated).
@@ -218,8 +220,9 @@ class RootEnded(Event):
 
 @record
 class PromptEnded(Event):
-    """The source says the prompt's work is over (Codex: ``task_complete`` / ``turn_aborted``): it closes there,
-    complete, instead of waiting for the next prompt or the log's end."""
+    """The source says the prompt's work is over (Codex: ``task_complete`` / ``turn_aborted``; Claude Code and
+    Gemini CLI: the final answer): it closes there, complete, instead of waiting for the next prompt or the log's
+    end."""
 
 
 @record
@@ -242,6 +245,19 @@ class SpawnEnded(Event):
 
     agent_key: str = ""
     error_type: str | None = None
+
+
+def end_held_at(event: Event, time_ns: int | None = None) -> dict[str, Any]:
+    """A prompt's end seen at ``event`` (dated ``time_ns``, else the event's) but held until the log shows it is one,
+    as plain JSON values for a framer's snapshot; :func:`prompt_end` makes it the event."""
+    return {"id": event.id, "time_ns": event.time_ns if time_ns is None else time_ns, "offset": event.offset,
+            "end_offset": event.end_offset}  # fmt: skip
+
+
+def prompt_end(kind: str, held: Mapping[str, Any]) -> PromptEnded:
+    """The :class:`PromptEnded` of an end held by :func:`end_held_at`."""
+    return PromptEnded(kind, f"prompt-end/{held['id']}", held["time_ns"], NO_DATA, None, held["offset"],
+                       held["end_offset"])  # fmt: skip
 
 
 def on_prompt_end(loop: LoopState, event: Envelope) -> None:

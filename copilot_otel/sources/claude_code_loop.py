@@ -40,6 +40,22 @@ those of ``docs/other-agents.md``):
     CLI's workspace summary does), ``cost-state`` is the CLI's own accounting; both are handed on as
     ``SelfReported`` for ``show`` and ``report`` to set beside our figures, never as work.
 
+A prompt ends where the log says its loop ended (:class:`~copilot_otel.loop.neutral.PromptEnded`), complete:
+
+* at its final answer: a model call that stopped on its own (``end_turn``, ``stop_sequence``, …) and asked for
+  no tool, while no background sub-agent of the prompt still runs (an ``Agent`` call whose result says
+  ``isAsync`` / ``async_launched``: the prompt waits for its ``<task-notification>``). The answer is written one
+  record per content block, and ``-p`` writes the stop reason on every block of it, so the end is held until a
+  record shows the loop is over: ``last-prompt``, a ``queue-operation``, the ``system`` ``turn_duration`` that
+  interactive Claude Code writes after each loop, the next prompt's first record, or the log's end
+  (:meth:`ClaudeCodeFramer.close`). It is dated at the answer. Another model call or a ``user`` record of the
+  same prompt (a Stop hook that made the model go on) cancels it: the loop went on;
+* at ``turn_duration`` when no final answer was seen (a reply whose blocks carry no stop reason, an abort):
+  dated there; an aborted prompt stays aborted.
+
+A prompt whose log stops in the middle (the CLI killed, retries exhausted) has neither: the log's end closes it
+incomplete, with its reason, as before.
+
 Loop rule C: a prompt is keyed by Claude Code's own ``promptId`` (the envelope id of the prompt event), so its
 trace is ``trace_id(sessionId, promptId)``, which a sub-agent's file can compute too.
 
@@ -80,6 +96,8 @@ from ..loop.neutral import (
     ToolEnded,
     TurnBegan,
     TurnEnded,
+    end_held_at,
+    prompt_end,
 )
 from . import LoopSource, Source, ToolOutcome
 from .claude_code import (
@@ -90,8 +108,10 @@ from .claude_code import (
     CompactBoundary,
     CostState,
     CustomTitle,
+    LastPrompt,
     QueueOperation,
     Record,
+    SystemRecord,
     UserKind,
     UserRecord,
     _text_of,
@@ -113,6 +133,10 @@ _FINAL = frozenset({"end_turn", "stop_sequence", "max_tokens", "refusal"})
 # A failed tool's message is the first line of its result, at most this long (the rest is the tool's output).
 _MESSAGE_CHARS = 200
 _EXIT_CODE = "Exit code "
+# The ``system`` record interactive Claude Code writes when a loop is over (``durationMs``: the loop's length).
+_TURN_DURATION = "turn_duration"
+# ``toolUseResult.status`` of an ``Agent`` call that started its sub-agent in the background.
+_ASYNC_LAUNCHED = "async_launched"
 
 
 def _first_line(text: str) -> str | None:
@@ -142,8 +166,11 @@ class ClaudeCodeFramer:
     __slots__ = (
         "aborted",
         "attempts",
+        "background",
         "copied",
         "copied_prompt",
+        "ended",
+        "ending",
         "enqueue_ns",
         "fork",
         "held",
@@ -183,6 +210,12 @@ class ClaudeCodeFramer:
         self.message_id: str | None = s.get("message_id")
         self.turn_open: bool = bool(s.get("turn_open", False))
         self.aborted: bool = bool(s.get("aborted", False))
+        # The open prompt's loop end, once seen: held until a record shows the loop is over (the module
+        # docstring), then whether it was handed on; and its background sub-agents not reported back yet.
+        ending = s.get("ending")
+        self.ending: dict[str, Any] | None = dict(ending) if isinstance(ending, Mapping) else None
+        self.ended: bool = bool(s.get("ended", False))
+        self.background: int = int(s.get("background", 0))
         self.last_uuid: str | None = s.get("last_uuid")
         self.last_ns: int = int(s.get("last_ns", 0))
         self.held: list[Compacted] = [
@@ -209,6 +242,9 @@ class ClaudeCodeFramer:
             "message_id": self.message_id,
             "turn_open": self.turn_open,
             "aborted": self.aborted,
+            "ending": dict(self.ending) if self.ending is not None else None,
+            "ended": self.ended,
+            "background": self.background,
             "last_uuid": self.last_uuid,
             "last_ns": self.last_ns,
             "held": [
@@ -234,6 +270,8 @@ class ClaudeCodeFramer:
             return out
         if self.starts and not (cls is AssistantRecord and self._same_call(view)):  # type: ignore[arg-type]
             self._start_tools(view, out)
+        if self.ending is not None:
+            self._settle_end(view, cls, out)
         if not self.started and isinstance(view, Record) and view.session_id is not None:
             if self.seed is None:  # a sub-agent's file is no session of its own
                 self._session(view, out)
@@ -262,13 +300,16 @@ class ClaudeCodeFramer:
             self._titled(view, out)  # type: ignore[arg-type]
         elif cls is CostState:
             self._accounted(view, out)  # type: ignore[arg-type]
+        elif cls is SystemRecord and view.subtype == _TURN_DURATION:  # type: ignore[attr-defined]
+            self._loop_over(view, out)
         if isinstance(view, Record) and view.time_ns:
             self.last_uuid, self.last_ns = view.id, view.time_ns
         return out
 
     def close(self) -> list[Event]:
-        """A log cut after a call's ``tool_use`` blocks (the CLI killed while writing or running them): the tools
-        start, so the loop closes them unfinished, as it does a Copilot tool with no end."""
+        """The log's content is over. A log cut after a call's ``tool_use`` blocks (the CLI killed while writing
+        or running them): the tools start, so the loop closes them unfinished, as it does a Copilot tool with no
+        end. A log that ends with a final answer: its prompt ended there (the end held for the next record)."""
         out: list[Event] = []
         if self.starts:
             last = self.starts[-1]
@@ -276,6 +317,8 @@ class ClaudeCodeFramer:
                         last["end_offset"])  # fmt: skip
             self._start_tools(end, out)
         self._attempts_failed(out)  # cut while the CLI retried: the attempts failed all the same
+        if self.ending is not None:
+            self._end_prompt(out)
         return out
 
     # ------------------------------------------------------------------ records
@@ -301,6 +344,8 @@ class ClaudeCodeFramer:
                 if refused_by is not None and result.is_error:
                     outcome = ToolOutcome.DENIED  # 2.1.332 says who refused (plan mode, a hook, …): rule 5
                 self._tool_result(view, result.tool_use_id, outcome, result.content, out, refused_by)
+            if _launched_async(view.tool_use_result):
+                self.background += 1  # the prompt waits for that sub-agent's report
         elif kind is UserKind.INTERRUPT:
             self._abort(view, out)
 
@@ -311,7 +356,7 @@ class ClaudeCodeFramer:
         if text is None and kind in (UserKind.PROMPT, UserKind.COMMAND):
             text = view.plain_text
         self.prompt_id, self.prompt_ns, self.queued, self.aborted = prompt_id, view.time_ns, None, False
-        self.message_id = None
+        self.message_id, self.ended, self.background = None, False, 0
         seed_ = self.seed
         if seed_ is not None:
             if seed_.get("rooted"):
@@ -432,6 +477,55 @@ class ClaudeCodeFramer:
                     RootEnded("claude-code.subagent_end", f"subagent-end/{view.id}", t, NO_DATA, None, view.offset,
                               view.end_offset, view.dropped)
                 )  # fmt: skip
+            elif self._may_end():
+                # The final answer: the loop is over once its last block is read (the module docstring).
+                self.ending = end_held_at(view)
+
+    # ------------------------------------------------------------------ the prompt's end
+    def _may_end(self) -> bool:
+        """Whether the open prompt's loop can end now: a prompt of this log (not a sub-agent's file), not ended
+        yet, with no tool waiting to start and no background sub-agent still running."""
+        return (
+            self.seed is None
+            and self.prompt_id is not None
+            and not self.ended
+            and not self.starts
+            and not self.background
+        )
+
+    def _settle_end(self, view: Event, cls: type, out: list[Event]) -> None:
+        """A record after the final answer: another block of it changes nothing; a record that shows the loop is
+        over ends the prompt; more of the loop (another call, a ``user`` record of the same prompt) cancels the
+        end; anything else (attachments, the CLI's other notes) leaves it held."""
+        if cls is AssistantRecord:
+            if not self._same_call(view) and not view.synthetic:  # type: ignore[arg-type, attr-defined]
+                self.ending = None  # the model was called again: the loop went on
+            return
+        if cls is UserRecord:
+            prompt_id = view.prompt_id  # type: ignore[attr-defined]
+            if prompt_id is not None and prompt_id != self.prompt_id:
+                self._end_prompt(out)  # the next prompt's first record
+            else:
+                self.ending = None  # e.g. a Stop hook's feedback: the loop goes on
+            return
+        over = cls is SystemRecord and view.subtype == _TURN_DURATION  # type: ignore[attr-defined]
+        if over or cls is LastPrompt or cls is QueueOperation:
+            self._end_prompt(out)
+
+    def _loop_over(self, view: Event, out: list[Event]) -> None:
+        """``turn_duration``: the CLI says the loop is over; a prompt still open (no final answer seen) ends
+        here."""
+        if self._may_end():
+            self.ending = end_held_at(view, view.time_ns or self.last_ns)
+            self._end_prompt(out)
+
+    def _end_prompt(self, out: list[Event]) -> None:
+        ending = self.ending
+        self.ending = None
+        if ending is None or self.ended:
+            return
+        self.ended = True
+        out.append(prompt_end("claude-code.prompt_end", ending))
 
     def _same_call(self, view: AssistantRecord) -> bool:
         """Another block of the open call (same ``message.id``): its tools wait for the call's last block."""
@@ -552,6 +646,13 @@ class ClaudeCodeFramer:
             TurnEnded("claude-code.turn_end", f"turn-end/{self.message_id}", time_ns, NO_DATA, None, view.offset,
                       view.end_offset, view.dropped, turn_id=self.message_id)
         )  # fmt: skip
+
+
+def _launched_async(result: Any) -> bool:
+    """An ``Agent`` call's result that says its sub-agent runs on in the background (``toolUseResult``)."""
+    return isinstance(result, Mapping) and (
+        result.get("isAsync") is True or result.get("status") == _ASYNC_LAUNCHED
+    )
 
 
 def seed(path: Path) -> dict[str, Any] | None:
