@@ -16,11 +16,13 @@ from typing import Any
 import pytest
 
 from copilot_otel import ids
-from copilot_otel.activity import ModelCall, PromptRun, Record, ToolCall, Turn, UserMessage
+from copilot_otel.activity import AgentRun, ModelCall, PromptRun, Record, ToolCall, Turn, UserMessage
 from copilot_otel.cli import main
 from copilot_otel.content import ContentKind, ContentPolicy
+from copilot_otel.parse import timestamp_ns
 from copilot_otel.pipeline import FoldSettings, Pipeline
 from copilot_otel.sessions import SessionFile
+from copilot_otel.sources import LogKind
 from copilot_otel.sources import claude_code as cc
 from tests.conftest import replay_into
 from tests.otlp_receiver import OtlpReceiver
@@ -262,3 +264,39 @@ def test_the_sessions_title_is_on_its_spans_when_prompts_are_captured(
     (root,) = [sp for sp in receiver.spans() if sp["parent_span_id"] is None]
     assert root["attributes"]["copilot_otel.session.title"] == title
     assert root["attributes"]["langfuse.trace.name"] == title
+
+
+@pytest.mark.parametrize("name", ["background-subagent", "interactive-subagent", "parallel-subagents"])
+def test_a_background_subagents_report_belongs_to_the_prompt_that_started_it(
+    name: str, receiver: OtlpReceiver
+) -> None:
+    """[background-subagent], [interactive-subagent], [parallel-subagents] One human prompt (``checks.json``), one
+    trace: the ``<task-notification>`` records (each under a new ``promptId``) are messages injected into the
+    prompt that started the sub-agents, whose trace holds every main-agent call (the one answering them included,
+    counted among its turns); the prompt ends, complete, at that last answer, after every sub-agent's work; each
+    sub-agent's span ends where its own work ends (its file's last reply)."""
+    s = SCENARIOS[name]
+    (path,) = _session_logs(s.root).values()
+    records = _fold(path)
+    (run,) = [r for r in records if isinstance(r, PromptRun)]
+    assert len(s.checks["human_prompts"]) == 1  # type: ignore[arg-type]
+    assert run.human and run.outcome == "completed"
+    calls = [r for r in records if isinstance(r, ModelCall)]
+    assert len(calls) == sum(s.answered[script] for script in s.main_scripts) == run.turns_total
+    assert all(c.trace_id == run.trace_id for c in calls)
+    assert run.end_ns == max(c.end_ns for c in calls)
+    reports = [n for n in run.notes if isinstance(n, UserMessage) and n.source == "task-notification"]
+    notifications = [
+        r for r in _records(path) if r.get("type") == "user" and r.get("turnOrigin") == "task_notification"
+    ]
+    assert len(reports) == len(notifications) == len(s.sub_scripts)
+    for log in cc.scan(s.root):
+        if log.kind is LogKind.SUBAGENT:
+            (agent,) = [r for r in _fold(log.path) if isinstance(r, AgentRun)]
+            last_reply = [r for r in _records(log.path) if r.get("type") == "assistant"][-1]
+            assert agent.end_ns == timestamp_ns(str(last_reply["timestamp"]), [])
+            assert agent.trace_id == run.trace_id and agent.end_ns <= run.end_ns
+
+    assert replay_into(receiver, s.root) == 0
+    roots = [sp for sp in receiver.spans() if sp["parent_span_id"] is None]
+    assert [root["trace_id"] for root in roots] == [f"{run.trace_id:032x}"]

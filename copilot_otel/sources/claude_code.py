@@ -79,6 +79,9 @@ _DENIED = re.compile(r"^(?:Error: )?Permission to use .* has been denied\.", re.
 # worded the same way: not recorded yet.)
 _INTERRUPTED = "The user doesn't want to proceed with this tool use."
 _INTERRUPT_NOTE = "[Request interrupted by user"
+# A background task's report (2.1.332): ``<task-notification><task-id>…<tool-use-id>toolu_…</tool-use-id>…``.
+_TASK_NOTIFICATION = "task-notification"
+_NOTIFIED_CALL = re.compile(r"<tool-use-id>([^<]{1,200})</tool-use-id>")
 # Wrappers of a local command's records (``/compact``): not what the human typed.
 _COMMAND_PREFIXES = ("<command-name>", "<local-command-stdout>", "<local-command-caveat>")
 
@@ -307,6 +310,11 @@ class UserRecord(Record):
     prompt_id = text("promptId")  # the human prompt every user record of it belongs to
     prompt_source = text("promptSource")  # set on the record of what was typed
     compact_summary = flag("isCompactSummary")
+    # 2.1.332: the CLI's record that goes with the next one, under its promptId (the meta record before a
+    # ``<task-notification>``)
+    turn_companion = flag("turnCompanion")
+    origin_kind = text("origin", "kind")  # 2.1.332: ``human``, ``task-notification``
+    turn_origin = text("turnOrigin")  # 2.1.332: ``sdk``, ``human``, ``task_notification``
     source_tool_assistant_uuid = text("sourceToolAssistantUUID")
     content = raw("message", "content")
     tool_use_result = raw("toolUseResult")  # the structured result (a string ``Error: …`` on errors)
@@ -339,6 +347,23 @@ class UserRecord(Record):
     def plain_text(self) -> str:
         """The record's text (content: pass it through the content gate before keeping it)."""
         return _text_of(self.content)
+
+    @property
+    def task_notification(self) -> bool:
+        """A background task's report to the main agent (2.1.332: a background sub-agent that finished): a
+        ``user`` record under a new ``promptId`` that no human wrote (``origin.kind`` ``task-notification``,
+        ``turnOrigin`` ``task_notification``, content ``<task-notification>…``)."""
+        return (
+            self.origin_kind == _TASK_NOTIFICATION
+            or self.turn_origin == "task_notification"
+            or (not self.meta and _text_of(self.content).lstrip().startswith("<" + _TASK_NOTIFICATION + ">"))
+        )
+
+    @property
+    def notified_call_id(self) -> str | None:
+        """The ``Agent`` call whose background sub-agent a task notification reports on (``<tool-use-id>``)."""
+        match = _NOTIFIED_CALL.search(_text_of(self.content))
+        return match.group(1) if match is not None else None
 
     @property
     def refused_by(self) -> str | None:

@@ -36,6 +36,10 @@ those of ``docs/other-agents.md``):
     dates and uuids, the fork's ``sessionId`` and ``promptId``; copied replies say ``requestSessionId``): the copy
     is the parent's fold's, so it is counted and skipped; the fork starts at its first prompt of its own, whose
     root links to the parent's trace (:func:`seed` reads the parent's log beside it for its prompt ids);
+15. a background sub-agent's report (2.1.332: a ``<task-notification>`` ``user`` record under a new ``promptId``,
+    after a meta record with ``turnCompanion`` under the same id) is no human prompt: the prompt that started the
+    sub-agent goes on with it (a message injected into it; the calls that answer it are its turns, counted by its
+    runaway rules), and that prompt ends at the final answer once no background sub-agent of it still runs;
 14. the session's own word on itself: ``custom-title`` (``-n``) names the session (its facts' title, as Copilot
     CLI's workspace summary does), ``cost-state`` is the CLI's own accounting; both are handed on as
     ``SelfReported`` for ``show`` and ``report`` to set beside our figures, never as work.
@@ -135,6 +139,8 @@ _MESSAGE_CHARS = 200
 _EXIT_CODE = "Exit code "
 # The ``system`` record interactive Claude Code writes when a loop is over (``durationMs``: the loop's length).
 _TURN_DURATION = "turn_duration"
+# The source of a background task's report, injected into the prompt that started the task (15).
+_NOTIFICATION_SOURCE = "task-notification"
 # ``toolUseResult.status`` of an ``Agent`` call that started its sub-agent in the background.
 _ASYNC_LAUNCHED = "async_launched"
 
@@ -165,8 +171,10 @@ class ClaudeCodeFramer:
 
     __slots__ = (
         "aborted",
+        "aliases",
         "attempts",
         "background",
+        "companion",
         "copied",
         "copied_prompt",
         "ended",
@@ -204,6 +212,10 @@ class ClaudeCodeFramer:
         self.copied_prompt: str | None = s.get("copied_prompt")  # the last copied prompt record's uuid
         self.enqueue_ns: int = int(s.get("enqueue_ns", 0))  # when the prompt waiting to open was enqueued
         self.title: str | None = s.get("title")  # the session's title as last said (14)
+        # The open prompt's other promptIds (its background tasks' reports, 15), and a companion record's promptId
+        # waiting for the record it goes with.
+        self.aliases: list[str] = list(s.get("aliases", ()))
+        self.companion: str | None = s.get("companion")
         self.prompt_id: str | None = s.get("prompt_id")
         self.prompt_ns: int = int(s.get("prompt_ns", 0))
         self.queued: str | None = s.get("queued")  # the prompt as typed, until its first record
@@ -260,6 +272,8 @@ class ClaudeCodeFramer:
             "copied_prompt": self.copied_prompt,
             "enqueue_ns": self.enqueue_ns,
             "title": self.title,
+            "aliases": list(self.aliases),
+            "companion": self.companion,
         }  # fmt: skip
 
     def frame(self, view: Event) -> list[Event]:
@@ -335,7 +349,13 @@ class ClaudeCodeFramer:
     def _user(self, view: UserRecord, out: list[Event]) -> None:
         prompt_id = view.prompt_id
         kind = view.kind
-        if prompt_id is not None and prompt_id != self.prompt_id:
+        if prompt_id is not None and prompt_id != self.prompt_id and prompt_id not in self.aliases:
+            if self.seed is None and view.meta and view.turn_companion:
+                self.companion = prompt_id  # goes with the next record of its promptId: that one decides (15)
+                return
+            if self.seed is None and self.prompt_id is not None and view.task_notification:
+                self._notified(view, prompt_id, out)
+                return
             self._open_prompt(view, prompt_id, kind, out)
         if kind is UserKind.TOOL_RESULTS:
             refused_by = view.refused_by
@@ -349,8 +369,23 @@ class ClaudeCodeFramer:
         elif kind is UserKind.INTERRUPT:
             self._abort(view, out)
 
+    def _notified(self, view: UserRecord, prompt_id: str, out: list[Event]) -> None:
+        """A background task's report (15): no human prompt, though under a new ``promptId``. The prompt that
+        started the sub-agent goes on with it (its trace, its turns, its runaway counters): the report is a
+        message injected into it, and its ``promptId`` (and its companion's) an alias of that prompt's."""
+        self.aliases.append(prompt_id)
+        self.companion = None
+        if self.background:
+            self.background -= 1  # one background sub-agent reported back
+        out.append(
+            PromptSubmitted("claude-code.task_notification", f"notification/{view.id}", view.time_ns, NO_DATA, None,
+                            view.offset, view.end_offset, view.dropped, content=view.plain_text or None,
+                            source=_NOTIFICATION_SOURCE)
+        )  # fmt: skip
+
     def _open_prompt(self, view: UserRecord, prompt_id: str, kind: UserKind, out: list[Event]) -> None:
         """A new ``promptId``: a human prompt (rule C: keyed by that id), whatever record of it comes first."""
+        self.aliases, self.companion = [], None
         self._end_turn(view, self.last_ns or view.time_ns, out)
         text: Any = self.queued
         if text is None and kind in (UserKind.PROMPT, UserKind.COMMAND):
@@ -503,7 +538,7 @@ class ClaudeCodeFramer:
             return
         if cls is UserRecord:
             prompt_id = view.prompt_id  # type: ignore[attr-defined]
-            if prompt_id is not None and prompt_id != self.prompt_id:
+            if prompt_id is not None and prompt_id != self.prompt_id and prompt_id not in self.aliases:
                 self._end_prompt(out)  # the next prompt's first record
             else:
                 self.ending = None  # e.g. a Stop hook's feedback: the loop goes on
