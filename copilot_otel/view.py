@@ -743,6 +743,8 @@ def _work_label(r: Work, origin_ns: int) -> Text:
         text.append(f"  {took}", style="dim")
         if r.origin == "compaction":
             text.append("  (compaction)", style="yellow")
+        if r.attempt is not None:  # a failed attempt of the call above it, which the CLI retried
+            text.append(f"  (attempt {r.attempt})", style="yellow")
         tokens = _tokens([r.usage])
         if tokens:
             text.append(f"  {tokens}", style="dim")

@@ -95,11 +95,13 @@ def test_a_model_call_is_named_by_its_request() -> None:
             assert calls == set(refs.values()) and None not in calls, log.path.name
 
 
-def test_each_failed_attempt_is_a_failed_call_of_its_own(receiver: OtlpReceiver) -> None:
+def test_each_failed_attempt_is_a_failed_call_of_its_own(
+    receiver: OtlpReceiver, capsys: pytest.CaptureFixture[str]
+) -> None:
     """[api-errors-retried] Each request the server answered with an HTTP error (``checks.json``: a 429, then a
     500) is one ERROR chat span, ``error.type`` its status, with its attempt number, under the span of the call it
     was an attempt of (the call the retry answered, which starts with it); the answered calls are as before; the
-    metrics count each retry by model and status, for Claude Code."""
+    metrics count each retry by model and status, for Claude Code; ``show`` draws each under its call."""
     s = SCENARIOS["api-errors-retried"]
     requests: list[dict[str, object]] = s.checks["requests"]  # type: ignore[assignment]
     failed = [r for r in requests if r["http_error"] is not None]
@@ -136,6 +138,9 @@ def test_each_failed_attempt_is_a_failed_call_of_its_own(receiver: OtlpReceiver)
         for _ in range(int(p["value"]))
     )
     assert retries == [("429", "claude-opus-5-5", "claude-code"), ("500", "claude-opus-5-5", "claude-code")]
+    capsys.readouterr()
+    assert main(["show", path.stem, "--claude-code-home", str(s.root), "--agents", "claude-code"]) == 0
+    assert capsys.readouterr().out.count("(attempt 1)") == 2
 
 
 def _fold_with_prompts(path: Path) -> list[Record]:
