@@ -1,4 +1,4 @@
-"""Claude Code's session logs, typed: the one module that knows their JSON names (observed in 2.1.197).
+"""Claude Code's session logs, typed: the one module that knows their JSON names (observed in 2.1.197, 2.1.332).
 
 Where (``docs/other-agents.md`` has the whole mapping)::
 
@@ -28,6 +28,13 @@ What the records say, as observed:
   ``promptId`` (every ``user`` record of that prompt carries it);
 * compaction: a ``system`` record of subtype ``compact_boundary`` (``compactMetadata.trigger`` manual/auto), then
   a ``user`` record with ``isCompactSummary``.
+
+2.1.332 adds (``tests/fixtures/other-agents/claude-code-2.1.332/README.md``): ``requestRef`` in place of
+``requestId``; ``permissionDecision`` on a refused call's result (:attr:`UserRecord.refused_by`); ``system``
+``api_error`` per failed request attempt (:class:`ApiError`) after its ``api-request`` (:class:`ApiRequest`);
+``attachment`` ``queued_command`` (:attr:`Attachment.queued_prompt`); a fork's copied history (``requestSessionId``,
+:func:`read_fork`); ``custom-title`` and ``cost-state`` (:class:`CustomTitle`, :class:`CostState`); a background
+sub-agent's ``<task-notification>`` under a new ``promptId`` (:attr:`UserRecord.task_notification`).
 """
 
 from __future__ import annotations

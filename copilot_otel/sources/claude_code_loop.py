@@ -36,13 +36,13 @@ those of ``docs/other-agents.md``):
     dates and uuids, the fork's ``sessionId`` and ``promptId``; copied replies say ``requestSessionId``): the copy
     is the parent's fold's, so it is counted and skipped; the fork starts at its first prompt of its own, whose
     root links to the parent's trace (:func:`seed` reads the parent's log beside it for its prompt ids);
+14. the session's own word on itself: ``custom-title`` (``-n``) names the session (its facts' title, as Copilot
+    CLI's workspace summary does), ``cost-state`` is the CLI's own accounting; both are handed on as
+    ``SelfReported`` for ``show`` and ``report`` to set beside our figures, never as work;
 15. a background sub-agent's report (2.1.332: a ``<task-notification>`` ``user`` record under a new ``promptId``,
     after a meta record with ``turnCompanion`` under the same id) is no human prompt: the prompt that started the
     sub-agent goes on with it (a message injected into it; the calls that answer it are its turns, counted by its
-    runaway rules), and that prompt ends at the final answer once no background sub-agent of it still runs;
-14. the session's own word on itself: ``custom-title`` (``-n``) names the session (its facts' title, as Copilot
-    CLI's workspace summary does), ``cost-state`` is the CLI's own accounting; both are handed on as
-    ``SelfReported`` for ``show`` and ``report`` to set beside our figures, never as work.
+    runaway rules), and that prompt ends at the final answer once no background sub-agent of it still runs.
 
 A prompt ends where the log says its loop ended (:class:`~copilot_otel.loop.neutral.PromptEnded`), complete:
 
@@ -203,10 +203,8 @@ class ClaudeCodeFramer:
         self.seed: dict[str, Any] | None = dict(seed_) if isinstance(seed_, Mapping) else None
         # A fork's origin (13): the parent session and its prompts by record uuid, until the fork's first prompt.
         fork = s.get("fork")
-        if (
-            self.seed is not None and "fork" in self.seed
-        ):  # a session's own log that is a fork: no sub-agent's
-            fork, self.seed = self.seed["fork"], None
+        if self.seed is not None and "fork" in self.seed:
+            fork, self.seed = self.seed["fork"], None  # a session's own log that is a fork: no sub-agent's
         self.fork: dict[str, Any] | None = dict(fork) if isinstance(fork, Mapping) else None
         self.copied: int = int(s.get("copied", 0))  # records of the parent's history skipped so far
         self.copied_prompt: str | None = s.get("copied_prompt")  # the last copied prompt record's uuid
