@@ -305,3 +305,27 @@ def test_a_background_subagents_report_belongs_to_the_prompt_that_started_it(
     assert replay_into(receiver, s.root) == 0
     roots = [sp for sp in receiver.spans() if sp["parent_span_id"] is None]
     assert [root["trace_id"] for root in roots] == [f"{run.trace_id:032x}"]
+
+
+def test_a_loop_with_background_subagents_pending_has_not_finished(tmp_path: Path) -> None:
+    """[interactive-subagent] ``turn_duration`` says how many background sub-agents of the loop still run
+    (``pendingBackgroundAgentCount``): the prompt is not finished there even when the ``Agent`` call's result does not
+    say it launched one (here its ``isAsync`` / ``status`` taken out of a copy of the real log): one trace, which
+    ends at the answer to the sub-agent's report."""
+    s = SCENARIOS["interactive-subagent"]
+    (path,) = _session_logs(s.root).values()
+    lines = []
+    for line in path.read_bytes().splitlines():
+        obj = json.loads(line)
+        result = obj.get("toolUseResult")
+        if isinstance(result, dict) and result.pop("isAsync", None) is not None:
+            result.pop("status", None)
+            line = json.dumps(obj).encode()
+        lines.append(line)
+    assert lines != path.read_bytes().splitlines()
+    copy = tmp_path / path.name
+    copy.write_bytes(b"\n".join(lines) + b"\n")
+    records = _fold(copy)
+    (run,) = [r for r in records if isinstance(r, PromptRun)]
+    assert run.human and run.outcome == "completed"
+    assert run.end_ns == max(r.end_ns for r in records if isinstance(r, ModelCall))

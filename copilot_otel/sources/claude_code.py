@@ -481,6 +481,8 @@ class SystemRecord(Record):
     subtype = text("subtype")
     level = text("level")
     logical_parent_uuid = text("logicalParentUuid")
+    # ``turn_duration`` (interactive, 2.1.332): background sub-agents of the loop still running when it ended
+    pending_background = count("pendingBackgroundAgentCount")
 
 
 class CompactBoundary(SystemRecord):

@@ -282,6 +282,11 @@ class ClaudeCodeFramer:
             return out
         if self.starts and not (cls is AssistantRecord and self._same_call(view)):  # type: ignore[arg-type]
             self._start_tools(view, out)
+        if cls is SystemRecord and view.subtype == _TURN_DURATION and view.pending_background:  # type: ignore[attr-defined]
+            # The CLI says background sub-agents of the loop still run (15): the prompt waits for their reports,
+            # whatever the framer counted of their launches.
+            self.background = max(self.background, view.pending_background)  # type: ignore[attr-defined]
+            self.ending = None
         if self.ending is not None:
             self._settle_end(view, cls, out)
         if not self.started and isinstance(view, Record) and view.session_id is not None:
