@@ -161,8 +161,8 @@ def _show_one(console: Console, session: SessionFile, config: Config, as_json: b
 
 # ------------------------------------------------------------------------------------------------ JSON lines
 def span_json(span: SpanRecord) -> dict[str, Any]:
-    """One span record as a JSON-ready dict (hex ids, enum names, events)."""
-    return {
+    """One span record as a JSON-ready dict (hex ids, enum names, events; links when it has any)."""
+    doc: dict[str, Any] = {
         "trace_id": f"{span.trace_id:032x}",
         "span_id": f"{span.span_id:016x}",
         "parent_span_id": None if span.parent_span_id is None else f"{span.parent_span_id:016x}",
@@ -177,6 +177,9 @@ def span_json(span: SpanRecord) -> dict[str, Any]:
             {"name": ev.name, "time_ns": ev.time_ns, "attributes": dict(ev.attributes)} for ev in span.events
         ],
     }
+    if span.links:  # a forked session's first prompt: the parent's prompt it continues
+        doc["links"] = [{"trace_id": f"{t:032x}", "span_id": f"{sid:016x}"} for t, sid in span.links]
+    return doc
 
 
 def _write_json(document: Mapping[str, Any]) -> None:

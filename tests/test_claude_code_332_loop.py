@@ -173,11 +173,13 @@ def test_queued_prompts_steer_the_running_prompt_when_delivered() -> None:
     assert all(a.end_ns <= b.start_ns for a, b in pairwise(turns))
 
 
-def test_a_fork_exports_its_own_work_once_and_links_to_its_parent(receiver: OtlpReceiver) -> None:
+def test_a_fork_exports_its_own_work_once_and_links_to_its_parent(
+    receiver: OtlpReceiver, capsys: pytest.CaptureFixture[str]
+) -> None:
     """[fork] The fork's file holds a copy of its parent's history (the README): the copy is the parent's, so the
     fork's file gives only its own prompt's work (the calls answered for its script, its tool, its tokens), one
     trace that starts at its own prompt and whose root links to the parent's prompt; ``replay`` of both sessions
-    gives one chat span per answered request and each tool call once."""
+    gives one chat span per answered request and each tool call once; ``show --json`` says the link too."""
     s = SCENARIOS["fork"]
     logs = _session_logs(s.root)
     parent, fork = logs[s.sessions[0]], logs[s.sessions[1]]
@@ -216,9 +218,16 @@ def test_a_fork_exports_its_own_work_once_and_links_to_its_parent(receiver: Otlp
     roots = {sp["trace_id"]: sp for sp in spans if sp["parent_span_id"] is None}
     (link,) = roots[f"{run.trace_id:032x}"]["links"]
     linked = roots[link["trace_id"]]  # the parent's prompt, exported from the parent's file
+    assert linked["span_id"] == link["span_id"]
+    assert linked["attributes"]["gen_ai.conversation.id"] == parent.stem
+    capsys.readouterr()
     assert (
-        linked["span_id"] == link["span_id"] and linked["attributes"]["gen_ai.conversation.id"] == parent.stem
+        main(["show", fork.stem, "--json", "--claude-code-home", str(s.root), "--agents", "claude-code"]) == 0
     )
+    shown = json.loads(capsys.readouterr().out)["spans"]
+    assert [sp["links"] for sp in shown if sp["parent_span_id"] is None] == [
+        [{"trace_id": link["trace_id"], "span_id": link["span_id"]}]
+    ]
 
 
 def _uuids(path: Path) -> set[object]:
