@@ -21,9 +21,9 @@ import pytest
 from copilot_otel import ids, library, parse
 from copilot_otel.activity import AgentRun, Compaction, ModelCall, PromptRun, Record, ToolCall
 from copilot_otel.content import ContentKind, ContentPolicy
-from copilot_otel.pipeline import FRAME_KEY, FoldSettings, Pipeline, source_for
+from copilot_otel.pipeline import FRAME_KEY, FoldSettings, Pipeline, source_for, split_lines
 from copilot_otel.sessions import SessionFile
-from copilot_otel.sources import LogKind, Source, sniff
+from copilot_otel.sources import LogKind, Source, sniff, time_of
 from copilot_otel.sources import claude_code as cc
 from copilot_otel.sources.claude_code_loop import CLAUDE_CODE, ClaudeCodeFramer
 from tests.conftest import FIXTURES, all_fixture_logs, replay_into
@@ -367,3 +367,73 @@ def test_mutated_records_never_stop_the_fold(name: str) -> None:
                 folds += 1
                 assert records, (kind, mutated)
         assert folds > 100
+
+
+# ---------------------------------------------------------------------------------------------- where a prompt ends
+def _cli_results(e: Expected) -> list[dict[str, object]]:
+    """The CLI's own ``result`` of each prompt (its stdout), in order: the shared set's checks.json copies them,
+    the recorder keeps the stdout itself."""
+    shared = OTHER / "claude-code" / "checks.json"
+    if e.root.parent == shared.parent:
+        results: list[dict[str, object]] = json.loads(shared.read_text(encoding="utf-8"))["scenarios"][
+            e.name
+        ]["stdout"]["results"]
+        return results
+    stdout = (e.root / "_capture" / "stdout.jsonl").read_bytes().splitlines()
+    return [obj for obj in map(json.loads, stdout) if obj.get("type") == "result"]
+
+
+def _completed(result: dict[str, object]) -> bool:
+    return result.get("terminal_reason") == "completed" and result.get("is_error") is False
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_a_prompt_the_cli_completed_ends_completed_at_its_own_lines(name: str) -> None:
+    """Issue 31.1: where the CLI's own result says ``completed``, the prompt's root is complete (no
+    ``incomplete.reason``), and it is handed on while the log is read, at the records after its final answer,
+    not by the log's end: the daemon exports it then, instead of holding it until the idle timeout. A prompt the
+    CLI did not complete (aborted mid-tool, retries exhausted) is closed by the log's end, never complete."""
+    e = SCENARIOS[name]
+    (path,) = _session_logs(e.root)
+    fold = Pipeline.for_session(SessionFile.from_path(path), FoldSettings(), project=False)
+    read = [r for step in fold.feed_file(path) for r in step.records if isinstance(r, PromptRun)]
+    closed = [r for r in fold.close("file_ended").records if isinstance(r, PromptRun)]
+    runs = sorted([*read, *closed], key=lambda r: r.start_ns)
+    results = _cli_results(e)
+    assert len(runs) == len(results)
+    for run, result in zip(runs, results, strict=True):
+        if "terminal_reason" not in result:
+            continue  # /compact: no loop of its own; the next prompt closes it
+        if _completed(result):
+            assert (run.outcome, run.incomplete_reason) == ("completed", None), (name, result)
+            assert run in read, "ended by its own records, not by the log's end"
+        else:
+            assert run.outcome != "completed" and run in closed, (name, result)
+
+
+@pytest.mark.parametrize("name", ["plain-question", "multi-tool", "recorded-resumed"])
+def test_a_final_answer_ends_its_prompt_at_the_record_after_its_last_block(name: str) -> None:
+    """The final answer is written one record per content block, each with the stop reason: the prompt ends once
+    a record after the answer shows the loop is over (``last-prompt`` here), dated at the answer; fed line by
+    line, nothing ends it earlier. The framer's state between the two survives a checkpoint (a restart there ends
+    the prompt at the next record as well)."""
+    (path,) = _session_logs(SCENARIOS[name].root)
+    blob = path.read_bytes()
+    objs = [json.loads(line) for line in blob.splitlines()]
+    answers = {
+        time_of(o["timestamp"], [])
+        for o in objs
+        if o.get("type") == "assistant" and o["message"].get("stop_reason") == "end_turn"
+    }
+    fold = Pipeline.for_session(SessionFile.from_path(path), FoldSettings(), project=False)
+    ended: list[tuple[str, PromptRun]] = []
+    for item in split_lines(blob):
+        runs = [r for r in fold.feed(item).records if isinstance(r, PromptRun)]
+        if runs:
+            state = json.loads(json.dumps(fold.context_snapshot()[FRAME_KEY]))
+            assert ClaudeCodeFramer(state).snapshot() == state
+        ended.extend((json.loads(item.data)["type"], r) for r in runs)  # type: ignore[union-attr]
+    assert ended and not [r for r in fold.close("file_ended").records if isinstance(r, PromptRun)]
+    for kind, run in ended:
+        assert kind in ("last-prompt", "user", "queue-operation"), kind  # the next record, the next prompt's
+        assert run.end_ns in answers

@@ -39,10 +39,12 @@ OTHER = FIXTURES / "other-agents"
 
 
 def _other_logs(agent: str) -> list[Path]:
-    """Every session log and sub-agent file of one agent's fixtures (the shared and the recorded scenarios)."""
+    """Every session log and sub-agent file of one agent's fixtures (the shared and the recorded scenarios, and
+    Claude Code 2.1.332's)."""
+    newer = [OTHER / "claude-code-2.1.332"] if agent == "claude-code" else []
     return [
         p
-        for base in (OTHER / agent, OTHER / "recorded" / agent)
+        for base in (OTHER / agent, OTHER / "recorded" / agent, *newer)
         for p in sorted(base.rglob("*.jsonl"))
         if "_capture" not in p.parts
     ]
@@ -104,7 +106,7 @@ def test_a_restart_after_any_line_gives_one_uninterrupted_read(path: Path, mode:
 # ---------------------------------------------------------------------------------------------- a real daemon
 CLAUDE_CODE = OTHER / "claude-code"
 RECORDED = OTHER / "recorded"
-# Short enough that the last prompt of a log (Claude Code writes no end of a prompt) is closed within the test;
+# Short enough that a prompt its log leaves open (cut mid-tool; a Gemini log's last answer) is closed within the test;
 # long enough that a restart (about a second) closes nothing early.
 IDLE_TIMEOUT_S = "6"
 # The restart test waits up to a status period (5 s) before stopping: its prompts must not idle out meanwhile.

@@ -359,3 +359,48 @@ def test_sniff_tells_a_gemini_log_by_its_header_and_the_pipeline_reads_it_with_t
     typed = tmp_path / "typed.jsonl"
     typed.write_bytes(header[:-1] + b',"type":"user"}\n')
     assert sniff(typed) is Source.CLAUDE_CODE
+
+
+# ---------------------------------------------------------------------------------------------- where a prompt ends
+def _finished(checks: dict[str, Any]) -> list[bool]:
+    """Whether each prompt's loop ran to its answer, by what the recording did: a run not interrupted, whose
+    loop the CLI's own loop detection did not stop."""
+    return [not run["interrupted"] and checks["cli_loop_stop"] is None for run in checks["runs"]]
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_a_prompt_that_ran_to_its_answer_is_a_completed_root(name: str) -> None:
+    """Issue 31.1: a prompt whose last reply is an answer (text, no tool call) is complete, also the last one of
+    a log (its end, held at the answer, is given up by the log's end), dated at the answer; one cut while its
+    tool ran (nothing of the call written) or stopped by the CLI's loop detection stays incomplete."""
+    (log,) = _logs(name, LogKind.SESSION)
+    runs = sorted((r for r in _fold(log.path) if isinstance(r, PromptRun)), key=lambda r: r.start_ns)
+    finished = _finished(_checks(name))
+    assert len(runs) == len(finished)
+    for run, done in zip(runs, finished, strict=True):
+        if done:
+            assert (run.outcome, run.incomplete_reason) == ("completed", None), name
+        else:
+            assert run.outcome == "incomplete" and run.incomplete_reason == "file_ended", name
+
+
+def test_a_reply_with_text_that_then_asks_for_tools_ends_nothing(tmp_path: Path) -> None:
+    """A reply's first copy never lists its tool calls (they are written when they end): a reply with text whose
+    later copy brings tool calls is no final answer. [multi-tool] with each reply's text said before its calls
+    (as models often do), fed line by line: one prompt, its four calls, complete only at the answer."""
+    source = ROOT / "multi-tool"
+    (log,) = _logs("multi-tool", LogKind.SESSION)
+    lines = []
+    for line in log.path.read_bytes().splitlines():
+        obj = orjson.loads(line)
+        if obj.get("type") == "gemini" and not obj.get("content"):
+            obj["content"] = "Let me look."
+        lines.append(orjson.dumps(obj))
+    path = tmp_path / log.path.relative_to(source)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    fold = _pipeline(path)
+    read = [r for line in lines for step in fold.feed_blob(line + b"\n") for r in step.records]
+    assert not [r for r in read if isinstance(r, PromptRun)], "no prompt ended before the log did"
+    (run,) = [r for r in fold.close("file_ended").records if isinstance(r, PromptRun)]
+    assert (run.outcome, run.incomplete_reason, run.turns_total, run.tool_calls) == ("completed", None, 4, 3)

@@ -194,10 +194,10 @@ class FollowedFile:
             self._log.warning(f"read:{self.key}", "cannot read %s: %s", self.key, exc)
             self.pending = False
             return ReadOutcome(Read.FAILED)
-        if batch.lines or (seen_before is not None and self.tailer.last_seen != seen_before):
-            self.last_activity = (
-                self.last_used
-            )  # (the first look at a file is no sign of activity: its age is)
+        if (batch.lines and self.live) or (seen_before is not None and self.tailer.last_seen != seen_before):
+            # (the first look at a file is no sign of activity, nor is reading its history: its age is, so a
+            # prompt left open by a log quiet for longer than the idle timeout closes once it is read)
+            self.last_activity = self.last_used
         out: Outgoing = []
         spans = 0
         if batch.reset is not None:

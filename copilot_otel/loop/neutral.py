@@ -24,13 +24,16 @@ __all__ = [
     "NO_DATA",
     "Aborted",
     "Answered",
+    "AttemptFailed",
     "CallUsage",
     "Compacted",
+    "Continued",
     "Failed",
     "PromptEnded",
     "PromptSubmitted",
     "RootEnded",
     "Rooted",
+    "SelfReported",
     "SessionBegan",
     "SpawnEnded",
     "Spawned",
@@ -38,6 +41,8 @@ __all__ = [
     "ToolEnded",
     "TurnBegan",
     "TurnEnded",
+    "end_held_at",
+    "prompt_end",
 ]
 
 # The ``data`` of every neutral event: its fields say everything (never mutated).
@@ -119,6 +124,7 @@ class ToolEnded(Event):
     result: Any = None
     sandboxed: bool | None = None
     file_edits: int | None = None
+    denied_by: str | None = None
 
 
 @record
@@ -148,6 +154,20 @@ class Failed(Event):
 
 
 @record
+class AttemptFailed(Event):
+    """One failed attempt of a model call that the source retries (or gives up on: a :class:`Failed` follows): an
+    ERROR model call of its own from ``start_ns`` (its request) to the event, under the turn of the call it is an
+    attempt of (:func:`.turns.on_attempt_failed`); ``error_type`` the HTTP status when there is one."""
+
+    start_ns: int = 0
+    model: str | None = None
+    error_type: str | None = None
+    message: str | None = None
+    status_code: int | None = None
+    attempt: int | None = None
+
+
+@record
 class Rooted(Event):
     """Loop rule A: this log is a sub-agent's, rooted in another fold's span (see :func:`.prompts.on_rooted`).
 
@@ -168,14 +188,41 @@ class Rooted(Event):
 
 
 @record
+class Continued(Event):
+    """The prompt just opened continues another trace's work (a forked session's first prompt continues the
+    parent's prompt it was forked from): its root links to that trace's root span (``trace_id``, ``span_id``; 0
+    when the parent is not known), and ``copied_records`` says how much of that history the log held again,
+    skipped rather than folded (:func:`.prompts.on_continued`)."""
+
+    trace_id: int = 0
+    span_id: int = 0
+    copied_records: int = 0
+
+
+@record
+class SelfReported(Event):
+    """What the CLI says of its own session (:func:`.session.on_self_report`): the title the user gave it, and/or
+    its own running accounting (cost in USD, API and tool time in ms, each model's cost)."""
+
+    title: str | None = None
+    cost_usd: float | None = None
+    api_duration_ms: float | None = None
+    api_duration_without_retries_ms: float | None = None
+    tool_duration_ms: float | None = None
+    duration_ms: float | None = None
+    model_costs: tuple[tuple[str, float], ...] = ()
+
+
+@record
 class RootEnded(Event):
     pass
 
 
 @record
 class PromptEnded(Event):
-    """The source says the prompt's work is over (Codex: ``task_complete`` / ``turn_aborted``): it closes there,
-    complete, instead of waiting for the next prompt or the log's end."""
+    """The source says the prompt's work is over (Codex: ``task_complete`` / ``turn_aborted``; Claude Code and
+    Gemini CLI: the final answer): it closes there, complete, instead of waiting for the next prompt or the log's
+    end."""
 
 
 @record
@@ -198,6 +245,19 @@ class SpawnEnded(Event):
 
     agent_key: str = ""
     error_type: str | None = None
+
+
+def end_held_at(event: Event, time_ns: int | None = None) -> dict[str, Any]:
+    """A prompt's end seen at ``event`` (dated ``time_ns``, else the event's) but held until the log shows it is one,
+    as plain JSON values for a framer's snapshot; :func:`prompt_end` makes it the event."""
+    return {"id": event.id, "time_ns": event.time_ns if time_ns is None else time_ns, "offset": event.offset,
+            "end_offset": event.end_offset}  # fmt: skip
+
+
+def prompt_end(kind: str, held: Mapping[str, Any]) -> PromptEnded:
+    """The :class:`PromptEnded` of an end held by :func:`end_held_at`."""
+    return PromptEnded(kind, f"prompt-end/{held['id']}", held["time_ns"], NO_DATA, None, held["offset"],
+                       held["end_offset"])  # fmt: skip
 
 
 def on_prompt_end(loop: LoopState, event: Envelope) -> None:
@@ -223,6 +283,9 @@ NEUTRAL = Translator(
         Compacted: notes.NOTES[ev.Compaction],
         Aborted: notes.NOTES[ev.Abort],
         Failed: notes.NOTES[ev.SessionError],
+        AttemptFailed: turns.on_attempt_failed,
+        Continued: prompts.on_continued,
+        SelfReported: session.on_self_report,
         Rooted: prompts.on_rooted,
         RootEnded: prompts.on_rooted_end,
         PromptEnded: on_prompt_end,
@@ -251,8 +314,17 @@ if TYPE_CHECKING:  # each neutral event is the input its handler reads: mypy che
         root_ended: RootEnded,
         spawned: Spawned,
         spawn_ended: SpawnEnded,
+        attempt: AttemptFailed,
+        continued: Continued,
+        reported: SelfReported,
     ) -> None:
-        __: tuple[agents.SpawnInput, agents.SpawnEndInput] = (spawned, spawn_ended)
+        __: tuple[
+            agents.SpawnInput,
+            agents.SpawnEndInput,
+            inputs.AttemptInput,
+            inputs.ContinuedInput,
+            inputs.SelfReportInput,
+        ] = (spawned, spawn_ended, attempt, continued, reported)
         _: tuple[
             inputs.SessionStartInput,
             inputs.PromptInput,

@@ -24,6 +24,12 @@ Copilot CLI's events. Where Gemini's loop differs (the numbers are those of ``do
   record of ``functionResponse`` parts that follows ends only a call the reply did not (never, as recorded).
 * The CLI's own note (9) ``System: Potential loop detected…`` (its loop detection stops a prompt at the 5th
   identical call) is no prompt: it ends the open turn.
+* A prompt ends at its final answer (:class:`~copilot_otel.loop.neutral.PromptEnded`, complete): a reply with
+  text that asks for no tool. Its first copy cannot say so (the tool calls of a reply are written only when they
+  end, in its later copy), so the end is held: a later copy with tool calls cancels it (the loop went on); the
+  next prompt, or the log's end (:meth:`GeminiFramer.close`: replay's end of file, the daemon's close of a quiet
+  log), ends the prompt there, dated at the answer. A reply with neither text nor a written tool call (the CLI
+  stopped while its tool ran: nothing of the call is written) ends nothing: that prompt stays incomplete.
 * ``$set`` lines are metadata; a ``$set`` of ``messages`` restates the conversation (start, resume, compression)
   and is no new work. A second header line (``--resume``) is the same session; the prompt it brings opens as any
   prompt does. ``$rewindTo`` is not read (unrecorded).
@@ -61,6 +67,8 @@ from ..loop.neutral import (
     ToolEnded,
     TurnBegan,
     TurnEnded,
+    end_held_at,
+    prompt_end,
 )
 from . import LoopSource, ToolOutcome
 from .gemini import (
@@ -108,6 +116,7 @@ class GeminiFramer:
         "began",
         "done",
         "ended",
+        "ending",
         "last_ns",
         "prompt_id",
         "prompt_ns",
@@ -132,10 +141,16 @@ class GeminiFramer:
         self.ended: list[str] = list(s.get("ended", ()))  # … and ended
         self.done: list[str] = list(s.get("done", ()))  # the last replies ended
         self.last_ns: int = int(s.get("last_ns", 0))
+        # The open prompt's final answer, once a reply looks like one: its end, held (the module docstring).
+        ending = s.get("ending")
+        self.ending: dict[str, Any] | None = dict(ending) if isinstance(ending, Mapping) else None
 
     def close(self) -> list[Event]:
-        """Nothing is held: every reply is complete at its own line (the module docstring)."""
-        return []
+        """The log's content is over: a prompt whose last reply was an answer ended there. Nothing else is held:
+        every reply is complete at its own line (the module docstring)."""
+        out: list[Event] = []
+        self._end_prompt(out)
+        return out
 
     def snapshot(self) -> dict[str, Any]:
         """The framer's state, for a checkpoint's context (plain JSON values)."""
@@ -151,6 +166,7 @@ class GeminiFramer:
             "ended": list(self.ended),
             "done": list(self.done),
             "last_ns": self.last_ns,
+            "ending": dict(self.ending) if self.ending is not None else None,
         }
 
     def frame(self, view: Event) -> list[Event]:
@@ -188,6 +204,7 @@ class GeminiFramer:
         if view.id == self.prompt_id:
             return  # a copy of the prompt
         self._end_turn(view, out)
+        self._end_prompt(out)  # the prompt before ended at its answer
         if kind is UserKind.HARNESS:
             return  # the CLI's note: the prompt is over, no new one
         self.prompt_id, self.prompt_ns = view.id, view.time_ns
@@ -240,6 +257,7 @@ class GeminiFramer:
         if tokens is None and view.model is None and not calls:
             return  # the CLI's own record of an empty stream: no model call (unrecorded)
         self._end_turn(view, out)
+        self.ending = None  # another call: the reply before was no final answer
         t = view.time_ns
         start = self.last_ns if self.last_ns and self.prompt_ns <= self.last_ns <= t else t
         self.turn, self.turn_last_ns, self.usage_sent = view.id, t, False
@@ -256,6 +274,16 @@ class GeminiFramer:
                      tool_requests=_requests(calls))
         )  # fmt: skip
         self._tools(view, calls, out, again=False)
+        if not calls and text and self.seed is None and self.prompt_id is not None:
+            self.ending = end_held_at(view)
+
+    def _end_prompt(self, out: list[Event]) -> None:
+        """The held final answer ends its prompt, at the answer."""
+        ending = self.ending
+        if ending is None:
+            return
+        self.ending = None
+        out.append(prompt_end("gemini.prompt_end", ending))
 
     def _usage(self, view: GeminiMessage, out: list[Event]) -> None:
         tokens = view.tokens
@@ -275,6 +303,8 @@ class GeminiFramer:
         self, view: GeminiMessage, calls: tuple[ToolCallRecord, ...], out: list[Event], *, again: bool
     ) -> None:
         new = [c for c in calls if c.id is not None and c.id not in self.began]
+        if new:
+            self.ending = None  # the reply asked for tools: the loop goes on
         if new and again:
             # The requests of the open call, which its first copy could not list: the same model call.
             out.append(
