@@ -611,6 +611,7 @@ KNOWN_SUB_KINDS = frozenset(
         "queue-operation.dequeue",  # the enqueue says what was queued
         "queue-operation.remove",  # 2.1.332: a queued prompt absorbed into the running one
         "system.turn_duration",  # 2.1.332, interactive: the loop is over
+        "system.api_error",  # 2.1.332: a failed attempt of a model call (its view: ApiError)
         "attachment.queued_command",  # 2.1.332: a queued prompt delivered into the running one
         # Context the CLI adds for the model (2.1.197): no step of the loop, and content.
         "attachment.file",
