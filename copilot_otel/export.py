@@ -37,6 +37,7 @@ import base64
 import enum
 import gzip
 import logging
+import operator
 import os
 import random
 import re
@@ -758,6 +759,9 @@ _CODECS = {
 }
 # A record and its encoded bytes, as packed into requests.
 _Part = tuple[Any, bytes]
+_MESSAGE = operator.itemgetter(1)
+# What a record's framing adds to its bytes in a request at most: its tag and a length of up to 5 bytes.
+_FRAMED_MAX = 6
 
 
 class Sender:
@@ -860,6 +864,10 @@ class Sender:
         """Each record's bytes; a record the encoder cannot write costs only that record, never its batch (other
         sessions' spans included): it is dropped, counted and kept in the dead-letter file."""
         one = _CODECS[signal].one
+        try:
+            return list(zip(records, map(one, records), strict=True)), Delivery(True)
+        except ENCODE_ERRORS:
+            pass  # find the record(s) it came from, one by one (rare: only poison values get here)
         parts: list[_Part] = []
         outcome = Delivery(True)
         for record in records:
@@ -875,9 +883,16 @@ class Sender:
         """``parts`` in order, in requests of at most :data:`MAX_BATCH_SPANS` records and
         :attr:`max_request_bytes` bytes; a record too large for any request alone has its content cut first."""
         room = self.max_request_bytes - self._framing[signal]
+        start = 0
+        while start < len(parts):  # whole batches that fit, the usual case, without sizing each record
+            chunk = list(parts[start : start + MAX_BATCH_SPANS])
+            if sum(map(len, map(_MESSAGE, chunk))) + _FRAMED_MAX * len(chunk) > room:
+                break
+            yield chunk
+            start += len(chunk)
         batch: list[_Part] = []
         size = 0
-        for part in parts:
+        for part in parts[start:]:
             n = wire.framed_size(part[1])
             if n > room:
                 part = self._shrink(signal, part, room)
@@ -936,7 +951,7 @@ class Sender:
         bisects it to the poison records (permanent). ``probe``: a permanent rejection is first checked against
         a request with no records, to tell a collector that rejects everything from records it rejects."""
         codec = _CODECS[signal]
-        body = codec.request([message for _, message in batch], self.resource, SCOPE)
+        body = codec.request(map(_MESSAGE, batch), self.resource, SCOPE)
         if len(body) > self.max_request_bytes and len(batch) > 1:  # packed before the cap was lowered
             return self._each(signal, list(self._pack(signal, batch)), deadline)
         result = self._send(signal, body, len(batch), deadline, self._empty[signal] if probe else None)
