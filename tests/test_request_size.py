@@ -99,28 +99,34 @@ def test_replay_over_grpc_fits_a_collectors_default_4_mib_limit(
     assert "RESOURCE_EXHAUSTED" not in err
 
 
-def test_the_daemon_over_grpc_fits_a_collectors_default_4_mib_limit(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("protocol", "output_chars"),
+    [
+        pytest.param("grpc", 240_000, id="grpc-default-4MiB"),
+        # a record of 2.5 MB: split by the 413s, then cut to fit
+        pytest.param("http/protobuf", 1_250_000, id="http-413-above-1MiB"),
+    ],
+)
+def test_the_daemon_fits_what_the_collector_takes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, protocol: str, output_chars: int
 ) -> None:
-    want = _exported(tmp_path, monkeypatch, None, 6, 240_000)  # the daemon inherits the capture settings
+    # the daemon inherits the capture settings
+    want = _exported(tmp_path, monkeypatch, None, 4, output_chars, output_chars + 1)
     logs = sorted((tmp_path / "sessions").glob("*/events.jsonl"))
-    with OtlpReceiver(grpc_max_message=None) as receiver:
+    with OtlpReceiver(grpc_max_message=None, http_max_body=MIB) as receiver:
         state = tmp_path / "state"
+        endpoint = receiver.grpc_endpoint if protocol == "grpc" else receiver.http_endpoint
         d = DaemonProcess(
-            tmp_path / "sessions",
-            state,
-            receiver.grpc_endpoint,
-            tmp_path / "daemon.log",
-            "--protocol",
-            "grpc",
-        ).start()
+            tmp_path / "sessions", state, endpoint, tmp_path / "daemon.log", "--protocol", protocol
+        )
+        d.start()
         try:
             receiver.wait_for(lambda r: {s["span_id"] for s in r.spans()} >= set(want), timeout=60)
             d.until("checkpoints at the ends of the logs", lambda: checkpointed_at_end(state, logs))
         finally:
             assert d.terminate() == 0, d.output()[-3000:]
         _once_each(receiver.spans(), want)
-    assert "RESOURCE_EXHAUSTED" not in d.output()
+    assert "RESOURCE_EXHAUSTED" not in d.output() and "dead-letter" not in d.output()
 
 
 def test_replay_over_http_keeps_every_request_under_the_configured_limit(
