@@ -1104,9 +1104,11 @@ class Sender:
                 return wait
             backoff = min(backoff * 2, _BACKOFF_MAX_S)
             if result.endpoint:
+                # One line per fix, not per answer: a collector that rejects everything words each rejection anew.
+                said = REJECTS_EVERY_REQUEST if REJECTS_EVERY_REQUEST in result.message else result.message
                 self._log.log(
                     logging.ERROR,
-                    f"endpoint:{result.message}",
+                    f"endpoint:{said}",
                     "%s — holding the data (nothing is dropped or checkpointed) and retrying until it is accepted",
                     result.message,
                     interval_s=_ENDPOINT_REMINDER_S,

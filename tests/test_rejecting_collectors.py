@@ -29,8 +29,12 @@ _EVERY_REQUEST = "the collector rejects every request"
 
 
 def _reject_everything(receiver: OtlpReceiver) -> None:
-    """HTTP 400 / gRPC INVALID_ARGUMENT to every request, whatever it holds (a request with no records too)."""
-    receiver.fail_next(100_000, "refuse", http_status=400, grpc_code="INVALID_ARGUMENT")
+    """HTTP 400 / gRPC INVALID_ARGUMENT to every request, whatever it holds (a request with no records too), each
+    answer worded anew, as a collector's message names the request or what it disliked in it."""
+    for n in range(2_000):
+        receiver.fail_next(
+            1, "refuse", http_status=400, grpc_code="INVALID_ARGUMENT", message=f"invalid request #{n}"
+        )
 
 
 def _copies(root: Path) -> list[Path]:
