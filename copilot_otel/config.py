@@ -734,7 +734,8 @@ SETTINGS: tuple[Setting[Any], ...] = (
     ),
     Setting(
         "max_request_bytes",
-        "Largest span/log export request, in bytes before compression (a 413 or RESOURCE_EXHAUSTED lowers it)",
+        "Largest span/log request to a collector, in bytes before compression (a 413 or RESOURCE_EXHAUSTED "
+        "lowers it; the local file has no limit)",
         _integer(64 * 1024),
         default=DEFAULT_MAX_REQUEST_BYTES,
         default_help="4194304 (4 MiB, gRPC's and a collector's default limit)",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import getpass
 import socket
+import sys
 import threading
 import uuid
 from dataclasses import dataclass
@@ -115,7 +116,10 @@ class Telemetry:
             dead_letter,
             stop,
             timeouts=timeouts,
-            max_request_bytes=config.max_request_bytes,
+            # The local file takes a line of any size: only a collector's requests have a limit to fit.
+            max_request_bytes=(
+                sys.maxsize if isinstance(spans_and_logs, FileTransport) else config.max_request_bytes
+            ),
         )
         metrics = None
         if with_metrics and (config.metrics_enabled or config.prometheus_port is not None):

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from copilot_otel.cli import main
 from tests.conftest import CLI_GENERATED, replay_into
 from tests.daemon_process import DaemonProcess, checkpointed_at_end, expected_spans
 from tests.otlp_receiver import OtlpReceiver
@@ -188,3 +189,17 @@ def test_a_record_too_large_alone_has_its_captured_content_cut_and_is_delivered(
     assert "COPILOT_OTEL_MAX_REQUEST_BYTES" in err
     cut = re.search(r"(\d+) records sent with captured content cut to fit in one request", out)
     assert cut is not None and int(cut[1]) >= 5, out  # the tool spans, and chat spans quoting their outputs
+
+
+def test_the_local_file_keeps_a_record_of_any_size_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], _isolated_home: Path
+) -> None:
+    """Without an endpoint (the embedded OTLP/JSON file) there is no request limit to fit: nothing is cut."""
+    _exported(tmp_path, monkeypatch, capsys, 1, 5_000_000, 5_000_001)
+    assert main(["replay", str(tmp_path / "sessions"), "--no-progress"]) == 0
+    out, err = capsys.readouterr()
+    assert "captured content cut" not in out + err
+    files = (_isolated_home / ".local/state/copilot-otel").glob("otlp.jsonl*")  # rotated past 100 MB
+    lines = [line for path in files for line in path.read_bytes().splitlines()]
+    whole = json.dumps(_output(5_000_000, 0))[1:-1].encode()  # as OTLP/JSON writes it
+    assert sum(line.count(whole) for line in lines) >= 5  # each tool output, whole
