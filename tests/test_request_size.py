@@ -184,6 +184,11 @@ def test_a_record_too_large_alone_has_its_captured_content_cut_and_is_delivered(
     results = [span["attributes"][_RESULT] for span in spans if _RESULT in span["attributes"]]
     assert len(results) == 5
     assert all("…[truncated " in result and len(result) < output_chars for result in results)
+    # the chat spans' messages quote those outputs: cut too, and still JSON
+    messages = [
+        span["attributes"]["gen_ai.input.messages"] for span in spans if span["name"].startswith("chat")
+    ]
+    assert any("truncated" in text for text in messages) and all(json.loads(text) for text in messages)
     # said once, with the size and what sets it; counted in the summary
     assert err.count("its captured content was cut") == 1, err
     assert "COPILOT_OTEL_MAX_REQUEST_BYTES" in err
