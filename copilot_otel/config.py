@@ -102,6 +102,10 @@ __all__ = [
 OtlpProtocol = Literal["grpc", "http/protobuf"]
 LogLevel = Literal["debug", "info", "warning", "error"]
 
+# The largest span/log export request by default (protobuf bytes before compression): gRPC's default message limit,
+# which an OpenTelemetry Collector's OTLP receiver keeps (max_recv_msg_size_mib: 4).
+DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024
+
 T = TypeVar("T")
 Env = Mapping[str, str]
 #: A parser turns a raw value (a string from a flag or env var, or a native TOML value) into the setting's
@@ -729,6 +733,16 @@ SETTINGS: tuple[Setting[Any], ...] = (
         metavar="SECONDS",
     ),
     Setting(
+        "max_request_bytes",
+        "Largest span/log request to a collector, in bytes before compression (a 413 or RESOURCE_EXHAUSTED "
+        "lowers it; the local file has no limit)",
+        _integer(64 * 1024),
+        default=DEFAULT_MAX_REQUEST_BYTES,
+        default_help="4194304 (4 MiB, gRPC's and a collector's default limit)",
+        env_vars=("COPILOT_OTEL_MAX_REQUEST_BYTES",),
+        metavar="BYTES",
+    ),
+    Setting(
         "metric_interval",
         "Seconds between metric exports",
         _seconds(positive=True),
@@ -1042,6 +1056,7 @@ class Config:
     include_user_name: bool
     max_retry_time: float
     export_delay: float
+    max_request_bytes: int
     metric_interval: float
     backfill: Backfill
     idle_timeout: float

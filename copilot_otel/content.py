@@ -37,6 +37,7 @@ __all__ = [
     "capture_json",
     "capture_text",
     "scrub",
+    "shrink",
     "truncate",
 ]
 
@@ -347,6 +348,23 @@ def truncate(text: str, max_length: int) -> str:
     if len(text) <= max_length:
         return text
     return f"{text[:max_length]}…[truncated {len(text) - max_length} chars]"
+
+
+def shrink(text: str, max_length: int) -> str:
+    """Captured ``text`` cut again to about ``max_length`` characters, with the truncation marker; a JSON object or
+    array stays valid JSON (its trailing items give way, as in :func:`capture_json`).
+
+    The exporter's last resort (:mod:`copilot_otel.export`) for a record larger than a collector takes in one
+    request: only already captured (scrubbed) content is cut, never anything added.
+    """
+    if len(text) <= max_length:
+        return text
+    value = _maybe_json(text)
+    if value is not text:
+        fitted = _fit(value, max_length)
+        if fitted is not _DROP:
+            return _dumps(fitted)
+    return truncate(text, max_length)
 
 
 def _scrub_truncate(text: str, max_length: int) -> str:

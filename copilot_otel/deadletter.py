@@ -171,7 +171,7 @@ class DeadLetters:
                 self._rotate()
         fd = current.open_private(self.path, os.O_WRONLY | os.O_APPEND)
         try:
-            os.write(fd, data)
+            _write_all(fd, data)
         finally:
             os.close(fd)
 
@@ -261,6 +261,25 @@ class DeadLetters:
                 path.unlink()
         self._count_cache = None
         return n
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Append ``data`` whole and durably (``fsync``), or not at all: a dead letter the caller counts must be on
+    disk, and a full disk that took only part of a line must not leave it there to swallow the next one.
+
+    Raises:
+        OSError: ``ENOSPC`` and the like; the file is as it was.
+    """
+    written = 0
+    try:
+        while written < len(data):
+            written += os.write(fd, data[written:])
+        os.fsync(fd)
+    except OSError:
+        if written:  # a short write then the error: take the partial line back
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, os.fstat(fd).st_size - written)
+        raise
 
 
 def _stat_key(path: Path) -> tuple[int, int] | None:

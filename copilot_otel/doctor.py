@@ -33,7 +33,7 @@ from .act import describe_policy
 from .config import Config, capture_state, describe
 from .deadletter import describe as describe_dead_letters
 from .errors import CopilotOtelError, SourceError, StateError
-from .export import Delivery, Signal
+from .export import REJECTS_EVERY_REQUEST, Delivery, Signal
 from .library import AGENT_TITLES, NOT_READ_LOGS, discover, not_read_in, setting_flag, source_logs
 from .metrics import Aggregator
 from .project import catalog
@@ -633,7 +633,7 @@ def _verdict(
             f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT at one that does, or set "
             f"COPILOT_OTEL_{signal.upper()}=false",
         )
-    if outcome.delivered:  # delivered = dead-lettered: a permanent rejection
+    if outcome.delivered or REJECTS_EVERY_REQUEST in error:  # dead-lettered, or everything is: a rejection
         return Check(Mark.FAIL, what, f"rejected by the collector: {error}", _rejection_hint(config, error))
     return Check(
         Mark.FAIL,

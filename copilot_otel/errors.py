@@ -10,7 +10,8 @@ The library raises these; only the CLI turns them into one line of text and an e
     ├── StateError              the state directory is unusable or locked by another daemon
     └── ExportError             the collector did not accept everything (says what was not delivered)
         ├── EndpointError       the endpoint refused us (credentials, path), not the data
-        └── RejectedError       some records were dead-lettered or could not be encoded; the rest arrived
+        └── RejectedError       some records were dead-lettered, could not be encoded or were rejected in a
+                                partial success; the rest arrived
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ class EndpointError(ExportError):
 
 
 class RejectedError(ExportError):
-    """Everything was sent, but some records were permanently rejected (dead-lettered) or could not be
-    encoded: the rest was delivered."""
+    """Everything was sent, but some records were permanently rejected (dead-lettered, or counted from a partial
+    success) or could not be encoded: the rest was delivered."""
 
     exit_code = 7

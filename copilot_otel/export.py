@@ -9,10 +9,19 @@ straight into OTLP protobuf bytes (:mod:`~copilot_otel.wire`) — skipping the p
 * retryable (refused, timeout, 429/502/503/504, UNAVAILABLE…) → :class:`Sender` retries with backoff, honouring
   ``Retry-After`` and gRPC ``RetryInfo``;
 * about the endpoint, not the data (401, 403, 407, a 404 for traces, gRPC UNAUTHENTICATED, PERMISSION_DENIED,
-  UNIMPLEMENTED, a TLS handshake that fails: certificate not trusted, client certificate wanted) → nothing is dead-lettered: the daemon holds the data (the log files are the buffer) and retries
-  with backoff, saying once what to fix; a bounded caller (``replay``, ``doctor``) fails at once;
-* permanent (400, INVALID_ARGUMENT, ``partial_success`` rejections) → the batch is bisected down to the poison
-  records, which are dead-lettered, and the rest is delivered;
+  UNIMPLEMENTED, a TLS handshake that fails: certificate not trusted, client certificate wanted, or a 400 /
+  INVALID_ARGUMENT that a request with no records in it gets too: a collector that rejects every request) → nothing
+  is dead-lettered: the daemon holds the data (the log files are the buffer) and retries with backoff, saying once
+  what to fix; a bounded caller (``replay``, ``doctor``) fails at once;
+* too large (HTTP 413, gRPC RESOURCE_EXHAUSTED "larger than max") → the request is split and the byte cap lowered
+  (every request is kept under ``COPILOT_OTEL_MAX_REQUEST_BYTES``, 4 MiB by default, as collectors are); a record
+  too large alone has its captured content cut, marked, said once and counted;
+* permanent (400, INVALID_ARGUMENT) → the batch is bisected down to the poison records, which are dead-lettered,
+  and the rest is delivered; a dead letter that cannot be written holds the delivery (the daemon retries the
+  write, ``replay`` fails): a checkpoint never passes a record neither delivered nor kept;
+* a ``partial_success`` (accepted, some records rejected, which ones unsaid) → nothing is re-sent (OTLP: the client
+  must not retry it); the rejected count and the collector's message are counted and logged; when every record
+  of the request was rejected, each is known and dead-lettered;
 * a record the encoder cannot write (a timestamp past 2554, an out-of-range number) → that record alone is
   dropped (counted, logged, written to the dead-letter file); the rest of its batch is sent.
 
@@ -25,12 +34,13 @@ specification says), 10 s by default.
 from __future__ import annotations
 
 import base64
-import dataclasses
 import enum
 import gzip
 import logging
+import operator
 import os
 import random
+import re
 import struct
 import threading
 import time
@@ -48,19 +58,28 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from . import display, wire
 from ._version import __version__
-from .config import OtlpOptions, otlp_options
+from .config import DEFAULT_MAX_REQUEST_BYTES, OtlpOptions, otlp_options
+from .content import shrink
 from .deadletter import DeadLetters
 from .project.catalog import CONVERSATION
 from .ratelimit import RateLimitedLog
-from .records import NUMBER_MAX, LogRecord, SpanRecord
+from .records import NUMBER_MAX, LogRecord, SpanRecord, replace
 from .sink import KEEP, MAX_BYTES, RotatingFile
 
 logger = logging.getLogger(__name__)
 
 SCOPE_NAME = "copilot_otel"
-# Batches stay well under the 4 MiB default gRPC message limit of collectors.
+# Records per request at most (the SDK's OTEL_BSP_MAX_EXPORT_BATCH_SIZE); requests are capped in bytes too.
 MAX_BATCH_SPANS = 512
-MAX_BATCH_BYTES = 3 * 1024 * 1024
+# A cap learned from a 413 (which does not say the limit: each halves the request) never goes below this.
+_MIN_REQUEST_BYTES = 64 * 1024
+# To fit a record into one request, string values longer than this are cut (captured content); shorter ones are
+# names, ids, models and counts, and are kept whole.
+_SHRINK_FLOOR_CHARS = 256
+# Room for each cut value's "…[truncated N chars]" marker, and how many rounds of cutting (multi-byte text, JSON
+# kept valid) before a record is sent as it is.
+_MARKER_BYTES = 32
+_SHRINK_ROUNDS = 6
 # Backoff between attempts: exponential from 0.5 s, capped so a recovered collector is noticed quickly.
 _BACKOFF_START_S = 0.5
 _BACKOFF_MAX_S = 30.0
@@ -144,6 +163,9 @@ class SendResult:
             dead-letter record by record.
         endpoint: The answer is about the endpoint, not the data (bad credentials, wrong path): the records are
             fine and must be held until the endpoint accepts them; ``message`` says what to fix.
+        too_large: The request was larger than the collector takes (HTTP 413, gRPC ``RESOURCE_EXHAUSTED`` "larger
+            than max"): to be split, not retried as it is.
+        limit: The collector's limit in bytes, when its answer says it (gRPC does).
     """
 
     ok: bool
@@ -153,6 +175,8 @@ class SendResult:
     message: str = ""
     unsupported: bool = False
     endpoint: bool = False
+    too_large: bool = False
+    limit: int | None = None
 
 
 class Transport(Protocol):
@@ -311,6 +335,8 @@ class HttpTransport:
                     f"(a traces-only backend?); set COPILOT_OTEL_{signal.value.upper()}=false"
                 ),
             )
+        if resp.status_code == 413:  # Content Too Large: split, never re-sent as it was
+            return SendResult(ok=False, too_large=True, message=reason)
         if resp.status_code in _RETRYABLE_HTTP:
             return SendResult(
                 ok=False,
@@ -511,6 +537,11 @@ class GrpcTransport:
                         f"(a traces-only backend?); set COPILOT_OTEL_{signal.value.upper()}=false"
                     ),
                 )
+            size = _TOO_LARGE.search(details) if code == "RESOURCE_EXHAUSTED" else None
+            if size is not None:  # the message size limit, not throttling: split, never retried as it was
+                return SendResult(
+                    ok=False, too_large=True, limit=int(size[2]), message=f"gRPC {code} {_short(details)}"
+                )
             return SendResult(
                 ok=False,
                 retryable=code in self._RETRYABLE,
@@ -542,6 +573,10 @@ class GrpcTransport:
     def close(self) -> None:
         for channel in self._channels:
             channel.close()
+
+
+# gRPC's own words for a message over the limit (either side's): "Received message larger than max (X vs. Y)".
+_TOO_LARGE = re.compile(r"larger than max \((\d+) vs\. (\d+)\)")
 
 
 def _grpc_retry_delay(exc: Any) -> float | None:
@@ -634,6 +669,8 @@ class StopFlag(Protocol):
     def wait(self, timeout: float | None = None) -> bool: ...
 
 
+# What the endpoint line says of a collector that rejects a request with no records as it rejects ours.
+REJECTS_EVERY_REQUEST = "the collector rejects every request"
 # The daemon keeps retrying a misconfigured endpoint; it said what to fix when it started, then reminds this often.
 _ENDPOINT_REMINDER_S = 300.0
 # What the wire encoder raises on a value it cannot write (a timestamp beyond 2**64 ns, a bad enum value).
@@ -652,6 +689,9 @@ class DeliveryStats:
 
     Attributes:
         unencodable: Records dropped because the encoder could not write one of their values.
+        rejected: Records a collector's ``partial_success`` said it rejected (which ones it does not say).
+        rejected_message: What the last such answer said.
+        shrunk: Records whose captured content was cut so that they fit in one request.
         endpoint_error: What to fix about the endpoint while it refuses us (empty once it accepts again).
     """
 
@@ -659,6 +699,9 @@ class DeliveryStats:
     logs_sent: int = 0
     dead_lettered: int = 0
     unencodable: int = 0
+    rejected: int = 0
+    rejected_message: str = ""
+    shrunk: int = 0
     retries: int = 0
     failed_batches: int = 0
     last_success_ns: int = 0
@@ -673,12 +716,14 @@ class Delivery:
     """Outcome of delivering one batch.
 
     Attributes:
-        delivered: Every record was accepted, dead-lettered or dropped (the caller may checkpoint past them).
+        delivered: Every record was accepted, dead-lettered, dropped or reported rejected by the collector (the
+            caller may checkpoint past them).
         dead_lettered: Records permanently rejected and written to the dead-letter file.
-        error: Why delivery gave up (deadline passed, stop requested, endpoint refused us), when ``delivered``
-            is False.
+        error: Why delivery gave up (deadline passed, stop requested, endpoint refused us, a dead letter that could
+            not be written), when ``delivered`` is False.
         dropped: Records the encoder could not write (also in the dead-letter file, with the reason).
         endpoint: Delivery failed because of the endpoint (credentials, path), not the collector's health.
+        rejected: Records a ``partial_success`` answer said were rejected (counted, not re-sent).
     """
 
     delivered: bool
@@ -686,10 +731,45 @@ class Delivery:
     error: str = ""
     dropped: int = 0
     endpoint: bool = False
+    rejected: int = 0
+
+    def __add__(self, other: Delivery) -> Delivery:
+        """This batch's counts and the next one's; delivered while both are (the first error is kept)."""
+        return Delivery(
+            self.delivered and other.delivered,
+            self.dead_lettered + other.dead_lettered,
+            self.error or other.error,
+            self.dropped + other.dropped,
+            self.endpoint or other.endpoint,
+            self.rejected + other.rejected,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Codec:
+    """How one signal's records are written: each record alone, then requests of records already written."""
+
+    one: Callable[[Any], bytes]
+    request: Callable[[Iterable[bytes], bytes, bytes], bytes]
+
+
+_CODECS = {
+    Signal.TRACES: _Codec(wire.span, wire.trace_request),
+    Signal.LOGS: _Codec(wire.log_record, wire.logs_request),
+}
+# A record and its encoded bytes, as packed into requests.
+_Part = tuple[Any, bytes]
+_MESSAGE = operator.itemgetter(1)
+# What a record's framing adds to its bytes in a request at most: its tag and a length of up to 5 bytes.
+_FRAMED_MAX = 6
 
 
 class Sender:
     """Delivers batches with retries; never raises into the caller's loop.
+
+    Every request is kept under :attr:`max_request_bytes` (its protobuf bytes before compression) and
+    :data:`MAX_BATCH_SPANS` records; a collector that answers that a request is too large (HTTP 413, gRPC
+    ``RESOURCE_EXHAUSTED`` "larger than max") lowers that cap for the rest of the run and the request is split.
 
     Args:
         transport: Where requests go.
@@ -700,6 +780,7 @@ class Sender:
         env: Environment for the timeouts when ``timeouts`` is not given (default ``os.environ``).
         timeouts: Each signal's request timeout in seconds (:attr:`Config.otlp_timeout`); ``None`` = from
             ``OTEL_EXPORTER_OTLP_*TIMEOUT`` in ``env``, read by the settings table.
+        max_request_bytes: The largest request (:attr:`Config.max_request_bytes`).
 
     Raises:
         ConfigError: A timeout variable has a bad value.
@@ -714,6 +795,7 @@ class Sender:
         timeout_s: float | None = None,
         env: Mapping[str, str] | None = None,
         timeouts: Mapping[str, float] | None = None,
+        max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
     ) -> None:
         self.transport = transport
         self.resource = resource
@@ -729,6 +811,8 @@ class Sender:
         self.timeout_s = max(self.timeouts.values())
         #: ``time.monotonic()`` after which nothing more is attempted (set by the daemon's shutdown).
         self.give_up_at: float | None = None
+        #: The largest request, as configured; lowered when the collector says a smaller one is its limit.
+        self.max_request_bytes = max_request_bytes
         self.stats = DeliveryStats()
         self._log = RateLimitedLog(logger, _LOG_EVERY_S)
         #: Drop a signal the endpoint does not accept at all instead of failing (the daemon and replay set it).
@@ -736,6 +820,13 @@ class Sender:
         #: The signals dropped so (replay names them all in its last line).
         self.unsupported: set[Signal] = set()
         self._transport_raised = False
+        self._shrink_said = False
+        # The records this delivery cut (by identity: records are not hashable), so a record cut again is one.
+        self._cut: set[int] = set()
+        # A request with no records (what a collector that refuses everything refuses too) and each signal's
+        # request bytes around its records.
+        self._empty = {signal: codec.request((), resource, SCOPE) for signal, codec in _CODECS.items()}
+        self._framing = {signal: len(body) + wire.FRAMING_SLACK for signal, body in self._empty.items()}
 
     def deliver(
         self,
@@ -745,59 +836,201 @@ class Sender:
     ) -> Delivery:
         """Send spans then logs, retrying transient failures for up to ``max_retry_s`` (None = forever).
 
-        With ``max_retry_s=None`` (the daemon) an endpoint that refuses us (credentials, path) is retried like an
-        outage, holding the data; with a bound (``replay``, ``doctor``) delivery fails at once: waiting does not
-        fix a token or a URL, and the user should hear it now.
+        With ``max_retry_s=None`` (the daemon) an endpoint that refuses us (credentials, path, a collector that
+        rejects every request) is retried like an outage, holding the data; with a bound (``replay``, ``doctor``)
+        delivery fails at once: waiting does not fix a token or a URL, and the user should hear it now.
         """
         deadline = None if max_retry_s is None else time.monotonic() + max_retry_s
-        dead = dropped = 0
-        for signal, records, encoder in (
-            (Signal.TRACES, spans, encode_spans),
-            (Signal.LOGS, logs, encode_logs),
-        ):
-            for batch in _batches(records):
-                outcome = self._deliver_batch(signal, batch, encoder, deadline)
-                dead += outcome.dead_lettered
-                dropped += outcome.dropped
-                if not outcome.delivered:
-                    return Delivery(False, dead, outcome.error, dropped, outcome.endpoint)
-        return Delivery(True, dead, dropped=dropped)
-
-    def _deliver_batch(
-        self,
-        signal: Signal,
-        batch: Sequence[Any],
-        encoder: Callable[[Sequence[Any], bytes], bytes],
-        deadline: float | None,
-    ) -> Delivery:
-        body, batch, dropped = self._encode(signal, batch, encoder)
-        if body is None:
-            return Delivery(True, dropped=dropped)
-        result = self._send(signal, body, len(batch), deadline)
-        outcome = (
-            result if isinstance(result, Delivery) else self._reject(signal, batch, encoder, deadline, result)
-        )
-        return dataclasses.replace(outcome, dropped=outcome.dropped + dropped) if dropped else outcome
+        total = Delivery(True)
+        try:
+            for signal, records in ((Signal.TRACES, spans), (Signal.LOGS, logs)):
+                if not records:
+                    continue
+                parts, outcome = self._encode(signal, records, deadline)
+                total += outcome
+                if not total.delivered:
+                    return total
+                for batch in self._pack(signal, parts):
+                    total += self._deliver_batch(signal, batch, deadline, probe=True)
+                    if not total.delivered:
+                        return total
+            return total
+        finally:
+            self._cut.clear()
 
     def _encode(
-        self, signal: Signal, batch: Sequence[Any], encoder: Callable[[Sequence[Any], bytes], bytes]
-    ) -> tuple[bytes | None, Sequence[Any], int]:
-        """The request body, the records in it and how many were dropped: a record the encoder cannot write
-        costs only that record, never its batch (other sessions' spans included)."""
+        self, signal: Signal, records: Sequence[Any], deadline: float | None
+    ) -> tuple[list[_Part], Delivery]:
+        """Each record's bytes; a record the encoder cannot write costs only that record, never its batch (other
+        sessions' spans included): it is dropped, counted and kept in the dead-letter file."""
+        one = _CODECS[signal].one
         try:
-            return encoder(batch, self.resource), batch, 0
+            return list(zip(records, map(one, records), strict=True)), Delivery(True)
         except ENCODE_ERRORS:
             pass  # find the record(s) it came from, one by one (rare: only poison values get here)
-        good = []
-        for record in batch:
+        parts: list[_Part] = []
+        outcome = Delivery(True)
+        for record in records:
             try:
-                encoder([record], self.resource)
+                parts.append((record, one(record)))
             except ENCODE_ERRORS as exc:
-                self._drop_unencodable(signal, record, exc)
-            else:
-                good.append(record)
-        dropped = len(batch) - len(good)
-        return (encoder(good, self.resource) if good else None), good, dropped
+                outcome += self._drop_unencodable(signal, record, exc, deadline)
+                if not outcome.delivered:
+                    break
+        return parts, outcome
+
+    def _pack(self, signal: Signal, parts: Sequence[_Part]) -> Iterable[list[_Part]]:
+        """``parts`` in order, in requests of at most :data:`MAX_BATCH_SPANS` records and
+        :attr:`max_request_bytes` bytes; a record too large for any request alone has its content cut first."""
+        room = self.max_request_bytes - self._framing[signal]
+        start = 0
+        while start < len(parts):  # whole batches that fit, the usual case, without sizing each record
+            chunk = list(parts[start : start + MAX_BATCH_SPANS])
+            if sum(map(len, map(_MESSAGE, chunk))) + _FRAMED_MAX * len(chunk) > room:
+                break
+            yield chunk
+            start += len(chunk)
+        batch: list[_Part] = []
+        size = 0
+        for part in parts[start:]:
+            n = wire.framed_size(part[1])
+            if n > room:
+                part = self._shrink(signal, part, room)
+                n = wire.framed_size(part[1])
+            if batch and (size + n > room or len(batch) >= MAX_BATCH_SPANS):
+                yield batch
+                batch, size = [], 0
+            batch.append(part)
+            size += n
+        if batch:
+            yield batch
+
+    def _shrink(self, signal: Signal, part: _Part, room: int) -> _Part:
+        """``part`` with its captured content cut until it fits in ``room`` bytes, or as small as that makes it.
+
+        Captured content (prompts, answers, tool arguments and results, in every vocabulary's attribute) is what
+        makes a record large; names, ids and counts are short. So every string value longer than
+        :data:`_SHRINK_FLOOR_CHARS` is cut by the same share, with the truncation marker, until the record fits.
+        Said once per run (a WARNING), counted in ``stats.shrunk`` and the ``copilot_otel.export.shrunk`` counter.
+        """
+        one = _CODECS[signal].one
+        record, body = part
+        for _ in range(_SHRINK_ROUNDS):
+            over = wire.framed_size(body) - room
+            long = [len(value.encode("utf-8", "surrogatepass")) for value in _long_strings(record)]
+            if over <= 0 or not long:
+                break
+            share = max(0.0, 1 - (over + _MARKER_BYTES * len(long)) / sum(long))
+            smaller = _cut_strings(record, share)
+            if smaller == record:
+                break
+            record, body = smaller, one(smaller)
+        if record is part[0]:
+            return part
+        if id(part[0]) not in self._cut:  # a record cut again (a lower cap) is counted once
+            with self.stats.lock:
+                self.stats.shrunk += 1
+        self._cut.add(id(record))
+        if not self._shrink_said:
+            self._shrink_said = True
+            logger.warning(
+                "%s was %s bytes, more than one export request may carry (%s bytes, COPILOT_OTEL_MAX_REQUEST_BYTES "
+                "or the collector's limit): its captured content was cut to %s bytes, marked "
+                "'…[truncated N chars]' (said once; every record so cut is counted in copilot_otel.export.shrunk)",
+                _describe(part[0]),
+                f"{len(part[1]):,}",
+                f"{room:,}",
+                f"{len(body):,}",
+            )
+        return record, body
+
+    def _deliver_batch(
+        self, signal: Signal, batch: list[_Part], deadline: float | None, probe: bool
+    ) -> Delivery:
+        """Send one request of ``batch``; a rejection splits it (too large), counts it (a partial success) or
+        bisects it to the poison records (permanent). ``probe``: a permanent rejection is first checked against
+        a request with no records, to tell a collector that rejects everything from records it rejects."""
+        codec = _CODECS[signal]
+        body = codec.request(map(_MESSAGE, batch), self.resource, SCOPE)
+        if len(body) > self.max_request_bytes and len(batch) > 1:  # packed before the cap was lowered
+            return self._each(signal, list(self._pack(signal, batch)), deadline)
+        result = self._send(signal, body, len(batch), deadline, self._empty[signal] if probe else None)
+        if isinstance(result, Delivery):
+            return result
+        if result.too_large:
+            return self._split(signal, batch, deadline, result, len(body))
+        if result.rejected:
+            return self._partial(signal, batch, deadline, result)
+        return self._reject(signal, batch, deadline, result)
+
+    def _split(
+        self, signal: Signal, batch: list[_Part], deadline: float | None, result: SendResult, size: int
+    ) -> Delivery:
+        """The collector said the request was too large: lower the cap for the rest of the run and send the
+        records again in smaller requests (a record alone has its content cut; what cannot be cut is
+        dead-lettered with the collector's answer)."""
+        cap = result.limit if result.limit else size // 2
+        cap = max(_MIN_REQUEST_BYTES, min(cap, self.max_request_bytes))
+        if cap < self.max_request_bytes:
+            self.max_request_bytes = cap
+            self._log.log(
+                logging.WARNING,
+                "too-large",
+                "the collector refused a %s-byte request as too large (%s); requests are kept under %s bytes "
+                "from now on (COPILOT_OTEL_MAX_REQUEST_BYTES)",
+                f"{size:,}",
+                result.message,
+                f"{cap:,}",
+            )
+        if len(batch) == 1:
+            smaller = self._shrink(signal, batch[0], cap - self._framing[signal])
+            if smaller is batch[0]:  # nothing left to cut: this collector will never take it
+                return self._dead_letter(signal, batch[0], result.message, deadline)
+            return self._deliver_batch(signal, [smaller], deadline, probe=False)
+        pieces = list(self._pack(signal, batch))
+        if len(pieces) == 1:  # the cap did not move (a 413 at or below the floor): halves, so that it ends
+            mid = len(batch) // 2
+            pieces = [batch[:mid], batch[mid:]]
+        return self._each(signal, pieces, deadline)
+
+    def _each(self, signal: Signal, pieces: Sequence[list[_Part]], deadline: float | None) -> Delivery:
+        """Deliver the pieces of a split or bisected request in order, stopping at the first not delivered."""
+        total = Delivery(True)
+        for piece in pieces:
+            total += self._deliver_batch(signal, piece, deadline, probe=False)
+            if not total.delivered:
+                break
+        return total
+
+    def _partial(
+        self, signal: Signal, batch: list[_Part], deadline: float | None, result: SendResult
+    ) -> Delivery:
+        """A partial success: the collector took the request and says how many of its records it rejected, not
+        which (OTLP: the client must not retry it). Nothing is re-sent; the rejected ones are counted and said. When
+        it rejected them all, each is known and dead-lettered, to be re-sent once it accepts them."""
+        if result.rejected >= len(batch):
+            total = Delivery(True)
+            for part in batch:
+                total += self._dead_letter(signal, part, result.message, deadline)
+                if not total.delivered:
+                    break
+            return total
+        with self.stats.lock:
+            self.stats.rejected += result.rejected
+            self.stats.rejected_message = result.message
+        self._record_success(signal, len(batch) - result.rejected)
+        self._log.log(
+            logging.WARNING,
+            f"partial:{signal.value}",
+            "the collector accepted %s of %s %s records and rejected %s (%s); which ones it does not say, so none "
+            "is re-sent",
+            len(batch) - result.rejected,
+            len(batch),
+            signal.value,
+            result.rejected,
+            result.message or "no reason given",
+        )
+        return Delivery(True, rejected=result.rejected)
 
     def deliver_body(self, signal: Signal, body: bytes, max_retry_s: float | None = None) -> Delivery:
         """Send one pre-encoded request (replay's metrics) with the same retries; a permanent rejection fails it."""
@@ -805,9 +1038,24 @@ class Sender:
         result = self._send(signal, body, 0, deadline)
         return result if isinstance(result, Delivery) else Delivery(False, error=result.message)
 
-    def _send(self, signal: Signal, body: bytes, count: int, deadline: float | None) -> Delivery | SendResult:
-        """Send until accepted, a deadline or a stop; returns the final :class:`SendResult` on a permanent
-        rejection (for the caller to bisect), else a :class:`Delivery`."""
+    def _attempt(self, signal: Signal, body: bytes, timeout: float) -> SendResult:
+        try:
+            return self.transport.send(signal, body, timeout)
+        except Exception as exc:  # a transport bug must not kill the daemon: treat as not acked
+            if not self._transport_raised:  # its traceback once; later ones are the throttled retry line
+                self._transport_raised = True
+                logger.exception("the exporter raised instead of returning a failure; not acked, will retry")
+            return SendResult(ok=False, retryable=True, message=f"{type(exc).__name__}: {exc}")
+
+    def _send(
+        self, signal: Signal, body: bytes, count: int, deadline: float | None, probe: bytes | None = None
+    ) -> Delivery | SendResult:
+        """Send until accepted, a deadline or a stop; returns the final :class:`SendResult` on a rejection of the
+        data (for the caller to split, count or bisect), else a :class:`Delivery`.
+
+        ``probe``: a request with no records, sent after a permanent rejection: rejected too, the answer is about
+        the endpoint (it refuses everything), held and said like a 401, not about the records.
+        """
         backoff = _BACKOFF_START_S
         while True:
             timeout = min(self.timeouts[signal], self.timeout_s)
@@ -816,15 +1064,17 @@ class Sender:
                 if left <= 0:
                     return Delivery(False, error="not sent: the shutdown deadline passed")
                 timeout = min(timeout, left)
-            try:
-                result = self.transport.send(signal, body, timeout)
-            except Exception as exc:  # a transport bug must not kill the daemon: treat as not acked
-                if not self._transport_raised:  # its traceback once; later ones are the throttled retry line
-                    self._transport_raised = True
-                    logger.exception(
-                        "the exporter raised instead of returning a failure; not acked, will retry"
-                    )
-                result = SendResult(ok=False, retryable=True, message=f"{type(exc).__name__}: {exc}")
+            result = self._attempt(signal, body, timeout)
+            if probe is not None and _permanent(result) and _permanent(self._attempt(signal, probe, timeout)):
+                result = SendResult(
+                    ok=False,
+                    endpoint=True,
+                    message=(
+                        f"{result.message} from {self.transport.description}, to a request with no records in it "
+                        f"too: {REJECTS_EVERY_REQUEST}, so it is the endpoint, not the data; check that this is "
+                        "the collector's OTLP address and what its log says"
+                    ),
+                )
             if result.ok:
                 self._record_success(signal, count)
                 return Delivery(True)
@@ -849,22 +1099,16 @@ class Sender:
                 return Delivery(False, error=result.message, endpoint=True)
             if not result.retryable and not result.endpoint:
                 return result
-            wait = (
-                result.retry_after if result.retry_after is not None else backoff * random.uniform(0.8, 1.2)
-            )
+            wait = self._wait(result.retry_after, backoff, deadline, result.message)
+            if isinstance(wait, Delivery):
+                return wait
             backoff = min(backoff * 2, _BACKOFF_MAX_S)
-            now = time.monotonic()
-            if deadline is not None and now + wait > deadline:
-                self.stats.failed_batches += 1
-                return Delivery(False, error=f"{self.transport.description}: {result.message}")
-            if self.give_up_at is not None and now + wait > self.give_up_at:
-                return Delivery(False, error=f"not sent before the shutdown deadline: {result.message}")
-            with self.stats.lock:
-                self.stats.retries += 1
             if result.endpoint:
+                # One line per fix, not per answer: a collector that rejects everything words each rejection anew.
+                said = REJECTS_EVERY_REQUEST if REJECTS_EVERY_REQUEST in result.message else result.message
                 self._log.log(
                     logging.ERROR,
-                    f"endpoint:{result.message}",
+                    f"endpoint:{said}",
                     "%s — holding the data (nothing is dropped or checkpointed) and retrying until it is accepted",
                     result.message,
                     interval_s=_ENDPOINT_REMINDER_S,
@@ -881,30 +1125,43 @@ class Sender:
             if self.stop.wait(wait):
                 return Delivery(False, error=f"stopped while retrying: {result.message}")
 
+    def _wait(
+        self, retry_after: float | None, backoff: float, deadline: float | None, message: str
+    ) -> float | Delivery:
+        """How long to wait before the next attempt (counted as a retry), or the :class:`Delivery` that gives up
+        because the deadline or the shutdown's would pass first."""
+        wait = retry_after if retry_after is not None else backoff * random.uniform(0.8, 1.2)
+        now = time.monotonic()
+        if deadline is not None and now + wait > deadline:
+            self.stats.failed_batches += 1
+            return Delivery(False, error=f"{self.transport.description}: {message}")
+        if self.give_up_at is not None and now + wait > self.give_up_at:
+            return Delivery(False, error=f"not sent before the shutdown deadline: {message}")
+        with self.stats.lock:
+            self.stats.retries += 1
+        return wait
+
     def _reject(
         self,
         signal: Signal,
-        batch: Sequence[Any],
-        encoder: Callable[[Sequence[Any], bytes], bytes],
+        batch: list[_Part],
         deadline: float | None,
         result: SendResult,
     ) -> Delivery:
         """A permanent rejection: bisect to find the poison records, dead-letter them, deliver the rest."""
         if len(batch) == 1:
-            # The request is kept with it, so `copilot-otel dead-letters resend` can send it again exactly.
-            self._dead_letter(signal, batch[0], result.message, encoder(batch, self.resource))
-            return Delivery(True, dead_lettered=1)
+            return self._dead_letter(signal, batch[0], result.message, deadline)
         mid = len(batch) // 2
-        dead = dropped = 0
-        for half in (batch[:mid], batch[mid:]):
-            outcome = self._deliver_batch(signal, half, encoder, deadline)
-            dead += outcome.dead_lettered
-            dropped += outcome.dropped
-            if not outcome.delivered:
-                return Delivery(False, dead, outcome.error, dropped, outcome.endpoint)
-        return Delivery(True, dead_lettered=dead, dropped=dropped)
+        return self._each(signal, (batch[:mid], batch[mid:]), deadline)
 
-    def _dead_letter(self, signal: Signal, record: Any, reason: str, request: bytes) -> None:
+    def _dead_letter(self, signal: Signal, part: _Part, reason: str, deadline: float | None) -> Delivery:
+        """Keep a rejected record in the dead-letter file, with the request holding it alone, so that
+        ``copilot-otel dead-letters resend`` can send it again exactly."""
+        record, message = part
+        request = _CODECS[signal].request((message,), self.resource, SCOPE)
+        kept = self._keep(signal, record, reason, request, deadline)
+        if not kept.delivered:
+            return kept
         with self.stats.lock:
             self.stats.dead_lettered += 1
         self._log.log(
@@ -915,13 +1172,18 @@ class Sender:
             reason,
             self.dead_letter,
         )
-        self._write_dead_letter(signal, record, reason, request)
+        return Delivery(True, dead_lettered=1)
 
-    def _drop_unencodable(self, signal: Signal, record: Any, exc: Exception) -> None:
-        with self.stats.lock:
-            self.stats.unencodable += 1
+    def _drop_unencodable(
+        self, signal: Signal, record: Any, exc: Exception, deadline: float | None
+    ) -> Delivery:
         kind = "struct.error" if isinstance(exc, struct.error) else type(exc).__name__
         reason = f"unencodable: a value is out of range for OTLP ({kind}: {_short(exc)})"
+        kept = self._keep(signal, record, reason, None, deadline)
+        if not kept.delivered:
+            return kept
+        with self.stats.lock:
+            self.stats.unencodable += 1
         self._log.log(
             logging.WARNING,
             f"unencodable:{signal.value}",
@@ -930,17 +1192,45 @@ class Sender:
             reason,
             _describe(record),
         )
-        self._write_dead_letter(signal, record, reason, None)
+        return Delivery(True, dropped=1)
 
-    def _write_dead_letter(self, signal: Signal, record: Any, reason: str, request: bytes | None) -> None:
+    def _keep(
+        self, signal: Signal, record: Any, reason: str, request: bytes | None, deadline: float | None
+    ) -> Delivery:
+        """Write a dead letter durably, or hold: a record neither delivered nor in the dead-letter file must not be
+        passed by a checkpoint. The daemon retries the write with backoff until it succeeds (a full disk frees up;
+        everything behind the record waits, unacknowledged); a bounded caller (``replay``) fails at once."""
         if self.dead_letter is None:
-            return
-        try:
-            DeadLetters(self.dead_letter).append(
-                signal.value, reason, _record_json(record), request, self.transport.description
+            return Delivery(True)
+        backoff = _BACKOFF_START_S
+        while True:
+            try:
+                DeadLetters(self.dead_letter).append(
+                    signal.value, reason, _record_json(record), request, self.transport.description
+                )
+            except OSError as exc:
+                why = f"cannot write the dead-letter file {self.dead_letter}: {exc.strerror or exc}"
+            else:
+                return Delivery(True)
+            with self.stats.lock:
+                self.stats.last_error = why
+            if deadline is not None:
+                self.stats.failed_batches += 1
+                return Delivery(False, error=f"{why}; a record the collector rejected was not kept")
+            wait = self._wait(None, backoff, deadline, why)
+            if isinstance(wait, Delivery):
+                return wait
+            backoff = min(backoff * 2, _BACKOFF_MAX_S)
+            self._log.log(
+                logging.ERROR,
+                "dead-letter-write",
+                "%s — holding the rejected %s record and what follows it (nothing is checkpointed past it); "
+                "retrying until it can be written",
+                why,
+                signal.value,
             )
-        except OSError as exc:
-            logger.error("cannot write dead-letter file %s: %s", self.dead_letter, exc.strerror)
+            if self.stop.wait(wait):
+                return Delivery(False, error=f"stopped while holding a dead letter: {why}")
 
     def _record_success(self, signal: Signal, count: int) -> None:
         with self.stats.lock:
@@ -987,6 +1277,41 @@ def _record_json(record: Any) -> dict[str, Any]:
     return {"repr": repr(record)}
 
 
-def _batches(records: Sequence[Any]) -> Iterable[Sequence[Any]]:
-    for start in range(0, len(records), MAX_BATCH_SPANS):
-        yield records[start : start + MAX_BATCH_SPANS]
+def _permanent(result: SendResult) -> bool:
+    """A rejection of the request's data (HTTP 400, gRPC INVALID_ARGUMENT): nothing to wait for or to split."""
+    return not (
+        result.ok
+        or result.retryable
+        or result.endpoint
+        or result.unsupported
+        or result.rejected
+        or result.too_large
+    )
+
+
+def _long_strings(record: Any) -> Iterable[str]:
+    """A record's string values long enough to be captured content (see :data:`_SHRINK_FLOOR_CHARS`)."""
+    values: list[Any] = list(record.attributes.values())
+    if isinstance(record, SpanRecord):
+        for event in record.events:
+            values += event.attributes.values()
+    else:
+        values.append(record.body)
+    return [v for v in values if isinstance(v, str) and len(v) > _SHRINK_FLOOR_CHARS]
+
+
+def _cut_strings(record: Any, share: float) -> Any:
+    """``record`` with each long string value cut to ``share`` of its length (never below the floor), marked."""
+
+    def cut(value: Any) -> Any:
+        if not isinstance(value, str) or len(value) <= _SHRINK_FLOOR_CHARS:
+            return value
+        return shrink(value, max(_SHRINK_FLOOR_CHARS, int(len(value) * share)))
+
+    def attributes(attrs: Mapping[str, Any]) -> dict[str, Any]:
+        return {key: cut(value) for key, value in attrs.items()}
+
+    if isinstance(record, SpanRecord):
+        events = tuple(replace(event, attributes=attributes(event.attributes)) for event in record.events)
+        return replace(record, attributes=attributes(record.attributes), events=events)
+    return replace(record, body=cut(record.body), attributes=attributes(record.attributes))

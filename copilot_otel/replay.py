@@ -73,6 +73,8 @@ _COUNTS = (
     "logs_delivered",
     "dead_lettered",
     "unencodable",
+    "rejected",
+    "shrunk",
 )
 
 
@@ -82,7 +84,9 @@ class ReplayReport:
 
     ``spans``/``logs`` were read from the logs, ``spans_delivered``/``logs_delivered`` accepted by the collector;
     ``dead_lettered`` records it permanently rejected, ``unencodable`` records (and measurements) whose values
-    could not be encoded. ``error`` is why delivery stopped, if it did.
+    could not be encoded, ``rejected`` records a partial success said it rejected (``rejected_message``: what it
+    said), ``shrunk`` records whose captured content was cut to fit in one request. ``error`` is why delivery
+    stopped, if it did.
     """
 
     sessions: int = 0
@@ -96,6 +100,9 @@ class ReplayReport:
     logs_delivered: int = 0
     dead_lettered: int = 0
     unencodable: int = 0
+    rejected: int = 0
+    rejected_message: str = ""
+    shrunk: int = 0
     metrics_delivered: bool = False
     error: str = ""
     endpoint_error: bool = False
@@ -131,6 +138,7 @@ class ReplayReport:
             self.values_dropped[reason] = self.values_dropped.get(reason, 0) + n
         if part.error and not self.error:
             self.error, self.endpoint_error = part.error, part.endpoint_error
+        self.rejected_message = self.rejected_message or part.rejected_message
         self.dead_letter_file = self.dead_letter_file or part.dead_letter_file
         room = max(0, _BAD_LINES_LOGGED - len(self.bad_line_examples))
         self.bad_line_examples.extend(part.bad_line_examples[:room])
@@ -142,7 +150,7 @@ class ReplayReport:
         """0 only when the collector accepted everything that was read."""
         if self.error:
             return (EndpointError if self.endpoint_error else ExportError).exit_code
-        if self.dead_lettered or self.unencodable:
+        if self.dead_lettered or self.unencodable or self.rejected:
             return RejectedError.exit_code
         if self.skipped:
             return PartialError.exit_code
@@ -155,7 +163,7 @@ class ReplayReport:
             f"{count(self.logs, 'log event')} from {self.sessions:,} of {count(self.sessions_total, 'session')} "
             f"({count(self.events, 'event')})"
         )
-        if not self.error and not self.dead_lettered and not self.unencodable and not self.skipped:
+        if not (self.error or self.dead_lettered or self.unencodable or self.rejected or self.skipped):
             delivered = (
                 f"exported {count(self.sessions, 'session')}: {count(self.spans, 'span')}, "
                 f"{count(self.logs, 'log event')} from {count(self.events, 'event')}"
@@ -170,9 +178,19 @@ class ReplayReport:
                 f"{waiting} dead letters wait in {self.dead_letter_file} ('copilot-otel dead-letters resend' "
                 "sends them again)"
             )
+        if self.rejected:
+            parts.append(
+                f"{count(self.rejected, 'record')} rejected by the collector in a partial success "
+                f"({self.rejected_message or 'no reason given'}; not re-sent: it does not say which)"
+            )
         if self.unencodable:
             parts.append(
                 f"{self.unencodable} records could not be encoded (values out of range) and were dropped"
+            )
+        if self.shrunk:
+            parts.append(
+                f"{count(self.shrunk, 'record')} sent with captured content cut to fit in one request "
+                "(COPILOT_OTEL_MAX_REQUEST_BYTES)"
             )
         if self.skipped:
             parts.append(
@@ -185,7 +203,7 @@ class ReplayReport:
             reasons = ", ".join(f"{reason}: {n}" for reason, n in sorted(self.values_dropped.items()))
             parts.append(f"{sum(self.values_dropped.values())} values dropped ({reasons}), their events kept")
         if self.error:
-            missing = self.spans - self.spans_delivered - self.dead_lettered
+            missing = self.spans - self.spans_delivered - self.dead_lettered - self.rejected
             rest = self.sessions_total - self.sessions
             parts.append(
                 "not delivered: "
@@ -351,7 +369,14 @@ def _replay_here(
     spans: list[SpanRecord] = []
     logs: list[LogRecord] = []
     stats = tel.sender.stats
-    before = (stats.spans_sent, stats.logs_sent, stats.dead_lettered, stats.unencodable)
+    before = (
+        stats.spans_sent,
+        stats.logs_sent,
+        stats.dead_lettered,
+        stats.unencodable,
+        stats.rejected,
+        stats.shrunk,
+    )
     delivery = _Delivery(tel, config.max_retry_time)
     health = Health()
     router = Router(metrics, logs_enabled=config.logs_enabled, say=_ReplayDrops(report), health=health)
@@ -400,6 +425,9 @@ def _replay_here(
         report.logs_delivered += stats.logs_sent - before[1]
         report.dead_lettered += stats.dead_lettered - before[2]
         report.unencodable += stats.unencodable - before[3]
+        report.rejected += stats.rejected - before[4]
+        report.shrunk += stats.shrunk - before[5]
+        report.rejected_message = report.rejected_message or stats.rejected_message
         report.refused_signals |= {signal.value for signal in tel.sender.unsupported}
     tel.record_delivery_stats(metrics)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import getpass
 import socket
+import sys
 import threading
 import uuid
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from .metrics import Aggregator, Metrics, build_metric_exporter
 from .project.catalog import (
     EXPORT_OUTCOME,
     EXPORT_RETRIES,
+    EXPORT_SHRUNK,
     EXPORT_SPANS,
     HOST_NAME,
     SERVICE_INSTANCE_ID,
@@ -86,7 +88,7 @@ class Telemetry:
     sender: Sender
     metrics: Metrics | None
     description: str
-    _reported: tuple[int, int, int] = (0, 0, 0)
+    _reported: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)
 
     @classmethod
     def from_config(
@@ -108,7 +110,17 @@ class Telemetry:
         _check_writable(spans_and_logs, config)
         timeouts = {signal: option.timeout for signal, option in options.items()}
         dead_letter = config.state_dir / "dead-letter.jsonl"
-        sender = Sender(spans_and_logs, make_resource(resource), dead_letter, stop, timeouts=timeouts)
+        sender = Sender(
+            spans_and_logs,
+            make_resource(resource),
+            dead_letter,
+            stop,
+            timeouts=timeouts,
+            # The local file takes a line of any size: only a collector's requests have a limit to fit.
+            max_request_bytes=(
+                sys.maxsize if isinstance(spans_and_logs, FileTransport) else config.max_request_bytes
+            ),
+        )
         metrics = None
         if with_metrics and (config.metrics_enabled or config.prometheus_port is not None):
             # Its own connection (the SDK's reader thread sends metrics), made from the same settings.
@@ -143,11 +155,13 @@ class Telemetry:
         if sink is None:
             return
         stats = self.sender.stats
-        now = (stats.spans_sent, stats.dead_lettered, stats.retries)
+        now = (stats.spans_sent, stats.dead_lettered, stats.retries, stats.rejected, stats.shrunk)
         before = self._reported
         sink.count(EXPORT_SPANS, now[0] - before[0], {EXPORT_OUTCOME: "exported"})
         sink.count(EXPORT_SPANS, now[1] - before[1], {EXPORT_OUTCOME: "dead_lettered"})
+        sink.count(EXPORT_SPANS, now[3] - before[3], {EXPORT_OUTCOME: "rejected"})
         sink.count(EXPORT_RETRIES, now[2] - before[2])
+        sink.count(EXPORT_SHRUNK, now[4] - before[4])
         self._reported = now
 
     def close(self) -> None:

@@ -197,9 +197,24 @@ def _repeated(tag: bytes, messages: Iterable[bytes]) -> bytes:
 
 def export_trace_request(records: Sequence[SpanRecord], resource_bytes: bytes, scope_bytes: bytes) -> bytes:
     """``ExportTraceServiceRequest`` { ResourceSpans 1 { resource 1, ScopeSpans 2 { scope 1, spans 2 } } }."""
-    spans = _repeated(b"\x12", map(span, records))
-    scope_spans = _ld(0x0A, scope_bytes) + spans
+    return trace_request(map(span, records), resource_bytes, scope_bytes)
+
+
+def trace_request(spans: Iterable[bytes], resource_bytes: bytes, scope_bytes: bytes) -> bytes:
+    """An ``ExportTraceServiceRequest`` of spans already encoded by :func:`span` (the exporter sizes each one
+    before it packs them into requests)."""
+    scope_spans = _ld(0x0A, scope_bytes) + _repeated(b"\x12", spans)
     return _ld(0x0A, _ld(0x0A, resource_bytes) + _ld(0x12, scope_spans))
+
+
+def framed_size(message: bytes) -> int:
+    """What one encoded span or log record adds to a request: its tag, its length and itself."""
+    return 1 + len(_varint(len(message))) + len(message)
+
+
+# What a request's two enclosing lengths (ResourceSpans/ResourceLogs and ScopeSpans/ScopeLogs) may grow by
+# between an empty request and one of any size below 2**32 bytes: a varint of up to 5 bytes instead of 1, twice.
+FRAMING_SLACK = 8
 
 
 def log_record(r: LogRecord) -> bytes:
@@ -228,6 +243,10 @@ def log_record(r: LogRecord) -> bytes:
 
 def export_logs_request(records: Sequence[LogRecord], resource_bytes: bytes, scope_bytes: bytes) -> bytes:
     """``ExportLogsServiceRequest`` { ResourceLogs 1 { resource 1, ScopeLogs 2 { scope 1, log_records 2 } } }."""
-    logs = _repeated(b"\x12", map(log_record, records))
-    scope_logs = _ld(0x0A, scope_bytes) + logs
+    return logs_request(map(log_record, records), resource_bytes, scope_bytes)
+
+
+def logs_request(logs: Iterable[bytes], resource_bytes: bytes, scope_bytes: bytes) -> bytes:
+    """An ``ExportLogsServiceRequest`` of log records already encoded by :func:`log_record`."""
+    scope_logs = _ld(0x0A, scope_bytes) + _repeated(b"\x12", logs)
     return _ld(0x0A, _ld(0x0A, resource_bytes) + _ld(0x12, scope_logs))

@@ -11,10 +11,12 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from copilot_otel.cli import main
+from copilot_otel.state import read_checkpoints
 from tests.otlp_receiver import OtlpReceiver
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,6 +97,21 @@ class DaemonProcess:
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
+
+    def until(self, what: str, check: Callable[[], bool], timeout: float = 20.0) -> None:
+        """Wait for ``check()`` to hold (polled), failing with ``what`` and the daemon's last lines if it does not."""
+        deadline = time.monotonic() + timeout
+        while not check():
+            assert time.monotonic() < deadline, f"no {what} within {timeout}s: {self.output()[-3000:]}"
+            time.sleep(0.1)
+
+
+def checkpointed_at_end(state: Path, logs: list[Path]) -> bool:
+    """Whether every one of ``logs`` is checkpointed at its end in ``state`` (all its lines delivered or kept)."""
+    checkpoints = read_checkpoints(state)
+    return all(
+        str(log) in checkpoints and checkpoints[str(log)].acked_offset == log.stat().st_size for log in logs
+    )
 
 
 def _strip(span: dict[str, Any]) -> dict[str, Any]:

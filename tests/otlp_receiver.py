@@ -85,6 +85,8 @@ Outcome = Literal[
     "refused",  # scripted HTTP status / gRPC code of the test's choice (401, 404, UNAUTHENTICATED…), not stored
     "rejected",  # a `reject_when` predicate matched a span: HTTP 400 / INVALID_ARGUMENT, not stored
     "malformed",  # HTTP body that is not OTLP (bad encoding, content type or payload), not stored
+    "too_large",  # HTTP body over `http_max_body`: 413, not stored (gRPC's limit answers before we see a request)
+    "partial_accept",  # `partial_reject_when` matched some spans: the rest stored, success + partial_success
 ]
 SIGNALS: tuple[Signal, ...] = get_args(Signal)
 FAULT_KINDS: tuple[FaultKind, ...] = get_args(FaultKind)
@@ -597,6 +599,11 @@ class _HttpHandler(BaseHTTPRequestHandler):
         if spec is None:
             self._send_plain(404, f"unknown OTLP path {self.path!r}")
             return
+        limit = self.server.receiver.http_max_body
+        if limit is not None and len(body) > limit:
+            self.server.receiver._record(spec, "http", "too_large", 0, time.time_ns())
+            self._send_plain(413, f"request body too large: {len(body)} bytes, the limit is {limit}")
+            return
         content_type = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
         is_json = content_type == _CONTENT_JSON
         reply = self.server.receiver._http_export(
@@ -710,6 +717,10 @@ class OtlpReceiver:
         accept_only: Serve only these signals; the others are answered HTTP 404 / gRPC ``UNIMPLEMENTED`` (outcome
             ``refused``, nothing stored), always, as a traces-only backend (Arize Phoenix) answers logs and
             metrics. ``None``: all three.
+        grpc_max_message: The gRPC server's ``max_receive_message_length``; ``None`` keeps gRPC's default (4 MiB,
+            what an OpenTelemetry Collector keeps), which answers a larger request ``RESOURCE_EXHAUSTED`` itself.
+        http_max_body: Answer HTTP 413 (outcome ``too_large``, nothing stored) to a body larger than this many
+            bytes, as a collector or a proxy in front of one does; ``None``: no limit.
     """
 
     def __init__(
@@ -723,7 +734,11 @@ class OtlpReceiver:
         tls: tuple[Path, Path] | None = None,
         client_ca: Path | None = None,
         accept_only: Iterable[Signal] | None = None,
+        grpc_max_message: int | None = _MAX_MESSAGE_BYTES,
+        http_max_body: int | None = None,
     ) -> None:
+        self._grpc_max_message = grpc_max_message
+        self.http_max_body = http_max_body
         self._accept_only = frozenset(SIGNALS if accept_only is None else accept_only)
         self._tls = tls
         self._client_ca = client_ca
@@ -743,6 +758,7 @@ class OtlpReceiver:
             key: collections.deque() for key in (*SIGNALS, None)
         }
         self._reject_predicates: list[SpanPredicate] = []
+        self._partial_predicates: list[SpanPredicate] = []
         # Set while stopping so handlers parked in timeout_after_accept return at once instead of at delay_s.
         self._stopping = threading.Event()
         self._lifecycle_lock = threading.Lock()
@@ -769,15 +785,14 @@ class OtlpReceiver:
             executor = concurrent.futures.ThreadPoolExecutor(
                 max_workers=_GRPC_WORKERS, thread_name_prefix="otlp-receiver-grpc"
             )
-            server = grpc.server(
-                executor,
-                options=[
-                    # Without this a second server could silently share the port (Linux SO_REUSEPORT) instead
-                    # of failing, and restart-on-the-same-port tests would prove nothing.
-                    ("grpc.so_reuseport", 0),
-                    ("grpc.max_receive_message_length", _MAX_MESSAGE_BYTES),
-                ],
-            )
+            options: list[tuple[str, int]] = [
+                # Without this a second server could silently share the port (Linux SO_REUSEPORT) instead
+                # of failing, and restart-on-the-same-port tests would prove nothing.
+                ("grpc.so_reuseport", 0),
+            ]
+            if self._grpc_max_message is not None:
+                options.append(("grpc.max_receive_message_length", self._grpc_max_message))
+            server = grpc.server(executor, options=options)
             for spec in _SPECS.values():
                 if self._count_only:
                     server.add_generic_rpc_handlers((_raw_grpc_handler(self, spec),))
@@ -1047,6 +1062,13 @@ class OtlpReceiver:
         with self._cond:
             self._reject_predicates.append(predicate)
 
+    def partial_reject_when(self, predicate: SpanPredicate) -> None:
+        """Answer a traces request containing matching spans with a partial success: the other spans are stored,
+        the matching ones are not, and ``partial_success.rejected_spans`` counts them (which ones is not said, as
+        OTLP has it). Predicates accumulate; ``reset_faults()`` removes them."""
+        with self._cond:
+            self._partial_predicates.append(predicate)
+
     def pending_faults(self, signal: Signal | None = None) -> int:
         """Scripted faults not consumed yet: for ``signal`` alone, or in all queues when ``None``."""
         with self._cond:
@@ -1060,6 +1082,7 @@ class OtlpReceiver:
             for queue in self._faults.values():
                 queue.clear()
             self._reject_predicates.clear()
+            self._partial_predicates.clear()
 
     # -- request handling (called from transport threads) ----------------------------------------------------
 
@@ -1111,9 +1134,17 @@ class OtlpReceiver:
             queue = self._faults[spec.signal] or self._faults[None]
             fault = queue.popleft() if queue else None
             predicates = tuple(self._reject_predicates)
+            partial = tuple(self._partial_predicates)
 
         reply = self._decide(spec, fault, items, count, predicates)
-        stored = reply.outcome in ("accepted", "timeout_after_accept")
+        if reply.outcome == "accepted" and spec.signal == "traces" and items and partial:
+            kept = [item for item in items if not any(predicate(item) for predicate in partial)]
+            if len(kept) < len(items):
+                response = spec.response_type()
+                message = f"{len(items) - len(kept)} spans rejected by partial_reject_when"
+                _reject_all(response, spec.partial_success_field, len(items) - len(kept), message)
+                reply, items = _Reply("partial_accept", response), kept
+        stored = reply.outcome in ("accepted", "timeout_after_accept", "partial_accept")
         if stored and self._on_accept is not None:
             self._on_accept(spec.signal, items, count, received_ns)
         self._record(spec, transport, reply.outcome, count, received_ns, items if stored else None)

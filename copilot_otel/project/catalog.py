@@ -310,6 +310,7 @@ LINES_DROPPED: Final = "copilot_otel.lines.dropped"
 VALUES_DROPPED: Final = "copilot_otel.values.dropped"
 EXPORT_SPANS: Final = "copilot_otel.export.spans"
 EXPORT_RETRIES: Final = "copilot_otel.export.retries"
+EXPORT_SHRUNK: Final = "copilot_otel.export.shrunk"
 EXPORT_BACKLOG: Final = "copilot_otel.export.backlog"
 EXPORT_LAST_SUCCESS: Final = "copilot_otel.export.last_success"
 FILES_TRACKED: Final = "copilot_otel.files.tracked"
@@ -339,8 +340,9 @@ HEALTH_METRICS: tuple[tuple[str, str, str, Instrument | None], ...] = (
         "Values dropped from events kept (out of range, wrong shape; not_read: records of a kind not read), by reason.",
         _C,
     ),
-    (EXPORT_SPANS, "{span}", "Spans exported or dead-lettered.", _C),
+    (EXPORT_SPANS, "{span}", "Spans exported, dead-lettered or rejected in a partial success.", _C),
     (EXPORT_RETRIES, "{retry}", "Export attempts retried.", _C),
+    (EXPORT_SHRUNK, "{record}", "Records whose captured content was cut to fit in one export request.", _C),
     (EXPORT_BACKLOG, "{span}", "Spans waiting for the collector.", None),
     (EXPORT_LAST_SUCCESS, "s", "Unix time of the last accepted export.", None),
     (FILES_TRACKED, "{file}", "Session log files tracked.", None),
