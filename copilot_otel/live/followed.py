@@ -13,6 +13,12 @@ marker of the file were delivered (:meth:`FollowedFile.acked`). After a restart 
 ending at or before the acknowledged offset is suppressed: ids and times come from the events, so what is
 re-emitted is byte-identical to what a crash may have cut off.
 
+A last line that never gets its newline (Copilot CLI 0.0.354 wrote the newline *before* each event, so its logs
+always end so) is folded once its CLI is gone, but a checkpoint never splits a line: the checkpoint stays before
+it and says in its context (:data:`UNTERMINATED_KEY`) that the line was folded, and whether the context already
+holds it. A restart then neither folds it again over a context that holds it (its prompt would open a second
+time, under a new id) nor closes its prompt again.
+
 Time: every idle decision here uses the monotonic clock (a wall-clock step of an hour must not close a live
 prompt); the only wall-clock reading is the age of a file found on disk, converted once when it is first seen.
 """
@@ -40,12 +46,24 @@ from ..sessions import SessionFile
 from ..tail import FileIdentity, FileTailer, Line, TooLong
 from ..window import PromptWindow
 
-__all__ = ["IDLE_CLOSE_S", "FollowedFile", "Listener", "Outbox", "Read", "ReadOutcome", "Shared"]
+__all__ = [
+    "IDLE_CLOSE_S",
+    "UNTERMINATED_KEY",
+    "FollowedFile",
+    "Listener",
+    "Outbox",
+    "Read",
+    "ReadOutcome",
+    "Shared",
+]
 
 logger = logging.getLogger("copilot_otel.daemon")
 
 # A file with no new line for this long has its descriptor closed (it is reopened on the next change).
 IDLE_CLOSE_S = 60.0
+# In a checkpoint's context: the unterminated last line folded already, as [start, end, the context holds it].
+# (The session context ignores keys it does not know; the followed file takes this one out before folding.)
+UNTERMINATED_KEY = "unterminated"
 
 Outgoing = list[SpanRecord | LogRecord]
 
@@ -128,8 +146,12 @@ class FollowedFile:
         self.shared = shared
         self.router = shared.router
         self.fold: Pipeline | None = None
-        self.context = context  # the checkpointed context, until the fold is built
         self.suppress_until = suppress_until
+        self.fed_unterminated: int | None = None  # start offset of an unterminated last line already folded
+        self._unterminated_end = 0  # and its end (the end of the file when it was folded)
+        if context is not None and UNTERMINATED_KEY in context:
+            context = self._restore_unterminated(context)
+        self.context = context  # the checkpointed context, until the fold is built
         self.live = live
         self.pending = True  # there may be unread data
         self.seq = 0
@@ -144,8 +166,22 @@ class FollowedFile:
         self.line_number = 0
         self.deleted = False
         self.tail_bytes = False  # bytes after the last newline at the last read (a line not yet terminated)
-        self.fed_unterminated: int | None = None  # start offset of an unterminated last line already folded
         self._log = shared.log
+
+    def _restore_unterminated(self, context: dict[str, Any]) -> dict[str, Any]:
+        """Take the folded unterminated line out of a checkpointed context: when the context holds it, it is not
+        folded again; else (a prompt open before it is re-folded) its emissions were delivered: suppressed."""
+        context = dict(context)
+        found = context.pop(UNTERMINATED_KEY)
+        match found:
+            case [int(start), int(end), bool(held)] if 0 <= start <= end:
+                if held:
+                    self.fed_unterminated, self._unterminated_end = start, end
+                else:
+                    self.suppress_until = max(self.suppress_until, end)
+            case _:  # not ours: the line is folded again, as before this key existed
+                pass
+        return context
 
     # ------------------------------------------------------------------ state the tracker reads
     @property
@@ -157,8 +193,13 @@ class FollowedFile:
 
     @property
     def needs_attention(self) -> bool:
-        """The owner/idle checks apply: an open prompt, or a last line without its newline."""
-        return self.tail_bytes or self.has_open_prompt
+        """The owner/idle checks apply: an open prompt, or a last line without its newline not folded yet."""
+        return self.unterminated_waiting or self.has_open_prompt
+
+    @property
+    def unterminated_waiting(self) -> bool:
+        """The last line has no newline (yet) and was not folded: it is, once the file is quiet and its CLI gone."""
+        return self.tail_bytes and self.fed_unterminated is None
 
     @property
     def settled(self) -> bool:
@@ -170,7 +211,6 @@ class FollowedFile:
             and not self.tailer.is_open
             and self.fold is None
             and not self.needs_attention
-            and self.fed_unterminated is None
             and self.next_ack_seq == self.seq + 1
             and not self._delivered
         )
@@ -275,7 +315,7 @@ class FollowedFile:
         self.router.read(fold.lines - lines_before)
         out: Outgoing = []
         self._collect(step, out)
-        self.fed_unterminated = item.start
+        self.fed_unterminated, self._unterminated_end = item.start, item.end
         self._enqueue(out, self.tailer.offset, self.tailer.identity)
         return ReadOutcome(Read.READ)
 
@@ -345,6 +385,12 @@ class FollowedFile:
         else:
             safe, context = resume
         self.seq += 1
+        stored = context
+        if self.fed_unterminated is not None and context is not None:
+            # The checkpoint stays before the folded unterminated line: it says the line was folded, and whether
+            # its context holds it (nothing open) or a restart re-folds it (its emissions then suppressed).
+            held = resume is None
+            stored = {**context, UNTERMINATED_KEY: [self.fed_unterminated, self._unterminated_end, held]}
         seen = self.tailer.last_seen
         size, mtime_ns = (seen[1], seen[2]) if seen is not None else (0, 0)
         # Lines re-read after a restart were delivered before: the acknowledged offset never goes back.
@@ -353,7 +399,7 @@ class FollowedFile:
             self.seq,
             max(offset, self.suppress_until),
             min(safe, offset),
-            context,
+            stored,
             identity,
             forget,
             size,

@@ -1,0 +1,114 @@
+"""The daemon's followed files, checkpoints and state store across restarts and damage (issue 32, items 4, 7, 8,
+12): real logs, a real ``copilot-otel run`` process, a real OTLP receiver, real files under the state dir.
+
+* An old log whose last prompt never ended (the public Copilot CLI 0.0.354 logs: their last line has no newline,
+  so nothing ever ends the prompt) is closed once, under replay's ids, however often the daemon restarts.
+* A log replaced under its name (written to a temporary and renamed over it) is read at once: a new inode at a
+  known path is a new file, whether or not it is larger than the old one.
+* A damaged ``state.db`` (an offset out of range, a damaged page) is set aside: the daemon starts empty with one
+  line, never a traceback or a failing exit at every start.
+* ``status`` says when the last state write failed, and why.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import FIXTURES
+from tests.daemon_process import DaemonProcess, expected_spans
+from tests.otlp_receiver import OtlpReceiver
+
+PUBLIC = FIXTURES / "public"
+# The two public 0.0.354 logs whose last line (the answer to the last prompt) has no newline.
+UNFINISHED = ("simple-qa", "two-questions")
+# The logs' own time (2025-11-07): what their mtime would say on the machine that wrote them.
+LOGS_WRITTEN_AT = 1_762_480_000
+
+
+@pytest.fixture
+def env(tmp_path: Path, receiver: OtlpReceiver) -> Iterator[dict[str, Any]]:
+    root = tmp_path / "session-state"
+    root.mkdir()
+    ctx: dict[str, Any] = {"root": root, "state": tmp_path / "state", "tmp": tmp_path, "daemons": []}
+
+    def daemon(*extra: str, ready: bool = True) -> DaemonProcess:
+        d = DaemonProcess(root, ctx["state"], receiver.http_endpoint, tmp_path / "daemon.log", *extra)
+        d.start(ready)
+        ctx["daemons"].append(d)
+        return d
+
+    ctx["daemon"] = daemon
+    yield ctx
+    for d in ctx["daemons"]:
+        if d.proc is not None and d.proc.poll() is None:
+            d.proc.kill()
+            d.proc.wait(10)
+
+
+def _until(predicate: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def _ids(span: dict[str, Any]) -> tuple[str, str, str | None, str]:
+    return (span["trace_id"], span["span_id"], span["parent_span_id"], span["name"])
+
+
+def _has(spans: set[tuple[str, str, str | None, str]]) -> Callable[[OtlpReceiver], bool]:
+    """The receiver got these spans (by their ids and names)."""
+    return lambda r: {_ids(s) for s in r.spans()} >= spans
+
+
+def _public(name: str) -> Path:
+    return PUBLIC / f"microsoft__vscode-copilot-chat__0.0.354-{name}.jsonl"
+
+
+def _sentinel(root: Path, number: int) -> Path:
+    """A 0.0.354 log of its own session (the parallel-tools capture under another session id), whose last prompt
+    also never ends: its idle closing shows that the daemon's owner and idle checks have run."""
+    text = _public("parallel-tools").read_text()
+    session = "c8963ad7-e7b1-414c-a9fc-930905e76708"
+    assert session in text
+    new = f"{session[:-2]}{number:02d}"
+    path = root / f"{new}.jsonl"
+    path.write_text(text.replace(session, new))
+    return path
+
+
+def test_old_unfinished_prompts_are_closed_once_under_replays_ids_across_restarts(
+    env: dict[str, Any], receiver: OtlpReceiver
+) -> None:
+    """Issue 32, item 4: every start of run used to fold the last line again over a context that already held it
+    (a new trace id each time, from the repeat counter of the prompt's first event) and close that prompt again:
+    6 spans and 2 log events more per start. The folded last line and the closing are part of the checkpoint."""
+    old = []
+    for name in UNFINISHED:
+        path = env["root"] / f"{name}.jsonl"
+        shutil.copy(_public(name), path)
+        assert not path.read_bytes().endswith(b"\n")
+        os.utime(path, (LOGS_WRITTEN_AT, LOGS_WRITTEN_AT))
+        old.append(path)
+    sentinels = []
+    for start in range(3):
+        d = env["daemon"]("--idle-timeout", "1")
+        sentinel = _sentinel(env["root"], start)
+        sentinels.append(sentinel)
+        closed = {_ids(s) for s in expected_spans([sentinel], env["tmp"] / f"sentinel-{start}").values()}
+        receiver.wait_for(_has(closed), 30)
+        assert d.terminate() == 0
+        assert "Traceback" not in d.output()
+    want = {_ids(s) for s in expected_spans([*old, *sentinels], env["tmp"] / "replay").values()}
+    got = Counter(_ids(s) for s in receiver.spans())
+    assert set(got) == want, "the spans replay makes of the logs, under its ids"
+    assert [span for span, n in got.items() if n > 1] == [], "each span exported once over three starts"
