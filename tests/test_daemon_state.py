@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import FIXTURES
-from tests.daemon_process import DaemonProcess, expected_spans
+from tests.conftest import CLI_GENERATED, FIXTURES
+from tests.daemon_process import DaemonProcess, assert_delivered_like_replay, expected_spans
 from tests.otlp_receiver import OtlpReceiver
 
 PUBLIC = FIXTURES / "public"
@@ -112,3 +112,23 @@ def test_old_unfinished_prompts_are_closed_once_under_replays_ids_across_restart
     got = Counter(_ids(s) for s in receiver.spans())
     assert set(got) == want, "the spans replay makes of the logs, under its ids"
     assert [span for span, n in got.items() if n > 1] == [], "each span exported once over three starts"
+
+
+def test_a_log_replaced_under_its_name_is_read_at_once(env: dict[str, Any], receiver: OtlpReceiver) -> None:
+    """Issue 32, item 7: a log written whole to a temporary and renamed over the one followed (audit case S3) was
+    drained to its end and then left unread until it grew again or the daemon restarted, since the stat the
+    daemon compares had become the new file's. A new inode at a known path is a new file: read it now. The
+    replacement is smaller than the log it replaces (another session), so no growth can hide the fault."""
+    first, second = (CLI_GENERATED / name / "events.jsonl" for name in ("subagent", "plain-question"))
+    assert second.stat().st_size < first.stat().st_size
+    log = env["root"] / "replaced" / "events.jsonl"
+    log.parent.mkdir()
+    shutil.copy(first, log)
+    d = env["daemon"]()
+    assert_delivered_like_replay(receiver, [first], env["tmp"] / "first")
+    temporary = log.with_name("events.jsonl.tmp")
+    shutil.copy(second, temporary)
+    os.replace(temporary, log)
+    assert_delivered_like_replay(receiver, [first, second], env["tmp"] / "both")
+    assert d.terminate() == 0
+    assert "Traceback" not in d.output()

@@ -43,7 +43,7 @@ from ..ratelimit import RateLimitedLog
 from ..records import BadLine, DropReason, LogRecord, SpanRecord
 from ..route import Router
 from ..sessions import SessionFile
-from ..tail import FileIdentity, FileTailer, Line, TooLong
+from ..tail import EndReason, FileIdentity, FileTailer, Line, TooLong
 from ..window import PromptWindow
 
 __all__ = [
@@ -273,7 +273,7 @@ class FollowedFile:
                 spans += self._collect(fold.close(closed_for(batch.end)), out, force=True)
                 self.fold = None
         context = None
-        deleted = batch.end is not None and batch.end.value == "deleted"
+        deleted = batch.end is EndReason.DELETED
         # The first read of a file always leaves a marker, lines or not: a log skipped to its end (backfill none, or
         # an empty one) is then checkpointed too, and a restart knows it by its stat instead of reading it again.
         if batch.lines or out or batch.reset is not None or batch.end is not None or self.seq == 0:
@@ -281,11 +281,17 @@ class FollowedFile:
         if batch.at_eof and self.fold is not None and not self.fold.has_open_prompt and context is not None:
             # Between prompts a session needs only its small context (shared with the checkpoint), not a fold.
             self.context, self.fold = context, None
-        self.pending = not batch.at_eof
-        if batch.at_eof:
+        # A log replaced under its name (written to a temporary and renamed over it): the old file was read to its
+        # end, the new one is read now. Left to a notification, it would wait until it grows: the stat the daemon
+        # compares is already the new file's.
+        replaced = batch.end is EndReason.REPLACED
+        self.pending = not batch.at_eof or replaced
+        if batch.at_eof and not replaced:
             self.live = True
             seen = self.tailer.last_seen
             self.tail_bytes = seen is not None and seen[1] > batch.offset
+        elif replaced:
+            self.tail_bytes = False
         if deleted:
             self.deleted = True
         return ReadOutcome(Read.READ, spans)
@@ -294,8 +300,8 @@ class FollowedFile:
         """Fold a last line that never got its newline (the CLI was killed, or an old log), as ``replay`` does.
 
         The caller has checked that the file has been quiet and its CLI is gone. The offset stays before the line
-        (a checkpoint never splits a line), so after a restart it is folded again, identically; if its newline
-        arrives later it is not folded twice.
+        (a checkpoint never splits a line) and the checkpoint says the line was folded (:data:`UNTERMINATED_KEY`),
+        so a restart does not fold it twice; nor is it folded twice if its newline arrives later.
         """
         try:
             item = self.tailer.read_unterminated()
