@@ -55,6 +55,7 @@ from .statedb import (
     DB_FILE,
     Checkpoint,
     CheckpointSummary,
+    Corrupt,
     Database,
     LoadOutcome,
     Pending,
@@ -170,7 +171,7 @@ class StateStore:
                 return entry[0] if entry is not None else None
         try:
             return self._database.get(key)
-        except (sqlite3.Error, orjson.JSONDecodeError, TypeError) as exc:
+        except (sqlite3.Error, orjson.JSONDecodeError, TypeError, Corrupt) as exc:
             self._read_failed(key, exc)
             return None
 
@@ -233,12 +234,20 @@ class StateStore:
         """The checkpoints split for start-up: those taken at their file's end with a stat (path → the hash of
         ``(inode, size, mtime_ns)``) and the paths of the others (pending changes included).
 
+        A database found damaged on the way (a damaged page, a row no flush writes) is set aside and the store
+        starts empty, as one found so at open: :attr:`load_outcome` says so.
+
         Raises:
-            StateError: The database cannot be read.
+            StateError: The database cannot be read, or a damaged one cannot be replaced.
         """
         with self._lock:
             pending = dict(self._pending)
-        known, others = self._database.settled()
+        try:
+            known, others = self._database.settled()
+        except Corrupt as exc:
+            self._database.start_empty(exc)
+            self.load_outcome = LoadOutcome.EMPTY_AFTER_CORRUPTION
+            known, others = {}, []
         if pending:
             others = [key for key in others if key not in pending]
             for key, entry in pending.items():

@@ -12,8 +12,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import sqlite3
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -22,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from copilot_otel.state import DB_FILE, read_checkpoints
 from tests.conftest import CLI_GENERATED, FIXTURES
 from tests.daemon_process import DaemonProcess, assert_delivered_like_replay, expected_spans
 from tests.otlp_receiver import OtlpReceiver
@@ -132,3 +135,59 @@ def test_a_log_replaced_under_its_name_is_read_at_once(env: dict[str, Any], rece
     assert_delivered_like_replay(receiver, [first, second], env["tmp"] / "both")
     assert d.terminate() == 0
     assert "Traceback" not in d.output()
+
+
+def _offset(value: object) -> Callable[[Path], None]:
+    def damage(db: Path) -> None:
+        with contextlib.closing(sqlite3.connect(db)) as conn, conn:
+            conn.execute("UPDATE checkpoints SET safe_offset = ?", (value,))
+
+    return damage
+
+
+def _damaged_page(db: Path) -> None:
+    """The checkpoints table's page overwritten (what a bad sector or a torn copy leaves)."""
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        page = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'checkpoints'").fetchone()[0]
+        size = conn.execute("PRAGMA page_size").fetchone()[0]
+    with open(db, "r+b") as fh:
+        fh.seek((page - 1) * size)
+        fh.write(b"\xa5" * size)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [_offset(-5), _offset("12abc"), _offset(1.5), _damaged_page],
+    ids=["negative-offset", "text-offset", "fractional-offset", "damaged-page"],
+)
+def test_a_damaged_state_db_is_set_aside_and_the_daemon_starts_empty(
+    env: dict[str, Any], receiver: OtlpReceiver, damage: Callable[[Path], None]
+) -> None:
+    """Issue 32, item 8: a negative or non-integer offset in state.db stopped every start with a traceback
+    (``ValueError: Expected offset to be >= 0, got -5``), a damaged page with exit 4 and no hint. Both are
+    corruption, as the other kinds of damage are: the file is set aside with one line, the daemon starts empty
+    (every log read again from its start, under the same ids), and the next start finds a sound state."""
+    logs = []
+    for name in ("multi-tool", "failing-tool"):
+        shutil.copytree(CLI_GENERATED / name, env["root"] / name)
+        logs.append(env["root"] / name / "events.jsonl")
+    d = env["daemon"]()
+    assert_delivered_like_replay(receiver, logs, env["tmp"] / "first")
+    _until(lambda: len(read_checkpoints(env["state"])) == 2, "both checkpoints")
+    assert d.terminate() == 0
+    damage(env["state"] / DB_FILE)
+    receiver.clear()
+    d2 = env["daemon"]()
+    assert_delivered_like_replay(receiver, logs, env["tmp"] / "again")
+    _until(lambda: len(read_checkpoints(env["state"])) == 2, "both checkpoints again")
+    assert d2.terminate() == 0
+    said = d2.output()
+    assert "Traceback" not in said
+    [line] = [line for line in said.splitlines() if "is corrupt" in line]
+    assert "kept as" in line and "Starting empty" in line
+    kept = [p for p in env["state"].glob(f"{DB_FILE}.corrupt-*") if not p.name.endswith(("-wal", "-shm"))]
+    assert len(kept) == 1
+    d3 = env["daemon"]()
+    assert d3.terminate() == 0
+    assert d3.output().count("is corrupt") == 1, "the next start finds a sound state"
