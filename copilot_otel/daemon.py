@@ -466,6 +466,9 @@ class Daemon:
             open_files_cap=self.tracker.fd_cap,
             reads_deferred_no_descriptor=self.tracker.fd_exhausted,
             state_flush_failures=self.state.flush_failures,
+            state_write_error=self.state.last_failure or "",
+            state_write_failed_at=self.state.last_failure_ns / 1e9 if self.state.last_failure_ns else None,
+            state_writes_failing=self.state.consecutive_flush_failures,
             runaway_interrupts=dict(actions.stats.interrupts) if actions is not None else None,
             notifications=dict(actions.stats.notifications) if actions is not None else None,
         ).to_dict()

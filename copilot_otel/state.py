@@ -127,6 +127,10 @@ class StateStore:
         """The last flush failure as text, cleared by a successful flush."""
         self.last_flush_ns: int | None = None
         """Wall-clock time of the last successful flush."""
+        self.last_failure: str | None = None
+        """The last flush failure as text, kept after later flushes succeed (what ``status`` says of it)."""
+        self.last_failure_ns: int | None = None
+        """Wall-clock time of the last flush failure."""
         self.rows_written = 0
         """Rows inserted, updated or deleted by the flushes since startup, as the database counts them (with the
         ``meta`` row a forced flush writes)."""
@@ -441,7 +445,8 @@ class StateStore:
     def _flush_failed(self, exc: sqlite3.Error) -> None:
         self.flush_failures += 1
         self.consecutive_flush_failures += 1
-        self.last_flush_error = describe(exc)
+        self.last_flush_error = self.last_failure = describe(exc)
+        self.last_failure_ns = time.time_ns()
         self._warn_limited(
             "flush",
             "cannot write the state in %s: %s; keeping the last good state, will retry (%d consecutive failures)",

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import sqlite3
@@ -24,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from copilot_otel.cli import main
 from copilot_otel.state import DB_FILE, read_checkpoints
 from tests.conftest import CLI_GENERATED, FIXTURES
 from tests.daemon_process import DaemonProcess, assert_delivered_like_replay, expected_spans
@@ -191,3 +193,58 @@ def test_a_damaged_state_db_is_set_aside_and_the_daemon_starts_empty(
     d3 = env["daemon"]()
     assert d3.terminate() == 0
     assert d3.output().count("is corrupt") == 1, "the next start finds a sound state"
+
+
+def _status(state: Path) -> dict[str, Any]:
+    try:
+        doc: dict[str, Any] = json.loads((state / "status.json").read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+    return doc
+
+
+def _status_text(state: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    capsys.readouterr()
+    assert main(["status", "--state-dir", str(state)]) == 0
+    return " ".join(capsys.readouterr().out.split())
+
+
+def test_status_says_when_the_last_state_write_failed_and_why(
+    env: dict[str, Any],
+    receiver: OtlpReceiver,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 32, item 12: while another program holds state.db's write lock the checkpoints cannot be written
+    (held in memory, retried every second); ``status`` said nothing of it. Now it says that the writes fail and
+    why, and once they succeed again, when the last one failed; ``--json`` has the same keys."""
+    monkeypatch.setenv("COLUMNS", "400")  # one table row a line
+    first = CLI_GENERATED / "multi-tool" / "events.jsonl"
+    shutil.copytree(first.parent, env["root"] / "one")
+    d = env["daemon"]()
+    assert_delivered_like_replay(receiver, [first], env["tmp"] / "one")
+    _until(lambda: len(read_checkpoints(env["state"])) == 1, "the first checkpoint")
+    assert "state writes" not in _status_text(env["state"], capsys)
+    with contextlib.closing(sqlite3.connect(env["state"] / DB_FILE, isolation_level=None)) as other:
+        other.execute(
+            "BEGIN IMMEDIATE"
+        )  # another program's write transaction: the daemon's writes get SQLITE_BUSY
+        second = CLI_GENERATED / "failing-tool" / "events.jsonl"
+        shutil.copytree(second.parent, env["root"] / "two")
+        assert_delivered_like_replay(receiver, [first, second], env["tmp"] / "two")
+        _until(
+            lambda: _status(env["state"]).get("state_writes_failing", 0) > 0, "a failed write in status.json"
+        )
+        said = _status_text(env["state"], capsys)
+        assert "state writes failing" in said and "database is locked" in said, said
+        other.execute("ROLLBACK")
+    _until(lambda: len(read_checkpoints(env["state"])) == 2, "the second checkpoint, once the lock is gone")
+    _until(lambda: _status(env["state"]).get("state_writes_failing") == 0, "writes succeeding in status.json")
+    said = _status_text(env["state"], capsys)
+    assert "state writes ok; the last failure" in said and "database is locked" in said, said
+    capsys.readouterr()
+    assert main(["status", "--state-dir", str(env["state"]), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert "database is locked" in doc["state_write_error"] and doc["state_writes_failing"] == 0
+    assert doc["state_write_failed_at"] <= time.time() and doc["state_flush_failures"] >= 1
+    assert d.terminate() == 0

@@ -244,6 +244,11 @@ class DaemonStatus:
     open_files_cap: int
     reads_deferred_no_descriptor: int
     state_flush_failures: int
+    # The last failed write of the checkpoints (why, and when: Unix seconds), kept after writes succeed again, and
+    # the failures since the last write that succeeded (0: the state on disk is current).
+    state_write_error: str
+    state_write_failed_at: float | None
+    state_writes_failing: int
     runaway_interrupts: dict[str, int] | None = None
     notifications: dict[str, int] | None = None
 
