@@ -26,10 +26,16 @@ from typing import Any
 import pytest
 
 from copilot_otel.cli import main
+from copilot_otel.live.followed import FollowedFile
+from copilot_otel.outbox import Marker
+from copilot_otel.records import SpanRecord
+from copilot_otel.sessions import SessionFile
 from copilot_otel.state import DB_FILE, read_checkpoints
+from copilot_otel.tail import FileTailer
 from tests.conftest import CLI_GENERATED, FIXTURES
 from tests.daemon_process import DaemonProcess, assert_delivered_like_replay, expected_spans
 from tests.otlp_receiver import OtlpReceiver
+from tests.test_followed import ListOutbox, _key, _replayed, _shared
 
 PUBLIC = FIXTURES / "public"
 # The two public 0.0.354 logs whose last line (the answer to the last prompt) has no newline.
@@ -248,3 +254,77 @@ def test_status_says_when_the_last_state_write_failed_and_why(
     assert "database is locked" in doc["state_write_error"] and doc["state_writes_failing"] == 0
     assert doc["state_write_failed_at"] <= time.time() and doc["state_flush_failures"] >= 1
     assert d.terminate() == 0
+
+
+# -- the same in-process: a followed file restarted from each acknowledged marker (tests/test_followed.py's way)
+
+
+def _restarted(path: Path, marker: Marker, outbox: ListOutbox) -> FollowedFile:
+    return FollowedFile(
+        SessionFile.from_path(path),
+        FileTailer(path, offset=marker.safe_offset, identity=marker.identity),
+        _shared(outbox),
+        context=marker.context,
+        suppress_until=marker.offset,
+        live=True,
+    )
+
+
+def _housekeep(f: FollowedFile) -> None:
+    """What the owner and idle checks do to a quiet log whose CLI is gone (legacy logs name no process)."""
+    if f.tail_bytes and f.fed_unterminated is None:  # a last line without its newline, not folded yet
+        f.fold_unterminated()
+    if f.has_open_prompt:
+        f.close_prompt("idle_timeout")
+
+
+@pytest.mark.parametrize("name", UNFINISHED)
+def test_a_folded_unterminated_line_is_put_out_once_from_every_acknowledged_point(
+    tmp_path: Path, name: str
+) -> None:
+    """Restarted from each marker (the last line folded or not yet, its prompt open or closed), the spans put out
+    after the restart and those acknowledged before are each of the log's spans once."""
+    path = tmp_path / "session-state" / f"{name}.jsonl"
+    path.parent.mkdir()
+    shutil.copy(_public(name), path)
+    outbox = ListOutbox()
+    f = FollowedFile(SessionFile.from_path(path), FileTailer(path), _shared(outbox), live=True)
+    f.read(1 << 20)
+    _housekeep(f)
+    expected = sorted(map(_key, outbox.spans()))
+    assert {(k[0], k[1], k[2]) for k in expected} == {
+        (s.trace_id, s.span_id, s.name) for s in _replayed(path)
+    }, "replay's spans"
+    for cut in range(1, len(outbox.batches) + 1):
+        delivered = outbox.batches[:cut]
+        again = ListOutbox()
+        restarted = _restarted(path, delivered[-1][1], again)
+        restarted.read(1 << 20)
+        _housekeep(restarted)
+        before = [_key(r) for records, _ in delivered for r in records if isinstance(r, SpanRecord)]
+        after = [_key(s) for s in again.spans()]
+        assert sorted(before + after) == expected, f"restart at batch {cut} of {len(outbox.batches)}"
+
+
+def test_a_newline_after_a_restart_does_not_fold_the_last_line_twice(tmp_path: Path) -> None:
+    """The first answer folded without its newline, its prompt closed and checkpointed; after a restart the CLI
+    writes on (its newline first, then the next prompt): the line is not folded again."""
+    lines = _public("two-questions").read_bytes().split(b"\n")
+    path = tmp_path / "session-state" / "two-questions.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(b"\n".join(lines[:5]))  # up to the first answer, which has no newline yet
+    outbox = ListOutbox()
+    f = FollowedFile(SessionFile.from_path(path), FileTailer(path), _shared(outbox), live=True)
+    f.read(1 << 20)
+    _housekeep(f)
+    again = ListOutbox()
+    restarted = _restarted(path, outbox.batches[-1][1], again)
+    restarted.read(1 << 20)
+    assert not restarted.needs_attention, "a folded last line needs no owner or idle check"
+    with path.open("ab") as out:
+        out.write(b"\n" + b"\n".join(lines[5:]))
+    restarted.read(1 << 20)
+    _housekeep(restarted)
+    got = Counter((s.trace_id, s.span_id, s.name) for s in [*outbox.spans(), *again.spans()])
+    assert set(got) == {(s.trace_id, s.span_id, s.name) for s in _replayed(path)}
+    assert [span for span, n in got.items() if n > 1] == []
