@@ -19,7 +19,7 @@ import shutil
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,43 +33,19 @@ from copilot_otel.sessions import SessionFile
 from copilot_otel.state import DB_FILE, read_checkpoints
 from copilot_otel.tail import FileTailer
 from tests.conftest import CLI_GENERATED, FIXTURES
-from tests.daemon_process import DaemonProcess, assert_delivered_like_replay, expected_spans
+from tests.daemon_process import assert_delivered_like_replay, expected_spans
 from tests.otlp_receiver import OtlpReceiver
+from tests.test_daemon import env
+from tests.test_daemon_wording import _until
 from tests.test_followed import ListOutbox, _key, _replayed, _shared
+
+__all__ = ["env"]  # the fixture, shared with test_daemon.py
 
 PUBLIC = FIXTURES / "public"
 # The two public 0.0.354 logs whose last line (the answer to the last prompt) has no newline.
 UNFINISHED = ("simple-qa", "two-questions")
 # The logs' own time (2025-11-07): what their mtime would say on the machine that wrote them.
 LOGS_WRITTEN_AT = 1_762_480_000
-
-
-@pytest.fixture
-def env(tmp_path: Path, receiver: OtlpReceiver) -> Iterator[dict[str, Any]]:
-    root = tmp_path / "session-state"
-    root.mkdir()
-    ctx: dict[str, Any] = {"root": root, "state": tmp_path / "state", "tmp": tmp_path, "daemons": []}
-
-    def daemon(*extra: str, ready: bool = True) -> DaemonProcess:
-        d = DaemonProcess(root, ctx["state"], receiver.http_endpoint, tmp_path / "daemon.log", *extra)
-        d.start(ready)
-        ctx["daemons"].append(d)
-        return d
-
-    ctx["daemon"] = daemon
-    yield ctx
-    for d in ctx["daemons"]:
-        if d.proc is not None and d.proc.poll() is None:
-            d.proc.kill()
-            d.proc.wait(10)
-
-
-def _until(predicate: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 def _ids(span: dict[str, Any]) -> tuple[str, str, str | None, str]:
@@ -182,13 +158,13 @@ def test_a_damaged_state_db_is_set_aside_and_the_daemon_starts_empty(
         logs.append(env["root"] / name / "events.jsonl")
     d = env["daemon"]()
     assert_delivered_like_replay(receiver, logs, env["tmp"] / "first")
-    _until(lambda: len(read_checkpoints(env["state"])) == 2, "both checkpoints")
+    _until("both checkpoints", lambda: len(read_checkpoints(env["state"])) == 2, d)
     assert d.terminate() == 0
     damage(env["state"] / DB_FILE)
     receiver.clear()
     d2 = env["daemon"]()
     assert_delivered_like_replay(receiver, logs, env["tmp"] / "again")
-    _until(lambda: len(read_checkpoints(env["state"])) == 2, "both checkpoints again")
+    _until("both checkpoints again", lambda: len(read_checkpoints(env["state"])) == 2, d2)
     assert d2.terminate() == 0
     said = d2.output()
     assert "Traceback" not in said
@@ -229,23 +205,28 @@ def test_status_says_when_the_last_state_write_failed_and_why(
     shutil.copytree(first.parent, env["root"] / "one")
     d = env["daemon"]()
     assert_delivered_like_replay(receiver, [first], env["tmp"] / "one")
-    _until(lambda: len(read_checkpoints(env["state"])) == 1, "the first checkpoint")
+    _until("the first checkpoint", lambda: len(read_checkpoints(env["state"])) == 1, d)
     assert "state writes" not in _status_text(env["state"], capsys)
     with contextlib.closing(sqlite3.connect(env["state"] / DB_FILE, isolation_level=None)) as other:
-        other.execute(
-            "BEGIN IMMEDIATE"
-        )  # another program's write transaction: the daemon's writes get SQLITE_BUSY
+        # Another program's write transaction: the daemon's writes get SQLITE_BUSY.
+        other.execute("BEGIN IMMEDIATE")
         second = CLI_GENERATED / "failing-tool" / "events.jsonl"
         shutil.copytree(second.parent, env["root"] / "two")
         assert_delivered_like_replay(receiver, [first, second], env["tmp"] / "two")
         _until(
-            lambda: _status(env["state"]).get("state_writes_failing", 0) > 0, "a failed write in status.json"
+            "a failed write in status.json",
+            lambda: _status(env["state"]).get("state_writes_failing", 0) > 0,
+            d,
         )
         said = _status_text(env["state"], capsys)
         assert "state writes failing" in said and "database is locked" in said, said
         other.execute("ROLLBACK")
-    _until(lambda: len(read_checkpoints(env["state"])) == 2, "the second checkpoint, once the lock is gone")
-    _until(lambda: _status(env["state"]).get("state_writes_failing") == 0, "writes succeeding in status.json")
+    _until(
+        "the second checkpoint, once the lock is gone", lambda: len(read_checkpoints(env["state"])) == 2, d
+    )
+    _until(
+        "writes succeeding in status.json", lambda: _status(env["state"]).get("state_writes_failing") == 0, d
+    )
     said = _status_text(env["state"], capsys)
     assert "state writes ok; the last failure" in said and "database is locked" in said, said
     capsys.readouterr()
