@@ -281,25 +281,37 @@ class Database:
         Raises:
             StateError: It cannot be set aside, or the new database cannot be written (a full disk, say).
         """
+        try:
+            kept = self._set_aside_for_empty()
+        except sqlite3.Error as error:  # (a full disk, say): one line, never a traceback
+            raise StateError(f"cannot write the state in {self._dir}: {describe(error)}") from error
+        logger.warning(
+            "%s is corrupt (%s); kept as %s. Starting empty; %s", self.path, exc, kept, READ_AS_BACKFILL_SAYS
+        )
+
+    def _set_aside_for_empty(self) -> Path:
+        """Close the connection, rename ``state.db`` aside and connect to a new, empty one; returns where the old
+        one is kept.
+
+        Raises:
+            StateError, sqlite3.Error: It cannot be set aside, or the new database cannot be made or written.
+        """
         path = self.path
         with self._lock:
-            old, self._conn = self._conn, None
-        if old is not None:
-            with contextlib.suppress(sqlite3.Error):
-                old.close()
-        kept = _set_aside(path, _DB_COMPANIONS)
-        self.corrupt_copies.append(kept)
-        logger.warning(
-            "%s is corrupt (%s); kept as %s. Starting empty; %s", path, exc, kept, READ_AS_BACKFILL_SAYS
-        )
-        conn = _connect_fresh(path)
-        try:
-            mark_imported(conn, "not imported: the database was set aside as corrupt")
-        except sqlite3.Error as error:  # (a full disk, say): one line, never a traceback
-            conn.close()
-            raise StateError(f"cannot write the state in {self._dir}: {describe(error)}") from error
-        with self._lock:
+            conn, self._conn = self._conn, None
+            if conn is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+            kept = _set_aside(path, _DB_COMPANIONS)
+            self.corrupt_copies.append(kept)
+            conn = _connect_fresh(path)
+            try:
+                mark_imported(conn, "not imported: the database was set aside as corrupt")
+            except BaseException:
+                conn.close()
+                raise
             self._conn = conn
+        return kept
 
     def recreate(self) -> None:
         """Re-create ``state.db`` in a re-created directory: a copy of the deleted one, read through our
@@ -321,23 +333,14 @@ class Database:
         """A flush met a damaged page: set the database aside and start a new one, which the next flush fills with
         the pending changes (the other files' checkpoints are lost with the old one: they are read again from 0
         at the next start, identical ids)."""
-        path = self.path
-        with self._lock:
-            conn, self._conn = self._conn, None
-            if conn is not None:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.close()
-            try:
-                kept = _set_aside(path, _DB_COMPANIONS)
-                self._conn = _connect_fresh(path)
-                mark_imported(self._conn, "not imported: the database was set aside as corrupt")
-            except (StateError, sqlite3.Error) as again:
-                logger.error("cannot replace the corrupt %s: %s", path, again)
-                return
-        self.corrupt_copies.append(kept)
+        try:
+            kept = self._set_aside_for_empty()
+        except (StateError, sqlite3.Error) as again:
+            logger.error("cannot replace the corrupt %s: %s", self.path, again)
+            return
         logger.error(
             "%s became corrupt (%s); kept as %s and started anew; at the next start %s",
-            path,
+            self.path,
             describe(exc),
             kept,
             READ_AS_BACKFILL_SAYS,
