@@ -309,3 +309,30 @@ def test_a_newline_after_a_restart_does_not_fold_the_last_line_twice(tmp_path: P
     got = Counter((s.trace_id, s.span_id, s.name) for s in [*outbox.spans(), *again.spans()])
     assert set(got) == {(s.trace_id, s.span_id, s.name) for s in _replayed(path)}
     assert [span for span, n in got.items() if n > 1] == []
+
+
+def test_a_newline_after_a_restart_inside_the_prompt_does_not_put_the_last_line_out_twice(
+    tmp_path: Path,
+) -> None:
+    """The first answer folded without its newline while its prompt was still open (its CLI gone, the prompt not
+    idle yet), checkpointed there; after a restart the CLI is resumed and writes on, the newline first: the line
+    it completes is folded again to rebuild the prompt, but what it put out was delivered before."""
+    lines = _public("two-questions").read_bytes().split(b"\n")
+    path = tmp_path / "session-state" / "two-questions.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(b"\n".join(lines[:5]))
+    outbox = ListOutbox()
+    f = FollowedFile(SessionFile.from_path(path), FileTailer(path), _shared(outbox), live=True)
+    f.read(1 << 20)
+    f.fold_unterminated()
+    assert f.has_open_prompt
+    again = ListOutbox()
+    restarted = _restarted(path, outbox.batches[-1][1], again)
+    restarted.read(1 << 20)
+    with path.open("ab") as out:
+        out.write(b"\n" + b"\n".join(lines[5:]))
+    restarted.read(1 << 20)
+    _housekeep(restarted)
+    got = Counter((s.trace_id, s.span_id, s.name) for s in [*outbox.spans(), *again.spans()])
+    assert set(got) == {(s.trace_id, s.span_id, s.name) for s in _replayed(path)}
+    assert [span for span, n in got.items() if n > 1] == []

@@ -149,6 +149,9 @@ class FollowedFile:
         self.suppress_until = suppress_until
         self.fed_unterminated: int | None = None  # start offset of an unterminated last line already folded
         self._unterminated_end = 0  # and its end (the end of the file when it was folded)
+        # Where a last line delivered before a restart starts, when a prompt open before it makes the restart fold
+        # it again: its newline may come first (its CLI resumed), and the line it completes was delivered.
+        self._delivered_unterminated: int | None = None
         if context is not None and UNTERMINATED_KEY in context:
             context = self._restore_unterminated(context)
         self.context = context  # the checkpointed context, until the fold is built
@@ -179,6 +182,7 @@ class FollowedFile:
                     self.fed_unterminated, self._unterminated_end = start, end
                 else:
                     self.suppress_until = max(self.suppress_until, end)
+                    self._delivered_unterminated = start
             case _:  # not ours: the line is folded again, as before this key existed
                 pass
         return context
@@ -249,7 +253,7 @@ class FollowedFile:
             self.context = None
             self.suppress_until = 0
             self.line_number = 0
-            self.fed_unterminated = None
+            self.fed_unterminated = self._delivered_unterminated = None
         fold = self._fold() if batch.lines or batch.end else None
         good = 0
         for item in batch.lines:
@@ -257,6 +261,9 @@ class FollowedFile:
             if self.fed_unterminated is not None and item.start == self.fed_unterminated:
                 self.fed_unterminated = None  # its newline arrived: it was folded already, as the last line
                 continue
+            if item.start == self._delivered_unterminated:
+                self.suppress_until = max(self.suppress_until, item.end)  # folded again, but delivered before
+                self._delivered_unterminated = None
             assert fold is not None
             lines_before = fold.lines
             step = fold.feed(item, self.line_number)
