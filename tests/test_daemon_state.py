@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -31,7 +32,7 @@ from copilot_otel.outbox import Marker
 from copilot_otel.records import SpanRecord
 from copilot_otel.sessions import SessionFile
 from copilot_otel.state import DB_FILE, read_checkpoints
-from copilot_otel.tail import FileTailer
+from copilot_otel.tail import FileTailer, Line
 from tests.conftest import CLI_GENERATED, FIXTURES
 from tests.daemon_process import assert_delivered_like_replay, expected_spans
 from tests.otlp_receiver import OtlpReceiver
@@ -336,3 +337,50 @@ def test_a_newline_after_a_restart_inside_the_prompt_does_not_put_the_last_line_
     got = Counter((s.trace_id, s.span_id, s.name) for s in [*outbox.spans(), *again.spans()])
     assert set(got) == {(s.trace_id, s.span_id, s.name) for s in _replayed(path)}
     assert [span for span, n in got.items() if n > 1] == []
+
+
+def test_a_log_rewritten_whole_under_a_new_inode_is_read_on_from_where_it_was(tmp_path: Path) -> None:
+    """A writer that rewrites its log whole (to a temporary, renamed over it) leaves the same content under a new
+    inode: the tailer drains the old file, then reads the new one on from its offset, nothing ended or reset."""
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"one\ntwo\npart")
+    tailer = FileTailer(path)
+    assert [item.data for item in tailer.read_lines().lines if isinstance(item, Line)] == [b"one", b"two"]
+    temporary = tmp_path / "events.jsonl.tmp"
+    temporary.write_bytes(b"one\ntwo\npartial\nthree\n")
+    os.replace(temporary, path)
+    drained = tailer.read_lines()
+    assert (drained.lines, drained.end, drained.reset, drained.at_eof) == ([], None, None, False)
+    batch = tailer.read_lines()
+    assert batch.lines == [Line(8, 16, b"partial"), Line(16, 22, b"three")] and batch.reset is None
+    assert batch.identity is not None and batch.identity.inode == path.stat().st_ino
+    tailer.close()
+
+
+def _read_to(state: Path, log: Path, lines: list[bytes]) -> bool:
+    """The daemon's checkpoint of ``log`` is at the end of these lines (read, delivered, flushed)."""
+    checkpoint = read_checkpoints(state).get(str(log))
+    return checkpoint is not None and checkpoint.acked_offset == len(b"".join(lines))
+
+
+def test_a_log_rewritten_whole_while_its_prompts_run_is_delivered_like_replay(
+    env: dict[str, Any], receiver: OtlpReceiver
+) -> None:
+    """Audit case S3 as a writer that rewrites its log whole at every step (to a temporary, renamed over it),
+    prompts open at each rewrite: every span once, as replay makes it. Read as a new file each time, the open
+    prompt was closed at every rewrite, its spans sent again with other content."""
+    source = CLI_GENERATED / "subagent" / "events.jsonl"
+    lines = source.read_bytes().splitlines(keepends=True)
+    log = env["root"] / "rewritten" / "events.jsonl"
+    log.parent.mkdir()
+    log.write_bytes(b"".join(lines[:8]))
+    d = env["daemon"]()
+    _until("the log read", functools.partial(_read_to, env["state"], log, lines[:8]), d)
+    temporary = log.with_name("events.jsonl.tmp")
+    for end in range(15, len(lines) + 7, 7):
+        temporary.write_bytes(b"".join(lines[:end]))
+        os.replace(temporary, log)
+        _until("the rewrite read", functools.partial(_read_to, env["state"], log, lines[:end]), d)
+    assert_delivered_like_replay(receiver, [source], env["tmp"])
+    assert len(receiver.spans()) == len(expected_spans([source], env["tmp"] / "again")), "each span once"
+    assert d.terminate() == 0
