@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from . import __version__, display
+from . import __version__, display, sidefiles
 from ._platform import current
 from .act import RunawayActions, SessionView
 from .activity import Detection, PromptRun, Record
@@ -469,6 +469,7 @@ class Daemon:
             state_write_error=self.state.last_failure or "",
             state_write_failed_at=self.state.last_failure_ns / 1e9 if self.state.last_failure_ns else None,
             state_writes_failing=self.state.consecutive_flush_failures,
+            side_files_refused=sidefiles.refusals(),
             runaway_interrupts=dict(actions.stats.interrupts) if actions is not None else None,
             notifications=dict(actions.stats.notifications) if actions is not None else None,
         ).to_dict()
@@ -634,12 +635,9 @@ def _age_s(path: os.PathLike[str]) -> float:
 
 
 def _first_line(path: os.PathLike[str], limit: int = 1 << 20) -> bytes:
-    """The file's first complete line (without its newline), or b"" if there is none within ``limit``."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(limit)
-    except OSError:
-        return b""
+    """The file's first complete line (without its newline), or b"" if there is none within ``limit`` (or it is no
+    longer a regular file: a FIFO put there since the scan must not block the main thread)."""
+    head = sidefiles.read_head(path, "a log's first line", limit) or b""
     end = head.find(b"\n")
     return head[:end] if end >= 0 else b""
 
@@ -648,7 +646,11 @@ def _last_line_boundary(path: os.PathLike[str], size: int) -> int:
     """The offset just after the last ``\\n`` at or before ``size`` (0 if none): where "from now on" starts."""
     if size == 0:
         return 0
-    with open(path, "rb") as fh:
+    try:
+        fh = os.fdopen(current.open_regular(path), "rb")
+    except OSError:
+        return size  # gone, or no longer a regular file, since its stat: the tailer finds out; nothing is exported
+    with fh:
         pos = size
         while pos > 0:
             step = min(65536, pos)

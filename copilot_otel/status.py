@@ -8,11 +8,13 @@ The daemon rewrites ``<state_dir>/status.json`` every few seconds with these key
 of range) and ``detections`` (reason → count), ``last_error``, ``endpoint_error`` (what to fix while the
 endpoint refuses us: credentials, path; empty otherwise), ``destination``, ``discovery`` (``inotify``, ``polling``, or
 ``polling (inotify watches exhausted)``), ``dead_letters`` and ``dead_letter_file`` (what the dead-letter file
-holds now), ``open_files_cap``, ``reads_deferred_no_descriptor``, ``state_flush_failures``, ``state_write_error``
-and ``state_write_failed_at`` (the last failed write of the checkpoints: why, and when; kept after writes succeed
-again), ``state_writes_failing`` (failures since the last write that succeeded) and ``open_prompts`` (session id,
-start, last event, turns and tool calls of each prompt still open). The file is read here directly (it is informational, not
-a checkpoint), and a daemon counts as running only while the process it names is alive.
+holds now), ``open_files_cap``, ``reads_deferred_no_descriptor``, ``side_files_refused`` (files read beside a log
+that were not: a FIFO or device in their place, too large, unreadable; by reason), ``state_flush_failures``,
+``state_write_error`` and ``state_write_failed_at`` (the last failed write of the checkpoints: why, and when; kept
+after writes succeed again), ``state_writes_failing`` (failures since the last write that succeeded) and
+``open_prompts`` (session id, start, last event, turns and tool calls of each prompt still open). The file is read
+here directly (it is informational, not a checkpoint), and a daemon counts as running only while the process it
+names is alive.
 
 A daemon that has just started has written no status yet (the first comes after a few seconds): when the
 state dir's lock names a live process, it is reported as starting, not as gone. Run from a shell whose
@@ -333,6 +335,8 @@ def _table(status: Mapping[str, Any], now: float, dead_letters: str | None = Non
     table.add_row("lines dropped", _by_reason(status.get("lines_dropped"), "yellow"))
     if status.get("values_dropped"):
         table.add_row("values dropped", _by_reason(status.get("values_dropped"), "yellow"))
+    if status.get("side_files_refused"):
+        table.add_row("side files not read", _by_reason(status.get("side_files_refused"), "yellow"))
     table.add_row("detections", _by_reason(status.get("detections"), "bold red"))
     updated = _number(status.get("updated_at"))
     if updated:

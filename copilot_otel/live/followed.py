@@ -299,8 +299,13 @@ class FollowedFile:
             self.tail_bytes = seen is not None and seen[1] > batch.offset
         elif replaced:
             self.tail_bytes = False
-        if deleted:
+        if deleted and not self.deleted:
             self.deleted = True
+            # Interactive Claude Code deletes a sub-agent's file seconds after the sub-agent ends: said, once.
+            if batch.offset:
+                logger.info("%s was deleted; the %s bytes read of it are kept", self.key, f"{batch.offset:,}")
+            else:
+                logger.info("%s was deleted before a line of it was read", self.key)
         return ReadOutcome(Read.READ, spans)
 
     def fold_unterminated(self) -> ReadOutcome:

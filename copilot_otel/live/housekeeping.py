@@ -249,6 +249,8 @@ class DaemonStatus:
     state_write_error: str
     state_write_failed_at: float | None
     state_writes_failing: int
+    # Files read beside a log that were not read (a FIFO or /dev/zero in place of a .meta.json), by reason.
+    side_files_refused: dict[str, int]
     runaway_interrupts: dict[str, int] | None = None
     notifications: dict[str, int] | None = None
 

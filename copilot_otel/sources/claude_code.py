@@ -42,6 +42,7 @@ import orjson
 
 from ..events import Dropped, Event, _dict, _int, _str, count, flag, raw, text
 from ..records import BadLine, RecordBase, record
+from ..sidefiles import read_whole
 from . import LogKind, Source, SourceLog, ToolOutcome, decode, source_root, time_of, walk_logs
 
 __all__ = [
@@ -122,12 +123,21 @@ class SubagentMeta(RecordBase):
     spawn_depth: int | None
 
 
+# A sub-agent's .meta.json is ~120 bytes (its type, description and the tool call that started it).
+META_MAX_BYTES = 64 * 1024
+
+
 def read_meta(path: Path) -> SubagentMeta | None:
-    """The ``.meta.json`` beside a sub-agent file (``agent-<id>.jsonl``); ``None`` when missing or unreadable."""
+    """The ``.meta.json`` beside a sub-agent file (``agent-<id>.jsonl``); ``None`` when missing or unreadable, or
+    when it is no regular file of at most :data:`META_MAX_BYTES` (a FIFO or a link to ``/dev/zero`` in its place:
+    said once, see :mod:`copilot_otel.sidefiles`)."""
     meta = path.with_name(path.name[: -len(".jsonl")] + ".meta.json") if path.suffix == ".jsonl" else path
+    blob = read_whole(meta, "a sub-agent's .meta.json", META_MAX_BYTES)
+    if blob is None:
+        return None
     try:
-        obj = orjson.loads(meta.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        obj = orjson.loads(blob)
+    except orjson.JSONDecodeError:
         return None
     if not isinstance(obj, dict):
         return None

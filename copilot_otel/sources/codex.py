@@ -39,6 +39,7 @@ import orjson
 
 from ..events import Dropped, Event, _dict, _int, _str, count, raw, text
 from ..records import BadLine, RecordBase, record
+from ..sidefiles import read_head
 from . import LogKind, Source, SourceLog, ToolOutcome, decode, source_root, time_of, walk_logs
 
 __all__ = [
@@ -118,11 +119,9 @@ _SESSION_ID = re.compile(rb'"session_id"\s*:\s*"([^"]+)"')
 def root_session(path: Path) -> str | None:
     """The session a rollout's thread belongs to: its ``session_meta``'s ``session_id``, which a sub-agent's thread
     shares with the thread that spawned it (at any depth, the root's), read from the file's first 4 KB; ``None``:
-    unreadable or not said (then the thread is a session of its own)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(HEAD_BYTES)
-    except OSError:
+    unreadable, not a regular file (said once) or not said (then the thread is a session of its own)."""
+    head = read_head(path, "a rollout's session_meta", HEAD_BYTES)
+    if head is None:
         return None
     found = _SESSION_ID.search(head.split(b"\n", 1)[0])
     return found.group(1).decode("utf-8", "replace").lower() if found else None
