@@ -36,7 +36,7 @@ from copilot_otel.tail import FileTailer, Line
 from tests.conftest import CLI_GENERATED, FIXTURES
 from tests.daemon_process import assert_delivered_like_replay, expected_spans
 from tests.otlp_receiver import OtlpReceiver
-from tests.test_daemon import env
+from tests.test_daemon import _status, env
 from tests.test_daemon_wording import _until
 from tests.test_followed import ListOutbox, _key, _replayed, _shared
 
@@ -178,14 +178,6 @@ def test_a_damaged_state_db_is_set_aside_and_the_daemon_starts_empty(
     assert d3.output().count("is corrupt") == 1, "the next start finds a sound state"
 
 
-def _status(state: Path) -> dict[str, Any]:
-    try:
-        doc: dict[str, Any] = json.loads((state / "status.json").read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        return {}
-    return doc
-
-
 def _status_text(state: Path, capsys: pytest.CaptureFixture[str]) -> str:
     capsys.readouterr()
     assert main(["status", "--state-dir", str(state)]) == 0
@@ -288,9 +280,12 @@ def test_a_folded_unterminated_line_is_put_out_once_from_every_acknowledged_poin
         assert sorted(before + after) == expected, f"restart at batch {cut} of {len(outbox.batches)}"
 
 
-def test_a_newline_after_a_restart_does_not_fold_the_last_line_twice(tmp_path: Path) -> None:
-    """The first answer folded without its newline, its prompt closed and checkpointed; after a restart the CLI
-    writes on (its newline first, then the next prompt): the line is not folded again."""
+@pytest.mark.parametrize("closed", [True, False], ids=["prompt-closed", "prompt-open"])
+def test_a_newline_after_a_restart_does_not_put_the_last_line_out_twice(tmp_path: Path, closed: bool) -> None:
+    """The first answer folded without its newline, checkpointed with its prompt closed (idle), or still open (its
+    CLI gone, the prompt not idle yet); after a restart the CLI is resumed and writes on, the newline first. Closed,
+    the line is not folded again (and needs no owner or idle check meanwhile); open, it is folded again to rebuild
+    the prompt, but what it put out was delivered before."""
     lines = _public("two-questions").read_bytes().split(b"\n")
     path = tmp_path / "session-state" / "two-questions.jsonl"
     path.parent.mkdir()
@@ -298,38 +293,13 @@ def test_a_newline_after_a_restart_does_not_fold_the_last_line_twice(tmp_path: P
     outbox = ListOutbox()
     f = FollowedFile(SessionFile.from_path(path), FileTailer(path), _shared(outbox), live=True)
     f.read(1 << 20)
-    _housekeep(f)
-    again = ListOutbox()
-    restarted = _restarted(path, outbox.batches[-1][1], again)
-    restarted.read(1 << 20)
-    assert not restarted.needs_attention, "a folded last line needs no owner or idle check"
-    with path.open("ab") as out:
-        out.write(b"\n" + b"\n".join(lines[5:]))
-    restarted.read(1 << 20)
-    _housekeep(restarted)
-    got = Counter((s.trace_id, s.span_id, s.name) for s in [*outbox.spans(), *again.spans()])
-    assert set(got) == {(s.trace_id, s.span_id, s.name) for s in _replayed(path)}
-    assert [span for span, n in got.items() if n > 1] == []
-
-
-def test_a_newline_after_a_restart_inside_the_prompt_does_not_put_the_last_line_out_twice(
-    tmp_path: Path,
-) -> None:
-    """The first answer folded without its newline while its prompt was still open (its CLI gone, the prompt not
-    idle yet), checkpointed there; after a restart the CLI is resumed and writes on, the newline first: the line
-    it completes is folded again to rebuild the prompt, but what it put out was delivered before."""
-    lines = _public("two-questions").read_bytes().split(b"\n")
-    path = tmp_path / "session-state" / "two-questions.jsonl"
-    path.parent.mkdir()
-    path.write_bytes(b"\n".join(lines[:5]))
-    outbox = ListOutbox()
-    f = FollowedFile(SessionFile.from_path(path), FileTailer(path), _shared(outbox), live=True)
-    f.read(1 << 20)
     f.fold_unterminated()
-    assert f.has_open_prompt
+    if closed:
+        f.close_prompt("idle_timeout")
     again = ListOutbox()
     restarted = _restarted(path, outbox.batches[-1][1], again)
     restarted.read(1 << 20)
+    assert restarted.needs_attention is not closed
     with path.open("ab") as out:
         out.write(b"\n" + b"\n".join(lines[5:]))
     restarted.read(1 << 20)
