@@ -55,6 +55,7 @@ from .statedb import (
     DB_FILE,
     Checkpoint,
     CheckpointSummary,
+    Corrupt,
     Database,
     LoadOutcome,
     Pending,
@@ -126,6 +127,10 @@ class StateStore:
         """The last flush failure as text, cleared by a successful flush."""
         self.last_flush_ns: int | None = None
         """Wall-clock time of the last successful flush."""
+        self.last_failure: str | None = None
+        """The last flush failure as text, kept after later flushes succeed (what ``status`` says of it)."""
+        self.last_failure_ns: int | None = None
+        """Wall-clock time of the last flush failure."""
         self.rows_written = 0
         """Rows inserted, updated or deleted by the flushes since startup, as the database counts them (with the
         ``meta`` row a forced flush writes)."""
@@ -170,7 +175,7 @@ class StateStore:
                 return entry[0] if entry is not None else None
         try:
             return self._database.get(key)
-        except (sqlite3.Error, orjson.JSONDecodeError, TypeError) as exc:
+        except (sqlite3.Error, orjson.JSONDecodeError, TypeError, Corrupt) as exc:
             self._read_failed(key, exc)
             return None
 
@@ -233,12 +238,20 @@ class StateStore:
         """The checkpoints split for start-up: those taken at their file's end with a stat (path → the hash of
         ``(inode, size, mtime_ns)``) and the paths of the others (pending changes included).
 
+        A database found damaged on the way (a damaged page, a row no flush writes) is set aside and the store
+        starts empty, as one found so at open: :attr:`load_outcome` says so.
+
         Raises:
-            StateError: The database cannot be read.
+            StateError: The database cannot be read, or a damaged one cannot be replaced.
         """
         with self._lock:
             pending = dict(self._pending)
-        known, others = self._database.settled()
+        try:
+            known, others = self._database.settled()
+        except Corrupt as exc:
+            self._database.start_empty(exc)
+            self.load_outcome = LoadOutcome.EMPTY_AFTER_CORRUPTION
+            known, others = {}, []
         if pending:
             others = [key for key in others if key not in pending]
             for key, entry in pending.items():
@@ -432,7 +445,8 @@ class StateStore:
     def _flush_failed(self, exc: sqlite3.Error) -> None:
         self.flush_failures += 1
         self.consecutive_flush_failures += 1
-        self.last_flush_error = describe(exc)
+        self.last_flush_error = self.last_failure = describe(exc)
+        self.last_failure_ns = time.time_ns()
         self._warn_limited(
             "flush",
             "cannot write the state in %s: %s; keeping the last good state, will retry (%d consecutive failures)",

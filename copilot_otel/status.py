@@ -10,9 +10,12 @@ version: ``agent``, ``cli_version``, ``kinds`` kind → count) and ``detections`
 ``endpoint_error`` (what to fix while the endpoint refuses us: credentials, path; empty otherwise), ``destination``, ``discovery`` (``inotify``, ``polling``, or
 ``polling (inotify watches exhausted)``), ``dead_letters`` and ``dead_letter_file`` (what the dead-letter file
 holds now), ``open_files_cap``, ``reads_deferred_no_descriptor``, ``side_files_refused`` (files read beside a log
-that were not: a FIFO or device in their place, too large, unreadable; by reason) and ``open_prompts`` (session
-id, start, last event, turns and tool calls of each prompt still open). The file is read here directly (it is informational, not
-a checkpoint), and a daemon counts as running only while the process it names is alive.
+that were not: a FIFO or device in their place, too large, unreadable; by reason), ``state_flush_failures``,
+``state_write_error`` and ``state_write_failed_at`` (the last failed write of the checkpoints: why, and when; kept
+after writes succeed again), ``state_writes_failing`` (failures since the last write that succeeded) and
+``open_prompts`` (session id, start, last event, turns and tool calls of each prompt still open). The file is read
+here directly (it is informational, not a checkpoint), and a daemon counts as running only while the process it
+names is alive.
 
 A daemon that has just started has written no status yet (the first comes after a few seconds): when the
 state dir's lock names a live process, it is reported as starting, not as gone. Run from a shell whose
@@ -326,6 +329,9 @@ def _table(status: Mapping[str, Any], now: float, dead_letters: str | None = Non
     error = status.get("last_error")
     if error and error != endpoint:
         table.add_row("last error", Text(str(error), style="red"))
+    state = _state_writes(status, now)
+    if state is not None:
+        table.add_row("state writes", state)
     table.add_row("lines read", _count(status.get("lines_read")))
     table.add_row("lines dropped", _by_reason(status.get("lines_dropped"), "yellow"))
     if status.get("values_dropped"):
@@ -352,6 +358,26 @@ def _not_read_lines(rows: object) -> list[str]:
         for row in rows
         if isinstance(row, Mapping) and isinstance(row.get("kinds"), Mapping) and row["kinds"]
     ]
+
+
+def _state_writes(status: Mapping[str, Any], now: float) -> Text | None:
+    """How the checkpoints' writes go: failing now (what is held in memory is retried every second), or when the
+    last one failed and why; ``None`` when none ever failed (or the daemon is older than these keys)."""
+    from rich.text import Text
+
+    error = status.get("state_write_error")
+    if not error:
+        return None
+    failed_at = _number(status.get("state_write_failed_at"))
+    when = f"{_span(now - failed_at)} ago ({_when(failed_at)})" if failed_at else "at an unknown time"
+    failing = int(_number(status.get("state_writes_failing")) or 0)
+    if failing:
+        return Text(
+            f"failing ({failing:,} in a row, the last {when}): {error}; the checkpoints are held in memory and "
+            "written again every second",
+            style="bold red",
+        )
+    return Text(f"ok; the last failure {when}: {error}", style="yellow")
 
 
 def _number(value: object) -> float | None:

@@ -13,6 +13,12 @@ marker of the file were delivered (:meth:`FollowedFile.acked`). After a restart 
 ending at or before the acknowledged offset is suppressed: ids and times come from the events, so what is
 re-emitted is byte-identical to what a crash may have cut off.
 
+A last line that never gets its newline (Copilot CLI 0.0.354 wrote the newline *before* each event, so its logs
+always end so) is folded once its CLI is gone, but a checkpoint never splits a line: the checkpoint stays before
+it and says in its context (:data:`UNTERMINATED_KEY`) that the line was folded, and whether the context already
+holds it. A restart then neither folds it again over a context that holds it (its prompt would open a second
+time, under a new id) nor closes its prompt again.
+
 Time: every idle decision here uses the monotonic clock (a wall-clock step of an hour must not close a live
 prompt); the only wall-clock reading is the age of a file found on disk, converted once when it is first seen.
 """
@@ -37,15 +43,27 @@ from ..ratelimit import RateLimitedLog
 from ..records import BadLine, DropReason, LogRecord, SpanRecord
 from ..route import Router
 from ..sessions import SessionFile
-from ..tail import FileIdentity, FileTailer, Line, TooLong
+from ..tail import EndReason, FileIdentity, FileTailer, Line, TooLong
 from ..window import PromptWindow
 
-__all__ = ["IDLE_CLOSE_S", "FollowedFile", "Listener", "Outbox", "Read", "ReadOutcome", "Shared"]
+__all__ = [
+    "IDLE_CLOSE_S",
+    "UNTERMINATED_KEY",
+    "FollowedFile",
+    "Listener",
+    "Outbox",
+    "Read",
+    "ReadOutcome",
+    "Shared",
+]
 
 logger = logging.getLogger("copilot_otel.daemon")
 
 # A file with no new line for this long has its descriptor closed (it is reopened on the next change).
 IDLE_CLOSE_S = 60.0
+# In a checkpoint's context: the unterminated last line folded already, as [start, end, the context holds it].
+# (The session context ignores keys it does not know; the followed file takes this one out before folding.)
+UNTERMINATED_KEY = "unterminated"
 
 Outgoing = list[SpanRecord | LogRecord]
 
@@ -128,8 +146,15 @@ class FollowedFile:
         self.shared = shared
         self.router = shared.router
         self.fold: Pipeline | None = None
-        self.context = context  # the checkpointed context, until the fold is built
         self.suppress_until = suppress_until
+        self.fed_unterminated: int | None = None  # start offset of an unterminated last line already folded
+        self._unterminated_end = 0  # and its end (the end of the file when it was folded)
+        # Where a last line delivered before a restart starts, when a prompt open before it makes the restart fold
+        # it again: its newline may come first (its CLI resumed), and the line it completes was delivered.
+        self._delivered_unterminated: int | None = None
+        if context is not None and UNTERMINATED_KEY in context:
+            context = self._restore_unterminated(context)
+        self.context = context  # the checkpointed context, until the fold is built
         self.live = live
         self.pending = True  # there may be unread data
         self.seq = 0
@@ -144,8 +169,23 @@ class FollowedFile:
         self.line_number = 0
         self.deleted = False
         self.tail_bytes = False  # bytes after the last newline at the last read (a line not yet terminated)
-        self.fed_unterminated: int | None = None  # start offset of an unterminated last line already folded
         self._log = shared.log
+
+    def _restore_unterminated(self, context: dict[str, Any]) -> dict[str, Any]:
+        """Take the folded unterminated line out of a checkpointed context: when the context holds it, it is not
+        folded again; else (a prompt open before it is re-folded) its emissions were delivered: suppressed."""
+        context = dict(context)
+        found = context.pop(UNTERMINATED_KEY)
+        match found:
+            case [int(start), int(end), bool(held)] if 0 <= start <= end:
+                if held:
+                    self.fed_unterminated, self._unterminated_end = start, end
+                else:
+                    self.suppress_until = max(self.suppress_until, end)
+                    self._delivered_unterminated = start
+            case _:  # not ours: the line is folded again, as before this key existed
+                pass
+        return context
 
     # ------------------------------------------------------------------ state the tracker reads
     @property
@@ -157,8 +197,13 @@ class FollowedFile:
 
     @property
     def needs_attention(self) -> bool:
-        """The owner/idle checks apply: an open prompt, or a last line without its newline."""
-        return self.tail_bytes or self.has_open_prompt
+        """The owner/idle checks apply: an open prompt, or a last line without its newline not folded yet."""
+        return self.unterminated_waiting or self.has_open_prompt
+
+    @property
+    def unterminated_waiting(self) -> bool:
+        """The last line has no newline (yet) and was not folded: it is, once the file is quiet and its CLI gone."""
+        return self.tail_bytes and self.fed_unterminated is None
 
     @property
     def settled(self) -> bool:
@@ -170,7 +215,6 @@ class FollowedFile:
             and not self.tailer.is_open
             and self.fold is None
             and not self.needs_attention
-            and self.fed_unterminated is None
             and self.next_ack_seq == self.seq + 1
             and not self._delivered
         )
@@ -209,7 +253,7 @@ class FollowedFile:
             self.context = None
             self.suppress_until = 0
             self.line_number = 0
-            self.fed_unterminated = None
+            self.fed_unterminated = self._delivered_unterminated = None
         fold = self._fold() if batch.lines or batch.end else None
         good = 0
         for item in batch.lines:
@@ -217,6 +261,9 @@ class FollowedFile:
             if self.fed_unterminated is not None and item.start == self.fed_unterminated:
                 self.fed_unterminated = None  # its newline arrived: it was folded already, as the last line
                 continue
+            if item.start == self._delivered_unterminated:
+                self.suppress_until = max(self.suppress_until, item.end)  # folded again, but delivered before
+                self._delivered_unterminated = None
             assert fold is not None
             lines_before = fold.lines
             step = fold.feed(item, self.line_number)
@@ -233,7 +280,7 @@ class FollowedFile:
                 spans += self._collect(fold.close(closed_for(batch.end)), out, force=True)
                 self.fold = None
         context = None
-        deleted = batch.end is not None and batch.end.value == "deleted"
+        deleted = batch.end is EndReason.DELETED
         # The first read of a file always leaves a marker, lines or not: a log skipped to its end (backfill none, or
         # an empty one) is then checkpointed too, and a restart knows it by its stat instead of reading it again.
         if batch.lines or out or batch.reset is not None or batch.end is not None or self.seq == 0:
@@ -243,11 +290,17 @@ class FollowedFile:
             self.context, self.fold = context, None
         if fold is not None:  # records of kinds its reader does not read: said once per CLI version
             self.router.not_read(self.key, fold.take_not_read(final=self.fold is None))
-        self.pending = not batch.at_eof
-        if batch.at_eof:
+        # A log replaced under its name (written to a temporary and renamed over it): the old file was read to its
+        # end, the new one is read now. Left to a notification, it would wait until it grows: the stat the daemon
+        # compares is already the new file's.
+        replaced = batch.end is EndReason.REPLACED
+        self.pending = not batch.at_eof or replaced
+        if batch.at_eof and not replaced:
             self.live = True
             seen = self.tailer.last_seen
             self.tail_bytes = seen is not None and seen[1] > batch.offset
+        elif replaced:
+            self.tail_bytes = False
         if deleted and not self.deleted:
             self.deleted = True
             # Interactive Claude Code deletes a sub-agent's file seconds after the sub-agent ends: said, once.
@@ -261,8 +314,8 @@ class FollowedFile:
         """Fold a last line that never got its newline (the CLI was killed, or an old log), as ``replay`` does.
 
         The caller has checked that the file has been quiet and its CLI is gone. The offset stays before the line
-        (a checkpoint never splits a line), so after a restart it is folded again, identically; if its newline
-        arrives later it is not folded twice.
+        (a checkpoint never splits a line) and the checkpoint says the line was folded (:data:`UNTERMINATED_KEY`),
+        so a restart does not fold it twice; nor is it folded twice if its newline arrives later.
         """
         try:
             item = self.tailer.read_unterminated()
@@ -282,7 +335,7 @@ class FollowedFile:
         self.router.read(fold.lines - lines_before)
         out: Outgoing = []
         self._collect(step, out)
-        self.fed_unterminated = item.start
+        self.fed_unterminated, self._unterminated_end = item.start, item.end
         self._enqueue(out, self.tailer.offset, self.tailer.identity)
         return ReadOutcome(Read.READ)
 
@@ -352,6 +405,12 @@ class FollowedFile:
         else:
             safe, context = resume
         self.seq += 1
+        stored = context
+        if self.fed_unterminated is not None and context is not None:
+            # The checkpoint stays before the folded unterminated line: it says the line was folded, and whether
+            # its context holds it (nothing open) or a restart re-folds it (its emissions then suppressed).
+            held = resume is None
+            stored = {**context, UNTERMINATED_KEY: [self.fed_unterminated, self._unterminated_end, held]}
         seen = self.tailer.last_seen
         size, mtime_ns = (seen[1], seen[2]) if seen is not None else (0, 0)
         # Lines re-read after a restart were delivered before: the acknowledged offset never goes back.
@@ -360,7 +419,7 @@ class FollowedFile:
             self.seq,
             max(offset, self.suppress_until),
             min(safe, offset),
-            context,
+            stored,
             identity,
             forget,
             size,

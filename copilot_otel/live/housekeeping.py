@@ -78,18 +78,19 @@ class Housekeeping:
 
     def close_abandoned(self) -> None:
         """Close prompts whose CLI is gone (``inuse.<pid>.lock`` names a dead process) or that idled too long; fold
-        a last line left without its newline once its file has been quiet and its CLI is gone."""
+        a last line left without its newline once its file has been quiet and its CLI is gone, or idled out.
+
+        The line is folded before its prompt is closed, as ``replay`` folds it before the end of the file closes
+        the prompt: closed first, the prompt would miss it, and the line would open a prompt of its own.
+        """
         tracker = self.tracker
         now = self._clock()
         for f in tracker.attending():
             if f.pending:
                 continue
             idle_s = f.idle_s(now)
-            if (
-                f.tail_bytes
-                and f.fed_unterminated is None
-                and idle_s >= OWNER_GRACE_S
-                and not _owner_alive(f)
+            if f.unterminated_waiting and (
+                idle_s >= self.idle_timeout_s or (idle_s >= OWNER_GRACE_S and not _owner_alive(f))
             ):
                 self._fold_unterminated(f)
             if not f.has_open_prompt:
@@ -243,6 +244,11 @@ class DaemonStatus:
     open_files_cap: int
     reads_deferred_no_descriptor: int
     state_flush_failures: int
+    # The last failed write of the checkpoints (why, and when: Unix seconds), kept after writes succeed again, and
+    # the failures since the last write that succeeded (0: the state on disk is current).
+    state_write_error: str
+    state_write_failed_at: float | None
+    state_writes_failing: int
     # Files read beside a log that were not read (a FIFO or /dev/zero in place of a .meta.json), by reason.
     side_files_refused: dict[str, int]
     runaway_interrupts: dict[str, int] | None = None
