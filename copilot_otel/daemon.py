@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from . import __version__, display
+from . import __version__, display, sidefiles
 from ._platform import current
 from .act import RunawayActions, SessionView
 from .activity import Detection, PromptRun, Record
@@ -466,8 +466,10 @@ class Daemon:
             open_files_cap=self.tracker.fd_cap,
             reads_deferred_no_descriptor=self.tracker.fd_exhausted,
             state_flush_failures=self.state.flush_failures,
+            side_files_refused=sidefiles.refusals(),
             runaway_interrupts=dict(actions.stats.interrupts) if actions is not None else None,
             notifications=dict(actions.stats.notifications) if actions is not None else None,
+            records_not_read=health.not_read_rows(),
         ).to_dict()
 
     def _write_status(self) -> None:
@@ -631,12 +633,9 @@ def _age_s(path: os.PathLike[str]) -> float:
 
 
 def _first_line(path: os.PathLike[str], limit: int = 1 << 20) -> bytes:
-    """The file's first complete line (without its newline), or b"" if there is none within ``limit``."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(limit)
-    except OSError:
-        return b""
+    """The file's first complete line (without its newline), or b"" if there is none within ``limit`` (or it is no
+    longer a regular file: a FIFO put there since the scan must not block the main thread)."""
+    head = sidefiles.read_head(path, "a log's first line", limit) or b""
     end = head.find(b"\n")
     return head[:end] if end >= 0 else b""
 
@@ -645,7 +644,11 @@ def _last_line_boundary(path: os.PathLike[str], size: int) -> int:
     """The offset just after the last ``\\n`` at or before ``size`` (0 if none): where "from now on" starts."""
     if size == 0:
         return 0
-    with open(path, "rb") as fh:
+    try:
+        fh = os.fdopen(current.open_regular(path), "rb")
+    except OSError:
+        return size  # gone, or no longer a regular file, since its stat: the tailer finds out; nothing is exported
+    with fh:
         pos = size
         while pos > 0:
             step = min(65536, pos)

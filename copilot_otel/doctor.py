@@ -34,10 +34,11 @@ from .config import Config, capture_state, describe
 from .deadletter import describe as describe_dead_letters
 from .errors import CopilotOtelError, SourceError, StateError
 from .export import Delivery, Signal
-from .library import AGENT_TITLES, setting_flag, source_logs
+from .library import AGENT_TITLES, NOT_READ_LOGS, discover, not_read_in, setting_flag, source_logs
 from .metrics import Aggregator
 from .project import catalog
 from .records import LogRecord, Severity, SpanKind, SpanRecord
+from .roots import not_read_line
 from .sessions import pid_alive, scan_root, unreadable_sessions
 from .sources import LogKind, Source, agent_roots, loop_source
 from .state import StateStore, stored_checkpoints
@@ -135,6 +136,7 @@ def run_checks(config: Config, timeout_s: float = 10.0) -> Iterator[Check]:
         else _switched_off(config, "copilot")
     )
     yield from _other_agents(config)
+    yield from _not_read(config)
     if config.endpoint is None:
         yield Check(
             Mark.OK,
@@ -407,6 +409,31 @@ def _agent_logs(what: str, source: Source, logs: Path, flag: str) -> Check:
             "they are skipped until its reader is wired",
         )
     return Check(Mark.OK, what, text)
+
+
+def _not_read(config: Config) -> Iterator[Check]:
+    """Drift: one line per agent and CLI version whose newest logs hold records of kinds its reader does not
+    read (what those say is not exported); nothing when no log is found (the lines above say where)."""
+    try:
+        sessions = discover(config, subagents=True).sessions
+    except SourceError:
+        return  # the session logs' line says why
+    if not sessions:
+        return
+    found = not_read_in(sessions)
+    if not found:
+        yield Check(
+            Mark.OK, "record kinds", f"every kind in each agent's {NOT_READ_LOGS} newest logs is read"
+        )
+        return
+    for (agent, version), kinds in sorted(found.items(), key=lambda item: str(item[0])):
+        yield Check(
+            Mark.WARN,
+            "record kinds",
+            not_read_line(agent, version, kinds),
+            "what they say is not exported; docs/other-agents.md lists the CLI versions each reader was "
+            "recorded against",
+        )
 
 
 def _writable_file(what: str, path: Path, note: str) -> Check:

@@ -41,7 +41,16 @@ from .records import NUMBER_MAX, DropReason, RecordBase, record
 
 T = TypeVar("T")
 
-__all__ = ["CLASSES", "Dropped", "Event", "Field", "json_type"]
+__all__ = [
+    "CLASSES",
+    "Dropped",
+    "Event",
+    "Field",
+    "json_type",
+    "not_read_of",
+    "note_not_read",
+    "note_version",
+]
 
 
 # ---------------------------------------------------------------------------------------------- coercion
@@ -53,6 +62,32 @@ def _str(value: Any) -> str | None:
 # reader's list (parse's caller gives one per log, the loop's), so a field read later, while the loop keeps the
 # event, is still that log's drop; the pipeline returns them with the step of the line being folded.
 Dropped = list[tuple[DropReason, str]]
+
+
+# Between a not-read note's kind and the version its record names (a character no kind or version holds).
+_VERSION_MARK = "\x1f"
+
+
+def note_not_read(dropped: Dropped, kind: str, version: object = None) -> None:
+    """Note in ``dropped`` that a record of ``kind`` is not read by its reader (``DropReason.NOT_READ``), with the
+    CLI version the record itself names, when it names one (Claude Code's do); the pipeline takes the note out of
+    the line's dropped values into its counts (:class:`~copilot_otel.records.NotRead`). Called only for such a
+    record: a record the reader knows costs nothing."""
+    detail = f"{kind}{_VERSION_MARK}{version}" if version.__class__ is str and version else kind
+    dropped.append((DropReason.NOT_READ, detail))
+
+
+def note_version(dropped: Dropped, version: object) -> None:
+    """Note the CLI version a log names where no session start tells the loop (a Codex sub-agent's rollout): a
+    not-read note with no kind, which dates the log's not-read records and is not counted itself."""
+    if version.__class__ is str and version:
+        dropped.append((DropReason.NOT_READ, f"{_VERSION_MARK}{version}"))
+
+
+def not_read_of(detail: str) -> tuple[str, str | None]:
+    """A not-read note's detail (:func:`note_not_read`) → its kind and the version its record named."""
+    kind, _, version = detail.partition(_VERSION_MARK)
+    return kind, version or None
 
 
 def json_type(value: object) -> str:

@@ -31,6 +31,7 @@ from .config import SETTINGS, Config
 from .errors import SourceError, UnreadableError
 from .pipeline import COPILOT_ROOT, Pipeline
 from .records import BadLine
+from .roots import AGENT_TITLES
 from .sessions import (
     SessionFile,
     require_session_folder,
@@ -54,6 +55,7 @@ from .sources import (
 )
 
 __all__ = [
+    "AGENT_TITLES",
     "COPILOT",
     "Discovery",
     "SessionRecords",
@@ -62,6 +64,7 @@ __all__ = [
     "grouped_ids",
     "home_relative",
     "iter_sessions",
+    "not_read_in",
     "other_agent_logs",
     "read_log",
     "read_session",
@@ -76,13 +79,6 @@ logger = logging.getLogger(__name__)
 
 #: The ``agents`` setting's name for GitHub Copilot CLI (the others are :class:`~copilot_otel.sources.Source`'s).
 COPILOT = "copilot"
-# How each agent is named in what users read.
-AGENT_TITLES = {
-    COPILOT: "Copilot CLI",
-    Source.CLAUDE_CODE.value: "Claude Code",
-    Source.CODEX.value: "Codex CLI",
-    Source.GEMINI.value: "Gemini CLI",
-}
 
 
 @dataclass
@@ -187,6 +183,41 @@ def _read(session: SessionFile, settings: FoldSettings) -> SessionRecords:
         out.records.extend(pipeline.close("file_ended").records)
         out.lines += pipeline.lines
     return out
+
+
+# How many of each agent's newest logs :func:`not_read_in` reads: the newest were written by the newest CLI.
+NOT_READ_LOGS = 20
+
+
+def not_read_in(
+    sessions: Iterable[SessionFile], newest: int = NOT_READ_LOGS
+) -> dict[tuple[str, str | None], dict[str, int]]:
+    """Drift on disk (``doctor``): the records of kinds their reader does not read in each agent's ``newest`` logs
+    (by modification time), per (agent, CLI version): records by kind. A log that cannot be read is passed over
+    (``doctor`` says so in its own line)."""
+    by_agent: dict[str, list[tuple[float, SessionFile]]] = {}
+    for session in sessions:
+        try:
+            mtime = session.path.stat().st_mtime
+        except OSError:
+            continue
+        by_agent.setdefault(agent_of(session), []).append((mtime, session))
+    found: dict[tuple[str, str | None], dict[str, int]] = {}
+    settings = FoldSettings()
+    for logs in by_agent.values():
+        logs.sort(key=lambda item: (item[0], str(item[1].path)), reverse=True)
+        for _mtime, session in logs[:newest]:
+            pipeline = Pipeline.for_session(session, settings, project=False)
+            try:
+                for _step in pipeline.feed_file(session.path):
+                    pass
+            except SourceError:
+                continue
+            pipeline.close("file_ended")
+            for note in pipeline.take_not_read(final=True):
+                kinds = found.setdefault((note.agent, note.cli_version), {})
+                kinds[note.kind] = kinds.get(note.kind, 0) + note.records
+    return found
 
 
 # ---------------------------------------------------------------------------------------------- discovery

@@ -34,11 +34,11 @@ from .agentloop import AgentLoop, FoldSettings, LiveStats, RunawayThresholds, Se
 from .config import Config
 from .content import ContentKind
 from .errors import SourceError
-from .events import Event
+from .events import Event, not_read_of
 from .loop.core import COPILOT_AGENT
 from .parse import parse_line
 from .project import Projector
-from .records import BadLine, DropReason, Emission
+from .records import BadLine, DropReason, Emission, NotRead
 from .sessions import SessionFile, read_workspace, session_title
 from .sources import Framer, LoopSource, loop_source, sniff
 from .tail import (
@@ -243,6 +243,11 @@ class Pipeline:
         # Which agent wrote the log is which reader reads it (a sub-agent's own file has no session start to say it).
         agent = source.source.value if source is not None else COPILOT_AGENT
         self._project = Projector(self.settings.content, agent).project if project else None
+        self.agent = agent
+        # Records of kinds the reader does not read, by (the version their record named, kind), not yet taken
+        # (:meth:`take_not_read`); and the last CLI version this log named.
+        self._not_read: dict[tuple[str | None, str], int] = {}
+        self._cli_version: str | None = None
         self.line_number = 0
         # Lines that carried data (not blank), events among them, and drops by reason: the same counts whoever
         # reads the log.
@@ -460,7 +465,48 @@ class Pipeline:
             else _NOTHING
         )
         loop = self.loop
+        if loop.dropped:
+            self._count_not_read(loop.dropped)
         return _with_dropped(step, loop, offset, end_offset, line_number) if loop.dropped else step
+
+    def _count_not_read(self, dropped: list[tuple[DropReason, str]]) -> None:
+        """Take the readers' not-read notes out of the line's dropped values into this log's counts: a record of a
+        kind its reader does not read is drift, said once per CLI version (:meth:`take_not_read`), not a value
+        dropped from this line."""
+        if not any(reason is DropReason.NOT_READ for reason, _ in dropped):
+            return
+        counts = self._not_read
+        for reason, detail in dropped:
+            if reason is DropReason.NOT_READ:
+                kind, version = not_read_of(detail)
+                if not kind:  # the version the log names (events.note_version), no record
+                    self._cli_version = version
+                else:
+                    counts[version, kind] = counts.get((version, kind), 0) + 1
+        dropped[:] = [d for d in dropped if d[0] is not DropReason.NOT_READ]
+
+    def take_not_read(self, final: bool = False) -> list[NotRead]:
+        """The records of kinds the reader does not read since the last call, per CLI version and kind.
+
+        A record that names no version of its own is dated by the version the log names (Copilot's
+        ``session.start``, Codex's ``session_meta``, Claude Code's records), else by the last version a record of
+        this log named; while the log has named none (a Claude Code log opens with records that name none), it
+        is held, until ``final`` (the log's fold is over, or put away): then it is counted with no version (Gemini
+        CLI's logs name none)."""
+        if not self._not_read:
+            return []
+        logged = self.loop.ctx.copilot_version
+        out: dict[tuple[str | None, str], int] = {}
+        held: dict[tuple[str | None, str], int] = {}
+        for version, _kind in self._not_read:
+            if version is not None:
+                self._cli_version = version
+        for (version, kind), n in self._not_read.items():
+            named = version or logged or self._cli_version
+            target = held if named is None and not final else out
+            target[named, kind] = target.get((named, kind), 0) + n
+        self._not_read = held
+        return [NotRead(self.agent, version, kind, n) for (version, kind), n in out.items()]
 
     # What the daemon checkpoints and shows about the session (see the resume model in docs/design.md).
     @property

@@ -144,6 +144,31 @@ class DropReason(str, enum.Enum):
     WRONG_SHAPE = "wrong_shape"
     """Valid JSON its event's type cannot be read from (``data`` an array, only nulls, a field of the wrong type):
     the line is kept and routed but what it says is lost, so it is a dropped value, not a dropped line."""
+    NOT_READ = "not_read"
+    """A record of a kind its reader does not read (a CLI version newer than the reader): kept for its time, what
+    it says is lost. Noted by the reader (detail: :func:`~copilot_otel.events.note_not_read`), taken by the
+    pipeline into :class:`NotRead` counts instead of the line's dropped values: said once per CLI version, not
+    per line."""
+
+
+@dataclass(frozen=True, slots=True)
+class NotRead:
+    """Records of one kind that an agent's reader does not read, in logs of one CLI version (drift: the CLI writes
+    something new). The pipeline counts them per log; ``status``, ``doctor`` and the daemon's log sum them per
+    agent and version.
+
+    Attributes:
+        agent: The agent that wrote them (``copilot``, ``claude-code``, ``codex``, ``gemini``).
+        cli_version: The CLI version the log names (``None``: it names none, as Gemini CLI's never does).
+        kind: The record kind as the reader names kinds (Claude Code ``cost-state``, ``system.api_error``; Codex
+            ``event_msg.thread_settings_applied``; Copilot ``subagent.configured``).
+        records: How many records of it.
+    """
+
+    agent: str
+    cli_version: str | None
+    kind: str
+    records: int
 
 
 @dataclass(frozen=True, slots=True)

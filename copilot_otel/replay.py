@@ -378,6 +378,7 @@ def _replay_here(
                     flush()
             # Lines with data, bad ones excepted (the same count the daemon reports for the same log).
             router.read(fold.lines - (sum(health.lines_dropped.values()) - dropped_before))
+            router.not_read(source, fold.take_not_read(final=True))
             if on_progress is not None:
                 on_progress(
                     Progress(

@@ -9,6 +9,7 @@ event views, the parser): ``status`` must start in under 100 ms (issue 25) and r
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .config import Agent, Config
 
-__all__ = ["AgentRoot", "Source", "agent_roots"]
+__all__ = ["AGENT_TITLES", "AgentRoot", "Source", "agent_roots", "not_read_line"]
 
 
 class Source(enum.Enum):
@@ -25,6 +26,26 @@ class Source(enum.Enum):
     CLAUDE_CODE = "claude-code"
     CODEX = "codex"
     GEMINI = "gemini"
+
+
+# How each agent is named in what users read.
+AGENT_TITLES = {
+    "copilot": "Copilot CLI",
+    Source.CLAUDE_CODE.value: "Claude Code",
+    Source.CODEX.value: "Codex CLI",
+    Source.GEMINI.value: "Gemini CLI",
+}
+
+
+def not_read_line(agent: str, cli_version: str | None, kinds: Iterable[str], more: bool = False) -> str:
+    """Drift in one line, the same in the daemon's log, ``status`` and ``doctor``: ``Claude Code 2.1.332: 24 record
+    kinds not read: agent-name, api-request, …`` (every kind, sorted; a log that names no version says so;
+    ``more``: kinds that version had not shown before)."""
+    names = sorted(kinds)
+    title = AGENT_TITLES.get(agent, agent)
+    who = f"{title} {cli_version}" if cli_version else f"{title} (its log names no version)"
+    what = "record kind" if len(names) == 1 else "record kinds"
+    return f"{who}: {len(names)} {'more ' if more else ''}{what} not read: {', '.join(names)}"
 
 
 @dataclass(frozen=True, slots=True)

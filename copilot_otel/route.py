@@ -21,7 +21,8 @@ from typing import Any, Protocol, cast
 from .export import measurement_encodable
 from .project.catalog import DROP_REASON, LINES_DROPPED, LINES_READ, VALUES_DROPPED
 from .ratelimit import RateLimitedLog
-from .records import BadLine, Emission, LogRecord, Measurement, SpanRecord
+from .records import BadLine, DropReason, Emission, LogRecord, Measurement, NotRead, SpanRecord
+from .roots import not_read_line
 
 __all__ = ["DropLog", "Health", "MetricSink", "RateLimitedDrops", "Router"]
 
@@ -63,6 +64,15 @@ class Health:
     # counter forever).
     measurements: int = 0
     measurements_dropped: int = 0
+    # Records of kinds their reader does not read (drift), per (agent, CLI version): records by kind.
+    not_read: dict[tuple[str, str | None], dict[str, int]] = field(default_factory=dict)
+
+    def not_read_rows(self) -> list[dict[str, Any]]:
+        """:attr:`not_read` as ``status.json`` holds it (``records_not_read``): one row per agent and version."""
+        return [
+            {"agent": agent, "cli_version": version, "kinds": dict(sorted(kinds.items()))}
+            for (agent, version), kinds in sorted(self.not_read.items(), key=lambda item: str(item[0]))
+        ]
 
 
 class Router:
@@ -144,6 +154,38 @@ class Router:
         if self.metrics is not None:
             self.metrics.count(LINES_DROPPED, 1, {DROP_REASON: reason})
         self._say.line(source, bad)
+
+    def not_read(self, source: str, notes: Sequence[NotRead]) -> None:
+        """Records of kinds their reader does not read (:meth:`Pipeline.take_not_read
+        <copilot_otel.pipeline.Pipeline.take_not_read>`): counted per agent, CLI version and kind, as dropped values
+        of reason ``not_read``, and said in one INFO line per CLI version per run (another only when a kind that
+        version had not shown appears), never per record.
+
+        INFO, not WARNING: a CLI newer than its reader is expected on every release, nothing the user set is
+        wrong and nothing they can mend, and what was read is exported as before; the line, ``status`` and
+        ``doctor`` say what is not read, so it is never silent.
+        """
+        seen = self.health.not_read
+        new: dict[tuple[str, str | None], list[str]] = {}
+        for note in notes:
+            key = (note.agent, note.cli_version)
+            kinds = seen.setdefault(key, {})
+            if note.kind not in kinds:
+                new.setdefault(key, []).append(note.kind)
+            kinds[note.kind] = kinds.get(note.kind, 0) + note.records
+            if self.metrics is not None:  # the agent and version are in status and the log, not in the series
+                self.metrics.count(VALUES_DROPPED, note.records, {DROP_REASON: DropReason.NOT_READ.value})
+        for (agent, version), fresh in new.items():
+            known = seen[agent, version]
+            if len(fresh) == len(known):
+                logger.info("%s (first in %s)", not_read_line(agent, version, known), source)
+            else:
+                logger.info(
+                    "%s (in %s; %d in all for this version)",
+                    not_read_line(agent, version, fresh, more=True),
+                    source,
+                    len(known),
+                )
 
     def dropped_value(self, source: str, value: BadLine) -> None:
         """A value of a kept event was dropped (a timestamp past 2262, a count beyond 2**53)."""

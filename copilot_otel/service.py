@@ -1,15 +1,18 @@
 """``copilot-otel service install|uninstall|status``: run ``copilot-otel run`` as a per-user service.
 
 * Linux: a systemd user unit ``~/.config/systemd/user/copilot-otel.service`` (``Restart=on-failure``). The
-  user's current settings are written as ``Environment=`` lines; OTLP header variables may hold API keys, so
-  they go to ``~/.config/copilot-otel/service.env`` (mode 0600), named by ``EnvironmentFile=``.
+  user's current settings are written as ``Environment=`` lines, except the secrets (:func:`is_secret`: OTLP
+  headers, an endpoint URL with a password or a query string, the webhook URL), which go to
+  ``~/.config/copilot-otel/service.env`` (mode 0600), named by ``EnvironmentFile=``: the unit is world-readable.
 * macOS: a launchd agent ``~/Library/LaunchAgents/io.github.copilot-otel.plist`` (``RunAtLoad``, ``KeepAlive``
-  unless it exits cleanly, output logged to the state dir); the plist is mode 0600 when it carries headers.
+  unless it exits cleanly, output logged to the state dir); launchd has no environment file, so the plist is
+  mode 0600 whenever it carries a secret.
   It is bootstrapped into ``gui/<uid>`` and, where that domain does not exist (an SSH session), ``user/<uid>``.
 * Windows: a per-user Task Scheduler task ``copilot-otel`` (at log-on of this user, restarted on failure, no
   time limit), registered with ``schtasks /Create /XML``. Task Scheduler has no environment setting, so the
   task runs ``pythonw -m copilot_otel._platform._launch`` with a JSON file of the settings (in the config
-  folder, under the user's profile) and the state dir's ``service.log``.
+  folder, under the user's profile, secrets included) and the state dir's ``service.log``; the task's XML names
+  only those two paths.
 
 "Current settings" are every ``OTEL_*`` and ``COPILOT_OTEL_*`` variable set now, plus the flags given to
 ``service install`` and any path that would resolve differently in the service's bare environment (e.g. a
@@ -45,6 +48,7 @@ from pathlib import Path
 from ._platform import LockHeld, ServiceManager, current, launchd_domains
 from .config import Config
 from .display import count
+from .display import url as shown_url
 from .errors import ConfigError, StateError
 from .servicefiles import (
     LAUNCHD_LABEL,
@@ -75,6 +79,7 @@ __all__ = [
     "TASK_NAME",
     "ServiceEnvironment",
     "executable",
+    "is_secret",
     "service",
     "service_environment",
     "task_xml",
@@ -334,8 +339,26 @@ def service_environment(config: Config, env: Mapping[str, str] | None = None) ->
             values.pop(var, None)
     result = ServiceEnvironment()
     for name in sorted(values):
-        (result.secret if "HEADERS" in name else result.public)[name] = values[name]
+        (result.secret if is_secret(name, values[name]) else result.public)[name] = values[name]
     return result
+
+
+# A variable that is a credential whatever its value: the webhook URL (a Slack or Teams webhook's path is its key).
+_SECRET_VARIABLES = frozenset({"COPILOT_OTEL_NOTIFY_WEBHOOK"})
+
+
+def is_secret(name: str, value: str) -> bool:
+    """Whether a variable's value is a credential, kept out of the service's world-readable file.
+
+    The OTLP headers (API keys, bearer tokens), the webhook URL, and any endpoint or URL that carries a user and
+    password or a query string (``http://alice:…@host:4318``, ``?token=…``): what the messages mask
+    (:func:`copilot_otel.display.url`) is what the unit must not show.
+    """
+    if "HEADERS" in name or name in _SECRET_VARIABLES:
+        return True
+    if name.endswith("ENDPOINT") or "://" in value:
+        return shown_url(value) != value
+    return False
 
 
 # ------------------------------------------------------------------------------------------------ helpers
@@ -466,7 +489,9 @@ def _kept_endpoint(environment: ServiceEnvironment, installed: Mapping[str, str]
         return []
     kept = sorted(n for n in installed if n.startswith("OTEL_EXPORTER_OTLP_") and n not in current)
     for name in kept:
-        (environment.secret if "HEADERS" in name else environment.public)[name] = installed[name]
+        (environment.secret if is_secret(name, installed[name]) else environment.public)[name] = installed[
+            name
+        ]
     environment.public = dict(sorted(environment.public.items()))
     environment.secret = dict(sorted(environment.secret.items()))
     return kept
@@ -529,7 +554,9 @@ class _Systemd(_Manager):
         ]
         lines += [_environment_line(name, value) for name, value in environment.public.items()]
         if environment.secret:
-            lines.append("# OTLP headers may hold API keys: kept in a file only you can read.")
+            lines.append(
+                "# Secrets (OTLP headers, endpoint credentials, the webhook URL): in a file only you can read."
+            )
             lines.append(f"EnvironmentFile=-{_systemd_escape(str(self.env_file))}")
         lines += ["", "[Install]", "WantedBy=default.target", ""]
         return "\n".join(lines)
@@ -546,7 +573,9 @@ class _Systemd(_Manager):
         if environment.secret:
             body = "".join(_env_file_line(k, v) + "\n" for k, v in environment.secret.items())
             _write_atomic(
-                self.env_file, ("# copilot-otel service secrets (OTLP headers)\n" + body).encode(), 0o600
+                self.env_file,
+                ("# copilot-otel service secrets (" + ", ".join(environment.secret) + ")\n" + body).encode(),
+                0o600,
             )
         else:
             _remove(self.env_file)
@@ -668,9 +697,9 @@ class _Launchd(_Manager):
         _check_state_dir(self.config.state_dir)
         environment = self.environment()
         document = self.render(environment)
-        # Headers may be API keys and launchd has no separate environment file: keep the plist private then.
+        # launchd has no separate environment file: a plist that carries a secret is private.
         _write_atomic(self.plist, plistlib.dumps(document), 0o600 if environment.secret else 0o644)
-        print(f"Wrote {self.plist}" + (" (mode 0600: it holds OTLP headers)" if environment.secret else ""))
+        print(f"Wrote {self.plist}" + (" (mode 0600: it holds secrets)" if environment.secret else ""))
         for line in _describe_env(environment):
             print(line)
         print(f"  logs: {document['StandardErrorPath']}")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ._platform import current
 from .errors import SourceError, UnreadableError
+from .sidefiles import read_text
 
 EVENTS_FILE = "events.jsonl"
 _YAML_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):\s*(.*?)\s*$")
@@ -238,13 +239,18 @@ def session_title(workspace: Mapping[str, str]) -> str | None:
     return workspace.get("summary") or workspace.get("name") or None
 
 
+# A workspace.yaml is a few hundred bytes (the session's id, folder, branch, title).
+WORKSPACE_MAX_BYTES = 1024 * 1024
+
+
 def read_workspace(folder: Path | None) -> dict[str, str]:
-    """The flat ``key: value`` pairs of a session's ``workspace.yaml`` (see :func:`session_title`); {} if absent."""
+    """The flat ``key: value`` pairs of a session's ``workspace.yaml`` (see :func:`session_title`); {} if absent,
+    or when it is no regular file of at most :data:`WORKSPACE_MAX_BYTES` (said once, see
+    :mod:`copilot_otel.sidefiles`)."""
     if folder is None:
         return {}
-    try:
-        text = (folder / "workspace.yaml").read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    text = read_text(folder / "workspace.yaml", "a session's workspace.yaml", WORKSPACE_MAX_BYTES)
+    if text is None:
         return {}
     out: dict[str, str] = {}
     for line in text.splitlines():

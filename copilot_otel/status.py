@@ -5,11 +5,13 @@ The daemon rewrites ``<state_dir>/status.json`` every few seconds with these key
 ``sessions_open_prompts``, ``backlog_spans``, ``spans_exported``, ``logs_exported``, ``dead_lettered``,
 ``retries``, ``unencodable`` (records dropped because a value could not be encoded), ``lines_read``,
 ``lines_dropped``, ``values_dropped`` (values dropped from events that were kept: a timestamp or a number out
-of range) and ``detections`` (reason → count), ``last_error``, ``endpoint_error`` (what to fix while the
-endpoint refuses us: credentials, path; empty otherwise), ``destination``, ``discovery`` (``inotify``, ``polling``, or
+of range), ``records_not_read`` (records of kinds their agent's reader does not read, one row per agent and CLI
+version: ``agent``, ``cli_version``, ``kinds`` kind → count) and ``detections`` (reason → count), ``last_error``,
+``endpoint_error`` (what to fix while the endpoint refuses us: credentials, path; empty otherwise), ``destination``, ``discovery`` (``inotify``, ``polling``, or
 ``polling (inotify watches exhausted)``), ``dead_letters`` and ``dead_letter_file`` (what the dead-letter file
-holds now), ``open_files_cap``, ``reads_deferred_no_descriptor`` and ``open_prompts`` (session id, start, last
-event, turns and tool calls of each prompt still open). The file is read here directly (it is informational, not
+holds now), ``open_files_cap``, ``reads_deferred_no_descriptor``, ``side_files_refused`` (files read beside a log
+that were not: a FIFO or device in their place, too large, unreadable; by reason) and ``open_prompts`` (session
+id, start, last event, turns and tool calls of each prompt still open). The file is read here directly (it is informational, not
 a checkpoint), and a daemon counts as running only while the process it names is alive.
 
 A daemon that has just started has written no status yet (the first comes after a few seconds): when the
@@ -39,7 +41,7 @@ from . import display
 from ._platform import current, utf8_stdout
 from .config import Config
 from .errors import StateError
-from .roots import AgentRoot, agent_roots
+from .roots import AgentRoot, agent_roots, not_read_line
 from .statusfile import LOCK_FILE, STATUS_FILE
 from .statusfile import read_status as _read_status_file
 
@@ -328,11 +330,28 @@ def _table(status: Mapping[str, Any], now: float, dead_letters: str | None = Non
     table.add_row("lines dropped", _by_reason(status.get("lines_dropped"), "yellow"))
     if status.get("values_dropped"):
         table.add_row("values dropped", _by_reason(status.get("values_dropped"), "yellow"))
+    if status.get("side_files_refused"):
+        table.add_row("side files not read", _by_reason(status.get("side_files_refused"), "yellow"))
+    for line in _not_read_lines(status.get("records_not_read")):
+        table.add_row("record kinds", Text(line, style="yellow"))
     table.add_row("detections", _by_reason(status.get("detections"), "bold red"))
     updated = _number(status.get("updated_at"))
     if updated:
         table.add_row("updated", f"{_span(now - updated)} ago ({_when(updated)})")
     return table
+
+
+def _not_read_lines(rows: object) -> list[str]:
+    """``records_not_read`` as lines, one per agent and CLI version (the daemon's log says the same)."""
+    if not isinstance(rows, list):
+        return []
+    return [
+        not_read_line(
+            str(row.get("agent")), str(row.get("cli_version") or "") or None, map(str, row["kinds"])
+        )
+        for row in rows
+        if isinstance(row, Mapping) and isinstance(row.get("kinds"), Mapping) and row["kinds"]
+    ]
 
 
 def _number(value: object) -> float | None:

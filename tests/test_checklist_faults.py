@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -25,9 +24,14 @@ env = test_daemon.env  # the fixture: state dir, session-state root, receiver, d
 
 
 def _exactly_once(receiver: OtlpReceiver, paths: list[Path], tmp: Path) -> None:
-    """Delivered like replay, and not one span twice (nothing re-sent)."""
+    """Delivered like replay, and not one span twice so far (:func:`_none_twice` again once the daemon stopped)."""
     assert_delivered_like_replay(receiver, paths, tmp)
-    time.sleep(1.0)  # a span sent twice would have arrived by now
+    _none_twice(receiver)
+
+
+def _none_twice(receiver: OtlpReceiver) -> None:
+    """Not one span received twice (nothing re-sent). Final once the daemon that sent them has exited: its stop
+    flushes whatever it still held, so a span it would send again has been sent by then."""
     twice = [k for k, n in Counter(s["span_id"] for s in receiver.spans()).items() if n > 1]
     assert twice == [], f"{len(twice)} spans were sent again"
 
@@ -54,6 +58,7 @@ def test_a_log_deleted_while_the_daemon_is_stopped_is_forgotten_not_an_error(env
     d = env["daemon"]()
     _exactly_once(env["receiver"], [kept, gone], env["tmp"])
     assert d.terminate() == 0
+    _none_twice(env["receiver"])
     assert set(_checkpoints(state)) == {str(kept), str(gone)}
     was = shutil.copytree(gone.parent, env["tmp"] / "was" / "failing-tool") / "events.jsonl"
     shutil.rmtree(gone.parent)
@@ -62,8 +67,7 @@ def test_a_log_deleted_while_the_daemon_is_stopped_is_forgotten_not_an_error(env
     shutil.copytree(CLI_GENERATED / "multi-tool", root / "multi-tool")  # and it goes on working
     new = root / "multi-tool" / "events.jsonl"
     env["receiver"].wait_for(lambda r: len(r.spans()) >= sent + len(expected_spans([new], env["tmp"])), 20)
-    time.sleep(1.5)  # a checkpoint flush
-    assert d2.terminate() == 0
+    assert d2.terminate() == 0  # (its stop saves the checkpoints)
     _exactly_once(env["receiver"], [kept, was, new], env["tmp"])
     assert set(_checkpoints(state)) == {str(kept), str(new)}, "the deleted log's checkpoint is collected"
     assert _warnings(d2) == [], "a log deleted while stopped is not an error"
@@ -83,8 +87,8 @@ def test_a_tool_that_ends_before_it_starts_is_clamped_and_counted(env: dict[str,
     _write(log, text.replace("2026-11-29T17:11:32.618Z", "2026-11-29T16:11:32.618Z").encode())
     d = env["daemon"]()
     _exactly_once(env["receiver"], [log], env["tmp"])  # live == replay
-    time.sleep(1.5)  # a status write
-    assert d.terminate() == 0
+    assert d.terminate() == 0  # (its stop writes the status a last time)
+    _none_twice(env["receiver"])
     spans = env["receiver"].spans()
     assert all(s["end_ns"] >= s["start_ns"] for s in spans)
     bash = [s for s in spans if s["name"] == "execute_tool bash" and s["end_ns"] == s["start_ns"]]
@@ -104,8 +108,7 @@ def test_a_restart_with_other_settings_resumes_every_known_log(env: dict[str, An
     whole = root / "failing-tool" / "events.jsonl"
     d = env["daemon"]()
     env["receiver"].wait_for(lambda r: len(r.spans()) >= len(expected_spans([whole], env["tmp"])) + 3, 20)
-    time.sleep(1.5)  # a checkpoint flush
-    assert d.terminate() == 0
+    assert d.terminate() == 0  # (its stop saves the checkpoints)
     _write(half, b"".join(lines[16:]))
     # every setting that could look like "a new pipeline": backfill none, another service name, other intervals
     d2 = env["daemon"](
@@ -123,6 +126,7 @@ def test_a_restart_with_other_settings_resumes_every_known_log(env: dict[str, An
     )
     _exactly_once(env["receiver"], [half, whole], env["tmp"])
     assert d2.terminate() == 0
+    _none_twice(env["receiver"])
     assert "resumed 2 checkpointed session logs" in d2.output()
     assert {s["resource"]["service.name"] for s in env["receiver"].spans()} == {"copilot-otel", "renamed"}
 
@@ -139,8 +143,7 @@ def test_a_log_moved_back_into_the_tree_resumes_and_an_unknown_one_is_read_from_
     _write(copied, b"".join(lines["subagent"][:10]))
     d = env["daemon"]()
     env["receiver"].wait_for(lambda r: len(r.spans()) >= 5, 20)
-    time.sleep(1.5)  # a checkpoint flush
-    assert d.terminate() == 0
+    assert d.terminate() == 0  # (its stop saves the checkpoints)
     sent = len(env["receiver"].spans())
     outside.mkdir()
     shutil.move(moved.parent, outside / "multi-tool")
@@ -157,8 +160,8 @@ def test_a_log_moved_back_into_the_tree_resumes_and_an_unknown_one_is_read_from_
     unknown = root / "failing-tool" / "events.jsonl"
     shutil.move(outside / "failing-tool", unknown.parent)
     _exactly_once(env["receiver"], [restored, copied, unknown], env["tmp"])
-    time.sleep(1.5)  # a checkpoint flush
-    assert d2.terminate() == 0
+    assert d2.terminate() == 0  # (its stop saves the checkpoints)
+    _none_twice(env["receiver"])
     assert len(env["receiver"].spans()) > sent
     assert set(_checkpoints(env["state"])) == {str(restored), str(copied), str(unknown)}
     assert "bad line" not in d2.output()
@@ -195,8 +198,8 @@ def test_a_transport_that_raises_is_not_acked_and_the_batch_is_delivered_once(en
     pythonpath = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
     d = env["daemon"](env={"PYTHONPATH": pythonpath, "RAISE_ON_FIRST_TRACE_POSTS": "2"})
     _exactly_once(env["receiver"], [log], env["tmp"])
-    time.sleep(1.5)  # a checkpoint flush
-    assert d.terminate() == 0
+    assert d.terminate() == 0  # (its stop saves the checkpoints)
+    _none_twice(env["receiver"])
     out = d.output()
     assert out.count("the transport raised instead of returning a failure") >= 1
     assert out.count("Traceback") <= 1, "said once with its traceback, then counted"

@@ -20,7 +20,7 @@ import pytest
 
 from tests import test_daemon
 from tests.daemon_process import assert_delivered_like_replay
-from tests.test_daemon import _lines, _write
+from tests.test_daemon import _lines, _status, _until, _write
 
 env = test_daemon.env
 
@@ -52,7 +52,17 @@ def test_a_wall_clock_step_while_a_prompt_is_live(env: dict[str, Any], step: str
     )
     env["receiver"].wait_for(lambda r: len(r.logs()) >= 1, 15)  # what the open prompt has so far is out
     offset.write_text(f"{step}\n")  # the wall clock steps by an hour
-    time.sleep(6.0)  # three owner/idle checks, past the 5 s owner grace
+    # Two status writes (5 s apart) dated by the stepped clock: by the second, owner and idle checks (every 2 s)
+    # have run on the stepped clock past the 5 s owner grace.
+    stepped: set[float] = set()
+
+    def stepped_twice() -> bool:
+        updated = _status(env["state"]).get("updated_at")
+        if updated is not None and abs(updated - time.time()) > 1800:
+            stepped.add(updated)
+        return len(stepped) >= 2
+
+    _until(stepped_twice, 30, "two status writes on the stepped clock")
     _write(log, b"".join(lines[split:]))  # the prompt goes on and ends
     assert_delivered_like_replay(env["receiver"], [log], env["tmp"])
     assert d.terminate() == 0

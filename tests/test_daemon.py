@@ -54,6 +54,23 @@ def _lines(name: str) -> list[bytes]:
     return (CLI_GENERATED / name / "events.jsonl").read_bytes().splitlines(keepends=True)
 
 
+def _until(condition: Any, timeout: float = 20.0, what: str = "the condition") -> None:
+    """Wait for ``condition()`` (a condition, never a time: the suite runs on busy machines)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def _status(state: Path) -> dict[str, Any]:
+    """The daemon's ``status.json`` (written at start-up, then every few seconds); ``{}`` before the first."""
+    try:
+        doc: dict[str, Any] = json.loads((state / "status.json").read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+    return doc
+
+
 def _write(path: Path, data: bytes, mode: str = "ab") -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, mode) as fh:
@@ -78,8 +95,7 @@ def test_partial_line_then_completion(env: dict[str, Any]) -> None:
     log = env["root"] / "multi-tool" / "events.jsonl"
     _write(log, b"".join(lines[:12]) + lines[12][:40])
     d = env["daemon"]()
-    env["receiver"].wait_for(lambda r: len(r.spans()) >= 3, 15)
-    time.sleep(0.5)
+    env["receiver"].wait_for(lambda r: len(r.spans()) >= 3, 15)  # (read in one go with the partial line)
     _write(log, lines[12][40:] + b"".join(lines[13:]))
     assert_delivered_like_replay(env["receiver"], [log], env["tmp"])
     assert d.terminate() == 0
@@ -91,7 +107,8 @@ def test_partial_line_then_sigkill_reads_the_line_once_whole(env: dict[str, Any]
     _write(log, b"".join(lines[:16]) + lines[16][:25])
     d = env["daemon"]()
     env["receiver"].wait_for(lambda r: len(r.spans()) >= 4, 15)
-    time.sleep(1.5)  # let a checkpoint land on the line boundary before the partial line
+    state = env["state"]
+    _until(lambda: str(log) in read_checkpoints(state), what="a checkpoint before the partial line")
     d.kill()
     _write(log, lines[16][25:] + b"".join(lines[17:]))
     d2 = env["daemon"]()
@@ -161,7 +178,7 @@ def test_deleted_while_open_is_drained_then_forgotten(env: dict[str, Any]) -> No
 
 def test_session_folder_created_and_written_within_a_millisecond(env: dict[str, Any]) -> None:
     d = env["daemon"]()
-    time.sleep(1.0)
+    _until(lambda: _status(env["state"]).get("scans", 0) >= 1, what="the first scan")  # the watch is up
     folder = env["root"] / "fast"
     folder.mkdir()
     (folder / "events.jsonl").write_bytes(b"".join(_lines("plain-question")))
@@ -212,7 +229,7 @@ def test_collector_trouble_delivers_everything_after_recovery(env: dict[str, Any
     shutil.copytree(CLI_GENERATED / "failing-tool", env["root"] / "f")
     d = env["daemon"]()
     if fault == "refused":
-        time.sleep(3)
+        _until(lambda: _status(env["state"]).get("retries", 0) >= 1, what="a refused export")
         receiver.start()  # back up on the same ports
     log = env["root"] / "f" / "events.jsonl"
     assert_delivered_like_replay(receiver, [log], env["tmp"], timeout=40)
@@ -229,8 +246,7 @@ def test_permanent_rejection_is_dead_lettered_and_the_rest_delivered(env: dict[s
     d = env["daemon"]()
     want = expected_spans([env["root"] / "m" / "events.jsonl"], env["tmp"])
     receiver.wait_for(lambda r: len(r.spans()) >= len(want) - 1, 20)
-    time.sleep(1)
-    assert d.terminate() == 0
+    assert d.terminate() == 0  # (its stop flushes what it holds)
     names = [s["name"] for s in receiver.spans()]
     assert "execute_tool grep" not in names and "execute_tool create" in names
     dead = [json.loads(line) for line in (env["state"] / "dead-letter.jsonl").read_text().splitlines()]
@@ -241,7 +257,6 @@ def test_bad_input_in_the_middle_of_a_session(env: dict[str, Any]) -> None:
     lines = _lines("multi-tool")
     log = env["root"] / "bad" / "events.jsonl"
     d = env["daemon"]()
-    time.sleep(0.5)
     _write(log, b"".join(lines[:10]))
     _write(log, b"\xff\xfe\xfa invalid utf-8 \xc3\x28\n")
     _write(log, b"this is not json at all\n")
@@ -280,8 +295,7 @@ def test_unwritable_state_dir_is_a_clear_error(env: dict[str, Any]) -> None:
 
 
 def test_second_daemon_on_the_same_state_dir_refuses(env: dict[str, Any]) -> None:
-    d = env["daemon"]()
-    time.sleep(2)
+    d = env["daemon"]()  # (ready: it holds the state dir's lock)
     d2 = DaemonProcess(env["root"], env["state"], env["receiver"].http_endpoint, env["tmp"] / "d2.log").start(
         False
     )
@@ -297,7 +311,7 @@ def test_sigterm_with_a_backlog_flushes_and_saves_state(env: dict[str, Any]) -> 
     for name in ("multi-tool", "capi-multi-tool"):
         shutil.copytree(CLI_GENERATED / name, env["root"] / name)
     d = env["daemon"]()
-    time.sleep(1.0)
+    receiver.wait_for(lambda r: len(r.request_log()) >= 1, 20)  # a backlog: its first export was refused
     assert d.terminate() == 0
     paths = [env["root"] / n / "events.jsonl" for n in ("multi-tool", "capi-multi-tool")]
     # whatever was not delivered before the deadline is delivered by the next start, nothing twice differently
@@ -344,7 +358,7 @@ def test_backfill_none_exports_only_what_is_written_from_now_on(env: dict[str, A
     old = time.time() - 7200
     os.utime(log, (old, old))  # history from two hours ago
     d = env["daemon"]("--backfill", "none")
-    time.sleep(2.0)
+    _until(lambda: _status(env["state"]).get("files_tracked", 0) >= 1, what="the history found")
     assert env["receiver"].spans() == [], "history is not exported with --backfill none"
     _write(log, b"".join(lines[split:]))
     want = expected_spans([log], env["tmp"])
@@ -360,8 +374,7 @@ def test_backfill_none_exports_only_what_is_written_from_now_on(env: dict[str, A
     second = {roots[1]["trace_id"]}
     receiver: OtlpReceiver = env["receiver"]
     receiver.wait_for(lambda r: any(s["parent_span_id"] is None for s in r.spans()), 15)
-    time.sleep(0.5)
-    assert d.terminate() == 0
+    assert d.terminate() == 0  # (its stop flushes what it holds)
     got = {s["span_id"]: {k: v for k, v in s.items() if k != "resource"} for s in receiver.spans()}
     traces = {s["trace_id"] for s in got.values()}
     assert len(traces) == 1 and traces <= second, "only the prompt written after the start"

@@ -28,6 +28,7 @@ from copilot_otel.config import load_config
 from copilot_otel.pipeline import FoldSettings, Pipeline, fold_settings, split_lines
 from copilot_otel.records import Emission
 from copilot_otel.sessions import SessionFile
+from copilot_otel.state import read_checkpoints
 from tests.conftest import FIXTURES, SERIAL
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver
@@ -305,7 +306,9 @@ def test_a_daemon_stopped_inside_a_prompt_resumes_it_without_loss_or_duplicates(
         written = sum(len(p.read_bytes().splitlines()) for p in (home / "projects").rglob("*.jsonl"))
         _until(lambda: _status(tmp_path).get("lines_read", 0) >= written, 20)
         if stop == "kill":
-            time.sleep(1.5)  # a checkpoint is flushed (each second) with part of the prompt acknowledged
+            logs = {str(p) for p in (home / "projects").rglob("*.jsonl")}
+            # a checkpoint of every file written is flushed (each second): the kill lands inside a prompt
+            _until(lambda: logs <= set(read_checkpoints(tmp_path / "state")), 20)
             daemon.kill()
         else:
             assert daemon.terminate() == 0

@@ -69,8 +69,7 @@ def test_a_live_runaway_with_a_notification_is_one_warning_line(
                 fh.write(line)
                 fh.flush()
         _until("notice", lambda: "Runaway agent detected" in daemon.output(), daemon)
-        time.sleep(1.0)  # a second line for the same detection would come on the same pass
-    finally:
+    finally:  # (a second line for the same detection would come on the same pass, which the stop lets end)
         assert daemon.terminate() == 0
     warned = [line for line in _lines(daemon) if "WARNING" in line and "identical" in line]
     # On main: "runaway agent in …: identical_tool_calls" and then the notice, for one detection.
@@ -135,7 +134,10 @@ def test_a_missing_session_state_folder_is_waited_for_and_said_once(
     daemon = DaemonProcess(root, tmp_path / "state", receiver.http_endpoint, tmp_path / "daemon.log").start()
     try:
         _until("waiting line", lambda: "waiting for" in daemon.output(), daemon)
-        time.sleep(1.5)  # three rescans: the line is not repeated
+        status = tmp_path / "state" / "status.json"
+        _until(  # three rescans: the line is not repeated
+            "three scans", lambda: status.exists() and json.loads(status.read_text())["scans"] >= 3, daemon
+        )
         shutil.copytree(CLI_GENERATED / "multi-tool", root / "0a000001-0000-4000-8000-000000000001")
         _until("spans", lambda: len(receiver.spans()) > 0, daemon)
         _until("appeared line", lambda: "appeared" in daemon.output(), daemon)

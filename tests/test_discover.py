@@ -222,7 +222,12 @@ def test_observer_failure_falls_back_to_polling_with_one_warning(
             log.parent.mkdir()
             log.write_bytes(b"{}\n")
             assert changes.wait_for(log)
-            time.sleep(0.2)  # several poll rounds
+            polled = changes.calls  # several poll rounds: more files found, still one warning
+            for name in ("s2", "s3"):
+                (root / name).mkdir()
+                (root / name / "events.jsonl").write_bytes(b"{}\n")
+            assert changes.wait_for(root / "s2" / "events.jsonl", root / "s3" / "events.jsonl")
+            assert changes.calls > polled
         finally:
             disc.stop()
     assert disc.observer_failures == 1

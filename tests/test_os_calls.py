@@ -58,6 +58,8 @@ OS_NAMES = frozenset(
         "preadv",
         "pwrite",
         "O_NOFOLLOW",
+        "O_NONBLOCK",
+        "O_NOCTTY",
         "O_BINARY",
         "O_NOINHERIT",
         "O_CLOEXEC",

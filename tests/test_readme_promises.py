@@ -140,7 +140,8 @@ def test_a_corrupt_state_under_backfill_none_says_what_really_happens(
     daemon = DaemonProcess(
         _history(tmp_path), state, receiver.http_endpoint, tmp_path / "d.log", "--backfill", "none"
     ).start()
-    time.sleep(1.5)  # a pass or two: what would be read again is read by then
+    status = state / "status.json"  # the first scan compared: what would be read again is read by then
+    _until("a scan", lambda: status.exists() and json.loads(status.read_text())["scans"] >= 1, daemon)
     assert daemon.terminate() == 0
     out = daemon.output()
     [said] = _lines_with(daemon, "is corrupt")
@@ -169,7 +170,10 @@ def test_a_traces_only_backend_the_daemon_names_each_refused_signal_once_and_kee
         ).start()
         _until("the spans", lambda: len(phoenix.spans()) == 14, daemon)
         _until("metrics refused", lambda: "accept metrics" in daemon.output(), daemon)
-        time.sleep(1.5)  # several more metric exports, each refused: still one line
+        refused = len(phoenix.request_log("metrics"))
+        _until(  # several more metric exports, each refused: still one line
+            "more metric exports", lambda: len(phoenix.request_log("metrics")) >= refused + 3, daemon
+        )
         assert daemon.terminate() == 0
     logs = _lines_with(daemon, "does not accept logs")
     metrics = _lines_with(daemon, "does not accept metrics")

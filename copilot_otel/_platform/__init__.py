@@ -5,6 +5,7 @@ Nothing else in the package calls an OS-specific function: only the modules here
 
 =========================  =========================================================================
 ``open_shared(path)``      read-only descriptor that lets the writer rename or delete the file meanwhile
+``open_regular(path)``     the same for a regular file only, never waiting (``O_NONBLOCK``): not a FIFO or device
 ``pread`` / ``read_into``  positional reads (``os.pread`` / ``os.preadv`` where they exist)
 ``open_flags``             extra ``os.open`` flags for files we write: binary, not inherited by children
 ``replace(src, dst)``      atomic rename over ``dst``, retried briefly on a Windows sharing violation
@@ -40,12 +41,22 @@ import sys
 
 from ._console import can_encode_glyphs, text_streams, utf8_stdout
 from ._keys import single_keys
-from ._portable import DefaultDirs, DirWatcher, LockHeld, Platform, ProcessFacts, ServiceManager, WatchSink
+from ._portable import (
+    DefaultDirs,
+    DirWatcher,
+    LockHeld,
+    NotARegularFile,
+    Platform,
+    ProcessFacts,
+    ServiceManager,
+    WatchSink,
+)
 
 __all__ = [
     "DefaultDirs",
     "DirWatcher",
     "LockHeld",
+    "NotARegularFile",
     "Platform",
     "ProcessFacts",
     "ServiceManager",

@@ -14,6 +14,7 @@ import io
 import os
 import signal
 import socket
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -32,6 +33,7 @@ __all__ = [
     "DefaultDirs",
     "DirWatcher",
     "LockHeld",
+    "NotARegularFile",
     "Platform",
     "ProcessFacts",
     "ServiceManager",
@@ -63,6 +65,29 @@ class LockHeld(Exception):
     def __init__(self, owner: str) -> None:
         super().__init__(f"held by pid {owner}")
         self.owner = owner
+
+
+class NotARegularFile(OSError):
+    """A file read beside a log is something else (a FIFO, a device, a folder): it is not read."""
+
+    def __init__(self, path: str | os.PathLike[str], mode: int) -> None:
+        self.kind = file_kind(mode)
+        super().__init__(errno.EINVAL, f"is {self.kind}, not a regular file", os.fspath(path))
+
+
+def file_kind(mode: int) -> str:
+    """What a ``st_mode`` names, as a message says it ("a FIFO", "a character device" ...)."""
+    for test, kind in (
+        (stat.S_ISREG, "a regular file"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return kind
+    return "not a regular file"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +142,24 @@ class Platform:
     def open_shared(self, path: str | os.PathLike[str]) -> int:
         """Open ``path`` read-only; the writer may append to, rename or delete it while it is open."""
         return os.open(path, os.O_RDONLY | self.open_flags)
+
+    def open_regular(self, path: str | os.PathLike[str]) -> int:
+        """Open a regular file read-only without ever waiting, as :meth:`open_shared` does (the writer may delete it
+        meanwhile): a file read beside a log (a sub-agent's ``.meta.json``, a parent's log, a session's
+        ``workspace.yaml``) that someone replaced by a FIFO must not block its reader until a writer comes, nor
+        one linked to ``/dev/zero`` feed it forever.
+
+        Here, where ``O_NONBLOCK`` does not exist (Windows, which has no FIFO in a folder), the path is checked
+        before the open and the descriptor after it.
+
+        Raises:
+            NotARegularFile: it is a FIFO, a device, a folder or a socket (nothing was read of it).
+            OSError: any error of the open (``FileNotFoundError`` when it is not there).
+        """
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotARegularFile(path, st.st_mode)
+        return _regular_or_closed(path, self.open_shared(path))
 
     def pread(self, fd: int, length: int, offset: int) -> bytes:
         """Read up to ``length`` bytes at ``offset`` (may return fewer). Here: seek + read, so one thread per fd
@@ -453,6 +496,19 @@ class Platform:
 def _gvariant_string(text: str) -> str:
     """``text`` as a GVariant text-format string literal (what ``gdbus call`` parses its arguments as)."""
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _regular_or_closed(path: str | os.PathLike[str], fd: int) -> int:
+    """``fd`` if it is a regular file's; else it is closed and :class:`NotARegularFile` raised."""
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise NotARegularFile(path, mode)
+    return fd
 
 
 def _write_pid(fd: int) -> None:

@@ -7,12 +7,12 @@ import os
 import stat
 import sys
 
-from ._portable import _LINK_REFUSED, Platform
+from ._portable import _LINK_REFUSED, Platform, _regular_or_closed
 
 __all__ = ["Posix", "posix_calls_present"]
 
 # What this implementation calls beyond the portable set; Windows has none of it.
-_POSIX_CALLS = ("pread", "preadv", "O_CLOEXEC", "O_NONBLOCK", "O_DIRECTORY", "O_NOFOLLOW")
+_POSIX_CALLS = ("pread", "preadv", "O_CLOEXEC", "O_NONBLOCK", "O_NOCTTY", "O_DIRECTORY", "O_NOFOLLOW")
 # What max_open_files() says when RLIMIT_NOFILE is unlimited.
 _UNLIMITED_OPEN_FILES = 1 << 20
 
@@ -32,6 +32,12 @@ class Posix(Platform):
         def open_shared(self, path: str | os.PathLike[str]) -> int:
             # O_NONBLOCK: opening a FIFO someone put in place of a log must not hang the daemon.
             return os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+
+        def open_regular(self, path: str | os.PathLike[str]) -> int:
+            # O_NONBLOCK: a FIFO's open returns at once (its fstat then refuses it) instead of waiting for a
+            # writer; O_NOCTTY: a link to a terminal never becomes our controlling terminal.
+            flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
+            return _regular_or_closed(path, os.open(path, flags))
 
         def pread(self, fd: int, length: int, offset: int) -> bytes:
             return os.pread(fd, length, offset)

@@ -241,13 +241,20 @@ class FollowedFile:
         if batch.at_eof and self.fold is not None and not self.fold.has_open_prompt and context is not None:
             # Between prompts a session needs only its small context (shared with the checkpoint), not a fold.
             self.context, self.fold = context, None
+        if fold is not None:  # records of kinds its reader does not read: said once per CLI version
+            self.router.not_read(self.key, fold.take_not_read(final=self.fold is None))
         self.pending = not batch.at_eof
         if batch.at_eof:
             self.live = True
             seen = self.tailer.last_seen
             self.tail_bytes = seen is not None and seen[1] > batch.offset
-        if deleted:
+        if deleted and not self.deleted:
             self.deleted = True
+            # Interactive Claude Code deletes a sub-agent's file seconds after the sub-agent ends: said, once.
+            if batch.offset:
+                logger.info("%s was deleted; the %s bytes read of it are kept", self.key, f"{batch.offset:,}")
+            else:
+                logger.info("%s was deleted before a line of it was read", self.key)
         return ReadOutcome(Read.READ, spans)
 
     def fold_unterminated(self) -> ReadOutcome:

@@ -243,8 +243,12 @@ class DaemonStatus:
     open_files_cap: int
     reads_deferred_no_descriptor: int
     state_flush_failures: int
+    # Files read beside a log that were not read (a FIFO or /dev/zero in place of a .meta.json), by reason.
+    side_files_refused: dict[str, int]
     runaway_interrupts: dict[str, int] | None = None
     notifications: dict[str, int] | None = None
+    # Records of kinds their reader does not read, per agent and CLI version (Health.not_read_rows).
+    records_not_read: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON document (the runaway counters only when an action is configured)."""

@@ -328,7 +328,7 @@ HEALTH_METRICS: tuple[tuple[str, str, str, Instrument | None], ...] = (
     (
         VALUES_DROPPED,
         "{value}",
-        "Values out of range dropped from events kept, by reason.",
+        "Values dropped from events kept (out of range, wrong shape; not_read: records of a kind not read), by reason.",
         _C,
     ),
     (EXPORT_SPANS, "{span}", "Spans exported or dead-lettered.", _C),

@@ -44,6 +44,7 @@ from ..parse import timestamp_ns, undecodable
 from ..records import BadLine, DropReason
 from ..roots import AgentRoot, Source, agent_roots
 from ..sessions import stays_inside
+from ..sidefiles import read_head
 
 if TYPE_CHECKING:
     from ..loop.core import Translator
@@ -271,13 +272,12 @@ def sniff(path: Path) -> Source | None:
     ``{timestamp, type, payload}``; Claude Code's neither (``type`` ``queue-operation``, ``user``, … with the
     record's fields beside it); Gemini CLI's log opens with a header that has no ``type`` at all
     (``{sessionId, projectHash, startTime, …}``). A first line longer than :data:`SNIFF_BYTES` (a long prompt,
-    Codex's ``session_meta``) is told by its first ``"type"``, or by Gemini's header's first two keys. Read only for a flat ``.jsonl`` file: a Copilot
-    session folder needs no look.
+    Codex's ``session_meta``) is told by its first ``"type"``, or by Gemini's header's first two keys. Read only
+    for a flat ``.jsonl`` file: a Copilot session folder needs no look. A FIFO or device in a log's place is not
+    read (:func:`copilot_otel.sidefiles.read_head`).
     """
-    try:
-        with open(path, "rb") as f:
-            head = f.read(SNIFF_BYTES)
-    except OSError:
+    head = read_head(path, "a log's first line", SNIFF_BYTES)
+    if head is None:
         return None
     head = head.lstrip()
     end = head.find(b"\n")

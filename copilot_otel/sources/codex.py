@@ -37,8 +37,9 @@ from typing import Any
 
 import orjson
 
-from ..events import Dropped, Event, _dict, _int, _str, count, raw, text
+from ..events import Dropped, Event, _dict, _int, _str, count, note_not_read, note_version, raw, text
 from ..records import BadLine, RecordBase, record
+from ..sidefiles import read_head
 from . import LogKind, Source, SourceLog, ToolOutcome, decode, source_root, time_of, walk_logs
 
 __all__ = [
@@ -118,11 +119,9 @@ _SESSION_ID = re.compile(rb'"session_id"\s*:\s*"([^"]+)"')
 def root_session(path: Path) -> str | None:
     """The session a rollout's thread belongs to: its ``session_meta``'s ``session_id``, which a sub-agent's thread
     shares with the thread that spawned it (at any depth, the root's), read from the file's first 4 KB; ``None``:
-    unreadable or not said (then the thread is a session of its own)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(HEAD_BYTES)
-    except OSError:
+    unreadable, not a regular file (said once) or not said (then the thread is a session of its own)."""
+    head = read_head(path, "a rollout's session_meta", HEAD_BYTES)
+    if head is None:
         return None
     found = _SESSION_ID.search(head.split(b"\n", 1)[0])
     return found.group(1).decode("utf-8", "replace").lower() if found else None
@@ -485,6 +484,11 @@ def read_line(line: bytes, offset: int, end_offset: int, line_number: int) -> Ev
             kind = f"{kind}.{inner}"
     record_id = next((v for v in map(data.get, _ID_KEYS) if isinstance(v, str) and v), f"offset-{offset}")
     dropped: Dropped = []
-    return CLASSES.get(kind, Event)(
+    cls = CLASSES.get(kind, Event)
+    if cls is Event:  # a kind not read (the log's cli_version dates it: the pipeline counts it per version)
+        note_not_read(dropped, kind)
+    elif cls is SessionMeta:  # the version a sub-agent's rollout names (it starts no session of its own)
+        note_version(dropped, data.get("cli_version"))
+    return cls(
         kind, record_id, time_of(obj.get("timestamp"), dropped), data, None, offset, end_offset, dropped
     )
