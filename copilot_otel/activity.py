@@ -460,6 +460,9 @@ class ModelCall(RecordBase):
     source_offset: int
     # The reasoning effort the call was made with (--reasoning-effort, session.model_change), when set.
     reasoning_effort: str | None = None
+    # A failed attempt of a call its CLI retried (or gave up on): the attempt's number (1 = the first retry's
+    # cause); None for a call as answered or failed for good.
+    attempt: int | None = None
 
 
 @record
@@ -665,6 +668,10 @@ class PromptRun(RecordBase):
     # The main agent when it is a custom one (``copilot --agent <name>``); None for the built-in agent.
     agent_name: str | None = None
     reasoning_effort: str | None = None
+    # The prompt continues another trace's (a forked session's first prompt: its parent's), as (trace id, root
+    # span id); ``copied_records``: the records of that history the log held again, skipped.
+    continues: tuple[int, int] | None = None
+    copied_records: int = 0
 
 
 # ---------------------------------------------------------------------------------------------- session events
@@ -704,6 +711,28 @@ class PromptStarted(RecordBase):
     source_offset: int
 
 
+@record
+class SelfReport(RecordBase):
+    """What the CLI itself says of its session (Claude Code: ``custom-title``, ``cost-state``), for ``show`` and
+    ``report`` to put beside our own figures: the name the user gave it and the CLI's own accounting (cumulative;
+    the last one read stands). Nothing of it is exported: the title reaches the spans only through
+    :class:`SessionFacts` (content, gated like Copilot CLI's), and the CLI's cost is its claim, not ours.
+
+    ``model_costs``: each model's cost in USD as the CLI counts it; durations in ms.
+    """
+
+    session_id: str
+    time_ns: int
+    title: str | None
+    cost_usd: float | None
+    api_duration_ms: float | None
+    api_duration_without_retries_ms: float | None
+    tool_duration_ms: float | None
+    duration_ms: float | None
+    model_costs: tuple[tuple[str, float], ...]
+    source_offset: int
+
+
 Record = (
     SessionStarted
     | SessionResumed
@@ -725,4 +754,5 @@ Record = (
     | Turn
     | AgentRun
     | PromptRun
+    | SelfReport
 )

@@ -768,6 +768,8 @@ class ToolComplete(Event):
     exit_code = count("shellExecution", "exitCode")
     user_requested = flag("isUserRequested")
     result = raw("result", "content")
+    # Who refused a denied call: the completion never says (a denying hook's own event does, loop/tools.py).
+    denied_by: None = None
 
     @property
     def success(self) -> bool:

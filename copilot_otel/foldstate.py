@@ -84,7 +84,7 @@ class Tool(RecordBase):
     agent: Agent
     description: str | None = None
     cli_initiated: bool = False  # the CLI's own call (reading finished background work), not the model's
-    denied_by: str | None = None  # "preToolUse hook" when a hook's output denied this call
+    denied_by: str | None = None  # who refused it: "preToolUse hook" (a hook's output), or as the source says
     hooks_ns: int = 0  # time its pre/post hooks ran (inside its span)
     external: bool = False  # run by an extension or SDK client (external_tool.requested)
 
@@ -182,6 +182,10 @@ class Prompt(RecordBase):
     # Loop rule A: the fold of a sub-agent's own file, rooted under the tool call that started it in another fold's
     # trace: its root is that sub-agent, handed on as an AgentRun, and there is no PromptRun.
     rooted: bool = False
+    # It continues another trace (a fork's first prompt: its parent's): (trace id, root span id), and the records
+    # of that history its log held again (skipped).
+    continues: tuple[int, int] | None = None
+    copied_records: int = 0
 
     def add_note(self, note: Note) -> None:
         """Note what happened during the prompt (its root span's events), counting those past :data:`MAX_SPAN_EVENTS`."""

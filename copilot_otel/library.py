@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .activity import AgentRun, ModelCall, PromptRun, Record, SessionShutdown, ToolCall, Turn
+from .activity import AgentRun, ModelCall, PromptRun, Record, SelfReport, SessionShutdown, ToolCall, Turn
 from .agentloop import FoldSettings
 from .config import SETTINGS, Config
 from .errors import SourceError, UnreadableError
@@ -111,6 +111,18 @@ class SessionRecords:
     @property
     def prompts(self) -> list[PromptRun]:
         return [r for r in self.records if isinstance(r, PromptRun)]
+
+    @property
+    def own_title(self) -> str | None:
+        """The title the log itself gives its session (the last said: Claude Code's ``-n``), if any."""
+        return next((r.title for r in reversed(self.records) if isinstance(r, SelfReport) and r.title), None)
+
+    @property
+    def own_accounting(self) -> SelfReport | None:
+        """The CLI's own accounting of the session (the last, cumulative), if its log keeps one."""
+        return next(
+            (r for r in reversed(self.records) if isinstance(r, SelfReport) and r.cost_usd is not None), None
+        )
 
     @property
     def model_calls(self) -> list[ModelCall]:

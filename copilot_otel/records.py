@@ -227,6 +227,9 @@ class SpanRecord(RecordBase):
     status_message: str | None = None
     events: tuple[SpanEventRecord, ...] = ()
     source_offset: int = 0
+    # Spans of other traces this one continues (a forked session's first prompt: its parent's prompt), as
+    # (trace id, span id) pairs: OTLP span links.
+    links: tuple[tuple[int, int], ...] = ()
 
 
 class Severity(enum.IntEnum):

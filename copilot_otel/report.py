@@ -146,6 +146,8 @@ class Row:
         models: With ``--breakdown``, the row's figures again per model (each a row keyed by the model).
         agents: The coding agents whose sessions added to the row (``copilot``, ``claude-code``, ``codex``,
             ``gemini``).
+        title, cli_cost_usd: The session's own title and the CLI's own cost of it, as its log says them
+            (session rows; Claude Code's ``-n`` and ``cost-state``): beside our figures, never added to them.
     """
 
     key: str
@@ -159,6 +161,8 @@ class Row:
     cwd: str | None = None
     models: dict[str, Row] = dataclasses.field(default_factory=dict)
     agents: set[str] = dataclasses.field(default_factory=set)
+    title: str | None = None
+    cli_cost_usd: float | None = None
 
     def value(self, name: str, price: float) -> float:
         """A figure's value, ``sessions`` and ``cost_usd`` included."""
@@ -174,6 +178,8 @@ class Row:
             self.figures[name] = self.figures.get(name, 0.0) + value
         self.session_ids |= other.session_ids
         self.agents |= other.agents
+        self.title = self.title or other.title
+        self.cli_cost_usd = self.cli_cost_usd if self.cli_cost_usd is not None else other.cli_cost_usd
         self.estimated |= other.estimated
         if other.first_ns:
             self.first_ns = other.first_ns if not self.first_ns else min(self.first_ns, other.first_ns)
@@ -485,6 +491,8 @@ class SessionPart:
     cwd: str | None
     items: list[_Item]
     agent: str = COPILOT
+    title: str | None = None  # the log's own title of the session
+    cli_cost_usd: float | None = None  # the CLI's own cost of it
 
 
 def session_part(session: SessionRecords) -> SessionPart:
@@ -497,7 +505,11 @@ def session_part(session: SessionRecords) -> SessionPart:
         if item.model is None:
             prompt = prompts.get(item.trace_id) if item.trace_id is not None else None
             item.model = (prompt.model if prompt else None) or session_model
-    return SessionPart(session.session_id, repo_key, repository, branch, cwd, items, session.agent)
+    own = session.own_accounting
+    return SessionPart(
+        session.session_id, repo_key, repository, branch, cwd, items, session.agent, session.own_title,
+        own.cost_usd if own is not None else None,
+    )  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -587,6 +599,8 @@ class Tally:
                 if period in ("session", "repo"):
                     row.repository, row.branch = part.repository, part.branch
                     row.cwd = part.cwd if period == "session" or not part.repository else None
+                if period == "session":
+                    row.title, row.cli_cost_usd = part.title, part.cli_cost_usd
             targets: tuple[Row, ...] = (row, self.totals)
             if cut.breakdown and item.figures:  # an empty item (a figure unknown) names no model
                 model = item.model or _UNKNOWN
@@ -971,6 +985,9 @@ def row_json(row: Row, report: Report, zone: tzinfo | None) -> dict[str, Any]:
         out[name] = json_number(name, row.value(name, report.price))
     out["estimated"] = sorted(row.estimated)
     out["agent"] = ",".join(sorted(row.agents))  # added last: a CSV read by column position keeps its columns
+    if report.period == "session":  # the log's own words (none for the total), after the columns above
+        out["title"] = row.title
+        out["cli_cost_usd"] = round(row.cli_cost_usd, 6) if row.cli_cost_usd is not None else None
     if report.breakdown and row.key != "total":
         out["models"] = [_model_json(sub, report, zone) for sub in row.by_model(report.price)]
     return out

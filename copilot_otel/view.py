@@ -161,8 +161,8 @@ def _show_one(console: Console, session: SessionFile, config: Config, as_json: b
 
 # ------------------------------------------------------------------------------------------------ JSON lines
 def span_json(span: SpanRecord) -> dict[str, Any]:
-    """One span record as a JSON-ready dict (hex ids, enum names, events)."""
-    return {
+    """One span record as a JSON-ready dict (hex ids, enum names, events; links when it has any)."""
+    doc: dict[str, Any] = {
         "trace_id": f"{span.trace_id:032x}",
         "span_id": f"{span.span_id:016x}",
         "parent_span_id": None if span.parent_span_id is None else f"{span.parent_span_id:016x}",
@@ -177,6 +177,9 @@ def span_json(span: SpanRecord) -> dict[str, Any]:
             {"name": ev.name, "time_ns": ev.time_ns, "attributes": dict(ev.attributes)} for ev in span.events
         ],
     }
+    if span.links:  # a forked session's first prompt: the parent's prompt it continues
+        doc["links"] = [{"trace_id": f"{t:032x}", "span_id": f"{sid:016x}"} for t, sid in span.links]
+    return doc
 
 
 def _write_json(document: Mapping[str, Any]) -> None:
@@ -364,7 +367,7 @@ def summarize(session: SessionFile, settings: FoldSettings, last_ns: int | None 
         session=session,
         last_active_s=last_active,
         running_pid=running,
-        title=title,
+        title=title or read.own_title or "",
         cwd=(facts.cwd if facts else None) or workspace.get("cwd", ""),
         prompts=len(read.prompts),
         turns=len(read.turns),
@@ -663,7 +666,7 @@ def _session_heading(read: SessionRecords, prompts: Sequence[PromptRun]) -> Text
     workspace = read_workspace(read.session.folder)
     facts = prompts[-1].facts if prompts else None
     started = next((r for r in read.records if isinstance(r, SessionStarted)), None)
-    title = (facts.title if facts else None) or session_title(workspace)
+    title = (facts.title if facts else None) or session_title(workspace) or read.own_title
     text = Text()
     text.append("Session ", style="bold")
     text.append(prompts[0].session_id if prompts else read.session_id, style="bold cyan")
@@ -679,6 +682,22 @@ def _session_heading(read: SessionRecords, prompts: Sequence[PromptRun]) -> Text
         _plural(sum(1 for p in prompts if p.human), "prompt"),
     ]
     text.append("\n" + " · ".join(f for f in line if f), style="dim")
+    own = read.own_accounting
+    if own is not None:
+        # The CLI's own figures beside ours (no pricing of ours: its cost is its claim).
+        said = [f"${own.cost_usd:,.4f}"]
+        if own.api_duration_ms is not None:
+            api = f"API {_duration(int(own.api_duration_ms * 1e6))}"
+            if own.api_duration_without_retries_ms is not None:
+                api += f" ({_duration(int(own.api_duration_without_retries_ms * 1e6))} without retries)"
+            said.append(api)
+        if own.tool_duration_ms is not None:
+            said.append(f"tools {_duration(int(own.tool_duration_ms * 1e6))}")
+        ours = _tokens([r.usage for r in read.records if isinstance(r, ModelCall)])
+        text.append(
+            f"\n{read.agent}'s own accounting: " + ", ".join(said) + (f" · ours: {ours}" if ours else ""),
+            style="dim",
+        )
     return text
 
 
@@ -727,6 +746,8 @@ def _work_label(r: Work, origin_ns: int) -> Text:
         text.append(f"  {took}", style="dim")
         if r.origin == "compaction":
             text.append("  (compaction)", style="yellow")
+        if r.attempt is not None:  # a failed attempt of the call above it, which the CLI retried
+            text.append(f"  (attempt {r.attempt})", style="yellow")
         tokens = _tokens([r.usage])
         if tokens:
             text.append(f"  {tokens}", style="dim")

@@ -151,7 +151,7 @@ def _name_field(tag: int, name: str) -> bytes:
 
 def span(r: SpanRecord) -> bytes:
     """A ``Span``: trace_id 1, span_id 2, parent 4, name 5, kind 6, start 7, end 8, attributes 9, events 11,
-    status 15."""
+    links 13, status 15."""
     parts = [b"\x0a\x10", r.trace_id.to_bytes(16, "big"), b"\x12\x08", r.span_id.to_bytes(8, "big")]
     if r.parent_span_id is not None:
         parts += (b"\x22\x08", r.parent_span_id.to_bytes(8, "big"))
@@ -171,6 +171,11 @@ def span(r: SpanRecord) -> bytes:
             + attributes(ev.attributes, 0x1A)
         )
         parts.append(_ld(0x5A, body))
+    for trace_id, span_id in r.links:
+        # Span.Link: trace_id 1, span_id 2
+        parts.append(
+            _ld(0x6A, b"\x0a\x10" + trace_id.to_bytes(16, "big") + b"\x12\x08" + span_id.to_bytes(8, "big"))
+        )
     if r.status:
         # Status: message 2, code 3
         status = (

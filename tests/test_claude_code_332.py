@@ -10,9 +10,9 @@ mode or a hook) did not, the last reply ends with the model's final answer, each
 too) hangs under the ``Agent`` call that started it, the file fed in pieces gives what the whole gives, and ``replay``
 exports a chat span per answered call and a tool span per tool call to a real receiver.
 
-What 2.1.332 writes that the loop does not read yet (a trace per human prompt with background agents, refusals as
-denials, a fork's copied history, queued prompts, failed attempts, the title and the CLI's accounting) is listed in
-the fixtures' README; the counts asserted here are those any reading of these records must keep.
+What the loop makes of what 2.1.332 writes anew (a trace per human prompt with background agents, refusals as
+denials, a fork's copied history, queued prompts, failed attempts, the title and the CLI's accounting) is held by
+``tests/test_claude_code_332_loop.py``; the counts asserted here are those any reading of these records must keep.
 """
 
 from __future__ import annotations
@@ -68,8 +68,9 @@ def _scenario(folder: Path) -> Scenario:
 
 
 SCENARIOS = {p.name: _scenario(p) for p in sorted(ROOT.iterdir()) if (p / "checks.json").is_file()}
-# The fork's own file holds a copy of its parent's history, which the loop reads as the fork's own (the README's
-# list): its calls and tools are checked in the parent's file alone.
+# Every scenario's sessions together (the fork's file holds a copy of its parent's history, which is the parent's).
+ALL = sorted(SCENARIOS)
+# The scenarios of one session log (the fork has two: its parent's is checked alone below).
 WHOLE = sorted(name for name in SCENARIOS if name != "fork")
 WITH_SUBAGENTS = sorted(name for name, s in SCENARIOS.items() if s.sub_scripts)
 
@@ -129,7 +130,7 @@ def test_the_session_files_are_the_runs_sessions(name: str) -> None:
     assert sorted(_spawned_by(log.path) for log in subagents) == sorted(s.sub_scripts.values())
 
 
-@pytest.mark.parametrize("name", WHOLE)
+@pytest.mark.parametrize("name", ALL)
 def test_model_calls_and_tool_calls(name: str) -> None:
     """The main agent's files give one model call per request the server answered for its scripts (a failed
     attempt none), and the scripted tool calls by id: the ones meant to run ran ok, the refused ones did not."""
@@ -210,7 +211,7 @@ def test_live_equals_replay(name: str) -> None:
             assert [*live, *fold.close("file_ended").records] == whole, (log.path.name, size)
 
 
-@pytest.mark.parametrize("name", WHOLE)
+@pytest.mark.parametrize("name", ALL)
 def test_replay_exports_a_chat_span_per_answered_call(name: str, receiver: OtlpReceiver) -> None:
     """``replay`` of the scenario's CLI home to a real OTLP receiver: one chat span that did not fail per request
     the server answered (main agent and sub-agents), one ``execute_tool`` span per scripted tool call, by id."""

@@ -39,10 +39,12 @@ OTHER = FIXTURES / "other-agents"
 
 
 def _other_logs(agent: str) -> list[Path]:
-    """Every session log and sub-agent file of one agent's fixtures (the shared and the recorded scenarios)."""
+    """Every session log and sub-agent file of one agent's fixtures (the shared and the recorded scenarios, and
+    Claude Code 2.1.332's)."""
+    newer = [OTHER / "claude-code-2.1.332"] if agent == "claude-code" else []
     return [
         p
-        for base in (OTHER / agent, OTHER / "recorded" / agent)
+        for base in (OTHER / agent, OTHER / "recorded" / agent, *newer)
         for p in sorted(base.rglob("*.jsonl"))
         if "_capture" not in p.parts
     ]

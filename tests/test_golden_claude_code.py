@@ -24,12 +24,18 @@ from tests.test_golden import MODES, _read_sums, check_golden
 GOLDEN = Path(__file__).resolve().parent / "golden" / "claude-code"
 OTHER = FIXTURES / "other-agents"
 
-# Every Claude Code scenario: the shared set and those tests/otheragents/record.py recorded.
+# Every Claude Code scenario: the shared set and those tests/otheragents/record.py recorded (2.1.197, and 2.1.332's
+# set named v2.1.332-<scenario>).
 SCENARIOS: dict[str, Path] = {
     **{p.name: p for p in sorted((OTHER / "claude-code").iterdir()) if (p / "projects").is_dir()},
     **{
         f"recorded-{p.name}": p
         for p in sorted((OTHER / "recorded" / "claude-code").iterdir())
+        if (p / "projects").is_dir()
+    },
+    **{
+        f"v2.1.332-{p.name}": p
+        for p in sorted((OTHER / "claude-code-2.1.332").iterdir())
         if (p / "projects").is_dir()
     },
 }

@@ -78,6 +78,10 @@ def reference_spans(records: Sequence[SpanRecord]) -> trace_service_pb2.ExportTr
             span.events.append(
                 trace_pb2.Span.Event(time_unix_nano=ev.time_ns, name=ev.name, attributes=_kvs(ev.attributes))
             )
+        for trace_id, span_id in r.links:
+            span.links.append(
+                trace_pb2.Span.Link(trace_id=trace_id.to_bytes(16, "big"), span_id=span_id.to_bytes(8, "big"))
+            )
     return request
 
 
@@ -148,6 +152,7 @@ def test_edge_values() -> None:
         status=StatusCode.ERROR,
         status_message="bad ✗",
         events=(SpanEventRecord("e", 0, {"k": 1}),),
+        links=((2**128 - 1, 2**64 - 1), (1, 1)),
     )
     resource = make_resource(RESOURCE)
     assert trace_service_pb2.ExportTraceServiceRequest.FromString(

@@ -20,11 +20,14 @@ from ..events import Dropped
 __all__ = [
     "AbortInput",
     "AnswerInput",
+    "AttemptInput",
     "CompactionInput",
+    "ContinuedInput",
     "Envelope",
     "ErrorInput",
     "PromptInput",
     "RootedInput",
+    "SelfReportInput",
     "SessionStartInput",
     "ToolEndInput",
     "ToolStartInput",
@@ -164,6 +167,10 @@ class ToolEndInput(Envelope, Protocol):
     def sandboxed(self) -> bool | None: ...
     @property
     def file_edits(self) -> int | None: ...
+    @property
+    def denied_by(
+        self,
+    ) -> str | None: ...  # who refused a denied call, when the source says (a mode, a hook, …)
 
 
 class CompactionInput(Envelope, Protocol):
@@ -207,6 +214,51 @@ class ErrorInput(Envelope, Protocol):
     def message(self) -> str | None: ...
     @property
     def status_code(self) -> int | None: ...
+
+
+class AttemptInput(Envelope, Protocol):
+    """One failed attempt of a model call (:func:`.turns.on_attempt_failed`), from ``start_ns`` to the event."""
+
+    @property
+    def start_ns(self) -> int: ...
+    @property
+    def model(self) -> str | None: ...
+    @property
+    def error_type(self) -> str | None: ...
+    @property
+    def message(self) -> str | None: ...
+    @property
+    def attempt(self) -> int | None: ...
+
+
+class ContinuedInput(Envelope, Protocol):
+    """The current prompt continues another trace (:func:`.prompts.on_continued`): a forked session's first."""
+
+    @property
+    def trace_id(self) -> int: ...  # the trace it continues (0: unknown)
+    @property
+    def span_id(self) -> int: ...  # that trace's root span (0: unknown)
+    @property
+    def copied_records(self) -> int: ...  # records of that history the log held again, skipped
+
+
+class SelfReportInput(Envelope, Protocol):
+    """What the CLI says of its own session (:func:`.session.on_self_report`): its title, its own accounting."""
+
+    @property
+    def title(self) -> str | None: ...
+    @property
+    def cost_usd(self) -> float | None: ...
+    @property
+    def api_duration_ms(self) -> float | None: ...
+    @property
+    def api_duration_without_retries_ms(self) -> float | None: ...
+    @property
+    def tool_duration_ms(self) -> float | None: ...
+    @property
+    def duration_ms(self) -> float | None: ...
+    @property
+    def model_costs(self) -> tuple[tuple[str, float], ...]: ...
 
 
 class RootedInput(Envelope, Protocol):

@@ -24,13 +24,16 @@ __all__ = [
     "NO_DATA",
     "Aborted",
     "Answered",
+    "AttemptFailed",
     "CallUsage",
     "Compacted",
+    "Continued",
     "Failed",
     "PromptEnded",
     "PromptSubmitted",
     "RootEnded",
     "Rooted",
+    "SelfReported",
     "SessionBegan",
     "SpawnEnded",
     "Spawned",
@@ -121,6 +124,7 @@ class ToolEnded(Event):
     result: Any = None
     sandboxed: bool | None = None
     file_edits: int | None = None
+    denied_by: str | None = None
 
 
 @record
@@ -150,6 +154,20 @@ class Failed(Event):
 
 
 @record
+class AttemptFailed(Event):
+    """One failed attempt of a model call that the source retries (or gives up on: a :class:`Failed` follows): an
+    ERROR model call of its own from ``start_ns`` (its request) to the event, under the turn of the call it is an
+    attempt of (:func:`.turns.on_attempt_failed`); ``error_type`` the HTTP status when there is one."""
+
+    start_ns: int = 0
+    model: str | None = None
+    error_type: str | None = None
+    message: str | None = None
+    status_code: int | None = None
+    attempt: int | None = None
+
+
+@record
 class Rooted(Event):
     """Loop rule A: this log is a sub-agent's, rooted in another fold's span (see :func:`.prompts.on_rooted`).
 
@@ -167,6 +185,32 @@ class Rooted(Event):
     name: str | None = None
     description: str | None = None
     content: Any = None
+
+
+@record
+class Continued(Event):
+    """The prompt just opened continues another trace's work (a forked session's first prompt continues the
+    parent's prompt it was forked from): its root links to that trace's root span (``trace_id``, ``span_id``; 0
+    when the parent is not known), and ``copied_records`` says how much of that history the log held again,
+    skipped rather than folded (:func:`.prompts.on_continued`)."""
+
+    trace_id: int = 0
+    span_id: int = 0
+    copied_records: int = 0
+
+
+@record
+class SelfReported(Event):
+    """What the CLI says of its own session (:func:`.session.on_self_report`): the title the user gave it, and/or
+    its own running accounting (cost in USD, API and tool time in ms, each model's cost)."""
+
+    title: str | None = None
+    cost_usd: float | None = None
+    api_duration_ms: float | None = None
+    api_duration_without_retries_ms: float | None = None
+    tool_duration_ms: float | None = None
+    duration_ms: float | None = None
+    model_costs: tuple[tuple[str, float], ...] = ()
 
 
 @record
@@ -239,6 +283,9 @@ NEUTRAL = Translator(
         Compacted: notes.NOTES[ev.Compaction],
         Aborted: notes.NOTES[ev.Abort],
         Failed: notes.NOTES[ev.SessionError],
+        AttemptFailed: turns.on_attempt_failed,
+        Continued: prompts.on_continued,
+        SelfReported: session.on_self_report,
         Rooted: prompts.on_rooted,
         RootEnded: prompts.on_rooted_end,
         PromptEnded: on_prompt_end,
@@ -267,8 +314,17 @@ if TYPE_CHECKING:  # each neutral event is the input its handler reads: mypy che
         root_ended: RootEnded,
         spawned: Spawned,
         spawn_ended: SpawnEnded,
+        attempt: AttemptFailed,
+        continued: Continued,
+        reported: SelfReported,
     ) -> None:
-        __: tuple[agents.SpawnInput, agents.SpawnEndInput] = (spawned, spawn_ended)
+        __: tuple[
+            agents.SpawnInput,
+            agents.SpawnEndInput,
+            inputs.AttemptInput,
+            inputs.ContinuedInput,
+            inputs.SelfReportInput,
+        ] = (spawned, spawn_ended, attempt, continued, reported)
         _: tuple[
             inputs.SessionStartInput,
             inputs.PromptInput,

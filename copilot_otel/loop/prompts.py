@@ -27,7 +27,7 @@ from ..events import Event
 from ..foldstate import Agent, Prompt
 from ..records import replace
 from .core import OWN_API, LoopState
-from .inputs import Envelope, PromptInput, RootedInput
+from .inputs import ContinuedInput, Envelope, PromptInput, RootedInput
 
 __all__ = [
     "adopt_pending",
@@ -35,6 +35,7 @@ __all__ = [
     "ensure_prompt",
     "hold",
     "maybe_close_lingering",
+    "on_continued",
     "on_rooted",
     "on_rooted_end",
     "on_system_message",
@@ -213,6 +214,8 @@ def _emit_prompt(loop: LoopState, prompt: Prompt, time_ns: int) -> None:
             source_offset=loop.offset,
             agent_name=root.name,
             reasoning_effort=ctx.reasoning_effort,
+            continues=prompt.continues,
+            copied_records=prompt.copied_records,
         )
     )
 
@@ -321,6 +324,17 @@ def on_system_message(loop: LoopState, event: ev.SystemMessage) -> None:
     hit = loop.by_agent_id.get(event.agent_id)
     if hit is not None:
         hit[1].system_text = text
+
+
+def on_continued(loop: LoopState, event: ContinuedInput) -> None:
+    """The current prompt continues another trace's work (a forked session's first prompt: the parent's prompt the
+    fork was taken from); the history its log copied from there was skipped (``copied_records``), not folded."""
+    prompt = loop.current
+    if prompt is None:
+        return
+    if event.trace_id and event.span_id:
+        prompt.continues = (event.trace_id, event.span_id)
+    prompt.copied_records += event.copied_records
 
 
 # ---------------------------------------------------------------------------------------------- rule A

@@ -10,16 +10,24 @@ is counted here, not folded as work: its messages and tools ran elsewhere.
 from __future__ import annotations
 
 from .. import events as ev
-from ..activity import ModelTotals, SessionImported, SessionResumed, SessionShutdown, SessionStarted
+from ..activity import (
+    ModelTotals,
+    SelfReport,
+    SessionImported,
+    SessionResumed,
+    SessionShutdown,
+    SessionStarted,
+)
 from ..events import Event
 from ..foldstate import Prompt
 from ..parse import timestamp_ns
 from .core import LoopState
-from .inputs import SessionStartInput
+from .inputs import SelfReportInput, SessionStartInput
 
 __all__ = [
     "on_context_changed",
     "on_model_change",
+    "on_self_report",
     "on_session_resume",
     "on_session_start",
     "on_shutdown",
@@ -59,6 +67,28 @@ def on_session_resume(loop: LoopState, event: ev.SessionResume) -> None:
     loop.ctx.reasoning_effort = event.reasoning_effort or loop.ctx.reasoning_effort
     _apply_context(loop, event.context)
     loop.out.append(SessionResumed(loop.ctx.session_id, event.time_ns, loop.offset))
+
+
+def on_self_report(loop: LoopState, event: SelfReportInput) -> None:
+    """The CLI's own word on its session: a title names it from then on (the session's title of every prompt's
+    facts, as Copilot CLI's workspace summary does); its own accounting is handed on for show and report."""
+    ctx = loop.ctx
+    if event.title:
+        ctx.title = event.title
+    loop.out.append(
+        SelfReport(
+            session_id=ctx.session_id,
+            time_ns=event.time_ns,
+            title=event.title,
+            cost_usd=event.cost_usd,
+            api_duration_ms=event.api_duration_ms,
+            api_duration_without_retries_ms=event.api_duration_without_retries_ms,
+            tool_duration_ms=event.tool_duration_ms,
+            duration_ms=event.duration_ms,
+            model_costs=event.model_costs,
+            source_offset=loop.offset,
+        )
+    )
 
 
 def _apply_context(loop: LoopState, context: ev.Context | None) -> None:

@@ -97,6 +97,8 @@ def on_tool_complete(loop: LoopState, event: ToolEndInput) -> None:
     success = event.success
     # A call the user (or a --deny-tool rule) refused is not a tool failure: it never ran.
     failure = "denied" if event.error_code == "denied" else "ToolError"
+    if failure == "denied" and event.denied_by:
+        tool.denied_by = event.denied_by
     end_tool(
         loop,
         prompt,

@@ -16,13 +16,14 @@ from ..foldstate import Agent, Prompt
 from ..foldstate import Turn as OpenTurn
 from ..runaway import check_burn, check_turns
 from .core import OWN_API, LoopState
-from .inputs import AnswerInput, Envelope, TurnInput, UsageInput
+from .inputs import AnswerInput, AttemptInput, Envelope, TurnInput, UsageInput
 
 __all__ = [
     "emit_chat",
     "end_turn",
     "flush_unanswered",
     "on_assistant_message",
+    "on_attempt_failed",
     "on_reasoning",
     "on_turn_end",
     "on_turn_start",
@@ -211,6 +212,40 @@ def standalone_chat(
     )
 
 
+def on_attempt_failed(loop: LoopState, event: AttemptInput) -> None:
+    """A failed attempt of a model call (the source retries it, or gives up and says so after): an ERROR model call
+    of its own, from its request to its failure, under the span of the call it is an attempt of (the open turn's,
+    which spans its attempts, as an HTTP client's request spans its resends), else under the agent. It neither ends
+    the turn nor fails the agent: the retry may still answer."""
+    prompt, agent = loop.route(event)
+    loop.touch(prompt, agent, event.time_ns)
+    turn = agent.turn
+    attempt = OpenTurn(
+        span_id=loop.unique_sid(prompt, "chat-attempt", event.id),
+        index=-1,
+        turn_id=turn.turn_id if turn is not None else None,
+        interaction_id=prompt.interaction_id,
+        start_ns=max(min(event.start_ns or event.time_ns, event.time_ns), prompt.start_ns),
+        synthetic=True,
+    )
+    attempt.chat.model = event.model
+    finish = agent.last_finish_reason
+    emit_chat(
+        loop,
+        prompt,
+        agent,
+        attempt,
+        event.time_ns,
+        Outcome.ERROR,
+        event.error_type,
+        event.message,
+        parent=loop.sid("chat", str(turn.span_id)) if turn is not None else agent.span_id,
+        span_id=attempt.span_id,
+        attempt=event.attempt,
+    )
+    agent.last_finish_reason = finish  # the call's answer says how it finished, not its failed attempt
+
+
 def on_assistant_message(loop: LoopState, event: AnswerInput) -> None:
     """The model's answer: the end of the turn's model call (and, in old logs, of a synthetic turn)."""
     prompt, agent = loop.route(event)
@@ -277,8 +312,10 @@ def emit_chat(
     parent: int | None = None,
     span_id: int | None = None,
     origin: str | None = None,
+    attempt: int | None = None,
 ) -> None:
-    """Hand on the turn's model call, once: ended at ``end_ns`` with ``outcome`` (and why, when not OK)."""
+    """Hand on the turn's model call, once: ended at ``end_ns`` with ``outcome`` (and why, when not OK;
+    ``attempt``: a failed attempt's number, see :func:`on_attempt_failed`)."""
     chat = turn.chat
     if chat.emitted:
         return
@@ -338,6 +375,7 @@ def emit_chat(
             loop.offset,  # source_offset
             # The call's own (its usage record), else the session's for the main agent's calls.
             chat.reasoning_effort or (ctx.reasoning_effort if agent is prompt.root else None),
+            attempt,  # attempt
         )
     )
     agent.usage.add(chat.usage)

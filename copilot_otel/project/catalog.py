@@ -107,6 +107,7 @@ SESSION_COUNT: Final = "copilot_otel.session.count"
 PREMIUM_REQUESTS: Final = "copilot_otel.premium_requests"
 NANO_AIU: Final = "copilot_otel.nano_aiu"
 ERRORS: Final = "copilot_otel.errors"
+MODEL_CALL_RETRIES: Final = "copilot_otel.model_call.retries"
 SESSION_WARNINGS: Final = "copilot_otel.session.warnings"
 RUNAWAY_DETECTIONS: Final = "copilot_otel.runaway.detections"
 
@@ -268,6 +269,13 @@ METRICS: tuple[MetricSpec, ...] = (
     ),
     MetricSpec(NANO_AIU, "{nano_aiu}", _C, "AI units used, in nano-AIU.", (REQUEST_MODEL,)),
     MetricSpec(ERRORS, "{error}", _C, "Session errors and aborts, by type.", (ERROR_TYPE,)),
+    MetricSpec(
+        MODEL_CALL_RETRIES,
+        "{attempt}",
+        _C,
+        "Failed model-call attempts the CLI retried or gave up on, by model and status (error.type).",
+        (REQUEST_MODEL, ERROR_TYPE),
+    ),
     MetricSpec(
         SESSION_WARNINGS,
         "{warning}",

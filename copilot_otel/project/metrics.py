@@ -65,8 +65,17 @@ def detection(out: list[Emission], rec: Detection) -> None:
 
 
 def model_call(out: list[Emission], rec: ModelCall, error_type: str | None) -> None:
-    """``error_type``: the call's (:func:`.genai.model_call_error`), as its span has it."""
+    """``error_type``: the call's (:func:`.genai.model_call_error`), as its span has it. A failed attempt (its
+    CLI retried it) is counted apart too, by model and status."""
     off = rec.source_offset
+    if rec.attempt is not None:
+        _m(
+            out,
+            catalog.MODEL_CALL_RETRIES,
+            1,
+            {genai.REQUEST_MODEL: rec.model, genai.ERROR_TYPE: error_type},
+            off,
+        )
     u = rec.usage
     seconds = (rec.server_ms / 1000.0) if rec.server_ms is not None else (rec.end_ns - rec.start_ns) / 1e9
     infer = {genai.PROVIDER: rec.provider, genai.REQUEST_MODEL: rec.model}

@@ -69,8 +69,9 @@ def incomplete(attrs: dict[str, Any], reason: str | None) -> None:
 
 
 def model_call(attrs: dict[str, Any], rec: ModelCall) -> None:
-    if rec.calls == 0:
+    if rec.calls == 0 and rec.attempt is None:  # a failed attempt used nothing to estimate
         attrs["copilot_otel.usage.estimated"] = True
+    _put(attrs, "copilot_otel.chat.attempt", rec.attempt)
     if rec.calls > 1:
         attrs["copilot_otel.chat.calls"] = rec.calls
     _put(attrs, "copilot_otel.chat.origin", rec.origin)
@@ -156,6 +157,8 @@ def prompt_run(attrs: dict[str, Any], rec: PromptRun) -> None:
     incomplete(attrs, rec.incomplete_reason)
     if rec.dropped_notes:
         attrs["copilot_otel.span_events.dropped"] = rec.dropped_notes
+    if rec.copied_records:  # a fork's copy of its parent's history, skipped (the span links to the parent's)
+        attrs["copilot_otel.prompt.copied_records"] = rec.copied_records
 
 
 def user_message(attrs: dict[str, Any], rec: UserMessage) -> None:

@@ -18,6 +18,7 @@ from ..activity import (
     PromptRun,
     PromptStarted,
     Record,
+    SelfReport,
     SessionError,
     SessionImported,
     SessionResumed,
@@ -181,4 +182,7 @@ _ROUTES: dict[type, Callable[[Projector, Any, list[Emission]], None]] = {
     Notification: Projector._notification,
     TaskComplete: Projector._task_complete,
     ModeChange: Projector._mode_change,
+    SelfReport: lambda self, rec, out: (
+        None
+    ),  # for show and report: nothing of it is exported (see SelfReport)
 }

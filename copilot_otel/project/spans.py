@@ -239,6 +239,7 @@ def prompt_run(
         status_message=rec.status_message[:STATUS_MESSAGE_MAX] if rec.error and rec.status_message else None,
         events=tuple(note_event(note, shutdown_totals, vocab) for note in rec.notes),
         source_offset=rec.source_offset,
+        links=(rec.continues,) if rec.continues is not None else (),
     )
 
 

@@ -1,4 +1,4 @@
-"""Claude Code's session logs, typed: the one module that knows their JSON names (observed in 2.1.197).
+"""Claude Code's session logs, typed: the one module that knows their JSON names (observed in 2.1.197, 2.1.332).
 
 Where (``docs/other-agents.md`` has the whole mapping)::
 
@@ -28,6 +28,13 @@ What the records say, as observed:
   ``promptId`` (every ``user`` record of that prompt carries it);
 * compaction: a ``system`` record of subtype ``compact_boundary`` (``compactMetadata.trigger`` manual/auto), then
   a ``user`` record with ``isCompactSummary``.
+
+2.1.332 adds (``tests/fixtures/other-agents/claude-code-2.1.332/README.md``): ``requestRef`` in place of
+``requestId``; ``permissionDecision`` on a refused call's result (:attr:`UserRecord.refused_by`); ``system``
+``api_error`` per failed request attempt (:class:`ApiError`) after its ``api-request`` (:class:`ApiRequest`);
+``attachment`` ``queued_command`` (:attr:`Attachment.queued_prompt`); a fork's copied history (``requestSessionId``,
+:func:`read_fork`); ``custom-title`` and ``cost-state`` (:class:`CustomTitle`, :class:`CostState`); a background
+sub-agent's ``<task-notification>`` under a new ``promptId`` (:attr:`UserRecord.task_notification`).
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ from typing import Any
 
 import orjson
 
-from ..events import Dropped, Event, _dict, _int, _str, count, flag, note_not_read, raw, text
+from ..events import Dropped, Event, _dict, _float, _int, _str, amount, count, flag, note_not_read, raw, text
 from ..records import BadLine, RecordBase, record
 from ..sidefiles import read_whole
 from . import LogKind, Source, SourceLog, ToolOutcome, decode, source_root, time_of, walk_logs
@@ -48,8 +55,13 @@ from . import LogKind, Source, SourceLog, ToolOutcome, decode, source_root, time
 __all__ = [
     "CLASSES",
     "KNOWN_SUB_KINDS",
+    "ApiError",
+    "ApiRequest",
     "AssistantRecord",
     "CompactBoundary",
+    "CostState",
+    "CustomTitle",
+    "ForkOrigin",
     "QueueOperation",
     "SubagentMeta",
     "ToolResult",
@@ -58,6 +70,7 @@ __all__ = [
     "UserKind",
     "UserRecord",
     "default_root",
+    "read_fork",
     "read_line",
     "read_meta",
     "scan",
@@ -75,6 +88,9 @@ _DENIED = re.compile(r"^(?:Error: )?Permission to use .* has been denied\.", re.
 # worded the same way: not recorded yet.)
 _INTERRUPTED = "The user doesn't want to proceed with this tool use."
 _INTERRUPT_NOTE = "[Request interrupted by user"
+# A background task's report (2.1.332): ``<task-notification><task-id>…<tool-use-id>toolu_…</tool-use-id>…``.
+_TASK_NOTIFICATION = "task-notification"
+_NOTIFIED_CALL = re.compile(r"<tool-use-id>([^<]{1,200})</tool-use-id>")
 # Wrappers of a local command's records (``/compact``): not what the human typed.
 _COMMAND_PREFIXES = ("<command-name>", "<local-command-stdout>", "<local-command-caveat>")
 
@@ -150,6 +166,62 @@ def read_meta(path: Path) -> SubagentMeta | None:
     )
 
 
+# A fork's copy of its parent's history starts with the copied first prompt's records (its system prompt snapshot
+# among them, tens of kB): its first copied reply, which names the parent, is looked for this far into the file.
+FORK_HEAD_BYTES = 256 * 1024
+# The parent's log is read this far for its prompts' ids (a larger one links nothing).
+PARENT_MAX_BYTES = 64 * 1024 * 1024
+_REQUEST_SESSION = re.compile(rb'"requestSessionId":"([^"\\]{1,200})"')
+
+
+@record
+class ForkOrigin(RecordBase):
+    """Where a forked session's copied history comes from (``--fork-session``, 2.1.332): the parent session's id
+    and the ``promptId`` of each of the parent's prompt records by ``uuid`` (the copy keeps the uuids and gives the
+    copied records the fork's own ``promptId``)."""
+
+    parent_session_id: str
+    prompts: dict[str, str]
+
+
+def read_fork(path: Path) -> ForkOrigin | None:
+    """The origin of a forked session's log: its first copied ``assistant`` record's ``requestSessionId`` (within
+    :data:`FORK_HEAD_BYTES`), and the prompts of the parent's log beside it; ``None`` for a log that is no fork,
+    or whose parent's log is missing, unreadable or no regular file. Reads, never raises."""
+    head = _read_capped(path, FORK_HEAD_BYTES)
+    match = _REQUEST_SESSION.search(head) if head else None
+    if match is None:
+        return None
+    parent = match.group(1).decode("utf-8", "replace")
+    if parent == path.stem:
+        return None
+    prompts: dict[str, str] = {}
+    for line in (_read_capped(path.with_name(parent + ".jsonl"), PARENT_MAX_BYTES) or b"").splitlines():
+        if b'"promptId"' not in line or b'"type":"user"' not in line:
+            continue
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if not isinstance(obj, dict):
+            continue
+        uuid, prompt_id = obj.get("uuid"), obj.get("promptId")
+        if isinstance(uuid, str) and isinstance(prompt_id, str):
+            prompts[uuid] = prompt_id
+    return ForkOrigin(parent, prompts)
+
+
+def _read_capped(path: Path, limit: int) -> bytes | None:
+    """Up to ``limit`` bytes of a regular file (never a FIFO or device in a log's place); ``None`` if none."""
+    try:
+        if not path.is_file():
+            return None
+        with open(path, "rb") as f:
+            return f.read(limit)
+    except OSError:
+        return None
+
+
 # ---------------------------------------------------------------------------------------------- nested values
 @record
 class Usage(RecordBase):
@@ -220,7 +292,8 @@ class Record(Event):
 
 
 class QueueOperation(Event):
-    """``queue-operation``: ``enqueue`` (``content``: the prompt as typed, ``/compact`` too) then ``dequeue``."""
+    """``queue-operation``: ``enqueue`` (``content``: the prompt as typed, ``/compact`` too) then ``dequeue``; or
+    ``remove`` (2.1.332, ``reason`` ``absorbed_mid_turn``): a prompt delivered into the running one instead."""
 
     __slots__ = ()
     operation = text("operation")
@@ -230,6 +303,11 @@ class QueueOperation(Event):
     def prompt(self) -> str | None:
         """The prompt a human queued (``None`` for a dequeue)."""
         return _str(self.content) if self.operation == "enqueue" else None
+
+    @property
+    def removed(self) -> str | None:
+        """The prompt taken off the queue unprompted (``remove``): it will name no prompt of its own."""
+        return _str(self.content) if self.operation == "remove" else None
 
 
 class UserKind(enum.Enum):
@@ -250,6 +328,11 @@ class UserRecord(Record):
     prompt_id = text("promptId")  # the human prompt every user record of it belongs to
     prompt_source = text("promptSource")  # set on the record of what was typed
     compact_summary = flag("isCompactSummary")
+    # 2.1.332: the CLI's record that goes with the next one, under its promptId (the meta record before a
+    # ``<task-notification>``)
+    turn_companion = flag("turnCompanion")
+    origin_kind = text("origin", "kind")  # 2.1.332: ``human``, ``task-notification``
+    turn_origin = text("turnOrigin")  # 2.1.332: ``sdk``, ``human``, ``task_notification``
     source_tool_assistant_uuid = text("sourceToolAssistantUUID")
     content = raw("message", "content")
     tool_use_result = raw("toolUseResult")  # the structured result (a string ``Error: …`` on errors)
@@ -284,6 +367,51 @@ class UserRecord(Record):
         return _text_of(self.content)
 
     @property
+    def task_notification(self) -> bool:
+        """A background task's report to the main agent (2.1.332: a background sub-agent that finished): a
+        ``user`` record under a new ``promptId`` that no human wrote (``origin.kind`` ``task-notification``,
+        ``turnOrigin`` ``task_notification``, content ``<task-notification>…``)."""
+        return (
+            self.origin_kind == _TASK_NOTIFICATION
+            or self.turn_origin == "task_notification"
+            or (not self.meta and _text_of(self.content).lstrip().startswith("<" + _TASK_NOTIFICATION + ">"))
+        )
+
+    @property
+    def notified_call_id(self) -> str | None:
+        """The ``Agent`` call whose background sub-agent a task notification reports on (``<tool-use-id>``)."""
+        match = _NOTIFIED_CALL.search(_text_of(self.content))
+        return match.group(1) if match is not None else None
+
+    @property
+    def refused_by(self) -> str | None:
+        """Who refused the tool call this record answers (2.1.332: ``permissionDecision.decision`` ``reject``),
+        in words: ``plan mode`` (``reasonCode`` ``mode:<mode>``), ``PreToolUse hook`` (``hook:<event>``), ``auto-mode
+        classifier``, ``permission rule``, ``user``; ``None`` when nothing was refused or the record does not say.
+
+        ``toolDenialKind`` is not read: it names the plan mode's refusal ``user-rejected`` and the hook's
+        ``permission-rule`` (recorded), while ``permissionDecision`` says what decided.
+        """
+        decision = _dict(self.data.get("permissionDecision"))
+        if decision.get("decision") != "reject":
+            return None
+        source = _str(decision.get("source")) or ""
+        kind = _str(decision.get("reasonType")) or ""
+        code = _str(decision.get("reasonCode")) or ""
+        what, _, detail = code.partition(":")
+        if source == "hook" or kind == "hook" or what == "hook":
+            return f"{detail} hook" if what == "hook" and detail else "hook"
+        if what == "mode" and detail:
+            return f"{detail} mode"
+        if kind == "classifier" or what == "classifier":
+            return "auto-mode classifier" if "auto-mode" in code else "classifier"
+        if source.startswith("user") or kind.startswith("user"):
+            return "user"
+        if kind == "rule" or source in ("config", "policy"):
+            return "permission rule"
+        return source or kind or "permission rule"
+
+    @property
     def interrupted(self) -> bool:
         """A Bash result that says it was interrupted (``toolUseResult.interrupted``)."""
         result = self.tool_use_result
@@ -310,15 +438,24 @@ class AssistantRecord(Record):
 
     __slots__ = ()
     message_id = text("message", "id")  # the API message id: one model call
+    # The request that produced the reply: ``requestId`` (the API's, up to 2.1.197 at least), else ``requestRef``
+    # (2.1.332, which writes no ``requestId``: the ``id`` of the ``api-request`` record the CLI wrote for it).
     request_id = text("requestId")
+    request_ref = text("requestRef")
     model = text("message", "model")
     stop_reason = text("message", "stop_reason")
     content = raw("message", "content")
+    request_session_id = text("requestSessionId")  # on a reply copied into a fork: the session it was made in
     # A model call that failed for good (retries exhausted): a synthetic record saying so, e.g. ``rate_limit`` / 429
     # (recorded by tests/otheragents/record.py: 1 + 10 attempts over 175 s, then this record and exit 1).
     api_error = flag("isApiErrorMessage")
     api_error_status = count("apiErrorStatus")
     error = text("error")
+
+    @property
+    def request(self) -> str | None:
+        """The request's id: ``requestId``, else ``requestRef``."""
+        return self.request_id or self.request_ref
 
     @property
     def synthetic(self) -> bool:
@@ -355,6 +492,8 @@ class SystemRecord(Record):
     subtype = text("subtype")
     level = text("level")
     logical_parent_uuid = text("logicalParentUuid")
+    # ``turn_duration`` (interactive, 2.1.332): background sub-agents of the loop still running when it ended
+    pending_background = count("pendingBackgroundAgentCount")
 
 
 class CompactBoundary(SystemRecord):
@@ -367,11 +506,73 @@ class CompactBoundary(SystemRecord):
     duration_ms = count("compactMetadata", "durationMs")
 
 
+class ApiError(SystemRecord):
+    """``system`` ``api_error`` (2.1.332): one failed attempt of a model request, retried after ``retryInMs``
+    (``source`` ``request_retry``); the attempt's ``api-request`` record comes just before it, the retry's after.
+    ``error.status`` is the HTTP status (absent for a connection refused: ``error.connection.code`` then)."""
+
+    __slots__ = ()
+    status = count("error", "status")
+    connection_code = text("error", "connection", "code")
+    formatted = text("error", "formatted")
+    retry_attempt = count("retryAttempt")
+    max_retries = count("maxRetries")
+    retry_in_ms = count("retryInMs")
+
+
+class ApiRequest(Event):
+    """``api-request`` (2.1.332): one model request as sent, an attempt of it included (``id``: the
+    ``requestRef`` of the replies it produced; ``params.model``); dated when it was sent."""
+
+    __slots__ = ()
+    request_id = text("id")
+    model = text("params", "model")
+
+
 class Attachment(Record):
-    """``attachment``: context the CLI adds (``attachment.type``: ``file``, ``skill_listing``, …)."""
+    """``attachment``: context the CLI adds (``attachment.type``: ``file``, ``skill_listing``, …).
+
+    2.1.332's ``queued_command``: a prompt sent while a turn ran (``queue-operation`` ``enqueue``), delivered into
+    the running prompt after a tool result (no new ``promptId``); dated when it was **enqueued**, earlier than the
+    records around it, and followed by a ``queue-operation`` ``remove`` (``reason`` ``absorbed_mid_turn``).
+    """
 
     __slots__ = ()
     attachment_type = text("attachment", "type")
+    queued_text = raw("attachment", "prompt")
+
+    @property
+    def queued_prompt(self) -> str | None:
+        """The text of a ``queued_command`` delivered into the running prompt (content); ``None`` for others."""
+        return _str(self.queued_text) if self.attachment_type == "queued_command" else None
+
+
+class CustomTitle(Event):
+    """``custom-title`` (``-n``, ``/rename``): the name the user gave the session (no timestamp; 2.1.332 writes it
+    at the start and again after each loop)."""
+
+    __slots__ = ()
+    title = text("customTitle")
+
+
+class CostState(Event):
+    """``cost-state`` (2.1.332): the CLI's own running accounting of the session, written after each run (no
+    timestamp): its cost in USD, the time spent in API requests (with and without the retries') and in tools, in
+    ms, and ``modelUsage`` per model (tokens, ``costUSD``)."""
+
+    __slots__ = ()
+    cost_usd = amount("totalCostUSD")
+    api_duration_ms = amount("totalAPIDuration")
+    api_duration_without_retries_ms = amount("totalAPIDurationWithoutRetries")
+    tool_duration_ms = amount("totalToolDuration")
+    duration_ms = amount("totalDuration")
+
+    @property
+    def model_costs(self) -> tuple[tuple[str, float], ...]:
+        """Each model's ``costUSD`` (a model whose cost is not a number is left out)."""
+        models = _dict(self.data.get("modelUsage"))
+        costs = ((name, _float(_dict(usage).get("costUSD"), self.dropped)) for name, usage in models.items())
+        return tuple([(name, cost) for name, cost in costs if cost is not None])
 
 
 class LastPrompt(Event):
@@ -390,7 +591,14 @@ CLASSES: dict[str, type[Event]] = {
     "system": SystemRecord,
     "attachment": Attachment,
     "last-prompt": LastPrompt,
+    "api-request": ApiRequest,
+    "custom-title": CustomTitle,
+    "cost-state": CostState,
 }
+
+
+# The view of a ``system`` record by its ``subtype`` (any other: :class:`SystemRecord`).
+_SYSTEM: dict[str, type[SystemRecord]] = {"compact_boundary": CompactBoundary, "api_error": ApiError}
 
 
 # Kinds of the records whose ``type`` says too little (``type.<subtype>``, ``attachment.<attachment.type>``,
@@ -401,6 +609,9 @@ KNOWN_SUB_KINDS = frozenset(
         "system.compact_boundary",
         "queue-operation.enqueue",
         "queue-operation.dequeue",  # the enqueue says what was queued
+        "queue-operation.remove",  # 2.1.332: a queued prompt absorbed into the running one
+        "system.turn_duration",  # 2.1.332, interactive: the loop is over
+        "attachment.queued_command",  # 2.1.332: a queued prompt delivered into the running one
         # Context the CLI adds for the model (2.1.197): no step of the loop, and content.
         "attachment.file",
         "attachment.skill_listing",
@@ -433,8 +644,9 @@ def read_line(line: bytes, offset: int, end_offset: int, line_number: int) -> Ev
         return obj
     kind: str = obj["type"]
     cls = CLASSES.get(kind, Event)
-    if cls is SystemRecord and obj.get("subtype") == "compact_boundary":
-        cls = CompactBoundary
+    if cls is SystemRecord:
+        subtype = obj.get("subtype")
+        cls = _SYSTEM.get(subtype, SystemRecord) if isinstance(subtype, str) else SystemRecord
     uuid = obj.get("uuid")
     agent = obj.get("agentId")
     dropped: Dropped = []

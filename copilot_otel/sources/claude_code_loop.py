@@ -15,7 +15,9 @@ those of ``docs/other-agents.md``):
    on at its first tool's start);
 4. tokens to Copilot's meaning: input **includes** the cache's (``input_tokens + cache_creation_input_tokens +
    cache_read_input_tokens``), cache read and write apart;
-5. a tool result is ok, failed or denied (``ToolResult.outcome``; denied: Copilot's ``error.code`` ``denied``);
+5. a tool result is ok, failed or denied (``ToolResult.outcome``; denied: Copilot's ``error.code`` ``denied``); an
+   error result whose record says ``permissionDecision`` ``reject`` (2.1.332) is denied, and says who refused
+   (``UserRecord.refused_by``: plan mode, a hook, the auto-mode classifier, a rule, the user);
 6. a model call lasts from the record its first block answers to that block (the log times no request);
 7. (Codex only);
 8. ``/compact`` is a prompt with no model call; ``compact_boundary`` is the loop's compaction, put in the prompt
@@ -23,7 +25,24 @@ those of ``docs/other-agents.md``):
 9. the CLI's own records (``isMeta``, compaction summaries, ``<command-name>`` records, ``[Request interrupted
    by user…]``) are content of the prompt, never a prompt;
 10. an interrupted tool (``ToolOutcome.INTERRUPTED``) or the interrupt note is the loop's abort, which cancels
-    what still runs.
+    what still runs;
+11. a failed attempt of a request (2.1.332: ``system`` ``api_error``, retried) is an ERROR model call of its own
+    (``AttemptFailed``: ``error.type`` the HTTP status, its attempt number), from the attempt's ``api-request``
+    record to the error, under the turn of the call it is an attempt of (that turn begins with its first attempt);
+12. a prompt sent while a turn runs (2.1.332: an ``attachment`` ``queued_command`` after a tool result, no new
+    ``promptId``) steers the running prompt, as Copilot CLI's steering messages do: a user message of that
+    prompt, dated when delivered (the record before it), never by its enqueue time, and never its trace's name;
+13. a forked session's log (``--fork-session``) opens with a copy of its parent's history (the parent's records,
+    dates and uuids, the fork's ``sessionId`` and ``promptId``; copied replies say ``requestSessionId``): the copy
+    is the parent's fold's, so it is counted and skipped; the fork starts at its first prompt of its own, whose
+    root links to the parent's trace (:func:`seed` reads the parent's log beside it for its prompt ids);
+14. the session's own word on itself: ``custom-title`` (``-n``) names the session (its facts' title, as Copilot
+    CLI's workspace summary does), ``cost-state`` is the CLI's own accounting; both are handed on as
+    ``SelfReported`` for ``show`` and ``report`` to set beside our figures, never as work;
+15. a background sub-agent's report (2.1.332: a ``<task-notification>`` ``user`` record under a new ``promptId``,
+    after a meta record with ``turnCompanion`` under the same id) is no human prompt: the prompt that started the
+    sub-agent goes on with it (a message injected into it; the calls that answer it are its turns, counted by its
+    runaway rules), and that prompt ends at the final answer once no background sub-agent of it still runs.
 
 A prompt ends where the log says its loop ended (:class:`~copilot_otel.loop.neutral.PromptEnded`), complete:
 
@@ -54,6 +73,7 @@ tool call's id its start event's id). Its final answer ends it.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -66,12 +86,15 @@ from ..loop.neutral import (
     NO_DATA,
     Aborted,
     Answered,
+    AttemptFailed,
     CallUsage,
     Compacted,
+    Continued,
     Failed,
     PromptSubmitted,
     Rooted,
     RootEnded,
+    SelfReported,
     SessionBegan,
     ToolBegan,
     ToolEnded,
@@ -82,8 +105,13 @@ from ..loop.neutral import (
 )
 from . import LoopSource, Source, ToolOutcome
 from .claude_code import (
+    ApiError,
+    ApiRequest,
     AssistantRecord,
+    Attachment,
     CompactBoundary,
+    CostState,
+    CustomTitle,
     LastPrompt,
     QueueOperation,
     Record,
@@ -91,11 +119,14 @@ from .claude_code import (
     UserKind,
     UserRecord,
     _text_of,
+    read_fork,
     read_line,
     read_meta,
 )
 
 __all__ = ["CLAUDE_CODE", "PROVIDER", "ClaudeCodeFramer", "seed"]
+
+logger = logging.getLogger(__name__)
 
 # The provider of every model call Claude Code makes (gen_ai.provider.name of the semantic conventions).
 PROVIDER = "anthropic"
@@ -108,6 +139,8 @@ _MESSAGE_CHARS = 200
 _EXIT_CODE = "Exit code "
 # The ``system`` record interactive Claude Code writes when a loop is over (``durationMs``: the loop's length).
 _TURN_DURATION = "turn_duration"
+# The source of a background task's report, injected into the prompt that started the task (15).
+_NOTIFICATION_SOURCE = "task-notification"
 # ``toolUseResult.status`` of an ``Agent`` call that started its sub-agent in the background.
 _ASYNC_LAUNCHED = "async_launched"
 
@@ -138,9 +171,16 @@ class ClaudeCodeFramer:
 
     __slots__ = (
         "aborted",
+        "aliases",
+        "attempts",
         "background",
+        "companion",
+        "copied",
+        "copied_prompt",
         "ended",
         "ending",
+        "enqueue_ns",
+        "fork",
         "held",
         "last_ns",
         "last_uuid",
@@ -148,9 +188,11 @@ class ClaudeCodeFramer:
         "prompt_id",
         "prompt_ns",
         "queued",
+        "request",
         "seed",
         "started",
         "starts",
+        "title",
         "turn_open",
     )
 
@@ -159,6 +201,19 @@ class ClaudeCodeFramer:
         self.started: bool = bool(s.get("started", False))
         seed_ = s.get("seed")
         self.seed: dict[str, Any] | None = dict(seed_) if isinstance(seed_, Mapping) else None
+        # A fork's origin (13): the parent session and its prompts by record uuid, until the fork's first prompt.
+        fork = s.get("fork")
+        if self.seed is not None and "fork" in self.seed:
+            fork, self.seed = self.seed["fork"], None  # a session's own log that is a fork: no sub-agent's
+        self.fork: dict[str, Any] | None = dict(fork) if isinstance(fork, Mapping) else None
+        self.copied: int = int(s.get("copied", 0))  # records of the parent's history skipped so far
+        self.copied_prompt: str | None = s.get("copied_prompt")  # the last copied prompt record's uuid
+        self.enqueue_ns: int = int(s.get("enqueue_ns", 0))  # when the prompt waiting to open was enqueued
+        self.title: str | None = s.get("title")  # the session's title as last said (14)
+        # The open prompt's other promptIds (its background tasks' reports, 15), and a companion record's promptId
+        # waiting for the record it goes with.
+        self.aliases: list[str] = list(s.get("aliases", ()))
+        self.companion: str | None = s.get("companion")
         self.prompt_id: str | None = s.get("prompt_id")
         self.prompt_ns: int = int(s.get("prompt_ns", 0))
         self.queued: str | None = s.get("queued")  # the prompt as typed, until its first record
@@ -180,6 +235,11 @@ class ClaudeCodeFramer:
         ]  # fmt: skip
         # The open call's tool_use blocks, started once its last block is read (see the module docstring, 3).
         self.starts: list[dict[str, Any]] = [dict(t) for t in s.get("starts", ())]
+        # The last ``api-request`` (its time and model): the start of the attempt an ``api_error`` ends (11).
+        request = s.get("request")
+        self.request: dict[str, Any] | None = dict(request) if isinstance(request, Mapping) else None
+        # Failed attempts of the next model call, until its turn begins (or the CLI gives up on it).
+        self.attempts: list[dict[str, Any]] = [dict(a) for a in s.get("attempts", ())]
 
     def snapshot(self) -> dict[str, Any]:
         """The framer's state, for a checkpoint's context (plain JSON values)."""
@@ -203,14 +263,30 @@ class ClaudeCodeFramer:
                 for h in self.held
             ],
             "starts": [dict(t) for t in self.starts],
+            "request": self.request,
+            "attempts": [dict(a) for a in self.attempts],
+            "fork": self.fork,
+            "copied": self.copied,
+            "copied_prompt": self.copied_prompt,
+            "enqueue_ns": self.enqueue_ns,
+            "title": self.title,
+            "aliases": list(self.aliases),
+            "companion": self.companion,
         }  # fmt: skip
 
     def frame(self, view: Event) -> list[Event]:
         """The loop's events for one record (often none)."""
         out: list[Event] = []
         cls = view.__class__
+        if self.prompt_id is None and self.seed is None and self._copied(view):
+            return out
         if self.starts and not (cls is AssistantRecord and self._same_call(view)):  # type: ignore[arg-type]
             self._start_tools(view, out)
+        if cls is SystemRecord and view.subtype == _TURN_DURATION and view.pending_background:  # type: ignore[attr-defined]
+            # The CLI says background sub-agents of the loop still run (15): the prompt waits for their reports,
+            # whatever the framer counted of their launches.
+            self.background = max(self.background, view.pending_background)  # type: ignore[attr-defined]
+            self.ending = None
         if self.ending is not None:
             self._settle_end(view, cls, out)
         if not self.started and isinstance(view, Record) and view.session_id is not None:
@@ -224,9 +300,23 @@ class ClaudeCodeFramer:
         elif cls is QueueOperation:
             text = view.prompt  # type: ignore[attr-defined]
             if text is not None:
-                self.queued = text
+                self.queued, self.enqueue_ns = text, view.time_ns
+            elif self.queued is not None and view.removed == self.queued:  # type: ignore[attr-defined]
+                self.queued = None  # delivered into the running prompt (12): it names no prompt
+        elif cls is Attachment and view.queued_prompt is not None:  # type: ignore[attr-defined]
+            self._steer(view, out)  # type: ignore[arg-type]
+            self.last_uuid = view.id  # the next record answers it, but it is dated when enqueued (12)
+            return out
         elif cls is CompactBoundary:
             self._compaction(view, out)  # type: ignore[arg-type]
+        elif cls is ApiRequest:
+            self.request = {"time_ns": view.time_ns, "model": view.model}  # type: ignore[attr-defined]
+        elif cls is ApiError:
+            self._attempt(view)  # type: ignore[arg-type]
+        elif cls is CustomTitle:
+            self._titled(view, out)  # type: ignore[arg-type]
+        elif cls is CostState:
+            self._accounted(view, out)  # type: ignore[arg-type]
         elif cls is SystemRecord and view.subtype == _TURN_DURATION:  # type: ignore[attr-defined]
             self._loop_over(view, out)
         if isinstance(view, Record) and view.time_ns:
@@ -243,6 +333,7 @@ class ClaudeCodeFramer:
             end = Event("claude-code.end", f"end/{last['id']}", last["time_ns"], NO_DATA, None, last["offset"],
                         last["end_offset"])  # fmt: skip
             self._start_tools(end, out)
+        self._attempts_failed(out)  # cut while the CLI retried: the attempts failed all the same
         if self.ending is not None:
             self._end_prompt(out)
         return out
@@ -261,18 +352,43 @@ class ClaudeCodeFramer:
     def _user(self, view: UserRecord, out: list[Event]) -> None:
         prompt_id = view.prompt_id
         kind = view.kind
-        if prompt_id is not None and prompt_id != self.prompt_id:
+        if prompt_id is not None and prompt_id != self.prompt_id and prompt_id not in self.aliases:
+            if self.seed is None and view.meta and view.turn_companion:
+                self.companion = prompt_id  # goes with the next record of its promptId: that one decides (15)
+                return
+            if self.seed is None and self.prompt_id is not None and view.task_notification:
+                self._notified(view, prompt_id, out)
+                return
             self._open_prompt(view, prompt_id, kind, out)
         if kind is UserKind.TOOL_RESULTS:
+            refused_by = view.refused_by
             for result in view.tool_results:
-                self._tool_result(view, result.tool_use_id, result.outcome, result.content, out)
+                outcome = result.outcome
+                if refused_by is not None and result.is_error:
+                    outcome = ToolOutcome.DENIED  # 2.1.332 says who refused (plan mode, a hook, …): rule 5
+                self._tool_result(view, result.tool_use_id, outcome, result.content, out, refused_by)
             if _launched_async(view.tool_use_result):
                 self.background += 1  # the prompt waits for that sub-agent's report
         elif kind is UserKind.INTERRUPT:
             self._abort(view, out)
 
+    def _notified(self, view: UserRecord, prompt_id: str, out: list[Event]) -> None:
+        """A background task's report (15): no human prompt, though under a new ``promptId``. The prompt that
+        started the sub-agent goes on with it (its trace, its turns, its runaway counters): the report is a
+        message injected into it, and its ``promptId`` (and its companion's) an alias of that prompt's."""
+        self.aliases.append(prompt_id)
+        self.companion = None
+        if self.background:
+            self.background -= 1  # one background sub-agent reported back
+        out.append(
+            PromptSubmitted("claude-code.task_notification", f"notification/{view.id}", view.time_ns, NO_DATA, None,
+                            view.offset, view.end_offset, view.dropped, content=view.plain_text or None,
+                            source=_NOTIFICATION_SOURCE)
+        )  # fmt: skip
+
     def _open_prompt(self, view: UserRecord, prompt_id: str, kind: UserKind, out: list[Event]) -> None:
         """A new ``promptId``: a human prompt (rule C: keyed by that id), whatever record of it comes first."""
+        self.aliases, self.companion = [], None
         self._end_turn(view, self.last_ns or view.time_ns, out)
         text: Any = self.queued
         if text is None and kind in (UserKind.PROMPT, UserKind.COMMAND):
@@ -299,11 +415,19 @@ class ClaudeCodeFramer:
             PromptSubmitted("claude-code.prompt", prompt_id, view.time_ns, NO_DATA, None, view.offset,
                             view.end_offset, view.dropped, content=text)
         )  # fmt: skip
+        if self.copied or self.fork is not None:
+            self._continued(view, out)
         out.extend(self.held)  # a /compact's compaction, written before its prompt's first record
         self.held.clear()
 
     def _tool_result(
-        self, view: UserRecord, call_id: str | None, outcome: ToolOutcome, content: Any, out: list[Event]
+        self,
+        view: UserRecord,
+        call_id: str | None,
+        outcome: ToolOutcome,
+        content: Any,
+        out: list[Event],
+        refused_by: str | None = None,
     ) -> None:
         if outcome is ToolOutcome.INTERRUPTED:
             self._abort(view, out)  # the abort cancels the tool, as Copilot's abort ends open work
@@ -311,14 +435,16 @@ class ClaudeCodeFramer:
         text = _text_of(content)
         message = None
         if outcome is ToolOutcome.DENIED:
-            message = "denied by a permission rule"
+            # The refusal's own words when the record says who refused (the reason a hook or mode gave).
+            message = (_first_line(text) if refused_by else None) or "denied by a permission rule"
         elif outcome is ToolOutcome.FAILED:
             message = _first_line(text) or "tool failed"
         out.append(
             ToolEnded("claude-code.tool_result", f"{view.id}/{call_id}", view.time_ns, NO_DATA, None, view.offset,
                       view.end_offset, view.dropped, call_id=call_id, success=outcome is ToolOutcome.OK,
                       error_code="denied" if outcome is ToolOutcome.DENIED else None, error_message=message,
-                      exit_code=_exit_code(message), result=text or None)
+                      exit_code=_exit_code(message), result=text or None,
+                      denied_by=refused_by if outcome is ToolOutcome.DENIED else None)
         )  # fmt: skip
 
     def _abort(self, view: UserRecord, out: list[Event]) -> None:
@@ -334,8 +460,10 @@ class ClaudeCodeFramer:
         t = view.time_ns
         if view.synthetic:
             if view.api_error:
-                # Rule B: the failed request is in no log and gets no span: close the last turn first.
+                # Rule B: the failed request is in no log and gets no span: close the last turn first. Its
+                # failed attempts (11) were the call's that failed for good: under the agent.
                 self._end_turn(view, t, out)
+                self._attempts_failed(out)
                 out.append(
                     Failed("claude-code.api_error", view.id, t, NO_DATA, None, view.offset, view.end_offset,
                            view.dropped, error_type=view.error or "api_error",
@@ -345,6 +473,8 @@ class ClaudeCodeFramer:
         message_id = view.message_id or view.id
         if message_id != self.message_id:
             start = self.last_ns if view.parent_uuid == self.last_uuid and self.last_ns else t
+            if self.attempts:  # the call began with its first failed attempt (11)
+                start = min(start, self.attempts[0]["start_ns"])
             start = max(min(start, t), self.prompt_ns) if self.prompt_ns <= t else t
             self._end_turn(view, start, out)
             self.message_id, self.turn_open = message_id, True
@@ -352,6 +482,7 @@ class ClaudeCodeFramer:
                 TurnBegan("claude-code.turn", f"turn/{message_id}", start, NO_DATA, None, view.offset,
                           view.end_offset, view.dropped, turn_id=message_id)
             )  # fmt: skip
+            self._attempts_failed(out)
             usage = view.usage
             if usage is not None:
                 cache_read, cache_write = usage.cache_read_input_tokens, usage.cache_creation_input_tokens
@@ -360,7 +491,7 @@ class ClaudeCodeFramer:
                     CallUsage("claude-code.usage", f"usage/{message_id}", t, NO_DATA, None, view.offset,
                               view.end_offset, view.dropped,
                               usage=ev.Usage(usage.input_tokens + cache_read + cache_write, usage.output_tokens,
-                                             cache_read, cache_write, None, 0.0, view.model, view.request_id,
+                                             cache_read, cache_write, None, 0.0, view.model, view.request,
                                              _FINISH.get(stop, stop) if stop else None, None, None, None,
                                              PROVIDER))
                 )  # fmt: skip
@@ -368,7 +499,7 @@ class ClaudeCodeFramer:
         text = _text_of(view.content)
         out.append(
             Answered("claude-code.assistant", view.id, t, NO_DATA, None, view.offset, view.end_offset,
-                     view.dropped, turn_id=message_id, model=view.model, api_call_id=view.request_id,
+                     view.dropped, turn_id=message_id, model=view.model, api_call_id=view.request,
                      content=text or None,
                      tool_requests=tuple([ev.ToolRequest(u.id, u.name, u.input) for u in uses]))
         )  # fmt: skip
@@ -410,7 +541,7 @@ class ClaudeCodeFramer:
             return
         if cls is UserRecord:
             prompt_id = view.prompt_id  # type: ignore[attr-defined]
-            if prompt_id is not None and prompt_id != self.prompt_id:
+            if prompt_id is not None and prompt_id != self.prompt_id and prompt_id not in self.aliases:
                 self._end_prompt(out)  # the next prompt's first record
             else:
                 self.ending = None  # e.g. a Stop hook's feedback: the loop goes on
@@ -447,6 +578,94 @@ class ClaudeCodeFramer:
             )  # fmt: skip
         self.starts = []
 
+    def _copied(self, view: Event) -> bool:
+        """Part of a fork's copy of its parent's history (13), before the fork's first prompt: a reply made in
+        another session (``requestSessionId``), or a conversation record dated before the prompt enqueued last
+        (the copy keeps the parent's dates). Counted and skipped: the parent's fold has it."""
+        if not isinstance(view, Record):
+            return False
+        made_in = view.request_session_id if isinstance(view, AssistantRecord) else None
+        if not (made_in and made_in != view.session_id) and not (
+            self.queued is not None and 0 < view.time_ns < self.enqueue_ns
+        ):
+            return False
+        self.copied += 1
+        if isinstance(view, UserRecord) and view.kind is UserKind.PROMPT:
+            self.copied_prompt = view.id
+        return True
+
+    def _continued(self, view: UserRecord, out: list[Event]) -> None:
+        """The fork's first prompt continues the parent's prompt it copied last: its root links to that trace."""
+        fork = self.fork or {}
+        parent = fork.get("parent")
+        prompt = (fork.get("prompts") or {}).get(self.copied_prompt or "")
+        out.append(
+            Continued("claude-code.fork", f"fork/{view.id}", view.time_ns, NO_DATA, None, view.offset,
+                      view.end_offset, view.dropped,
+                      trace_id=ids.trace_id(parent, prompt) if parent and prompt else 0,
+                      span_id=ids.span_id(parent, "root", prompt) if parent and prompt else 0,
+                      copied_records=self.copied)
+        )  # fmt: skip
+        self.fork, self.copied, self.copied_prompt = None, 0, None
+
+    def _titled(self, view: CustomTitle, out: list[Event]) -> None:
+        """The session's title (14), said again after each loop: handed on when it changes."""
+        title = view.title
+        if title and title != self.title and self.seed is None:
+            self.title = title
+            out.append(
+                SelfReported("claude-code.title", f"title/{view.offset}", view.time_ns or self.last_ns, NO_DATA, None,
+                             view.offset, view.end_offset, view.dropped, title=title)
+            )  # fmt: skip
+
+    def _accounted(self, view: CostState, out: list[Event]) -> None:
+        """The CLI's own accounting of the session so far (14), dated by the record before it (it has no date)."""
+        if self.seed is not None:
+            return
+        out.append(
+            SelfReported("claude-code.cost", f"cost/{view.offset}", view.time_ns or self.last_ns, NO_DATA, None,
+                         view.offset, view.end_offset, view.dropped, cost_usd=view.cost_usd,
+                         api_duration_ms=view.api_duration_ms,
+                         api_duration_without_retries_ms=view.api_duration_without_retries_ms,
+                         tool_duration_ms=view.tool_duration_ms, duration_ms=view.duration_ms,
+                         model_costs=view.model_costs)
+        )  # fmt: skip
+
+    def _steer(self, view: Attachment, out: list[Event]) -> None:
+        """A prompt delivered into the running one (``queued_command``): steering of it, dated when delivered (the
+        record before it; its own date is when it was enqueued, 12)."""
+        text = view.queued_prompt
+        if self.queued == text:
+            self.queued = None
+        out.append(
+            PromptSubmitted("claude-code.queued", f"queued/{view.id}", self.last_ns or view.time_ns, NO_DATA, None,
+                            view.offset, view.end_offset, view.dropped, content=text, delivery="steering")
+        )  # fmt: skip
+
+    def _attempt(self, view: ApiError) -> None:
+        """A failed attempt (``system`` ``api_error``): held until the turn of the call it is an attempt of
+        begins, so that its span hangs there (11); from its ``api-request`` (else the record before) to itself."""
+        request = self.request or {}
+        start = request.get("time_ns") or self.last_ns or view.time_ns
+        status = view.status
+        self.attempts.append(
+            {"id": view.id, "time_ns": view.time_ns, "start_ns": min(start, view.time_ns), "offset": view.offset,
+             "end_offset": view.end_offset, "model": request.get("model"), "status": status,
+             "error_type": str(status) if status is not None else view.connection_code or "api_error",
+             "message": view.formatted, "attempt": view.retry_attempt}
+        )  # fmt: skip
+        self.request = None
+
+    def _attempts_failed(self, out: list[Event]) -> None:
+        for a in self.attempts:
+            out.append(
+                AttemptFailed("claude-code.api_error", a["id"], a["time_ns"], NO_DATA, None, a["offset"],
+                              a["end_offset"], start_ns=a["start_ns"], model=a["model"],
+                              error_type=a["error_type"], message=a["message"], status_code=a["status"],
+                              attempt=a["attempt"])
+            )  # fmt: skip
+        self.attempts = []
+
     def _compaction(self, view: CompactBoundary, out: list[Event]) -> None:
         compacted = Compacted(
             "claude-code.compact", view.id, view.time_ns, NO_DATA, None, view.offset, view.end_offset,
@@ -476,10 +695,18 @@ def _launched_async(result: Any) -> bool:
 
 def seed(path: Path) -> dict[str, Any] | None:
     """What a sub-agent's file needs from beside it to be rooted (rule A): its ``.meta.json`` (the tool call that
-    started it, its type and description) and its agent id (the file's name); ``None`` for a session's own log."""
+    started it, its type and description) and its agent id (the file's name). For a session's own log that is a
+    fork (13): its parent session and that log's prompts (``{"fork": …}``); else ``None``."""
     name = path.name
     if path.parent.name != "subagents" or not name.startswith("agent-") or not name.endswith(".jsonl"):
-        return None
+        origin = read_fork(path)
+        if origin is None:
+            return None
+        logger.debug(
+            "%s is a fork of session %s: the history it copied from there is skipped, its first prompt links there",
+            name, origin.parent_session_id,
+        )  # fmt: skip
+        return {"fork": {"parent": origin.parent_session_id, "prompts": origin.prompts}}
     meta = read_meta(path)
     return {
         "agent_id": name[len("agent-") : -len(".jsonl")],
