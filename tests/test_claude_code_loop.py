@@ -437,3 +437,42 @@ def test_a_final_answer_ends_its_prompt_at_the_record_after_its_last_block(name:
     for kind, run in ended:
         assert kind in ("last-prompt", "user", "queue-operation"), kind  # the next record, the next prompt's
         assert run.end_ns in answers
+
+
+CC_332 = FIXTURES / "other-agents" / "claude-code-2.1.332"
+
+
+def _ended_at(path: Path) -> list[tuple[int, dict[str, object], PromptRun]]:
+    """Each prompt handed on while the log is fed a line at a time, with the line (its number and record) that
+    handed it on; none is left for the log's end."""
+    fold = Pipeline.for_session(SessionFile.from_path(path), FoldSettings(), project=False)
+    out = []
+    for number, item in enumerate(split_lines(path.read_bytes())):
+        for r in fold.feed(item).records:
+            if isinstance(r, PromptRun):
+                out.append((number, json.loads(item.data), r))  # type: ignore[union-attr]
+    assert not [r for r in fold.close("file_ended").records if isinstance(r, PromptRun)]
+    return out
+
+
+def test_interactive_claude_code_ends_a_prompt_at_turn_duration() -> None:
+    """[2.1.332 interactive-subagent, in tmux]: interactive Claude Code writes ``system`` ``turn_duration`` when a
+    loop is over; the prompt whose final answer it follows ends there, complete, dated at the answer."""
+    (path,) = _session_logs(CC_332 / "interactive-subagent")
+    (*_, (_, record, run)) = _ended_at(path)
+    assert (record["type"], record.get("subtype")) == ("system", "turn_duration")
+    assert (run.outcome, run.incomplete_reason) == ("completed", None)
+
+
+@pytest.mark.parametrize("name", ["background-subagent", "interactive-subagent", "parallel-subagents"])
+def test_a_prompt_waits_for_its_background_sub_agents(name: str) -> None:
+    """[2.1.332]: an ``Agent`` call runs its sub-agent in the background (its result says ``isAsync``,
+    ``async_launched``) and the main agent answers at once: that answer does not end the prompt (nor does the
+    ``last-prompt`` or ``turn_duration`` after it), which waits for the sub-agents' ``<task-notification>``
+    reports and ends, complete, at the answer to the last of them, once the log shows that loop is over."""
+    (path,) = _session_logs(CC_332 / name)
+    lines = path.read_bytes().splitlines()
+    last_report = max(i for i, line in enumerate(lines) if b"<task-notification>" in line)
+    ((number, record, run),) = _ended_at(path)  # one human prompt: a report is none
+    assert number > last_report and record["type"] in ("last-prompt", "system"), record["type"]
+    assert (run.outcome, run.incomplete_reason) == ("completed", None)
