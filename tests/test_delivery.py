@@ -14,8 +14,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import orjson
 import pytest
 
+from copilot_otel import events
 from copilot_otel.cli import main
 from copilot_otel.errors import EndpointError, ExportError, RejectedError
 from copilot_otel.state import read_checkpoints
@@ -256,7 +258,13 @@ def test_replay_poison_values_cost_only_themselves(
         for m in receiver.metrics()
         if m["name"] == "copilot_otel.values.dropped"
     }
-    assert dropped == {"bad_timestamp": 1, "out_of_range": 1}
+    # (and the records of a kind the reader does not read, Copilot CLI 1.0.102's subagent.configured: issue 31)
+    not_read = sum(
+        orjson.loads(line)["type"] not in events.CLASSES
+        for log in root.glob("*/events.jsonl")
+        for line in log.read_bytes().splitlines()
+    )
+    assert not_read > 0 and dropped == {"bad_timestamp": 1, "out_of_range": 1, "not_read": not_read}
     said = [line for line in (out + err).splitlines() if "dropped a value" in line]
     assert len(said) == 2 and "'2700-11-29T17:11:32.618Z'" in said[1] and "1.18" in said[0], said
     summary = [line for line in out.splitlines() if line.startswith("copilot-otel: ")][-1]
