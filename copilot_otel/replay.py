@@ -16,7 +16,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Set
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from .deadletter import DeadLetters
 from .display import count
 from .errors import EndpointError, ExportError, PartialError, RejectedError, SourceError, UnreadableError
 from .export import ENCODE_ERRORS, Signal
-from .library import discover, resolve_targets
+from .library import discover, resolve_targets, subagent_parts
 from .metrics import Aggregator
 from .pipeline import Step, Window, fold_events, fold_settings, new_fold
 from .records import BadLine, LogRecord, Measurement, SpanRecord
@@ -272,9 +272,11 @@ def replay(
     tel.sender.drop_unsupported = (
         True  # a signal the endpoint refuses: try the others, name them all at the end
     )
+    # A sub-agent's log is folded alone but is part of the session that started it (as show and report count it).
+    parts = subagent_parts(sessions)
     report = ReplayReport(
         destination=tel.description,
-        sessions_total=len(sessions),
+        sessions_total=len(sessions) - len(parts),
         dead_letter_file=str(tel.sender.dead_letter or ""),
         skipped=[str(exc) for exc in unreadable],
     )
@@ -284,9 +286,13 @@ def replay(
     workers = _worker_count(config, sessions)
     try:
         if workers > 1:
-            _replay_in_workers(sessions, config, workers, report, metrics, on_progress, started, window)
+            _replay_in_workers(
+                sessions, config, workers, report, metrics, on_progress, started, window, parts
+            )
         else:
-            _replay_here(sessions, config, tel, report, metrics, on_progress, started, window=window)
+            _replay_here(
+                sessions, config, tel, report, metrics, on_progress, started, window=window, parts=parts
+            )
         report.metrics_delivered = not (config.metrics_enabled and metrics)
         if not report.error and not report.metrics_delivered:
             _send_metrics(config, tel, report, metrics, start_ns)
@@ -345,8 +351,10 @@ def _replay_here(
     started: float,
     total: int | None = None,
     window: Window = None,
+    parts: Set[Path] = frozenset(),
 ) -> None:
-    """Replay sessions in this process: fold, batch, deliver on a sending thread, aggregate metrics."""
+    """Replay sessions in this process: fold, batch, deliver on a sending thread, aggregate metrics (``parts``:
+    sub-agents' logs, folded but not counted as sessions)."""
     settings = fold_settings(config)
     spans: list[SpanRecord] = []
     logs: list[LogRecord] = []
@@ -365,11 +373,12 @@ def _replay_here(
 
     try:
         for index, session in enumerate(sessions):
-            report.sessions += 1
+            counted = session.path not in parts
+            report.sessions += counted
             source = str(session.path)
             fold = new_fold(session, settings, window)
             dropped_before = sum(health.lines_dropped.values())
-            for step in _skipping_unreadable(fold_events(session, fold), report):
+            for step in _skipping_unreadable(fold_events(session, fold), report, counted):
                 if step.drop is not None:
                     router.dropped_line(source, step.drop)
                     continue
@@ -410,12 +419,12 @@ CHUNK_BYTES = 8 * 1024 * 1024
 _MAX_AUTO_WORKERS = 4
 
 
-def _skipping_unreadable(steps: Iterator[Step], report: ReplayReport) -> Iterator[Step]:
+def _skipping_unreadable(steps: Iterator[Step], report: ReplayReport, counted: bool = True) -> Iterator[Step]:
     """A session's steps; one that cannot be read ends here, is counted as skipped and the replay goes on."""
     try:
         yield from steps
     except SourceError as exc:
-        report.sessions -= 1
+        report.sessions -= counted
         report.skipped.append(str(exc))
         logger.warning("skipped: %s", exc)
 
@@ -457,7 +466,9 @@ def _init_worker(config: Config, log_level: str) -> None:
     telemetry.sender.drop_unsupported = True
 
 
-def _replay_chunk(sessions: list[SessionFile], window: Window = None) -> tuple[ReplayReport, Aggregator]:
+def _replay_chunk(
+    sessions: list[SessionFile], window: Window = None, parts: Set[Path] = frozenset()
+) -> tuple[ReplayReport, Aggregator]:
     """Worker side: fold, encode and send a chunk of sessions; metrics come back aggregated."""
     report, metrics = ReplayReport(), Aggregator()
     _replay_here(
@@ -469,6 +480,7 @@ def _replay_chunk(sessions: list[SessionFile], window: Window = None) -> tuple[R
         None,
         0.0,
         window=window,
+        parts=parts,
     )
     return report, metrics
 
@@ -482,6 +494,7 @@ def _replay_in_workers(
     on_progress: Callable[[Progress], None] | None,
     started: float,
     window: Window = None,
+    parts: Set[Path] = frozenset(),
 ) -> None:
     """Sessions are independent and the fold is pure: worker processes each read, fold, encode and send their
     share (their own connection, retries and dead-letter file), and hand back counts and aggregated metrics."""
@@ -495,7 +508,12 @@ def _replay_in_workers(
         workers, protocol=config.protocol, initializer=_init_worker, initargs=(portable, config.log_level)
     ) as pool:
         chunks = by_size(sessions, CHUNK_BYTES)
-        futures = {pool.submit(_replay_chunk, chunk, window): len(chunk) for chunk in chunks}
+        futures = {
+            pool.submit(
+                _replay_chunk, chunk, window, frozenset(s.path for s in chunk if s.path in parts)
+            ): len(chunk)
+            for chunk in chunks
+        }
         pending = set(futures)
         try:
             while pending:
