@@ -372,6 +372,11 @@ class ClaudeCodeFramer:
                       view.end_offset, view.dropped, turn_id=self.message_id)
         )  # fmt: skip
 
+    def may_open(self, view: Event) -> bool:
+        """Whether ``view`` may open a prompt while one is open: only a user record does (the pipeline keeps the
+        state before such a line for a restart, :meth:`copilot_otel.sources.Framer.snapshot`)."""
+        return view.__class__ is UserRecord
+
 
 def seed(path: Path) -> dict[str, Any] | None:
     """What a sub-agent's file needs from beside it to be rooted (rule A): its ``.meta.json`` (the tool call that
