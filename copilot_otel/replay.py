@@ -282,7 +282,7 @@ def replay(
     )
     metrics = Aggregator()
     if on_progress is not None:  # the total is known before any work: a bar shows 0/N, not 0/?
-        on_progress(Progress(0, len(sessions), 0, 0, time.monotonic() - started))
+        on_progress(Progress(0, report.sessions_total, 0, 0, time.monotonic() - started))
     workers = _worker_count(config, sessions)
     try:
         if workers > 1:
@@ -372,8 +372,10 @@ def _replay_here(
             spans, logs = [], []
 
     try:
-        for index, session in enumerate(sessions):
+        done = 0  # sessions read: a sub-agent's log is part of one
+        for session in sessions:
             counted = session.path not in parts
+            done += counted
             report.sessions += counted
             source = str(session.path)
             fold = new_fold(session, settings, window)
@@ -390,8 +392,8 @@ def _replay_here(
             if on_progress is not None:
                 on_progress(
                     Progress(
-                        index + 1,
-                        total or len(sessions),
+                        done,
+                        total or len(sessions) - len(parts),
                         report.events + health.lines_read,
                         report.spans,
                         time.monotonic() - started,
@@ -511,7 +513,7 @@ def _replay_in_workers(
         futures = {
             pool.submit(
                 _replay_chunk, chunk, window, frozenset(s.path for s in chunk if s.path in parts)
-            ): len(chunk)
+            ): sum(1 for s in chunk if s.path not in parts)
             for chunk in chunks
         }
         pending = set(futures)
@@ -529,7 +531,11 @@ def _replay_in_workers(
                     if on_progress is not None:
                         on_progress(
                             Progress(
-                                done, len(sessions), report.events, report.spans, time.monotonic() - started
+                                done,
+                                report.sessions_total,
+                                report.events,
+                                report.spans,
+                                time.monotonic() - started,
                             )
                         )
         except BaseException:

@@ -20,7 +20,7 @@ import pytest
 
 from copilot_otel.cli import main
 from copilot_otel.config import load_config
-from copilot_otel.replay import replay
+from copilot_otel.replay import Progress, replay
 from tests.conftest import FIXTURES
 from tests.otlp_receiver import OtlpReceiver
 
@@ -98,9 +98,11 @@ def test_replay_counts_sessions_as_report_does(
     sessions = _report(capsys, home)["sessions"]
     assert sessions == len(WITH_SUBAGENTS[agent])
     config = load_config({"endpoint": receiver.http_endpoint, "metrics_enabled": "false"})
-    done = replay([home], config)
+    seen: list[Progress] = []
+    done = replay([home], config, on_progress=seen.append)
     assert done.exit_code == 0
     assert (done.sessions, done.sessions_total) == (sessions, sessions)
+    assert (seen[0].sessions_total, seen[-1].sessions_done, seen[-1].sessions_total) == (sessions,) * 3
     assert f"exported {sessions} session" in done.summary()
     assert receiver.spans()  # every log was still folded and sent: the sub-agents' work too
     names = {span["name"] for span in receiver.spans()}
