@@ -40,7 +40,7 @@ from .parse import parse_line
 from .project import Projector
 from .records import BadLine, DropReason, Emission
 from .sessions import SessionFile, read_workspace, session_title
-from .sources import Framer, LoopSource, loop_source, sniff
+from .sources import Framer, LoopSource, Source, loop_source, sniff
 from .tail import (
     DEFAULT_MAX_LINE_BYTES,
     DEFAULT_READ_CHUNK_BYTES,
@@ -163,10 +163,14 @@ def source_for(session: SessionFile) -> LoopSource | None:
     legacy layout) is Copilot's without a look (a backfill of thousands of sessions opens nothing more); any other
     ``.jsonl`` (another agent's log, or a Copilot log copied elsewhere) is told by its first record
     (:func:`~copilot_otel.sources.sniff`), and read with that source's framer (:func:`~copilot_otel.sources.
-    loop_source`); a source whose framer is not written yet is read as Copilot's, and gives nothing.
+    loop_source`); a source whose framer is not written yet is read as Copilot's, and gives nothing. A log
+    discovery found in an agent's folder (``session.agent``) is that agent's without a look, as
+    :func:`~copilot_otel.library.agent_of` says (a backfill of thousands of small logs opens each once).
     """
     if session.folder is not None or session.path.parent.name == COPILOT_ROOT:
         return None
+    if session.agent is not None:
+        return None if session.agent == COPILOT_AGENT else loop_source(Source(session.agent))
     source = sniff(session.path)
     return None if source is None else loop_source(source)
 

@@ -373,9 +373,9 @@ class ClaudeCodeFramer:
         )  # fmt: skip
 
     def may_open(self, view: Event) -> bool:
-        """Whether ``view`` may open a prompt while one is open: only a user record does (the pipeline keeps the
-        state before such a line for a restart, :meth:`copilot_otel.sources.Framer.snapshot`)."""
-        return view.__class__ is UserRecord
+        """Whether ``view`` may open a prompt while one is open: a user record of a new ``promptId`` (the pipeline
+        keeps the state before such a line for a restart)."""
+        return isinstance(view, UserRecord) and view.prompt_id not in (None, self.prompt_id)
 
 
 def seed(path: Path) -> dict[str, Any] | None:

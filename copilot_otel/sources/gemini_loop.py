@@ -328,9 +328,9 @@ class GeminiFramer:
         )  # fmt: skip
 
     def may_open(self, view: Event) -> bool:
-        """Whether ``view`` may open a prompt while one is open: only a user message does (the pipeline keeps the
-        state before such a line for a restart)."""
-        return view.__class__ is UserMessage
+        """Whether ``view`` may open a prompt while one is open: a user message other than the prompt's (the
+        pipeline keeps the state before such a line for a restart)."""
+        return view.__class__ is UserMessage and view.id != self.prompt_id
 
 
 def _requests(calls: tuple[ToolCallRecord, ...]) -> tuple[ev.ToolRequest, ...]:
