@@ -2,7 +2,7 @@
 """One command for the performance figures: ours vs the limits and the naive baseline, side by side.
 
     python benchmarks/run.py [--events N] [--quick] [--strict] [--keep DIR] [--no-daemon] [--baseline TREE]
-                              [--big-log-mb MIB]
+                              [--big-log-mb MIB] [--only-agents]
 
 Everything runs in one invocation on the same generated history (``benchmarks/history.py``), so the *ratios*
 are comparable even on a noisy machine; absolute numbers are printed for information only.
@@ -21,6 +21,11 @@ Backfill figures (what exists today):
 
 Rates of subprocesses are *marginal*: ``events / (wall − wall of the same command on a 1-session history)``,
 so interpreter start-up and imports (shown separately) do not distort small runs.
+
+Replay per agent (``--only-agents`` runs only these): N events of Copilot CLI's history and of Claude Code's,
+Codex CLI's and Gemini CLI's (``benchmarks/agent_history.py``: copies of their recorded scenarios), replayed in
+turn three times; each agent's events/s as a ratio to the orjson parse-only rate of its own files, and its CPU time
+per event (and per span) as a ratio to Copilot's: the target is ≤ 1.5× per event.
 
 Against another checkout (``--baseline TREE``, e.g. ``git worktree add /tmp/before REV``): replay events/s and
 start-up of ours and of that tree's package on one more history of N events, in ``--pairs`` alternating runs;
@@ -61,6 +66,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
+import agent_history  # noqa: E402  (benchmarks/agent_history.py)
 import history  # noqa: E402  (benchmarks/history.py, next to this file)
 
 RECEIVER = ROOT / "tests" / "otlp_receiver.py"
@@ -76,6 +82,7 @@ TARGET_IDLE_RSS_MIB = 100  # issue 7: ≤ 100 MB RSS idle with 5,000 tracked ses
 TARGET_RESTART_S = 2.0  # issue 7: restart with 5,000 checkpointed sessions ready in ≤ 2 s
 TARGET_LATENCY_MS = (300, 1500)  # issue 7: append → span received, p50 ≤ 0.3 s, p99 ≤ 1.5 s
 TARGET_BURST_LAG_S = 5.0  # the collector has everything ≤ 5 s after a burst ends
+TARGET_AGENT_COST = 1.5  # issue 31: another agent's replay costs ≤ 1.5× Copilot's per event
 TARGET_BIG_LOG_RSS_MIB = 150  # issue 21: replay of one 1 GB log in ≤ 150 MB (it held the whole file: 1.1 GB)
 BIG_LOG_MIB = 1_024  # the one big log's size (16 MiB with --quick)
 
@@ -544,6 +551,84 @@ def backfill(bench: Bench, events: int, prompts_per_session: int) -> None:
         f"{ours.reported_s:.1f}s), no metrics {ours_nom.measured.wall_s:.1f}s, spans only "
         f"{ours_spans.measured.wall_s:.1f}s, naive {naive_m.wall_s:.1f}s; CPU: ours "
         f"{ours.measured.cpu_s:.1f}s, spans only {ours_spans.measured.cpu_s:.1f}s, naive {naive_m.cpu_s:.1f}s"
+    )
+
+
+def agents(bench: Bench, events: int, rounds: int = 3) -> None:
+    """Replay per agent, side by side (issue 31): N events of Copilot CLI's history and of each other agent's
+    (``agent_history.py``: copies of its recorded scenarios), each replayed into its own receiver, each rate a
+    ratio to the orjson parse-only rate of the same files and, per event, to Copilot's. The four replays run in
+    turn, ``rounds`` times, and each figure is the median of its rounds: a shared machine's load moves between
+    runs, so one run each would compare moments, not agents. The cost per event is CPU time (the replay's and its
+    workers', start-up subtracted), which the load moves far less than the wall clock."""
+    work = bench.work
+    tiny, copilot = work / "agents-1", work / "agents-copilot"
+    history.generate(tiny, 1, seed=3, only="multi-tool")
+    history.generate(copilot, events, seed=4)
+    targets: dict[str, tuple[Path, list[Path]]] = {"copilot": (copilot, history_files([copilot]))}
+    for name in agent_history.AGENTS:
+        home = work / f"agents-{name}"
+        agent_history.generate(home, name, events)
+        targets[name] = (home, agent_history.log_files(home, name))
+    parse = {}
+    for name, (_, files) in targets.items():
+        lines, orjson_s, _ = parse_only(files)
+        parse[name] = lines / orjson_s
+    replay(bench, [tiny], "agents-warm-up")
+    rates: dict[str, list[float]] = {name: [] for name in targets}
+    cpu_us: dict[str, list[float]] = {name: [] for name in targets}
+    counted: dict[str, int] = {}
+    spans: dict[str, int] = {}
+    for _ in range(rounds):
+        null = replay(bench, [tiny], "agents-null").measured
+        for name, (target, _) in targets.items():
+            run = replay(bench, [target], f"agents-{name}")
+            counted[name], spans[name] = run.events, run.spans
+            rates[name].append(run.events / max(run.measured.wall_s - null.wall_s, 1e-6))
+            cpu_us[name].append(max(run.measured.cpu_s - null.cpu_s, 1e-6) / run.events * 1e6)
+    rate = {name: statistics.median(values) for name, values in rates.items()}
+    cost = {name: statistics.median(values) for name, values in cpu_us.items()}
+    for name in targets:
+        bench.add(
+            Row(
+                f"replay {name}: events/s vs parse-only ({counted[name]:,} events)",
+                fmt_rate(rate[name]),
+                fmt_rate(parse[name]),
+                f"{rate[name] / parse[name]:.2f}",
+                "info",
+            )
+        )
+    for name in agent_history.AGENTS:
+        times = cost[name] / cost["copilot"]
+        bench.add(
+            Row(
+                f"replay {name}: CPU µs per event vs Copilot's",
+                f"{cost[name]:.1f}",
+                f"copilot: {cost['copilot']:.1f}",
+                f"{times:.2f}×",
+                f"≤ {TARGET_AGENT_COST}×",
+                times <= TARGET_AGENT_COST,
+            )
+        )
+    # Logs differ in how much work a line records (a Claude Code line is more often a model call or a tool call
+    # than a Copilot CLI event): per span exported, the same CPU time says what each agent's path costs.
+    per_span = {name: cost[name] * counted[name] / max(spans[name], 1) for name in targets}
+    for name in agent_history.AGENTS:
+        bench.add(
+            Row(
+                f"replay {name}: CPU µs per span vs Copilot's ({spans[name] / counted[name]:.2f} spans/event)",
+                f"{per_span[name]:.1f}",
+                f"copilot: {per_span['copilot']:.1f} ({spans['copilot'] / counted['copilot']:.2f} spans/event)",
+                f"{per_span[name] / per_span['copilot']:.2f}×",
+                "info",
+            )
+        )
+    bench.notes.append(
+        "replay per agent, each round (events/s; CPU µs per event): "
+        + ", ".join(
+            f"{name} {'/'.join(fmt_rate(r) for r in rates[name])}; {'/'.join(f'{c:.1f}' for c in cpu_us[name])}"
+            for name in targets
+        )
     )
 
 
@@ -1347,6 +1432,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strict", action="store_true", help="exit 1 when a performance target is missed")
     parser.add_argument("--no-daemon", action="store_true", help="skip the live-daemon figures")
     parser.add_argument(
+        "--only-agents",
+        action="store_true",
+        help="only the per-agent replay figures (issue 31), nothing else",
+    )
+    parser.add_argument(
         "--only-daemon",
         metavar="NAME",
         default=None,
@@ -1387,12 +1477,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     failed = False
     try:
-        if args.only_daemon is None:
+        if args.only_agents:
+            agents(bench, events, 1 if args.quick else 3)
+        elif args.only_daemon is None:
             backfill(bench, events, args.prompts_per_session)
+            agents(bench, events, 1 if args.quick else 3)
             big_log(bench, args.big_log_mb or (16 if args.quick else BIG_LOG_MIB))
-        if args.baseline is not None:
+        if args.baseline is not None and not args.only_agents:
             versus_baseline(bench, args.baseline, events, args.pairs, args.prompts_per_session)
-        if not args.no_daemon:
+        if not args.no_daemon and not args.only_agents:
             daemon_figures(bench, args.only_daemon)
     except BenchError as exc:
         print(f"run.py: error: {exc}", file=sys.stderr)

@@ -34,13 +34,21 @@ from .config import Config, capture_state, describe
 from .deadletter import describe as describe_dead_letters
 from .errors import CopilotOtelError, SourceError, StateError
 from .export import REJECTS_EVERY_REQUEST, Delivery, Signal
-from .library import AGENT_TITLES, NOT_READ_LOGS, discover, not_read_in, setting_flag, source_logs
+from .library import (
+    AGENT_TITLES,
+    NOT_READ_LOGS,
+    discover,
+    not_read_in,
+    setting_flag,
+    source_logs,
+    subagent_parts,
+)
 from .metrics import Aggregator
 from .project import catalog
 from .records import LogRecord, Severity, SpanKind, SpanRecord
 from .roots import not_read_line
-from .sessions import pid_alive, scan_root, unreadable_sessions
-from .sources import LogKind, Source, agent_roots, loop_source
+from .sessions import SessionFile, pid_alive, scan_root, unreadable_sessions
+from .sources import Source, agent_roots, loop_source
 from .state import StateStore, stored_checkpoints
 from .telemetry import Telemetry, resource_attributes
 
@@ -396,8 +404,11 @@ def _agent_logs(what: str, source: Source, logs: Path, flag: str) -> Check:
         found = source_logs(source, logs.parent)
     except SourceError as exc:
         return Check(Mark.FAIL, what, str(exc), f"make it readable, or set {flag} to {what[:-5]}'s folder")
-    sessions = sum(1 for log in found if log.kind is LogKind.SESSION)
-    subagents = len(found) - sessions
+    # A sub-agent's file (Claude Code's, Gemini's) or thread (Codex's) is part of its session, as report counts it.
+    subagents = len(
+        subagent_parts([SessionFile(log.session_id, log.path, None, log.source.value) for log in found])
+    )
+    sessions = len(found) - subagents
     text = f"{display.count(sessions, 'session')} in {logs}"
     if subagents:
         text += f" (and {display.count(subagents, 'sub-agent file')})"

@@ -329,6 +329,24 @@ def _codex_sessions(threads: list[SessionFile]) -> list[SessionFile]:
     return [dataclasses.replace(s, subagents=tuple(children.get(s.session_id, ()))) for s in alone]
 
 
+def subagent_parts(logs: Sequence[SessionFile]) -> set[Path]:
+    """The sub-agents' logs among ``logs`` listed one by one (as ``replay`` folds them, and ``doctor`` counts them):
+    Claude Code's and Gemini's sub-agent files beside a session log that is there, and Codex's child threads
+    whose root session is there. Each is part of that session, as ``show`` and ``report`` read it, never a
+    session of its own; one whose session is not among ``logs`` stays a session, as it does there."""
+    listed = {log.path for log in logs}
+    parts: set[Path] = set()
+    threads: list[SessionFile] = []
+    for log in logs:
+        if agent_of(log) == Source.CODEX.value:
+            threads.append(log)
+        else:
+            parts.update(sub for sub in sub_logs(log) if sub in listed)
+    for session in _codex_sessions(threads):
+        parts.update(session.subagents or ())
+    return parts
+
+
 def other_agent_logs(target: str | Path, *, subagents: bool) -> list[SessionFile] | None:
     """Another agent's home or log folder given as a path, as the logs under it; ``None``: it is neither (or
     holds none: then the target resolves as a Copilot path and says what is wrong with it).

@@ -40,7 +40,7 @@ from .parse import parse_line
 from .project import Projector
 from .records import BadLine, DropReason, Emission, NotRead
 from .sessions import SessionFile, read_workspace, session_title
-from .sources import Framer, LoopSource, loop_source, sniff
+from .sources import Framer, LoopSource, Source, loop_source, sniff
 from .tail import (
     DEFAULT_MAX_LINE_BYTES,
     DEFAULT_READ_CHUNK_BYTES,
@@ -163,18 +163,27 @@ def source_for(session: SessionFile) -> LoopSource | None:
     legacy layout) is Copilot's without a look (a backfill of thousands of sessions opens nothing more); any other
     ``.jsonl`` (another agent's log, or a Copilot log copied elsewhere) is told by its first record
     (:func:`~copilot_otel.sources.sniff`), and read with that source's framer (:func:`~copilot_otel.sources.
-    loop_source`); a source whose framer is not written yet is read as Copilot's, and gives nothing.
+    loop_source`); a source whose framer is not written yet is read as Copilot's, and gives nothing. A log
+    discovery found in an agent's folder (``session.agent``) is that agent's without a look, as
+    :func:`~copilot_otel.library.agent_of` says (a backfill of thousands of small logs opens each once).
     """
     if session.folder is not None or session.path.parent.name == COPILOT_ROOT:
         return None
+    if session.agent is not None:
+        return None if session.agent == COPILOT_AGENT else loop_source(Source(session.agent))
     source = sniff(session.path)
     return None if source is None else loop_source(source)
 
 
-def _frame_at_open(loop: AgentLoop, before: bytes) -> None:
+def _frame_at_open(loop: AgentLoop, before: bytes | None, after: Framer) -> bool:
     """Give each prompt opened by the line just folded (and what waits for the next one) the framer's state at
     that line's start, in its ``context_at_open`` under :data:`FRAME_KEY`: what :meth:`AgentLoop.resume_point`
-    hands a restart, whose new framer then reads that line again as this one did."""
+    hands a restart, whose new framer then reads that line again as this one did.
+
+    ``before`` is that state, kept when the line might open one (:meth:`Pipeline._framed_line`); ``None`` when
+    the framer foresaw no opening and one happened all the same: the state after the line is given instead (a
+    restart then reads the prompt from a framer one line on), and ``False`` says so.
+    """
     pending = loop.pending_at
     contexts = [p.context_at_open for p in loop.prompts.values()]
     if pending is not None:
@@ -183,8 +192,9 @@ def _frame_at_open(loop: AgentLoop, before: bytes) -> None:
     for context in contexts:
         if FRAME_KEY not in context:
             if state is None:
-                state = orjson.loads(before)
+                state = orjson.loads(before if before is not None else orjson.dumps(after.snapshot()))
             context[FRAME_KEY] = state
+    return before is not None or state is None
 
 
 def _with_dropped(step: Step, loop: AgentLoop, offset: int, end_offset: int, line_number: int) -> Step:
@@ -234,6 +244,7 @@ class Pipeline:
             self.loop = AgentLoop(session_id, settings, context, source.translator)
             self._read = source.read_line
             self._framer = source.framer(frame if isinstance(frame, Mapping) else None)
+            self._may_open = getattr(self._framer, "may_open", None)
             self._line = self._framed_line  # type: ignore[method-assign]  # Copilot's path stays as it is
         self._window = window
         self.settings = self.loop.settings
@@ -249,6 +260,9 @@ class Pipeline:
         self._not_read: dict[tuple[str | None, str], int] = {}
         self._cli_version: str | None = None
         self.line_number = 0
+        # Prompts another agent's framer opened on a line it did not foresee (:meth:`Framer.may_open`): none, as
+        # the tests hold every fixture to.
+        self.unforeseen_opens = 0
         # Lines that carried data (not blank), events among them, and drops by reason: the same counts whoever
         # reads the log.
         self.lines = 0
@@ -418,15 +432,23 @@ class Pipeline:
         loop = self.loop
         records: list[Record] = []
         framer: Framer = self._framer  # type: ignore[assignment]  # this path is another agent's: it has one
-        # The framer's state before this line, kept (as bytes: the framer goes on changing its values) in case the
-        # line opens a prompt: a restart re-folds an open prompt from its first line, so it needs the framer as it
-        # was there, not as it is at the checkpoint (a Claude Code prompt's text is read a line before it opens).
-        before = orjson.dumps(framer.snapshot())
+        # The framer's state before this line, kept (as bytes: the framer goes on changing its values) when the line
+        # may open a prompt: a restart re-folds an open prompt from its first line, so it needs the framer as it was
+        # there, not as it is at the checkpoint (a Claude Code prompt's text is read a line before it opens). Any
+        # line may while no prompt is open (or work waits for one); while one is, only those its framer names.
         current = loop.current
+        may_open = self._may_open
+        before = (
+            orjson.dumps(framer.snapshot())
+            if current is None or loop.pending_at is not None or may_open is None or may_open(view)
+            else None
+        )
         for event in framer.frame(view):  # type: ignore[arg-type]  # an Event
             records.extend(loop.feed(event, end))
-        if loop.current is not current or loop.pending_at is not None:
-            _frame_at_open(loop, before)
+        if (loop.current is not current or loop.pending_at is not None) and not _frame_at_open(
+            loop, before, framer
+        ):
+            self.unforeseen_opens += 1
         if view.dropped:  # type: ignore[union-attr]
             loop.dropped.extend(view.dropped)  # type: ignore[union-attr]
             view.dropped.clear()  # type: ignore[union-attr]

@@ -16,7 +16,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Set
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from .deadletter import DeadLetters
 from .display import count
 from .errors import EndpointError, ExportError, PartialError, RejectedError, SourceError, UnreadableError
 from .export import ENCODE_ERRORS, Signal
-from .library import discover, resolve_targets
+from .library import discover, resolve_targets, subagent_parts
 from .metrics import Aggregator
 from .pipeline import Step, Window, fold_events, fold_settings, new_fold
 from .records import BadLine, LogRecord, Measurement, SpanRecord
@@ -290,21 +290,27 @@ def replay(
     tel.sender.drop_unsupported = (
         True  # a signal the endpoint refuses: try the others, name them all at the end
     )
+    # A sub-agent's log is folded alone but is part of the session that started it (as show and report count it).
+    parts = subagent_parts(sessions)
     report = ReplayReport(
         destination=tel.description,
-        sessions_total=len(sessions),
+        sessions_total=len(sessions) - len(parts),
         dead_letter_file=str(tel.sender.dead_letter or ""),
         skipped=[str(exc) for exc in unreadable],
     )
     metrics = Aggregator()
     if on_progress is not None:  # the total is known before any work: a bar shows 0/N, not 0/?
-        on_progress(Progress(0, len(sessions), 0, 0, time.monotonic() - started))
+        on_progress(Progress(0, report.sessions_total, 0, 0, time.monotonic() - started))
     workers = _worker_count(config, sessions)
     try:
         if workers > 1:
-            _replay_in_workers(sessions, config, workers, report, metrics, on_progress, started, window)
+            _replay_in_workers(
+                sessions, config, workers, report, metrics, on_progress, started, window, parts
+            )
         else:
-            _replay_here(sessions, config, tel, report, metrics, on_progress, started, window=window)
+            _replay_here(
+                sessions, config, tel, report, metrics, on_progress, started, window=window, parts=parts
+            )
         report.metrics_delivered = not (config.metrics_enabled and metrics)
         if not report.error and not report.metrics_delivered:
             _send_metrics(config, tel, report, metrics, start_ns)
@@ -363,8 +369,10 @@ def _replay_here(
     started: float,
     total: int | None = None,
     window: Window = None,
+    parts: Set[Path] = frozenset(),
 ) -> None:
-    """Replay sessions in this process: fold, batch, deliver on a sending thread, aggregate metrics."""
+    """Replay sessions in this process: fold, batch, deliver on a sending thread, aggregate metrics (``parts``:
+    sub-agents' logs, folded but not counted as sessions)."""
     settings = fold_settings(config)
     spans: list[SpanRecord] = []
     logs: list[LogRecord] = []
@@ -389,12 +397,15 @@ def _replay_here(
             spans, logs = [], []
 
     try:
-        for index, session in enumerate(sessions):
-            report.sessions += 1
+        done = 0  # sessions read: a sub-agent's log is part of one
+        for session in sessions:
+            counted = session.path not in parts
+            done += counted
+            report.sessions += counted
             source = str(session.path)
             fold = new_fold(session, settings, window)
             dropped_before = sum(health.lines_dropped.values())
-            for step in _skipping_unreadable(fold_events(session, fold), report):
+            for step in _skipping_unreadable(fold_events(session, fold), report, counted):
                 if step.drop is not None:
                     router.dropped_line(source, step.drop)
                     continue
@@ -407,8 +418,8 @@ def _replay_here(
             if on_progress is not None:
                 on_progress(
                     Progress(
-                        index + 1,
-                        total or len(sessions),
+                        done,
+                        total or len(sessions) - len(parts),
                         report.events + health.lines_read,
                         report.spans,
                         time.monotonic() - started,
@@ -439,12 +450,12 @@ CHUNK_BYTES = 8 * 1024 * 1024
 _MAX_AUTO_WORKERS = 4
 
 
-def _skipping_unreadable(steps: Iterator[Step], report: ReplayReport) -> Iterator[Step]:
+def _skipping_unreadable(steps: Iterator[Step], report: ReplayReport, counted: bool = True) -> Iterator[Step]:
     """A session's steps; one that cannot be read ends here, is counted as skipped and the replay goes on."""
     try:
         yield from steps
     except SourceError as exc:
-        report.sessions -= 1
+        report.sessions -= counted
         report.skipped.append(str(exc))
         logger.warning("skipped: %s", exc)
 
@@ -486,7 +497,9 @@ def _init_worker(config: Config, log_level: str) -> None:
     telemetry.sender.drop_unsupported = True
 
 
-def _replay_chunk(sessions: list[SessionFile], window: Window = None) -> tuple[ReplayReport, Aggregator]:
+def _replay_chunk(
+    sessions: list[SessionFile], window: Window = None, parts: Set[Path] = frozenset()
+) -> tuple[ReplayReport, Aggregator]:
     """Worker side: fold, encode and send a chunk of sessions; metrics come back aggregated."""
     report, metrics = ReplayReport(), Aggregator()
     _replay_here(
@@ -498,6 +511,7 @@ def _replay_chunk(sessions: list[SessionFile], window: Window = None) -> tuple[R
         None,
         0.0,
         window=window,
+        parts=parts,
     )
     return report, metrics
 
@@ -511,6 +525,7 @@ def _replay_in_workers(
     on_progress: Callable[[Progress], None] | None,
     started: float,
     window: Window = None,
+    parts: Set[Path] = frozenset(),
 ) -> None:
     """Sessions are independent and the fold is pure: worker processes each read, fold, encode and send their
     share (their own connection, retries and dead-letter file), and hand back counts and aggregated metrics."""
@@ -524,7 +539,12 @@ def _replay_in_workers(
         workers, protocol=config.protocol, initializer=_init_worker, initargs=(portable, config.log_level)
     ) as pool:
         chunks = by_size(sessions, CHUNK_BYTES)
-        futures = {pool.submit(_replay_chunk, chunk, window): len(chunk) for chunk in chunks}
+        futures = {
+            pool.submit(
+                _replay_chunk, chunk, window, frozenset(s.path for s in chunk if s.path in parts)
+            ): sum(1 for s in chunk if s.path not in parts)
+            for chunk in chunks
+        }
         pending = set(futures)
         try:
             while pending:
@@ -540,7 +560,11 @@ def _replay_in_workers(
                     if on_progress is not None:
                         on_progress(
                             Progress(
-                                done, len(sessions), report.events, report.spans, time.monotonic() - started
+                                done,
+                                report.sessions_total,
+                                report.events,
+                                report.spans,
+                                time.monotonic() - started,
                             )
                         )
         except BaseException:

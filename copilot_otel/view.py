@@ -577,6 +577,17 @@ ARGUMENTS_PREVIEW_CHARS = 60
 _TIMES, _DASH = "\u00d7", "\u2013"  # multiplication sign and en dash (both in cp1252 too)
 
 
+def _descendants(parent: Work, children: Mapping[int, list[Work]]) -> list[Work]:
+    """Everything drawn under ``parent`` (a sub-agent's turns and tools, those its own log gave included)."""
+    out: list[Work] = []
+    pending = list(children.get(parent.span_id, ()))
+    while pending:
+        r = pending.pop()
+        out.append(r)
+        pending.extend(children.get(r.span_id, ()))
+    return out
+
+
 def _add_children(node: Tree, parent: Work, children: Mapping[int, list[Work]], origin_ns: int) -> None:
     kids = children.get(parent.span_id, [])
     index = 0
@@ -590,7 +601,8 @@ def _add_children(node: Tree, parent: Work, children: Mapping[int, list[Work]], 
             _add_repeats(node, kids[index:end], children, origin_ns)
             index = end
             continue
-        branch = node.add(_work_label(child, origin_ns))
+        below = _descendants(child, children) if isinstance(child, AgentRun) else None
+        branch = node.add(_work_label(child, origin_ns, below))
         _add_children(branch, child, children, origin_ns)
         index += 1
 
@@ -710,11 +722,9 @@ def _prompt_label(prompt: PromptRun, number: int, total: int, work: Sequence[Wor
     text.append(prompt.outcome, style=_OUTCOME_STYLE.get(prompt.outcome, "yellow"))
     if prompt.incomplete_reason and prompt.incomplete_reason != prompt.outcome:
         text.append(f" ({prompt.incomplete_reason})", style="yellow")
-    failed_tools = sum(1 for r in work if isinstance(r, ToolCall) and _failed(r))
-    facts = [_plural(prompt.turns_total, "turn")]
-    tools = _plural(prompt.tool_calls, "tool call")
-    facts.append(f"{tools} ({failed_tools} failed)" if failed_tools else tools)
-    # Tokens of every model call of the prompt, sub-agents' included (as its turn count counts theirs).
+    # Turns, tool calls, failures and tokens of the work drawn under the prompt, its sub-agents' included (a
+    # sub-agent's own file too): one count for all four, the one report gives.
+    facts = _work_facts(work)
     calls = [r for r in work if isinstance(r, ModelCall)]
     tokens = _tokens([c.usage for c in calls])
     if tokens:
@@ -730,7 +740,17 @@ def _prompt_label(prompt: PromptRun, number: int, total: int, work: Sequence[Wor
     return text
 
 
-def _work_label(r: Work, origin_ns: int) -> Text:
+def _work_facts(work: Sequence[Work]) -> list[str]:
+    """``3 turns``, ``2 tool calls (1 failed)``: counted from the records drawn, so a count never disagrees with
+    the rows under it (nor failures exceed calls)."""
+    turns = sum(1 for r in work if isinstance(r, Turn))
+    tools = [r for r in work if isinstance(r, ToolCall)]
+    failed = sum(1 for r in tools if _failed(r))
+    calls = _plural(len(tools), "tool call")
+    return [_plural(turns, "turn"), f"{calls} ({failed} failed)" if failed else calls]
+
+
+def _work_label(r: Work, origin_ns: int, below: Sequence[Work] | None = None) -> Text:
     failed = _failed(r)
     offset = f"+{_duration(r.start_ns - origin_ns, fine=True)}"
     took = _duration(r.end_ns - r.start_ns)
@@ -798,7 +818,11 @@ def _work_label(r: Work, origin_ns: int) -> Text:
     if r.background:
         text.append(" in the background", style="magenta")
     text.append(f"  {offset}  {took}", style="dim")
-    facts = [_plural(r.turn_count, "turn"), _plural(r.tool_calls, "tool call")]
+    facts = (
+        _work_facts(below)
+        if below is not None
+        else [_plural(r.turn_count, "turn"), _plural(r.tool_calls, "tool call")]
+    )
     tokens = _tokens([r.usage])
     if tokens:
         facts.append(tokens)

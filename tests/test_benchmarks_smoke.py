@@ -33,6 +33,8 @@ def test_quick_benchmark_run_delivers_everything(tmp_path: Path) -> None:
         "idle CPU",
         "restart with",
         "burst",
+        "replay claude-code: CPU µs per event vs Copilot's",
+        "replay gemini: events/s vs parse-only",
     ):
         assert figure in table, figure
     assert "n/a (daemon not available)" not in table

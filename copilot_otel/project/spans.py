@@ -107,11 +107,13 @@ def model_call(
     ours.model_call(attrs, rec)
     if content:
         attrs.update(content)
-    failure = (
-        (rec.message or rec.error_type or "model call failed")[:STATUS_MESSAGE_MAX]
-        if rec.outcome is Outcome.ERROR
-        else None
-    )
+    # One rule on every span: it carries ``error.type`` exactly when its status is ERROR (the semantic conventions'
+    # "Recording errors"), so a call the user cut (``error.type=cancelled``) is an ERROR span, as its root is.
+    failure = None
+    if rec.outcome is Outcome.ERROR:
+        failure = (rec.message or rec.error_type or "model call failed")[:STATUS_MESSAGE_MAX]
+    elif rec.outcome is Outcome.CANCELLED:
+        failure = "model call cancelled"
     return _span(rec, f"chat {rec.model}", SpanKind.CLIENT, attrs, failure)
 
 

@@ -213,6 +213,10 @@ class Framer(Protocol):
 
     def snapshot(self) -> dict[str, Any]: ...
 
+    # Optional (the pipeline looks for it): ``may_open(view) -> bool``, whether ``view`` may open a prompt while
+    # one is open. The pipeline keeps the framer's state before a line only when no prompt is open or this says
+    # yes (a restart re-reads a prompt from the state at its first line); without it, before every line.
+
 
 @dataclass(frozen=True, slots=True)
 class LoopSource:

@@ -685,6 +685,11 @@ class ClaudeCodeFramer:
                       view.end_offset, view.dropped, turn_id=self.message_id)
         )  # fmt: skip
 
+    def may_open(self, view: Event) -> bool:
+        """Whether ``view`` may open a prompt while one is open: a user record of a new ``promptId`` (the pipeline
+        keeps the state before such a line for a restart)."""
+        return isinstance(view, UserRecord) and view.prompt_id not in (None, self.prompt_id)
+
 
 def _launched_async(result: Any) -> bool:
     """An ``Agent`` call's result that says its sub-agent runs on in the background (``toolUseResult``)."""

@@ -503,6 +503,11 @@ class CodexFramer:
                        error_type=None if end == _COMPLETED else end)
         )  # fmt: skip
 
+    def may_open(self, view: Event) -> bool:
+        """Whether ``view`` may open a prompt while one is open: any record once a task waits for its prompt, and
+        the task's start (the pipeline keeps the state before such a line for a restart)."""
+        return self.task is not None or view.__class__ is TaskStarted
+
 
 # Codex CLI's rollout through the loop: its reader, this framer and the neutral events' translator (a rollout
 # needs nothing from beside it: a sub-agent's says whose it is in its first record).

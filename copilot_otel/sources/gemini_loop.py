@@ -357,6 +357,11 @@ class GeminiFramer:
                       view.end_offset, view.dropped, turn_id=turn)
         )  # fmt: skip
 
+    def may_open(self, view: Event) -> bool:
+        """Whether ``view`` may open a prompt while one is open: a user message other than the prompt's (the
+        pipeline keeps the state before such a line for a restart)."""
+        return view.__class__ is UserMessage and view.id != self.prompt_id
+
 
 def _requests(calls: tuple[ToolCallRecord, ...]) -> tuple[ev.ToolRequest, ...]:
     return tuple([ev.ToolRequest(c.id, c.name, c.args) for c in calls])
