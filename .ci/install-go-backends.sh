@@ -74,7 +74,7 @@ jaeger_version="$(module_version "$here/jaeger" github.com/jaegertracing/jaeger)
 jaeger_v2="v2.$(( $(cut -d. -f2 <<<"${jaeger_version#v}") - 63 )).$(cut -d. -f3 <<<"$jaeger_version")"
 jaeger="$(build jaeger "$jaeger_v2" "$here/jaeger" github.com/jaegertracing/jaeger/cmd/jaeger \
     "-s -w -X github.com/jaegertracing/jaeger/internal/version.latestVersion=$jaeger_v2")"
-"$jaeger" version >&2
+"$jaeger" version >&2; echo >&2
 
 # Prometheus: module v0.316.0 is Prometheus 3.16.0 (v0.3MM.P = 3.MM.P).
 prom_module="$(module_version "$here/prometheus" github.com/prometheus/prometheus)"
