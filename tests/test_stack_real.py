@@ -532,6 +532,15 @@ def test_the_backends_are_the_built_versions(stack: StackRun) -> None:
     assert compose["jaeger"]["image"] == "jaegertracing/jaeger:2.12.0"
 
 
+def test_the_jaeger_build_has_no_ui(stack: StackRun) -> None:
+    """The module build serves Jaeger's placeholder page, not the UI (its assets are built with npm outside the
+    Go module): the traces are read through the query API. When a build embeds the UI, this fails, and a
+    screenshot test in headless Chromium (as tests/phoenix_screenshot.mjs does for Phoenix) should replace it."""
+    status, page = http(f"{stack.jaeger_url}/")
+    assert status == 200
+    assert "This is a placeholder for the Jaeger UI home page" in str(page), str(page)[:500]
+
+
 # --- traces in Jaeger --------------------------------------------------------------------------------------
 
 
