@@ -69,7 +69,8 @@ otelcol_version="$(awk '$1 == "version:" { print $2; exit }' "$here/otelcol/buil
 otelcol="$(build otelcol "$otelcol_version" "$here/otelcol/src" . "-s -w")"
 "$otelcol" --version >&2
 
-# Jaeger: module v1.75.0 is Jaeger v2.12.0 (the project tags both lines on one commit).
+# Jaeger: module v1.MM.P is Jaeger v2.(MM-63).P (both lines are tagged on one commit: v1.74.0 / v2.11.0 in its
+# CHANGELOG), so v1.75.0 is v2.12.0.
 jaeger_version="$(module_version "$here/jaeger" github.com/jaegertracing/jaeger)"
 jaeger_v2="v2.$(( $(cut -d. -f2 <<<"${jaeger_version#v}") - 63 )).$(cut -d. -f3 <<<"$jaeger_version")"
 jaeger="$(build jaeger "$jaeger_v2" "$here/jaeger" github.com/jaegertracing/jaeger/cmd/jaeger \
