@@ -32,7 +32,9 @@ start-up of ours and of that tree's package on one more history of N events, in 
 the figure is the median of the pairs' ratios, the check that a restructure did not make replay slower.
 
 Daemon figures (``copilot-otel run``; "n/a (daemon not available)" if it fails to start): live latency
-p50/p99, idle CPU/RSS with 5,000 idle sessions, restart time with 5,000 checkpoints, burst 50 × 200 ev/s.
+p50/p99, idle CPU/RSS with 5,000 idle sessions, restart time with 5,000 checkpoints, burst 50 × 200 ev/s, history
+at scale (1,000 and 100,000 checkpointed sessions), and the first start over a history without checkpoints at
+1,000, 20,000 and 100,000 sessions (``--first-start-sizes``): CPU to "backfill done", idle RSS after it, the restart.
 
 Exit status: 0 when every measurement ran and every delivery check held (spans received == spans reported,
 no naive drops); 1 otherwise. Targets that are missed are printed as FAIL but only change the exit status
@@ -1058,7 +1060,7 @@ TARGET_SCALE_WRITE_MIB_PER_MIN = (
 TARGET_SCALE_IDLE_CPU = 0.005  # ≤ 0.5 % of a core idle at 100,000 sessions
 TARGET_SCALE_IDLE_RSS_MIB = 100
 TARGET_SCALE_RESUMED_S = 1.0  # restart to the "resumed" line ≤ 1 s at 100,000 sessions
-_RESUMED = re.compile(rb"^(\S+) copilot-otel: INFO: resumed (\d+) checkpointed", re.M)
+_RESUMED = re.compile(rb"^(\S+) copilot-otel: INFO: resumed ([\d,]+) checkpointed", re.M)
 
 
 @dataclass
@@ -1138,7 +1140,7 @@ def measure_scale(bench: Bench, sessions: int, live_s: float, idle_s: float) -> 
                 time.sleep(0.02)
             if match:
                 fig.resumed_s = (_log_time_ns(match.group(1)) - spawn_ns) / 1e9
-                fig.resumed = int(match.group(2))
+                fig.resumed = int(match.group(2).replace(b",", b""))
             # The start-up scans (the first, and the one once the watch is up) run on discovery's thread:
             # the live window starts after them, so that it measures what a live session costs.
             deadline = time.monotonic() + 300
@@ -1278,6 +1280,195 @@ def bench_scale(bench: Bench) -> list[Row]:
     return rows
 
 
+# Issue "Cost grows with history on the first start": a first start over a history without checkpoints (the
+# default backfill: every log exported), at three sizes, and the restart after it.
+TARGET_FIRST_IDLE_RSS_MIB = {20_000: 150, 100_000: 200}  # idle RSS after the first backfill
+_BACKFILL_DONE = re.compile(rb"copilot-otel: INFO: backfill done: ([\d,]+) sessions?, ([\d,]+) spans?")
+
+
+@dataclass
+class FirstStartFigures:
+    """What a first start over one history size gave, and the restart after it."""
+
+    sessions: int
+    backfilled: int = 0  # sessions the "backfill done" line counts
+    cpu_s: float = 0.0  # CPU seconds of the daemon, spawn → "backfill done"
+    wall_s: float = 0.0
+    peak_rss_mib: float = 0.0  # VmHWM once settled
+    idle_rss_mib: float = 0.0  # VmRSS once every span is delivered and the followed files settled
+    delivered: bool = False
+    resumed_s: float | None = None  # restart: spawn → "resumed"
+    restart_idle_rss_mib: float = 0.0
+    resent: int = 0
+
+
+def _wait_status(state: Path, pid: int, ok: Callable[[dict[str, Any]], bool], timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            doc = orjson.loads((state / "status.json").read_bytes())
+            if doc.get("pid") == pid and ok(doc):
+                return True
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.25)
+    return False
+
+
+def _new_err(bench: Bench, before: set[str]) -> Path:
+    (err,) = [p for p in bench.work.glob("daemon-*.err") if p.name not in before]
+    return err
+
+
+def _wait_for_line(
+    err: Path, pattern: re.Pattern[bytes], proc: subprocess.Popen[bytes], timeout_s: float, poll_s: float
+) -> re.Match[bytes] | None:
+    """The first match of ``pattern`` in a daemon's log, once it is there (None after ``timeout_s``)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if match := pattern.search(err.read_bytes()):
+            return match
+        if proc.poll() is not None:
+            raise BenchError(f"the daemon exited {proc.returncode}")
+        time.sleep(poll_s)
+    return None
+
+
+def measure_first_start(bench: Bench, sessions: int, settle_s: float = 15.0) -> FirstStartFigures:
+    """``sessions`` idle sessions of history (two days old, no checkpoints), a first start with the default
+    backfill (everything exported): CPU to "backfill done", the idle RSS once delivered and settled; then a
+    restart (time to "resumed", its idle RSS, nothing re-sent)."""
+    work = bench.work / f"first-{sessions}"
+    root, state = work / "session-state", work / "state"
+    history.generate(root, 0, sessions=sessions, seed=51, only="plain-question")
+    old = time.time() - 2 * 86400
+    logs = []
+    for folder in os.scandir(root):
+        log = os.path.join(folder.path, "events.jsonl")
+        os.utime(log, (old, old))
+        logs.append(Path(log))
+    # Every copy is the same capture with other ids: the spans of a few, times the count (folding 100,000 logs
+    # in-process only to count them would take minutes).
+    per_log = {expected_spans([log]) for log in logs[:5]}
+    if len(per_log) != 1:
+        raise BenchError(f"first start: the copies differ in spans ({sorted(per_log)})")
+    total = per_log.pop() * sessions
+    fig = FirstStartFigures(sessions)
+    with Receiver(bench.work, bench.env(), f"first-{sessions}") as receiver:
+        before = {p.name for p in bench.work.glob("daemon-*.err")}
+        t0 = time.monotonic()
+        with daemon(bench, root, state, receiver.endpoint) as proc:
+            done = _wait_for_line(_new_err(bench, before), _BACKFILL_DONE, proc, 3_600, 0.05)
+            if not done:
+                raise BenchError(f"first start {sessions:,}: no 'backfill done' line")
+            fig.cpu_s, fig.wall_s = proc_cpu_s(proc.pid), time.monotonic() - t0
+            fig.backfilled = int(done.group(1).replace(b",", b""))
+            counts = receiver.wait_for_spans(total, timeout_s=600.0)
+            fig.delivered = counts.get("spans", 0) == total
+            if not _wait_status(state, proc.pid, lambda d: d.get("files_followed", 1) == 0, 120.0):
+                bench.notes.append(f"first start {sessions:,}: followed files did not settle within 120 s")
+            time.sleep(settle_s)
+            fig.idle_rss_mib = proc_rss_mib(proc.pid)
+            fig.peak_rss_mib = proc_rss_mib(proc.pid, "VmHWM")
+        delivered = wait_settled(receiver, 2.0, 30.0).get("spans", 0)
+        before = {p.name for p in bench.work.glob("daemon-*.err")}
+        spawn_ns = time.time_ns()
+        with daemon(bench, root, state, receiver.endpoint) as proc:
+            if match := _wait_for_line(_new_err(bench, before), _RESUMED, proc, 120, 0.02):
+                fig.resumed_s = (_log_time_ns(match.group(1)) - spawn_ns) / 1e9
+            _wait_status(state, proc.pid, lambda d: d.get("scans", 0) >= 2, 300.0)
+            time.sleep(settle_s)
+            fig.restart_idle_rss_mib = proc_rss_mib(proc.pid)
+        fig.resent = wait_settled(receiver, 2.0, 30.0).get("spans", 0) - delivered
+    shutil.rmtree(work, ignore_errors=True)
+    return fig
+
+
+def bench_first_start(bench: Bench) -> list[Row]:
+    """The first-start figures at three history sizes, side by side with the restart after each."""
+    sizes = [200] if bench.quick else [1_000, 20_000, 100_000]
+    if FIRST_START_SIZES:
+        sizes = FIRST_START_SIZES
+    figs = [measure_first_start(bench, n, 3.0 if bench.quick else 15.0) for n in sizes]
+    big = figs[-1]
+
+    def across(fmt: Callable[[FirstStartFigures], str]) -> tuple[str, str]:
+        return fmt(big), " · ".join(f"{f.sessions:,}: {fmt(f)}" for f in figs[:-1])
+
+    # Linear CPU: the CPU of each size beyond the smallest's (start-up, imports and the first scan are in both), per
+    # 1,000 sessions more; the same figure at every size is linear, a growing one is not.
+    small = figs[0]
+    marginal = [(f.cpu_s - small.cpu_s) / (f.sessions - small.sessions) * 1000 for f in figs[1:]]
+    rss_ok = all(f.idle_rss_mib <= TARGET_FIRST_IDLE_RSS_MIB.get(f.sessions, 1e9) for f in figs)
+    return [
+        Row(
+            f"first start: CPU to 'backfill done', {big.sessions:,} sessions (s)",
+            *across(lambda f: f"{f.cpu_s:.1f}"),
+            " · ".join(f"{m:.2f}" for m in marginal) + " s per 1,000 more" if marginal else "",
+            "linear",
+        ),
+        Row(
+            f"first start: wall time to 'backfill done', {big.sessions:,} sessions (s)",
+            *across(lambda f: f"{f.wall_s:.1f}"),
+            "",
+            "info",
+        ),
+        Row(
+            f"first start: sessions in 'backfill done', {big.sessions:,} sessions",
+            *across(lambda f: f"{f.backfilled:,}"),
+            "",
+            "all",
+            all(f.backfilled == f.sessions for f in figs),
+            gate=True,
+        ),
+        Row(
+            f"first start: every span delivered, {big.sessions:,} sessions",
+            *across(lambda f: "yes" if f.delivered else "no"),
+            "",
+            "yes",
+            all(f.delivered for f in figs),
+            gate=True,
+        ),
+        Row(
+            f"first start: idle RSS after the backfill, {big.sessions:,} sessions (MiB)",
+            *across(lambda f: f"{f.idle_rss_mib:.0f}"),
+            "",
+            " · ".join(f"{n:,}: ≤ {mib}" for n, mib in TARGET_FIRST_IDLE_RSS_MIB.items()),
+            rss_ok,
+        ),
+        Row(
+            f"first start: peak RSS, {big.sessions:,} sessions (MiB)",
+            *across(lambda f: f"{f.peak_rss_mib:.0f}"),
+            "",
+            "info",
+        ),
+        Row(
+            f"first start, then restart to 'resumed', {big.sessions:,} sessions (s)",
+            *across(lambda f: "no resumed line" if f.resumed_s is None else f"{f.resumed_s:.2f}"),
+            "",
+            "info",
+        ),
+        Row(
+            f"first start, then restart: idle RSS, {big.sessions:,} sessions (MiB)",
+            *across(lambda f: f"{f.restart_idle_rss_mib:.0f}"),
+            "",
+            "info",
+        ),
+        Row(
+            f"first start, then restart: spans re-sent, {big.sessions:,} sessions",
+            *across(lambda f: f"{f.resent:,}"),
+            "",
+            "0",
+            all(f.resent == 0 for f in figs),
+            gate=True,
+        ),
+    ]
+
+
+# Sizes of the first-start benchmark (``--first-start-sizes``); empty: 1,000, 20,000 and 100,000.
+FIRST_START_SIZES: list[int] = []
+
+
 TARGET_LIGHT_IMPORT_MS = 100  # issue 25: --help, status, config import in under 100 ms
 _STARTUP_PROBE = "import sys; from copilot_otel.cli import main; sys.exit(main(sys.argv[1:]))"
 _SENDING = ("opentelemetry.sdk", "opentelemetry.exporter", "grpc", "copilot_otel.export")
@@ -1368,6 +1559,7 @@ DAEMON_BENCHES: list[tuple[str, Callable[[Bench], list[Row]]]] = [
     ("idle CPU/RSS, restart with checkpoints", bench_idle_and_restart),
     ("burst 50×200 ev/s", bench_burst),
     ("history at scale", bench_scale),
+    ("first start over history without checkpoints", bench_first_start),
     ("start-up: import time per command", bench_startup),
 ]
 
@@ -1458,7 +1650,14 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help=f"size of the one big log replayed for its peak RSS, MiB (default {BIG_LOG_MIB}; 16 with --quick)",
     )
+    parser.add_argument(
+        "--first-start-sizes",
+        default="",
+        metavar="N,N,…",
+        help="history sizes of the first-start benchmark (default 1000,20000,100000; 200 with --quick)",
+    )
     args = parser.parse_args(argv)
+    FIRST_START_SIZES[:] = [int(n) for n in args.first_start_sizes.split(",") if n.strip()]
     events = args.events or (5_000 if args.quick else 200_000)
 
     if args.keep:

@@ -129,7 +129,11 @@ class Daemon:
         self.outcomes = Outcomes()
         self._shared = Shared(self.settings, config.backfill, self.router, self.outbox, self, self._log)
         self.tracker = Tracker(
-            self.state, self._follow, max_open_files=current.max_open_files(), log=self._log
+            self.state,
+            self._follow,
+            max_open_files=current.max_open_files(),
+            log=self._log,
+            waits=self._waits_its_turn,
         )
         self.housekeeping = Housekeeping(self.tracker, config.idle_timeout)
         self._acks: deque[list[Marker]] = deque()
@@ -214,6 +218,23 @@ class Daemon:
         if not f.live or (exports_history and self._in_first_scan and _size(path) > 0):
             self._backfill.add(f.key)
         return f
+
+    def _waits_its_turn(self, key: str) -> bool:
+        """A new log last written a minute ago or more that the backfill policy reads whole is history: it may wait
+        to be followed until the history before it is read (the tracker admits it in batches), and its reading is
+        in the progress line (as :meth:`_follow` will count it)."""
+        backfill = self.config.backfill
+        if backfill.mode == "none":
+            return False
+        try:
+            st = os.stat(key)
+        except OSError:
+            return False
+        if time.time() - st.st_mtime < IDLE_CLOSE_S:
+            return False
+        return backfill.mode == "all" or (
+            backfill.since_ns is not None and st.st_mtime_ns >= backfill.since_ns
+        )
 
     def _apply_backfill_policy(self, f: FollowedFile, age_s: float) -> bool:
         """New file: export its history (``all``), or only what is written from now on (``none`` / last written
@@ -348,7 +369,7 @@ class Daemon:
             if self.stop.is_set() or time.monotonic() > deadline or not self.outbox.has_room(False):
                 break
             read = self._read(f, BACKFILL_READ_BYTES) or read
-        self._backfill.report()
+        self._backfill.report(waiting=tracker.waiting)
         self._live = self.housekeeping.live_prompts(time.time_ns())
         if self.actions is not None:
             self.actions.drain(self.telemetry.metrics)

@@ -186,7 +186,7 @@ def _drain(tracker: Tracker, outbox: ListOutbox) -> None:
     """Read everything pending and acknowledge every batch (a collector that accepts all)."""
     while tracker.pending:
         live, history = tracker.work()
-        for f in live + history:
+        for f in [*live, *history]:
             tracker.read(f, 1 << 20)
     tracker.apply_acks([m for _, m in outbox.batches])
     outbox.batches.clear()

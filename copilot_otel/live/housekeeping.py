@@ -162,17 +162,19 @@ class BackfillProgress:
     def detected(self, reason: str) -> None:
         self.detections[reason] = self.detections.get(reason, 0) + 1
 
-    def report(self) -> None:
+    def report(self, waiting: int = 0) -> None:
+        """The progress line (every few seconds) or the "done" line; ``waiting``: history found but not followed yet
+        (the tracker admits it in batches), counted as not read."""
         if not self.sessions:
             return
         now = self._clock()
-        if self.pending:
+        if self.pending or waiting:
             if now - self._last_line >= BACKFILL_PROGRESS_S:
                 self._last_line = now
                 logger.info(
                     "backfill: %s of %s read, %s",
                     f"{self.sessions - len(self.pending):,}",
-                    count(self.sessions, "session"),
+                    count(self.sessions + waiting, "session"),
                     count(self.spans, "span"),
                 )
             return

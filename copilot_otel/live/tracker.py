@@ -13,6 +13,11 @@ is being written, not with what is stored:
   tuples, not 100,000 tailers and folds.
 * Only files with work are looked at: ``pending`` (may have unread lines) and ``attention`` (an open prompt or an
   unterminated last line: the owner and idle checks, and a stat poll that does not trust notifications).
+* History found without a checkpoint (a first start over 100,000 sessions) is *waiting*: a path in a queue,
+  followed :data:`ADMIT_BATCH` logs at a time as the ones before are read, so the first start holds a batch of
+  tailers and folds, not the whole history (a log written meanwhile is followed at once). The history being read
+  is a queue ordered by the last read (a heap), not sorted again at every pass: the cost of a first start grows
+  with the history, not with its square.
 * Descriptors are a bounded cache (least recently used closed beyond the cap, which EMFILE lowers and time raises
   again), so any number of sessions can be followed under any ``ulimit -n``.
 * A log gone while the daemon was stopped waits for the first scan: a new log that starts with the same first KiB
@@ -22,9 +27,11 @@ is being written, not with what is stored:
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import logging
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 
@@ -35,7 +42,7 @@ from ..state import Checkpoint, StateStore
 from ..tail import FINGERPRINT_BYTES, fingerprint_of
 from .followed import IDLE_CLOSE_S, FollowedFile, Read
 
-__all__ = ["MAX_OPEN_TAILERS", "StatKey", "Tracker", "open_tailer_cap"]
+__all__ = ["ADMIT_BATCH", "MAX_OPEN_TAILERS", "StatKey", "Tracker", "open_tailer_cap"]
 
 logger = logging.getLogger("copilot_otel.daemon")
 
@@ -52,6 +59,16 @@ FD_RETRY_S = 0.5
 
 # Makes the followed file for a path: from its checkpoint, or new (the backfill policy decides where it starts).
 Follow = Callable[[SessionFile, "Checkpoint | None"], FollowedFile]
+# Whether a new log (no checkpoint) is history that may wait for its turn to be followed (the daemon's backfill
+# policy: an old log it will read whole); a log that may not wait is followed at once.
+Waits = Callable[[str], bool]
+# History logs being read (pending, not live) at most, while more wait: a batch is a few MB of tailers and folds,
+# and enough files for every backfill slice (a small log reads in about a millisecond, a slice is 50 ms).
+ADMIT_BATCH = 256
+
+
+def _never_waits(key: str) -> bool:
+    return False
 
 
 def open_tailer_cap(max_open_files: int) -> int:
@@ -73,6 +90,7 @@ class Tracker:
         max_open_files: The process's descriptor limit.
         log: The daemon's rate-limited log.
         clock: Monotonic seconds (injected by tests).
+        waits: Whether a new log is history that may wait its turn (by default none waits).
     """
 
     def __init__(
@@ -83,8 +101,10 @@ class Tracker:
         max_open_files: int,
         log: RateLimitedLog,
         clock: Callable[[], float] = time.monotonic,
+        waits: Waits = _never_waits,
     ) -> None:
         self.state = state
+        self._waits = waits
         self._follow = follow
         self._log = log
         self._clock = clock
@@ -94,6 +114,18 @@ class Tracker:
         self._known: dict[str, int] = {}
         self.pending: set[str] = set()
         self.attention: set[str] = set()
+        # History waiting to be followed, in the order it was found: paths only (a queue, and a set for membership;
+        # a path taken out of the set is skipped when the queue reaches it).
+        self._waiting: deque[str] = deque()
+        self._waiting_keys: set[str] = set()
+        # The pending history files, least recently read first: a heap of (last read, sequence, key) with lazy
+        # deletion (an entry counts only while it is the one ``_queued`` holds for its key). ``_held`` are the
+        # entries the last :meth:`work` handed out, put back at the next unless the file was read meanwhile.
+        self._history: list[tuple[float, int, str]] = []
+        self._queued: dict[str, tuple[float, int]] = {}
+        self._held: list[tuple[float, int, str]] = []
+        self._seq = 0
+        self.admitted = 0  # waiting logs followed so far (the tests count batches with it)
         # Checkpoints of logs gone while we were stopped, until the first scan: a log found there that starts
         # with the same content was moved (or restored) and takes its checkpoint over (checklist #39).
         self._missing: dict[str, str] = {}  # fingerprint (of the first KiB) -> the path it had
@@ -109,8 +141,13 @@ class Tracker:
         self._fd_exhausted_at_check = 0
 
     def __len__(self) -> int:
-        """Session logs tracked: followed and known."""
-        return len(self.files) + len(self._known)
+        """Session logs tracked: followed, waiting and known."""
+        return len(self.files) + len(self._waiting_keys) + len(self._known)
+
+    @property
+    def waiting(self) -> int:
+        """History logs found without a checkpoint that are not followed yet (the backfill's progress counts them)."""
+        return len(self._waiting_keys)
 
     # ------------------------------------------------------------------ start-up
     def restore(self) -> None:
@@ -155,6 +192,8 @@ class Tracker:
             for key in self._known.keys() - stats.keys():
                 del self._known[key]
                 self.state.forget(key)  # deleted while idle: nothing left to deliver
+        if self._waiting_keys:
+            self._waiting_keys.intersection_update(stats.keys())  # gone before its turn: nothing to read
         for key, st in stats.items():
             f = self.files.get(key)
             if f is not None:
@@ -164,7 +203,7 @@ class Tracker:
                 continue
             known = self._known.get(key)
             if known is None:
-                self._track(key)
+                self._new(key)
             elif known != st:
                 del self._known[key]
                 self._track(key, self.state.get(key))
@@ -191,7 +230,12 @@ class Tracker:
                 continue
             known = self._known.get(key)
             if known is None:
-                self._track(key)
+                if key in self._waiting_keys:  # written to while waiting its turn: followed now
+                    self._waiting_keys.discard(key)
+                    if os.path.exists(key):
+                        self._admit(key, None)
+                else:
+                    self._new(key)
                 continue
             try:
                 st = os.stat(key)
@@ -210,17 +254,43 @@ class Tracker:
                 self._set_pending(f, True)
 
     def _track(self, key: str, checkpoint: Checkpoint | None = None) -> FollowedFile | None:
-        path = Path(key)
-        if not is_session_log(key) or (checkpoint is None and not path.exists()):
+        if checkpoint is None:
+            return self._new(key)
+        if not is_session_log(key):
             return None
-        if checkpoint is None and self._missing:
-            checkpoint = self._moved_here(key)
-        elif checkpoint is not None:
-            checkpoint = _restored_copy(key, checkpoint)
-        f = self._follow(SessionFile.from_path(path), checkpoint)
+        return self._admit(key, _restored_copy(key, checkpoint))
+
+    def _new(self, key: str) -> FollowedFile | None:
+        """A log without a checkpoint: moved here while we were stopped (it takes its old checkpoint), history that
+        waits its turn, or followed now."""
+        if not is_session_log(key) or key in self._waiting_keys or not os.path.exists(key):
+            return None
+        checkpoint = self._moved_here(key) if self._missing else None
+        if checkpoint is None and self._waits(key):
+            self._waiting.append(key)
+            self._waiting_keys.add(key)
+            return None
+        return self._admit(key, checkpoint)
+
+    def _admit(self, key: str, checkpoint: Checkpoint | None) -> FollowedFile:
+        f = self._follow(SessionFile.from_path(Path(key)), checkpoint)
         self.files[key] = f
         self._set_pending(f, True)
         return f
+
+    def _admit_waiting(self) -> None:
+        """Follow waiting history while fewer than :data:`ADMIT_BATCH` history files are being read."""
+        waiting, keys = self._waiting, self._waiting_keys
+        while keys and len(self._queued) < ADMIT_BATCH:
+            key = waiting.popleft()
+            if key not in keys:
+                continue  # followed already (it was written to), or gone
+            keys.discard(key)
+            self.admitted += 1
+            if os.path.exists(key):
+                self._admit(key, None)
+        if not keys:
+            waiting.clear()
 
     def _moved_here(self, key: str) -> Checkpoint | None:
         """The checkpoint of a log gone while we were stopped that the log at ``key`` starts like, moved over."""
@@ -247,18 +317,56 @@ class Tracker:
 
     def _set_pending(self, f: FollowedFile, pending: bool) -> None:
         f.pending = pending
+        key = f.key
         if pending:
-            self.pending.add(f.key)
+            self.pending.add(key)
+            if not f.live:
+                entry = self._queued.get(key)
+                if entry is None or entry[0] != f.last_used:
+                    self._queue(f)
+                return
         else:
-            self.pending.discard(f.key)
+            self.pending.discard(key)
+        self._queued.pop(key, None)
 
-    def work(self) -> tuple[list[FollowedFile], list[FollowedFile]]:
-        """The files that may have unread lines: (live, history), history least recently read first."""
+    def _queue(self, f: FollowedFile) -> None:
+        self._seq += 1
+        self._queued[f.key] = (f.last_used, self._seq)
+        heapq.heappush(self._history, (f.last_used, self._seq, f.key))
+
+    def work(self) -> tuple[list[FollowedFile], Iterator[FollowedFile]]:
+        """The files that may have unread lines: (live, history), history least recently read first.
+
+        Waiting history is followed first, as far as the batch has room. The history comes as an iterator that
+        takes from the ordered queue as it goes: a pass that stops after a slice costs what it read, not a sort
+        of every pending log; what it handed out and was not read keeps its place.
+        """
+        self._admit_waiting()
         files = self.files
-        work = [files[key] for key in list(self.pending) if key in files]
-        live = [f for f in work if f.live]
-        history = sorted((f for f in work if not f.live), key=lambda f: f.last_used)
-        return live, history
+        live = [f for key in list(self.pending) if (f := files.get(key)) is not None and f.live]
+        for entry in self._held:
+            if self._queued.get(entry[2]) == entry[:2]:
+                heapq.heappush(self._history, entry)
+        self._held = []
+        return live, self._in_order(self._seq)
+
+    def _in_order(self, mark: int) -> Iterator[FollowedFile]:
+        """The pending history files queued before ``mark``, least recently read first (a file read in this pass
+        is queued again behind ``mark``: each is read once a pass, as with a list made at its start)."""
+        heap, queued, files = self._history, self._queued, self.files
+        while heap and heap[0][1] <= mark:
+            last_used, seq, key = heapq.heappop(heap)
+            if queued.get(key) != (last_used, seq):
+                continue  # read (and queued again) or no longer pending since this entry was made
+            f = files.get(key)
+            if f is None or not f.pending or f.live:
+                queued.pop(key, None)
+                continue
+            if f.last_used != last_used:
+                self._queue(f)  # read without its flags updated (no descriptor): in the order of that read
+                continue
+            self._held.append((last_used, seq, key))
+            yield f
 
     def attending(self) -> Iterator[FollowedFile]:
         """The followed files with an open prompt or an unterminated last line."""
@@ -274,13 +382,18 @@ class Tracker:
         """Read ``f`` if a descriptor can be had; (whether it was read, spans it produced)."""
         if not self.opening(f):
             return False, 0
+        history = not f.live
         outcome = f.read(max_bytes)
         if outcome.how is Read.NO_DESCRIPTOR:
             assert outcome.error is not None
             self.out_of_descriptors(outcome.error)
             return False, 0
         self.update(f)
-        if not f.pending and not f.tail_bytes and f.idle_s() >= IDLE_CLOSE_S:
+        # A log read to its end with its last line whole is released (descriptor closed, fold reduced to its context
+        # when no prompt is open) once quiet for a minute; history at once: reading its old lines was no sign of
+        # life, and a backfill then holds each log until its checkpoint is acknowledged, not for a minute after.
+        # Only the reading state goes: an open prompt stays open until its CLI exits or it idles out, as before.
+        if not f.pending and not f.tail_bytes and (history or f.idle_s() >= IDLE_CLOSE_S):
             f.release()
         return True, outcome.spans
 
@@ -373,6 +486,7 @@ class Tracker:
                     if f.deleted and f.all_acked:
                         self.files.pop(m.key, None)
                         self.pending.discard(m.key)
+                        self._queued.pop(m.key, None)
                         self.attention.discard(m.key)
                 elif m.identity is not None:
                     self._checkpoint(m)
