@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from filelock import FileLock
 
 from tests.conftest import FIXTURES, all_fixture_logs, replay_into
 from tests.otlp_receiver import OtlpReceiver
@@ -95,10 +96,13 @@ def _read_sums(golden: Path = GOLDEN) -> dict[str, str]:
 
 
 def _write_sum(key: str, digest: str, golden: Path = GOLDEN) -> None:
-    sums = _read_sums(golden)
-    sums[key] = digest
-    lines = [f"{sums[name]}  {name}\n" for name in sorted(sums)]
-    (golden / "SHA256SUMS").write_text("".join(lines))
+    """Set one hash in ``SHA256SUMS``. The read and the write are one step under a lock: the suite's worker
+    processes regenerate side by side, and a write between another's read and write lost that one's hash."""
+    with FileLock(golden / ".SHA256SUMS.lock"):
+        sums = _read_sums(golden)
+        sums[key] = digest
+        lines = [f"{sums[name]}  {name}\n" for name in sorted(sums)]
+        (golden / "SHA256SUMS").write_text("".join(lines))
 
 
 def check_golden(receiver: OtlpReceiver, key: str, tmp_path: Path, golden: Path = GOLDEN) -> None:
