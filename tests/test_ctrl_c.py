@@ -84,4 +84,6 @@ def test_ctrl_c_right_as_run_starts_stops_it_cleanly(tmp_path: Path, attempt: in
     assert "did not stop" not in text and "did not exit" not in text, "no deadline had to end it"
     status = json.loads((state / "status.json").read_text())
     assert status["backlog_spans"] == 0, "what was read was delivered before it exited"
-    assert read_checkpoints(state), "the checkpoints were saved"
+    # What was read is checkpointed; a Ctrl-C that lands before the first log was read (on a busy machine the
+    # history waits its turn) leaves nothing to save, and saves nothing.
+    assert bool(read_checkpoints(state)) == (status["lines_read"] > 0), "the checkpoints were saved"
