@@ -23,6 +23,8 @@ from copilot_otel.cli import main
 from tests.conftest import FIXTURES, SERIAL
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver
+from tests.test_daemon import _status as _status_file
+from tests.test_daemon import _until
 from tests.test_daemon_other_agents import _write_with_subagents
 from tests.webhook_receiver import WebhookReceiver
 
@@ -72,13 +74,6 @@ def _status(state: Path, *args: str) -> str:
     return out.getvalue()
 
 
-def _until(condition: Any, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-
-
 @SERIAL
 def test_finished_history_is_exported_at_once_and_lists_no_open_prompt(
     tmp_path: Path, receiver: OtlpReceiver
@@ -124,14 +119,6 @@ def test_finished_history_is_exported_at_once_and_lists_no_open_prompt(
     closed = [line for line in out.splitlines() if "closed an unfinished prompt" in line]
     assert not [line for line in closed if any(s in line for s in claude_sessions)], closed
     assert "Traceback" not in out and " ERROR " not in out
-
-
-def _status_file(state: Path) -> dict[str, Any]:
-    try:
-        doc: dict[str, Any] = orjson.loads((state / "status.json").read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return {}
-    return doc
 
 
 @SERIAL
