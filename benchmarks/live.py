@@ -1,4 +1,4 @@
-"""What a refresh of ``copilot-otel live`` costs on a large history (:class:`copilot_otel.burn.BurnWatch`).
+"""What a refresh of ``copilot-otel live`` costs on a large history (:class:`copilot_otel.commands.live.BurnWatch`).
 
     python benchmarks/live.py [--events 150000] [--cold 20000] [--repeat 5]
 
@@ -25,7 +25,7 @@ sys.path.insert(0, str(HERE))
 
 import history  # noqa: E402
 
-from copilot_otel.burn import FULL_SWEEP_S, BurnWatch  # noqa: E402
+from copilot_otel.commands.live import FULL_SWEEP_S, BurnWatch  # noqa: E402
 
 _YEAR_NS = 365 * 24 * 3600 * 10**9
 

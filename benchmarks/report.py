@@ -7,7 +7,7 @@ finds, grouped by the line's date; the baseline here does the same for Copilot C
 ``orjson`` for reference) on every line, summing ``session.usage_record`` tokens and user-initiated cost per
 UTC day. It knows nothing of prompts, turns, tool failures, resumed sessions or older CLIs. Ours is the real
 command (``copilot-otel report daily --json --tz UTC``) in a subprocess, so start-up and imports are included,
-and in-process (:func:`copilot_otel.report.tally_logs`, with worker processes as the command uses them over
+and in-process (:func:`copilot_otel.commands.report.tally_logs`, with worker processes as the command uses them over
 32 MB, and in one process).
 Both must agree on the totals they share (tokens, premium requests): the script exits 1 when they do not.
 """
@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE))
 
 import history  # noqa: E402
 
-from copilot_otel.report import finish_report, make_cut, render_json, tally_logs  # noqa: E402
+from copilot_otel.commands.report import finish_report, make_cut, render_json, tally_logs  # noqa: E402
 
 _SHARED = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "premium_requests")
 

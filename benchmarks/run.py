@@ -817,9 +817,9 @@ def proc_rss_mib(pid: int, key: str = "VmRSS") -> float:
 
 def expected_spans(files: Sequence[Path]) -> int:
     """Spans the fold makes from these logs (in-process, the same fold the daemon runs)."""
+    from copilot_otel.model.records import SpanRecord
     from copilot_otel.pipeline import FoldSettings, fold_session
-    from copilot_otel.records import SpanRecord
-    from copilot_otel.sessions import SessionFile
+    from copilot_otel.sources.sessions import SessionFile
 
     return sum(
         sum(
@@ -1471,7 +1471,7 @@ FIRST_START_SIZES: list[int] = []
 
 TARGET_LIGHT_IMPORT_MS = 100  # issue 25: --help, status, config import in under 100 ms
 _STARTUP_PROBE = "import sys; from copilot_otel.cli import main; sys.exit(main(sys.argv[1:]))"
-_SENDING = ("opentelemetry.sdk", "opentelemetry.exporter", "grpc", "copilot_otel.export")
+_SENDING = ("opentelemetry.sdk", "opentelemetry.exporter", "grpc", "copilot_otel.deliver.export")
 
 
 def import_profile(bench: Bench, argv: Sequence[str]) -> tuple[float, set[str]]:

@@ -1,7 +1,7 @@
 """copilot-otel: GitHub Copilot CLI session logs → OpenTelemetry traces, metrics and log events.
 
 The library is the product; ``copilot-otel`` (``cli.py``) is a thin shell over it. :func:`read_session` gives what
-a session did as neutral records (:mod:`copilot_otel.activity`), without sending anything.
+a session did as neutral records (:mod:`copilot_otel.model.activity`), without sending anything.
 """
 
 from __future__ import annotations

@@ -1,3 +1,3 @@
-from copilot_otel.cli import main
+from .cli import main
 
 raise SystemExit(main())

@@ -1,7 +1,7 @@
 """``copilot-otel``: a thin shell over the library.
 
-Parses arguments, builds a :class:`~copilot_otel.config.Config`, calls one library function and turns
-:class:`~copilot_otel.errors.CopilotOtelError` into one line on stderr and an exit code. No logic lives here.
+Parses arguments, builds a :class:`~copilot_otel.settings.config.Config`, calls one library function and turns
+:class:`~copilot_otel.common.errors.CopilotOtelError` into one line on stderr and an exit code. No logic lives here.
 """
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ try:  # a Ctrl-C while the program is still loading (its first ~100 ms) is one l
     from collections.abc import Sequence
     from datetime import datetime
 
-    from . import display
     from ._platform import text_streams
-    from ._report_defaults import PERIODS, PREMIUM_REQUEST_PRICE_USD
     from ._version import __version__
-    from .config import AGENTS, Config, add_arguments, describe, did_you_mean, load_config
-    from .errors import CopilotOtelError
-    from .moments import parse_moment
+    from .common import display
+    from .common.errors import CopilotOtelError
+    from .settings.config import AGENTS, Config, add_arguments, describe, did_you_mean, load_config
+    from .settings.moments import parse_moment
+    from .settings.report_defaults import PERIODS, PREMIUM_REQUEST_PRICE_USD
 except KeyboardInterrupt:
     raise SystemExit(_interrupted(sys.argv[1:])) from None
 
@@ -370,17 +370,17 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
     # Each command's module is imported when that command runs: the others' start-up time (`--help`, `status`
     # and `config` never load the pipeline, `show` never loads the exporter).
     if args.command == "run":
-        from .daemon import run
+        from .daemon.daemon import run
 
         return run(config)
     if args.command == "show":
-        from .view import show
+        from .commands.show import show
 
         return show(config, args.session, as_json=args.json, limit=args.limit, agent=args.agent)
     if args.command == "report":
         import time
 
-        from .report import report, split_period
+        from .commands.report import report, split_period
 
         period, paths = split_period(args.targets, config.session_state)
         return report(
@@ -403,23 +403,23 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
             agent=args.agent,
         )
     if args.command == "live":
-        from .burn import live
+        from .commands.live import live
 
         return live(config, interval_s=args.interval, as_json=args.json, once=args.once, tz=args.tz)
     if args.command == "doctor":
-        from .doctor import doctor
+        from .commands.doctor import doctor
 
         return doctor(config, timeout_s=args.timeout)
     if args.command == "status":
-        from .status import print_status
+        from .commands.status import print_status
 
         return print_status(config, as_json=args.json)
     if args.command == "dead-letters":
-        from .resend import command
+        from .commands.dead_letters import command
 
         return command(config, args.action, to_current=args.to_current)
     if args.command == "service":
-        from .service import service
+        from .commands.service import service
 
         return service(config, args.action, enable=not args.no_enable, name=args.name, purge=args.purge)
     raise AssertionError(args.command)

@@ -5,7 +5,7 @@
     >>> [p.outcome for p in session.prompts]
     >>> sum(c.usage.input or 0 for c in session.model_calls)  # None: a count the log did not give
 
-The records are the agent loop's own (:mod:`copilot_otel.activity`): the same stages ``replay``, ``run`` and
+The records are the agent loop's own (:mod:`copilot_otel.model.activity`): the same stages ``replay``, ``run`` and
 ``show`` run (:class:`copilot_otel.pipeline.Pipeline`), stopping before any vocabulary. Nothing is sent anywhere;
 content is kept only as far as ``settings.content`` allows (by default none).
 
@@ -25,14 +25,27 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .activity import AgentRun, ModelCall, PromptRun, Record, SelfReport, SessionShutdown, ToolCall, Turn
-from .agentloop import FoldSettings
-from .config import SETTINGS, Config
-from .errors import SourceError, UnreadableError
+from .common.errors import SourceError, UnreadableError
+from .loop.agentloop import FoldSettings
+from .model.activity import (
+    AgentRun,
+    ModelCall,
+    PromptRun,
+    Record,
+    SelfReport,
+    SessionShutdown,
+    ToolCall,
+    Turn,
+)
+from .model.records import BadLine
 from .pipeline import COPILOT_ROOT, Pipeline
-from .records import BadLine
-from .roots import AGENT_TITLES
-from .sessions import (
+from .settings.config import SETTINGS, Config
+from .sources import AgentRoot, LogKind, Source, SourceLog, agent_roots, loop_source, sniff
+from .sources.claude_code import reader as claude_code
+from .sources.codex import reader as codex
+from .sources.gemini import reader as gemini
+from .sources.roots import AGENT_TITLES
+from .sources.sessions import (
     SessionFile,
     require_session_folder,
     resolve,
@@ -40,18 +53,6 @@ from .sessions import (
     stays_inside,
     unreadable_error,
     unreadable_sessions,
-)
-from .sources import (
-    AgentRoot,
-    LogKind,
-    Source,
-    SourceLog,
-    agent_roots,
-    claude_code,
-    codex,
-    gemini,
-    loop_source,
-    sniff,
 )
 
 __all__ = [
@@ -496,12 +497,12 @@ def resolve_targets(
     subagents: bool = False,
     others: Sequence[AgentRoot] = (),
 ) -> list[SessionFile]:
-    """What the user typed, as session logs: :func:`~copilot_otel.sessions.resolve`, and another agent's home
+    """What the user typed, as session logs: :func:`~copilot_otel.sources.sessions.resolve`, and another agent's home
     or log folder (:func:`other_agent_logs`), and a session id (or unique prefix) of another agent's session in
     the folders ``others`` (a Claude Code session id, a Codex thread id) besides Copilot's ``root``.
 
     Raises:
-        SourceError: As :func:`~copilot_otel.sessions.resolve`; an id prefix that more than one agent's
+        SourceError: As :func:`~copilot_otel.sources.sessions.resolve`; an id prefix that more than one agent's
             sessions share is ambiguous.
     """
     out: dict[Path, SessionFile] = {}  # each log once, in the order first named

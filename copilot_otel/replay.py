@@ -21,21 +21,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import display
-from .config import Config
-from .deadletter import DeadLetters
-from .display import count
-from .errors import EndpointError, ExportError, PartialError, RejectedError, SourceError, UnreadableError
-from .export import ENCODE_ERRORS, Signal
+from .common import display
+from .common.display import count
+from .common.errors import (
+    EndpointError,
+    ExportError,
+    PartialError,
+    RejectedError,
+    SourceError,
+    UnreadableError,
+)
+from .deliver.deadletter import DeadLetters
+from .deliver.export import ENCODE_ERRORS, Signal
+from .deliver.metrics import Aggregator
+from .deliver.route import Health, Router
+from .deliver.telemetry import Telemetry, resource_attributes
 from .library import discover, resolve_targets, subagent_parts
-from .metrics import Aggregator
+from .model.records import BadLine, LogRecord, Measurement, SpanRecord
 from .pipeline import Step, Window, fold_events, fold_settings, new_fold
-from .records import BadLine, LogRecord, Measurement, SpanRecord
-from .route import Health, Router
-from .sessions import SessionFile, require_session_folder
+from .pipeline.workers import by_size, log_bytes, process_pool
+from .settings.config import Config
 from .sources import agent_roots
-from .telemetry import Telemetry, resource_attributes
-from .workers import by_size, log_bytes, process_pool
+from .sources.sessions import SessionFile, require_session_folder
 
 logger = logging.getLogger(__name__)
 
@@ -250,7 +257,7 @@ def replay(
         on_progress: Called after each session.
         telemetry: Pre-built exporters (tests, ``doctor``); built from ``config`` when ``None``.
         since_ns, until_ns: Only the prompts that started at or after ``since_ns`` and before ``until_ns`` (by
-            the events' own times, :mod:`copilot_otel.window`); a log last written before ``since_ns`` holds
+            the events' own times, :mod:`copilot_otel.pipeline.window`); a log last written before ``since_ns`` holds
             none and is not read.
 
     Raises:

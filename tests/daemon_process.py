@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from copilot_otel.cli import main
-from copilot_otel.state import read_checkpoints
+from copilot_otel.daemon.state import read_checkpoints
 from tests.otlp_receiver import OtlpReceiver
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
-from copilot_otel.events import Event, Field
-from copilot_otel.records import BadLine, RecordBase
+from copilot_otel.model.events import Event, Field
+from copilot_otel.model.records import BadLine, RecordBase
 from copilot_otel.sources import read_blob
 
 LineReader = Callable[[bytes, int, int, int], Event | BadLine]

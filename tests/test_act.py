@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from copilot_otel.act import RunawayActions, SessionView
-from copilot_otel.activity import Detection
-from copilot_otel.config import describe, load_config
-from copilot_otel.doctor import run_checks
-from copilot_otel.errors import ConfigError
-from copilot_otel.interrupt import Outcome
-from copilot_otel.policy import parse_policy
+from copilot_otel.commands.doctor import run_checks
+from copilot_otel.common.errors import ConfigError
+from copilot_otel.daemon.act import RunawayActions, SessionView
+from copilot_otel.daemon.interrupt import Outcome
+from copilot_otel.model.activity import Detection
+from copilot_otel.settings.config import describe, load_config
+from copilot_otel.settings.policy import parse_policy
 
 
 def test_policy_per_reason_reads_as_written() -> None:
@@ -103,7 +103,7 @@ def test_history_is_reported_but_never_acted_on() -> None:
 
 def test_a_prompt_that_ends_in_error_notifies_once_when_asked() -> None:
     """The real CLI's model-error session (HTTP 500 until the CLI gives up) as the pipeline reads it."""
-    from copilot_otel.activity import PromptRun
+    from copilot_otel.model.activity import PromptRun
     from copilot_otel.pipeline import Pipeline, split_lines
 
     log = Path(__file__).parent / "fixtures" / "cli-generated" / "model-error" / "events.jsonl"

@@ -2,7 +2,7 @@
 only on that CLI's sessions: ``github.copilot.*`` on Copilot CLI's, Claude Code's names on Claude Code's.
 
 The fold names the agent (``LoopState.agent``, from the session start's producer); the projector is built with
-it and writes ``copilot_otel.agent`` and the agent's vocabulary (``project/vendors.py``). Real captures only: Claude
+it and writes ``copilot_otel.agent`` and the agent's vocabulary (``projections/vendors.py``). Real captures only: Claude
 Code's recorded scenarios and Copilot CLI fixtures, folded by the real pipeline (records only), projected by the
 real projector with the agent the fold named.
 """
@@ -15,15 +15,15 @@ from typing import Any
 
 import pytest
 
-from copilot_otel.activity import Record
-from copilot_otel.content import ContentKind, ContentPolicy
+from copilot_otel.deliver.metrics import Aggregator
 from copilot_otel.loop.core import FoldSettings, agent_of
-from copilot_otel.metrics import Aggregator
+from copilot_otel.model.activity import Record
+from copilot_otel.model.records import Emission, LogRecord, Measurement, SpanRecord
 from copilot_otel.pipeline import Pipeline
-from copilot_otel.project import Projector, catalog, claude_code, codex, ours
-from copilot_otel.records import Emission, LogRecord, Measurement, SpanRecord
-from copilot_otel.sessions import resolve
-from copilot_otel.sources.claude_code import PROJECTS, scan
+from copilot_otel.projections import Projector, catalog, claude_code, codex, ours
+from copilot_otel.settings.content import ContentKind, ContentPolicy
+from copilot_otel.sources.claude_code.reader import PROJECTS, scan
+from copilot_otel.sources.sessions import resolve
 from tests.conftest import FIXTURES
 from tests.test_golden_claude_code import SCENARIOS
 

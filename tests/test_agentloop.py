@@ -15,7 +15,9 @@ import orjson
 import pytest
 
 import copilot_otel
-from copilot_otel.activity import (
+from copilot_otel.loop.agentloop import AgentLoop, RunawayThresholds
+from copilot_otel.loop.foldstate import CONTEXT_VERSION, SessionContext
+from copilot_otel.model.activity import (
     AgentRun,
     CloseReason,
     Detection,
@@ -28,14 +30,12 @@ from copilot_otel.activity import (
     ToolCall,
     Turn,
 )
-from copilot_otel.agentloop import AgentLoop, RunawayThresholds
-from copilot_otel.foldstate import CONTEXT_VERSION, SessionContext
+from copilot_otel.model.records import DropReason
 from copilot_otel.pipeline import FoldSettings, Pipeline, split_lines
-from copilot_otel.records import DropReason
 from tests.conftest import FIXTURES, all_fixture_logs
 
 PACKAGE = Path(copilot_otel.__file__).parent
-LOOP_MODULES = sorted([PACKAGE / "agentloop.py", *(PACKAGE / "loop").glob("*.py")])
+LOOP_MODULES = sorted((PACKAGE / "loop").glob("*.py"))
 
 
 # ---------------------------------------------------------------------------------------------- shape and purity
@@ -209,8 +209,8 @@ def test_a_value_another_reader_dropped_is_no_drop_of_this_log() -> None:
     """A value dropped by another reader on the same thread (here a Claude Code line with a bad timestamp) stays
     with that reader's event: the next clean line of a Copilot log drops nothing. Before, drops went to one
     process-wide list keyed by thread, and this log's next step took the other reader's as its own."""
-    from copilot_otel.sources import claude_code as cc
-    from copilot_otel.tail import Line
+    from copilot_otel.sources.claude_code import reader as cc
+    from copilot_otel.sources.tail import Line
 
     pipeline = Pipeline("s")
     other = cc.read_line(b'{"type": "brand-new", "uuid": "u1", "timestamp": "not a time"}', 0, 9, 1)

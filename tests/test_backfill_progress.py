@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import copilot_otel.replay as replay_module
-from copilot_otel.config import load_config
 from copilot_otel.replay import Progress, replay
+from copilot_otel.settings.config import load_config
 from tests.conftest import CLI_GENERATED
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver

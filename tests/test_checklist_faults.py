@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from copilot_otel.state import Checkpoint, read_checkpoints
+from copilot_otel.daemon.state import Checkpoint, read_checkpoints
 from tests import test_daemon
 from tests.conftest import CLI_GENERATED
 from tests.daemon_process import DaemonProcess, assert_delivered_like_replay, expected_spans

@@ -23,13 +23,13 @@ from pathlib import Path
 
 import pytest
 
-from copilot_otel import ids
-from copilot_otel.activity import AgentRun, ModelCall, PromptRun, Record, ToolCall
+from copilot_otel.model import ids
+from copilot_otel.model.activity import AgentRun, ModelCall, PromptRun, Record, ToolCall
 from copilot_otel.pipeline import FoldSettings, Pipeline, source_for
-from copilot_otel.sessions import SessionFile
 from copilot_otel.sources import LogKind, Source, sniff
-from copilot_otel.sources import claude_code as cc
-from copilot_otel.sources.claude_code_loop import CLAUDE_CODE
+from copilot_otel.sources.claude_code import reader as cc
+from copilot_otel.sources.claude_code.framer import CLAUDE_CODE
+from copilot_otel.sources.sessions import SessionFile
 from tests.conftest import FIXTURES, replay_into
 from tests.otlp_receiver import OtlpReceiver
 

@@ -15,15 +15,15 @@ from typing import Any
 
 import pytest
 
-from copilot_otel import ids
-from copilot_otel.activity import AgentRun, ModelCall, PromptRun, Record, ToolCall, Turn, UserMessage
 from copilot_otel.cli import main
-from copilot_otel.content import ContentKind, ContentPolicy
-from copilot_otel.parse import timestamp_ns
+from copilot_otel.model import ids
+from copilot_otel.model.activity import AgentRun, ModelCall, PromptRun, Record, ToolCall, Turn, UserMessage
+from copilot_otel.model.parse import timestamp_ns
 from copilot_otel.pipeline import FoldSettings, Pipeline
-from copilot_otel.sessions import SessionFile
+from copilot_otel.settings.content import ContentKind, ContentPolicy
 from copilot_otel.sources import LogKind
-from copilot_otel.sources import claude_code as cc
+from copilot_otel.sources.claude_code import reader as cc
+from copilot_otel.sources.sessions import SessionFile
 from tests.conftest import replay_into
 from tests.otlp_receiver import OtlpReceiver
 from tests.test_claude_code_332 import SCENARIOS, _first_prompt_id, _fold, _main_expectations, _session_logs

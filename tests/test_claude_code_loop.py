@@ -18,14 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from copilot_otel import ids, library, parse
-from copilot_otel.activity import AgentRun, Compaction, ModelCall, PromptRun, Record, ToolCall
-from copilot_otel.content import ContentKind, ContentPolicy
+from copilot_otel import library
+from copilot_otel.model import ids, parse
+from copilot_otel.model.activity import AgentRun, Compaction, ModelCall, PromptRun, Record, ToolCall
 from copilot_otel.pipeline import FRAME_KEY, FoldSettings, Pipeline, source_for, split_lines
-from copilot_otel.sessions import SessionFile
+from copilot_otel.settings.content import ContentKind, ContentPolicy
 from copilot_otel.sources import LogKind, Source, sniff, time_of
-from copilot_otel.sources import claude_code as cc
-from copilot_otel.sources.claude_code_loop import CLAUDE_CODE, ClaudeCodeFramer
+from copilot_otel.sources.claude_code import reader as cc
+from copilot_otel.sources.claude_code.framer import CLAUDE_CODE, ClaudeCodeFramer
+from copilot_otel.sources.sessions import SessionFile
 from tests.conftest import FIXTURES, all_fixture_logs, replay_into
 from tests.other_agents import _mutations
 from tests.otlp_receiver import OtlpReceiver

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from copilot_otel import ids, library
-from copilot_otel.activity import (
+from copilot_otel import library
+from copilot_otel.model import ids
+from copilot_otel.model.activity import (
     AgentRun,
     Compaction,
     Detection,
@@ -30,13 +31,13 @@ from copilot_otel.activity import (
     ToolCall,
     Turn,
 )
-from copilot_otel.content import ContentKind, ContentPolicy
-from copilot_otel.events import Event
+from copilot_otel.model.events import Event
 from copilot_otel.pipeline import FRAME_KEY, FoldSettings, Pipeline, source_for
-from copilot_otel.sessions import SessionFile
+from copilot_otel.settings.content import ContentKind, ContentPolicy
 from copilot_otel.sources import Source, sniff
-from copilot_otel.sources import codex as cx
-from copilot_otel.sources.codex_loop import CODEX, PROVIDER, CodexFramer
+from copilot_otel.sources.codex import reader as cx
+from copilot_otel.sources.codex.framer import CODEX, PROVIDER, CodexFramer
+from copilot_otel.sources.sessions import SessionFile
 from tests.conftest import FIXTURES
 from tests.other_agents import _mutations
 

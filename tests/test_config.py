@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from copilot_otel import config as config_module
-from copilot_otel.config import SETTINGS, Backfill, Config, add_arguments, describe, load_config
-from copilot_otel.errors import ConfigError
-from copilot_otel.moments import FORMS
+from copilot_otel.common.errors import ConfigError
+from copilot_otel.settings import config as config_module
+from copilot_otel.settings.config import SETTINGS, Backfill, Config, add_arguments, describe, load_config
+from copilot_otel.settings.moments import FORMS
 
 
 @pytest.fixture
@@ -614,8 +614,8 @@ def test_a_bad_signal_endpoint_fails_at_load_naming_its_variable(env: dict[str, 
 def test_the_folds_content_policy_is_the_resolved_configs(env: dict[str, str]) -> None:
     """Replay, run and show fold with the content policy of the config they were given, not one parsed again
     from this process's environment (which here captures nothing)."""
-    from copilot_otel.content import ContentKind
     from copilot_otel.pipeline import fold_settings
+    from copilot_otel.settings.content import ContentKind
 
     env["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "true"
     config = load_config(None, env)

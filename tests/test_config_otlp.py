@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from copilot_otel.config import load_config
-from copilot_otel.telemetry import Telemetry
+from copilot_otel.deliver.telemetry import Telemetry
+from copilot_otel.settings.config import load_config
 from tests.http_answer import answering
 from tests.otlp_receiver import OtlpReceiver
 
@@ -79,7 +79,7 @@ def test_metric_temporality_comes_from_the_settings_table(
 def test_each_signal_goes_where_the_resolved_config_says(tmp_path: Path) -> None:
     """The per-signal endpoints come from the config the telemetry is built from (here an environment given to
     ``load_config``, not this process's): the exporter reads no variable of its own."""
-    from copilot_otel.export import Signal
+    from copilot_otel.deliver.export import Signal
 
     with answering() as (url, seen):
         env = {

@@ -16,8 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from copilot_otel.config import content_policy
-from copilot_otel.content import (
+from copilot_otel.common.errors import ConfigError
+from copilot_otel.settings.config import content_policy
+from copilot_otel.settings.content import (
     ContentKind,
     ContentPolicy,
     argument_hash,
@@ -26,7 +27,6 @@ from copilot_otel.content import (
     scrub,
     truncate,
 )
-from copilot_otel.errors import ConfigError
 
 R = "[REDACTED]"
 ALL = ContentPolicy(enabled=frozenset(ContentKind))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from copilot_otel.state import read_checkpoints
+from copilot_otel.daemon.state import read_checkpoints
 from tests.conftest import CLI_GENERATED, SERIAL
 
 # Serial: a Ctrl-C "right as it starts" races the daemon's first checkpoint; beside the benchmark's CPU hog it

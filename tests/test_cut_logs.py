@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from copilot_otel.activity import ModelCall, Record, ToolCall
+from copilot_otel.model.activity import ModelCall, Record, ToolCall
 from copilot_otel.pipeline import FoldSettings, Pipeline
-from copilot_otel.sessions import SessionFile
+from copilot_otel.sources.sessions import SessionFile
 from tests.conftest import FIXTURES
 
 OTHER = FIXTURES / "other-agents"

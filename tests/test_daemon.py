@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from copilot_otel.daemon import FD_CHECK_S, MAX_OPEN_TAILERS
-from copilot_otel.state import DB_FILE, read_checkpoints
+from copilot_otel.daemon.daemon import FD_CHECK_S, MAX_OPEN_TAILERS
+from copilot_otel.daemon.state import DB_FILE, read_checkpoints
 from tests.conftest import CLI_GENERATED, FIXTURES
 from tests.daemon_process import DaemonProcess, assert_delivered_like_replay, expected_spans
 from tests.otlp_receiver import OtlpReceiver

@@ -24,11 +24,11 @@ import orjson
 import pytest
 
 from copilot_otel.cli import main
-from copilot_otel.config import load_config
+from copilot_otel.daemon.state import read_checkpoints
+from copilot_otel.model.records import Emission
 from copilot_otel.pipeline import FoldSettings, Pipeline, fold_settings, split_lines
-from copilot_otel.records import Emission
-from copilot_otel.sessions import SessionFile
-from copilot_otel.state import read_checkpoints
+from copilot_otel.settings.config import load_config
+from copilot_otel.sources.sessions import SessionFile
 from tests.conftest import FIXTURES, SERIAL
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver
@@ -68,7 +68,7 @@ def _fold_whole(session: SessionFile, settings: FoldSettings) -> list[Emission]:
 def _fold_restarted(session: SessionFile, settings: FoldSettings, blob: bytes, cut: int) -> list[Emission]:
     """Fold up to byte ``cut`` and stop there keeping only what the daemon checkpoints (the resume point, or the
     context between prompts, as JSON), then rebuild the fold from it and read on to the end, suppressing what the
-    first run delivered (lines ending at or before ``cut``), as :class:`~copilot_otel.live.followed.FollowedFile`
+    first run delivered (lines ending at or before ``cut``), as :class:`~copilot_otel.daemon.followed.FollowedFile`
     does after a restart."""
     first = Pipeline.for_session(session, settings)
     out = [e for step in first.feed_blob(blob[:cut]) for e in step.emissions]

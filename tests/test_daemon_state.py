@@ -27,12 +27,12 @@ from typing import Any
 import pytest
 
 from copilot_otel.cli import main
-from copilot_otel.live.followed import FollowedFile
-from copilot_otel.outbox import Marker
-from copilot_otel.records import SpanRecord
-from copilot_otel.sessions import SessionFile
-from copilot_otel.state import DB_FILE, read_checkpoints
-from copilot_otel.tail import FileTailer, Line
+from copilot_otel.daemon.followed import FollowedFile
+from copilot_otel.daemon.state import DB_FILE, read_checkpoints
+from copilot_otel.deliver.outbox import Marker
+from copilot_otel.model.records import SpanRecord
+from copilot_otel.sources.sessions import SessionFile
+from copilot_otel.sources.tail import FileTailer, Line
 from tests.conftest import CLI_GENERATED, FIXTURES
 from tests.daemon_process import assert_delivered_like_replay, expected_spans
 from tests.otlp_receiver import OtlpReceiver

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from copilot_otel.cli import main
-from copilot_otel.deadletter import DeadLetters
-from copilot_otel.errors import RejectedError
-from copilot_otel.state import read_checkpoints
+from copilot_otel.common.errors import RejectedError
+from copilot_otel.daemon.state import read_checkpoints
+from copilot_otel.deliver.deadletter import DeadLetters
 from tests.conftest import CLI_GENERATED, replay_into
 from tests.daemon_process import DaemonProcess, expected_spans
 from tests.otlp_receiver import OtlpReceiver

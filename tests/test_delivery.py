@@ -17,10 +17,10 @@ from typing import Any, NamedTuple
 import orjson
 import pytest
 
-from copilot_otel import events
 from copilot_otel.cli import main
-from copilot_otel.errors import EndpointError, ExportError, RejectedError
-from copilot_otel.state import read_checkpoints
+from copilot_otel.common.errors import EndpointError, ExportError, RejectedError
+from copilot_otel.daemon.state import read_checkpoints
+from copilot_otel.model import events
 from tests.conftest import CLI_GENERATED, fixture_copy, replay_into
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver, Signal

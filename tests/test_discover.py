@@ -13,7 +13,7 @@ import pytest
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
-from copilot_otel.discover import Discovery
+from copilot_otel.daemon.discover import Discovery
 
 
 class Changes:
@@ -214,7 +214,7 @@ def test_observer_failure_falls_back_to_polling_with_one_warning(
         raise OSError(28, "inotify watch limit reached")
 
     disc = Discovery(root, changes, poll_interval_s=0.05, observer_factory=failing_observer)
-    with caplog.at_level(logging.WARNING, logger="copilot_otel.discover"):
+    with caplog.at_level(logging.WARNING, logger="copilot_otel.daemon.discover"):
         disc.start()
         try:
             assert disc.mode == "polling"
@@ -245,7 +245,7 @@ def test_on_change_exception_does_not_kill_the_watcher(root: Path, caplog: pytes
     disc = Discovery(root, flaky, poll_interval_s=0.05)
     disc.start()
     try:
-        with caplog.at_level(logging.ERROR, logger="copilot_otel.discover"):
+        with caplog.at_level(logging.ERROR, logger="copilot_otel.daemon.discover"):
             (root / "boom").mkdir()
             (root / "boom" / "events.jsonl").write_bytes(b"{}\n")
             assert seen.wait_for(root / "boom" / "events.jsonl")

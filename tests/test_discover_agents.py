@@ -20,8 +20,10 @@ import pytest
 from watchdog.observers import Observer
 
 from copilot_otel._platform import current
-from copilot_otel.discover import Discoveries, Discovery
-from copilot_otel.sources import claude_code, codex, gemini
+from copilot_otel.daemon.discover import Discoveries, Discovery
+from copilot_otel.sources.claude_code import reader as claude_code
+from copilot_otel.sources.codex import reader as codex
+from copilot_otel.sources.gemini import reader as gemini
 from tests.conftest import FIXTURES
 from tests.test_discover import Changes, changes, mode_of
 from tests.test_discover_inotify import _until

@@ -28,7 +28,7 @@ from copilot_otel._platform._linux import (
     _WdTable,
     decode_events,
 )
-from copilot_otel.discover import Discovery
+from copilot_otel.daemon.discover import Discovery
 from tests.test_discover import Changes, changes, mode_of, root
 
 __all__ = ["changes", "root"]  # the fixtures, shared with test_discover.py
@@ -197,7 +197,7 @@ def test_overflow_mends_the_watches_and_rescans_once(
     assert _until(lambda: "s2" not in watcher.watched_folders)
     changes.clear()
     overflow = struct.pack("iIII", -1, IN_Q_OVERFLOW, 0, 0)  # struct inotify_event as the kernel writes it
-    with caplog.at_level(logging.WARNING, logger="copilot_otel.discover"):
+    with caplog.at_level(logging.WARNING, logger="copilot_otel.daemon.discover"):
         watcher.dispatch(overflow)
         assert changes.wait_for(*logs)  # the full scan
     assert disc.overflows == 1
@@ -243,7 +243,7 @@ def test_watch_limit_at_start_falls_back_to_polling_with_the_reason(
     changes = Changes()
     # The limit stands in for fs.inotify.max_user_watches (ENOSPC from inotify_add_watch): 3 watches, 6 needed.
     disc = Discovery(root, changes, poll_interval_s=0.05, watcher_factory=_Kept(watch_limit=3))
-    with caplog.at_level(logging.WARNING, logger="copilot_otel.discover"):
+    with caplog.at_level(logging.WARNING, logger="copilot_otel.daemon.discover"):
         disc.start()
     try:
         assert mode_of(disc) == "polling"
@@ -262,7 +262,7 @@ def test_watch_limit_at_start_falls_back_to_polling_with_the_reason(
 def test_watch_limit_reached_by_a_new_folder_falls_back_to_polling(
     root: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="copilot_otel.discover")
+    caplog.set_level(logging.WARNING, logger="copilot_otel.daemon.discover")
     first = _session(root, "s0")
     changes = Changes()
     disc = Discovery(root, changes, poll_interval_s=0.05, watcher_factory=_Kept(watch_limit=3))

@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 
 import copilot_otel
-from copilot_otel import events as ev
-from copilot_otel.parse import parse_line
+from copilot_otel.model import events as ev
+from copilot_otel.model.parse import parse_line
+from copilot_otel.model.records import DropReason
 from copilot_otel.pipeline import Pipeline
-from copilot_otel.records import DropReason
-from copilot_otel.tail import Line
+from copilot_otel.sources.tail import Line
 from tests.conftest import FIXTURES
 
 LOGS = sorted(p for p in FIXTURES.rglob("*.jsonl") if "_capture" not in p.parts)
@@ -288,10 +288,14 @@ def test_only_parse_knows_the_logs_camel_case() -> None:
 
     # The log modules: Copilot's (events, parse) and one per other source (sources/), each the only reader of
     # its log's names; they may share words (``sessionId`` is in two logs), no other module may use any.
-    log_modules = {package / "events.py", package / "parse.py", *(package / "sources").glob("*.py")}
-    log_names = strings(package / "events.py")
+    log_modules = {
+        package / "model" / "events.py",
+        package / "model" / "parse.py",
+        *(package / "sources").rglob("*.py"),
+    }
+    log_names = strings(package / "model" / "events.py")
     assert {"toolCallId", "interactionId", "inputTokens", "parentToolCallId"} <= log_names
-    claude_names = strings(package / "sources" / "claude_code.py")
+    claude_names = strings(package / "sources" / "claude_code" / "reader.py")
     assert {"parentUuid", "isSidechain", "toolUseResult", "isCompactSummary", "toolUseId"} <= claude_names
     for module in sorted(package.rglob("*.py")):
         if module in log_modules:
@@ -307,7 +311,7 @@ def test_a_failed_sub_agent_is_an_error_in_every_spelling(tmp_path: Path, end: s
     The real ``subagent`` capture, its sub-agent's end event renamed.
     """
     from copilot_otel import read_session
-    from copilot_otel.activity import AgentRun, Outcome
+    from copilot_otel.model.activity import AgentRun, Outcome
 
     source = FIXTURES / "cli-generated" / "subagent" / "events.jsonl"
     log = tmp_path / "events.jsonl"

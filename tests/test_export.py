@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from copilot_otel.export import Signal, build_transport
+from copilot_otel.deliver.export import Signal, build_transport
 from tests.http_answer import answering
 
 

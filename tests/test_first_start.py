@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from copilot_otel.live.followed import FollowedFile
-from copilot_otel.live.housekeeping import BackfillProgress
-from copilot_otel.live.tracker import ADMIT_BATCH, Tracker
-from copilot_otel.sessions import SessionFile
-from copilot_otel.state import Checkpoint, StateStore
-from copilot_otel.tail import FileTailer
+from copilot_otel.daemon.followed import FollowedFile
+from copilot_otel.daemon.housekeeping import BackfillProgress
+from copilot_otel.daemon.state import Checkpoint, StateStore
+from copilot_otel.daemon.tracker import ADMIT_BATCH, Tracker
+from copilot_otel.sources.sessions import SessionFile
+from copilot_otel.sources.tail import FileTailer
 from tests.conftest import CLI_GENERATED
 from tests.daemon_process import DaemonProcess, assert_delivered_like_replay
 from tests.otlp_receiver import OtlpReceiver

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from copilot_otel.cli import main
-from copilot_otel.config import SETTINGS
+from copilot_otel.settings.config import SETTINGS
 from tests.conftest import CLI_GENERATED, ROOT
 from tests.otlp_receiver import OtlpReceiver
 

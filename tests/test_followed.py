@@ -16,20 +16,20 @@ from typing import Any
 
 import pytest
 
-from copilot_otel.activity import Detection, PromptRun, Record
-from copilot_otel.agentloop import FoldSettings
-from copilot_otel.config import Backfill, content_policy
-from copilot_otel.live.followed import FollowedFile, Shared
-from copilot_otel.live.housekeeping import Housekeeping
-from copilot_otel.live.tracker import Tracker
-from copilot_otel.outbox import Marker
+from copilot_otel.common.ratelimit import RateLimitedLog
+from copilot_otel.daemon.followed import FollowedFile, Shared
+from copilot_otel.daemon.housekeeping import Housekeeping
+from copilot_otel.daemon.state import Checkpoint, StateStore
+from copilot_otel.daemon.tracker import Tracker
+from copilot_otel.deliver.outbox import Marker
+from copilot_otel.deliver.route import RateLimitedDrops, Router
+from copilot_otel.loop.agentloop import FoldSettings
+from copilot_otel.model.activity import Detection, PromptRun, Record
+from copilot_otel.model.records import LogRecord, SpanRecord
 from copilot_otel.pipeline import Pipeline
-from copilot_otel.ratelimit import RateLimitedLog
-from copilot_otel.records import LogRecord, SpanRecord
-from copilot_otel.route import RateLimitedDrops, Router
-from copilot_otel.sessions import SessionFile
-from copilot_otel.state import Checkpoint, StateStore
-from copilot_otel.tail import FileTailer
+from copilot_otel.settings.config import Backfill, content_policy
+from copilot_otel.sources.sessions import SessionFile
+from copilot_otel.sources.tail import FileTailer
 
 from .conftest import CLI_GENERATED, FIXTURES
 from .test_fixture_shapes import FEATURE_SHAPES

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from copilot_otel.agentloop import FoldSettings
-from copilot_otel.foldstate import Prompt
+from copilot_otel.loop.agentloop import FoldSettings
+from copilot_otel.loop.foldstate import Prompt
 from copilot_otel.pipeline import FRAME_KEY, Pipeline
-from copilot_otel.sessions import SessionFile
+from copilot_otel.sources.sessions import SessionFile
 from tests.conftest import FIXTURES
 
 LOGS = sorted(p for p in (FIXTURES / "other-agents").rglob("*.jsonl") if "_capture" not in p.parts)

@@ -4,7 +4,7 @@ Every input starts as a real line of a committed CLI log (``tests/fixtures``), d
 log written by another CLI version, a crash or an attacker could be: a value's type swapped, a number out of
 range, a huge string, control characters, invalid UTF-8 bytes, a line cut short. Whatever comes in:
 
-* nothing raises out of :func:`~copilot_otel.parse.parse_line`, the typed events' fields or the pipeline;
+* nothing raises out of :func:`~copilot_otel.model.parse.parse_line`, the typed events' fields or the pipeline;
 * every line is accounted for: an event, a counted drop with a reason, or a type skipped by its prefix; and a
   value the event's type cannot read (``data`` not an object, a field of the wrong type) is a counted
   ``wrong_shape`` dropped value;
@@ -25,10 +25,10 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from copilot_otel.events import CLASSES, Event, Field
-from copilot_otel.parse import SKIPPED_TYPES, parse_line
+from copilot_otel.model.events import CLASSES, Event, Field
+from copilot_otel.model.parse import SKIPPED_TYPES, parse_line
+from copilot_otel.model.records import BadLine, DropReason
 from copilot_otel.pipeline import Pipeline, Step, split_lines
-from copilot_otel.records import BadLine, DropReason
 from tests.conftest import FUZZ_INPUTS, all_fixture_logs
 
 FUZZ = settings(

@@ -20,16 +20,16 @@ from typing import Any
 import orjson
 import pytest
 
-from copilot_otel import ids
-from copilot_otel.activity import AgentRun, ModelCall, PromptRun, Record, ToolCall
-from copilot_otel.content import ContentKind, ContentPolicy
-from copilot_otel.events import Event
+from copilot_otel.model import ids
+from copilot_otel.model.activity import AgentRun, ModelCall, PromptRun, Record, ToolCall
+from copilot_otel.model.events import Event
+from copilot_otel.model.records import BadLine
 from copilot_otel.pipeline import FRAME_KEY, FoldSettings, Pipeline, source_for
-from copilot_otel.records import BadLine
-from copilot_otel.sessions import SessionFile
+from copilot_otel.settings.content import ContentKind, ContentPolicy
 from copilot_otel.sources import LogKind, Source, SourceLog, read_blob, sniff
-from copilot_otel.sources import gemini as gm
-from copilot_otel.sources.gemini_loop import GEMINI, GeminiFramer, seed
+from copilot_otel.sources.gemini import reader as gm
+from copilot_otel.sources.gemini.framer import GEMINI, GeminiFramer, seed
+from copilot_otel.sources.sessions import SessionFile
 from tests.conftest import FIXTURES
 
 ROOT = FIXTURES / "other-agents" / "gemini"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from copilot_otel.sources import gemini as gm
+from copilot_otel.sources.gemini import reader as gm
 from tests.conftest import FIXTURES, replay_into
 from tests.otlp_receiver import OtlpReceiver
 from tests.test_golden import MODES, _read_sums, check_golden

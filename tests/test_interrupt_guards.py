@@ -24,11 +24,11 @@ from typing import Any
 import pytest
 
 from copilot_otel._platform import current, for_platform
-from copilot_otel.act import RunawayActions, SessionView
-from copilot_otel.activity import Detection
-from copilot_otel.interrupt import interrupt_session
-from copilot_otel.notify import Burst, DesktopChannel, Notice, Notifier, WebhookChannel
-from copilot_otel.policy import parse_policy
+from copilot_otel.daemon.act import RunawayActions, SessionView
+from copilot_otel.daemon.interrupt import interrupt_session
+from copilot_otel.daemon.notify import Burst, DesktopChannel, Notice, Notifier, WebhookChannel
+from copilot_otel.model.activity import Detection
+from copilot_otel.settings.policy import parse_policy
 from tests.webhook_receiver import WebhookReceiver
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX processes and signals")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import copilot_otel
-from copilot_otel.errors import SourceError
+from copilot_otel.common.errors import SourceError
 from tests.conftest import CLI_GENERATED, read_events
 
 FOLDERS = sorted(p for p in CLI_GENERATED.iterdir() if p.is_dir())

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from copilot_otel.cli import main
-from copilot_otel.discover import Discovery
+from copilot_otel.daemon.discover import Discovery
 from tests import test_daemon
 from tests.conftest import CLI_GENERATED
 from tests.daemon_process import assert_delivered_like_replay
@@ -58,7 +58,7 @@ def test_discovery_follows_links_inside_the_folder_only(
     root = tmp_path / "session-state"
     paths = _layout(root, tmp_path / "elsewhere")
     discovery = Discovery(root, lambda _: None)
-    with caplog.at_level(logging.WARNING, logger="copilot_otel.discover"):
+    with caplog.at_level(logging.WARNING, logger="copilot_otel.daemon.discover"):
         found = discovery.scan_stats()
         discovery.scan_stats()  # every scan finds them again: said once
     assert set(found) == {str(paths["real"]), str(paths["in_tree"])}

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from copilot_otel.burn import BurnWatch, burn_json
 from copilot_otel.cli import main
-from copilot_otel.report import build_report, report_sessions
+from copilot_otel.commands.live import BurnWatch, burn_json
+from copilot_otel.commands.report import build_report, report_sessions
 from tests.conftest import CLI_GENERATED
 
 _ISO = re.compile(rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})")

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from watchdog.observers.polling import PollingObserver
 
-from copilot_otel.config import load_config
-from copilot_otel.daemon import Daemon
-from copilot_otel.discover import Discovery
+from copilot_otel.daemon.daemon import Daemon
+from copilot_otel.daemon.discover import Discovery
+from copilot_otel.settings.config import load_config
 from tests.conftest import CLI_GENERATED
 from tests.otlp_receiver import OtlpReceiver
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from copilot_otel.cli import main
-from copilot_otel.errors import StateError
+from copilot_otel.common.errors import StateError
 from tests.conftest import CLI_GENERATED
 from tests.test_cli_commands import _console_script
 

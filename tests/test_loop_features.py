@@ -32,7 +32,7 @@ def _events(name: str) -> list[dict[str, Any]]:
 
 
 def _ns(stamp: str) -> int:
-    from copilot_otel.parse import parse_timestamp
+    from copilot_otel.model.parse import parse_timestamp
 
     return parse_timestamp(stamp)
 
@@ -197,8 +197,8 @@ def test_reasoning_tokens_and_effort_on_the_chat_spans(out: dict[str, Out]) -> N
 
 
 def test_a_sub_agents_calls_carry_their_own_effort(tmp_path: Path) -> None:
-    from copilot_otel.activity import ModelCall
     from copilot_otel.library import read_session
+    from copilot_otel.model.activity import ModelCall
 
     folder = FIXTURES / "cli-generated" / "subagent"
     raw = [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines() if line.strip()]
@@ -294,8 +294,8 @@ def test_report_and_show_count_reasoning_tokens_only_where_known(capsys: pytest.
 def test_show_draws_hooks_under_their_tool_and_the_warning() -> None:
     from rich.console import Console
 
+    from copilot_otel.commands.show import render_session
     from copilot_otel.library import read_session
-    from copilot_otel.view import render_session
 
     console = Console(width=200, record=True, color_system=None)
     console.print(render_session(read_session(SHAPES / "hooks")))
@@ -337,8 +337,8 @@ def test_a_count_out_of_range_is_absent_not_zero(
 def test_hooks_of_a_log_that_ends_before_its_prompt_are_not_lost() -> None:
     """The hooks capture cut before its user.message (as a file being written, or a CLI killed, leaves it):
     its sessionStart and userPromptSubmitted hooks still end up as spans, under a synthetic root."""
+    from copilot_otel.model.records import SpanRecord
     from copilot_otel.pipeline import Pipeline
-    from copilot_otel.records import SpanRecord
 
     data = (SHAPES / "hooks" / "events.jsonl").read_bytes()
     cut = data.index(b'{"type":"user.message"')

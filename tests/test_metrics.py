@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 
 from copilot_otel.cli import main
-from copilot_otel.metrics import Metrics
-from copilot_otel.project import catalog as sc
-from copilot_otel.records import Instrument, Measurement
+from copilot_otel.deliver.metrics import Metrics
+from copilot_otel.model.records import Instrument, Measurement
+from copilot_otel.projections import catalog as sc
 from tests.conftest import CLI_GENERATED, ROOT
 from tests.otlp_receiver import OtlpReceiver
 from tests.runaway import build_runaway_log

@@ -1,4 +1,4 @@
-"""The one time grammar (:mod:`copilot_otel.moments`): each form, in a table, and every flag that reads it.
+"""The one time grammar (:mod:`copilot_otel.settings.moments`): each form, in a table, and every flag that reads it.
 
 Issue 24: ``replay --since today`` was refused (any text with a ``t`` was taken for a datetime), ``report``
 refused the datetimes ``replay`` took, and ``run --backfill`` refused ``7d`` and ``yesterday``.
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from copilot_otel.cli import main
-from copilot_otel.config import load_config
-from copilot_otel.errors import ConfigError
-from copilot_otel.moments import FORMS, parse_moment, parse_span
+from copilot_otel.common.errors import ConfigError
+from copilot_otel.settings.config import load_config
+from copilot_otel.settings.moments import FORMS, parse_moment, parse_span
 from tests.conftest import CLI_GENERATED
 
 UTC = timezone.utc

@@ -1,5 +1,5 @@
 """Names in one place: every attribute, event and metric name the package writes is declared in
-:mod:`copilot_otel.project` (from the semconv package where it has them), and nowhere else.
+:mod:`copilot_otel.projections` (from the semconv package where it has them), and nowhere else.
 
 Like the camelCase guard of tests/test_events.py: every string literal of every other module (docstrings aside)
 is checked against the shapes our names have; a module that needs a name imports it from the projections.
@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import copilot_otel
-from copilot_otel.project import catalog
+from copilot_otel.projections import catalog
 
 PACKAGE = Path(copilot_otel.__file__).parent
 
@@ -58,7 +58,7 @@ def names_in(path: Path, modules: set[str]) -> list[tuple[int, str]]:
 
 
 def names_outside_projections(package: Path) -> list[str]:
-    """``file:line: 'name'`` for every name literal of ``package`` outside its ``project/``."""
+    """``file:line: 'name'`` for every name literal of ``package`` outside its ``projections/``."""
     modules = {
         ".".join(("copilot_otel", *p.relative_to(package).with_suffix("").parts)).removesuffix(".__init__")
         for p in package.rglob("*.py")
@@ -66,15 +66,15 @@ def names_outside_projections(package: Path) -> list[str]:
     return [
         f"{path.relative_to(package)}:{line}: {value!r}"
         for path in sorted(package.rglob("*.py"))
-        if path.relative_to(package).parts[0] != "project"
+        if path.relative_to(package).parts[0] != "projections"
         for line, value in names_in(path, modules)
     ]
 
 
 def test_no_attribute_or_metric_name_outside_the_projections() -> None:
     leaked = names_outside_projections(PACKAGE)
-    assert not leaked, "names written outside copilot_otel/project/ (import them from there):\n" + "\n".join(
-        leaked
+    assert not leaked, (
+        "names written outside copilot_otel/projections/ (import them from there):\n" + "\n".join(leaked)
     )
 
 
@@ -83,8 +83,8 @@ def test_the_guard_sees_the_names_where_they_are_declared() -> None:
     paths and the CLI's own event types."""
     found = {
         value
-        for path in (PACKAGE / "project").glob("*.py")
-        for _, value in names_in(path, {"copilot_otel.project.catalog"})
+        for path in (PACKAGE / "projections").glob("*.py")
+        for _, value in names_in(path, {"copilot_otel.projections.catalog"})
     }
     for name in (
         "gen_ai.invoke_agent.duration",
@@ -101,7 +101,7 @@ def test_the_guard_sees_the_names_where_they_are_declared() -> None:
         assert name in found, name
     assert not NAME.match("tool.execution_start")  # a CLI event type (events.py), not one of our names
     assert not NAME.match("session.start")
-    assert names_in(Path(catalog.__file__), {"copilot_otel.project.catalog"})  # literals there, by design
+    assert names_in(Path(catalog.__file__), {"copilot_otel.projections.catalog"})  # literals there, by design
 
 
 def test_metric_names_come_from_the_semconv_package_where_it_has_them() -> None:

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from copilot_otel.cli import main
-from copilot_otel.errors import EndpointError
-from copilot_otel.export import Signal, build_transport
+from copilot_otel.common.errors import EndpointError
+from copilot_otel.deliver.export import Signal, build_transport
 from tests.conftest import CLI_GENERATED
 from tests.daemon_process import DaemonProcess, assert_delivered_like_replay
 from tests.http_answer import answering

@@ -12,11 +12,11 @@ import logging
 
 import pytest
 
-from copilot_otel.act import RunawayActions, SessionView
-from copilot_otel.activity import Detection
-from copilot_otel.notify import Notifier, WebhookChannel
+from copilot_otel.daemon.act import RunawayActions, SessionView
+from copilot_otel.daemon.notify import Notifier, WebhookChannel
+from copilot_otel.model.activity import Detection
 from copilot_otel.pipeline import Pipeline, split_lines
-from copilot_otel.policy import parse_policy
+from copilot_otel.settings.policy import parse_policy
 from tests.runaway import iter_runaway_lines
 from tests.webhook_receiver import WebhookReceiver
 

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from copilot_otel.cli import main
-from copilot_otel.config import load_config
 from copilot_otel.replay import Progress, replay
+from copilot_otel.settings.config import load_config
 from tests.conftest import FIXTURES
 from tests.otlp_receiver import OtlpReceiver
 

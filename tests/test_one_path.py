@@ -93,7 +93,7 @@ def _counters(receiver: OtlpReceiver) -> dict[str, Any]:
     """The last value of every series the fold and the line reader count (not the export's own health)."""
     last: dict[str, Any] = {}
     for point in receiver.metrics():
-        if point["name"].startswith("copilot_otel.export") or point["type"] == "gauge":
+        if point["name"].startswith("copilot_otel.deliver.export") or point["type"] == "gauge":
             continue
         key = point["name"] + json.dumps(point["attributes"], sort_keys=True)
         # Sums are rounded: the two paths add the same values in a different order (float addition).

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from copilot_otel.errors import SourceError
+from copilot_otel.common.errors import SourceError
 from copilot_otel.pipeline import MAX_LINE_BYTES, Pipeline, Step, split_lines
-from copilot_otel.tail import FileTailer, TailItem
+from copilot_otel.sources.tail import FileTailer, TailItem
 from tests.conftest import FIXTURES, all_fixture_logs
 from tests.test_one_path import BAD_LINES
 

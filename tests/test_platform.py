@@ -23,8 +23,8 @@ from copilot_otel._platform import LockHeld, Platform, current, for_platform
 from copilot_otel._platform._darwin import Darwin, launchd_domains
 from copilot_otel._platform._linux import Linux
 from copilot_otel._platform._windows import Windows
-from copilot_otel.discover import Discovery
-from copilot_otel.sessions import owner_pids, pid_alive
+from copilot_otel.daemon.discover import Discovery
+from copilot_otel.sources.sessions import owner_pids, pid_alive
 from tests.conftest import CLI_GENERATED
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver

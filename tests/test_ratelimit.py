@@ -8,9 +8,9 @@ import threading
 
 import pytest
 
-from copilot_otel import export
-from copilot_otel.notify import Notice, Notifier
-from copilot_otel.ratelimit import RateLimitedLog
+from copilot_otel.common.ratelimit import RateLimitedLog
+from copilot_otel.daemon.notify import Notice, Notifier
+from copilot_otel.deliver import export
 
 
 class Clock:

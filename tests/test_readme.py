@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from copilot_otel.cli import main
-from copilot_otel.config import SETTINGS
-from copilot_otel.project import catalog as sc
+from copilot_otel.projections import catalog as sc
+from copilot_otel.settings.config import SETTINGS
 from tests.conftest import CLI_GENERATED
 from tests.otlp_receiver import OtlpReceiver
 

@@ -6,7 +6,7 @@ from dataclasses import field
 
 import pytest
 
-from copilot_otel.records import RecordBase, SpanRecord, field_names, record, replace
+from copilot_otel.model.records import RecordBase, SpanRecord, field_names, record, replace
 
 
 @record

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from copilot_otel.deadletter import DeadLetters
-from copilot_otel.errors import EndpointError, RejectedError
-from copilot_otel.state import read_checkpoints
+from copilot_otel.common.errors import EndpointError, RejectedError
+from copilot_otel.daemon.state import read_checkpoints
+from copilot_otel.deliver.deadletter import DeadLetters
 from tests.conftest import CLI_GENERATED, replay_into
 from tests.daemon_process import (
     DaemonProcess,

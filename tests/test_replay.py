@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from copilot_otel.cli import main
-from copilot_otel.errors import RejectedError
+from copilot_otel.common.errors import RejectedError
 from tests.conftest import CLI_GENERATED, TOKEN_LIKE, all_fixture_logs, fixture_copy, read_events, replay_into
 from tests.otlp_receiver import OtlpReceiver
 
@@ -177,7 +177,7 @@ def test_fixture_replays_into_a_faithful_tree(receiver: OtlpReceiver, log: Path,
 
     # timestamps come from the events, never the clock
     stamps = {e["timestamp"] for e in events}
-    from copilot_otel.parse import parse_timestamp
+    from copilot_otel.model.parse import parse_timestamp
 
     event_ns = {parse_timestamp(t) for t in stamps if isinstance(t, str) and t[:1].isdigit()}
     for s in spans:

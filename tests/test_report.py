@@ -22,8 +22,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from copilot_otel.cli import main
-from copilot_otel.parse import parse_timestamp
-from copilot_otel.report import Period, build_report, render_json, report_sessions
+from copilot_otel.commands.report import Period, build_report, render_json, report_sessions
+from copilot_otel.model.parse import parse_timestamp
 from tests.conftest import CLI_GENERATED, FIXTURES, ROOT, read_events
 
 SCHEMA = ROOT / "docs" / "report.schema.json"
@@ -419,7 +419,7 @@ def _validate(value: Any, schema: dict[str, Any], root: dict[str, Any], where: s
 def test_worker_processes_give_the_same_report(monkeypatch: pytest.MonkeyPatch, period: Period) -> None:
     """Over 32 MB the logs are shared among worker processes, each adding up its share: the same report as
     one process (and as build_report over the library's records)."""
-    from copilot_otel import report as report_module
+    from copilot_otel.commands import report as report_module
 
     roots = [CLI_GENERATED, SHAPES, PUBLIC]
     cut = report_module.make_cut(period, zone=timezone.utc, now_ns=0)

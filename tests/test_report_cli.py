@@ -209,7 +209,7 @@ def test_progress_goes_to_stderr_only_when_asked_or_on_a_terminal(capsys: pytest
 
 
 def test_the_terminal_progress_line_is_rate_limited_and_erased() -> None:
-    from copilot_otel.report import ProgressLine, ReadProgress
+    from copilot_otel.commands.report import ProgressLine, ReadProgress
 
     now = [0.0]
     out = io.StringIO()
@@ -318,9 +318,9 @@ def test_a_ctrl_c_while_loading_is_one_line(tmp_path: Path, command: str, code: 
 def test_report_workers_start_as_the_platform_seam_says(monkeypatch: pytest.MonkeyPatch) -> None:
     """macOS spawns (fork after Apple's frameworks started threads crashes): a report's workers under the
     darwin implementation are spawned interpreters, and add up the same report as one process."""
-    from copilot_otel import report as report_module
-    from copilot_otel import workers
     from copilot_otel._platform import for_platform
+    from copilot_otel.commands import report as report_module
+    from copilot_otel.pipeline import workers
 
     # A forked child has the parent's memory (this mark on a module); a spawned interpreter starts without it.
     monkeypatch.setattr(io, "parent_was_here", True, raising=False)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from copilot_otel import display
 from copilot_otel.cli import main
+from copilot_otel.common import display
 from tests.conftest import CLI_GENERATED
 from tests.daemon_process import DaemonProcess
 

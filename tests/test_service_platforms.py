@@ -19,8 +19,8 @@ import pytest
 import xmlschema
 
 from copilot_otel.cli import main
-from copilot_otel.config import load_config
-from copilot_otel.service import TASK_NAME, _TaskScheduler, task_xml
+from copilot_otel.commands.service import TASK_NAME, _TaskScheduler, task_xml
+from copilot_otel.settings.config import load_config
 from tests.conftest import FIXTURES
 from tests.otlp_receiver import OtlpReceiver
 

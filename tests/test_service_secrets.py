@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from copilot_otel.cli import main
-from copilot_otel.config import load_config
-from copilot_otel.service import _TaskScheduler, is_secret
-from copilot_otel.servicefiles import systemd_env_file, unit_environment
+from copilot_otel.commands.service import _TaskScheduler, is_secret
+from copilot_otel.daemon.servicefiles import systemd_env_file, unit_environment
+from copilot_otel.settings.config import load_config
 
 PASSWORD = "PASSw0rdInUrl"
 QUERY_TOKEN = "QueryT0ken"

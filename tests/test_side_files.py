@@ -23,14 +23,13 @@ from typing import Any
 import orjson
 import pytest
 
-from copilot_otel import sidefiles
 from copilot_otel._platform import NotARegularFile, Platform, current
-from copilot_otel.daemon import _first_line, _last_line_boundary
-from copilot_otel.sessions import read_workspace
-from copilot_otel.sources import read_blob, sniff
-from copilot_otel.sources.claude_code import read_meta
-from copilot_otel.sources.codex import root_session
-from copilot_otel.sources.gemini import read_line, spawn_of
+from copilot_otel.daemon.daemon import _first_line, _last_line_boundary
+from copilot_otel.sources import read_blob, sidefiles, sniff
+from copilot_otel.sources.claude_code.reader import read_meta
+from copilot_otel.sources.codex.reader import root_session
+from copilot_otel.sources.gemini.reader import read_line, spawn_of
+from copilot_otel.sources.sessions import read_workspace
 from tests.conftest import FIXTURES, SERIAL
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver
@@ -226,7 +225,7 @@ def _stop(daemon: DaemonProcess) -> int | None:
 # ---------------------------------------------------------------------------------------------- each reader
 @pytest.fixture
 def said(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixture]:
-    caplog.set_level("WARNING", logger="copilot_otel.sidefiles")
+    caplog.set_level("WARNING", logger="copilot_otel.sources.sidefiles")
     yield caplog
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
-from copilot_otel.export import FileTransport, Signal
-from copilot_otel.sink import KEEP, MAX_BYTES
+from copilot_otel.deliver.export import FileTransport, Signal
+from copilot_otel.deliver.sink import KEEP, MAX_BYTES
 
 
 def _request(index: int) -> bytes:

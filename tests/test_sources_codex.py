@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from copilot_otel.events import Event
-from copilot_otel.records import BadLine, DropReason
+from copilot_otel.model.events import Event
+from copilot_otel.model.records import BadLine, DropReason
 from copilot_otel.sources import LogKind, Source, ToolOutcome
-from copilot_otel.sources import codex as cx
+from copilot_otel.sources.codex import reader as cx
 from tests.conftest import FIXTURES
 from tests.other_agents import assert_never_raises, views
 

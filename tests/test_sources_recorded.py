@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from copilot_otel.events import Event
+from copilot_otel.model.events import Event
 from copilot_otel.sources import LogKind, ToolOutcome
-from copilot_otel.sources import claude_code as cc
-from copilot_otel.sources import codex as cx
+from copilot_otel.sources.claude_code import reader as cc
+from copilot_otel.sources.codex import reader as cx
 from tests.conftest import FIXTURES
 from tests.other_agents import views
 

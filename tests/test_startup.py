@@ -20,7 +20,12 @@ import pytest
 from tests.conftest import CLI_GENERATED, ROOT
 
 # What sending needs: our exporter and telemetry, the OpenTelemetry SDK and its OTLP exporters, gRPC.
-SENDING = ("copilot_otel.export", "copilot_otel.telemetry", "copilot_otel.metrics", "opentelemetry.sdk")
+SENDING = (
+    "copilot_otel.deliver.export",
+    "copilot_otel.telemetry",
+    "copilot_otel.metrics",
+    "opentelemetry.sdk",
+)
 SENDING_PREFIXES = ("opentelemetry.sdk.", "opentelemetry.exporter", "grpc")
 # What folding a log needs (the light commands read no log).
 FOLDING = ("copilot_otel.pipeline", "copilot_otel.agentloop", "copilot_otel.project", "copilot_otel.library")
@@ -84,7 +89,13 @@ def test_commands_that_draw_nothing_do_not_load_the_terminal_library(
 
 # What ``status`` reads no more of than it needs: the checkpoint store (SQLite, filelock) and the dead letters'
 # module that loads it, the service installer, the log readers (``sources`` loads orjson's event views, the parser).
-STATE = ("copilot_otel.state", "copilot_otel.statedb", "copilot_otel.deadletter", "sqlite3", "filelock")
+STATE = (
+    "copilot_otel.daemon.state",
+    "copilot_otel.statedb",
+    "copilot_otel.deadletter",
+    "sqlite3",
+    "filelock",
+)
 READERS = ("copilot_otel.sources", "copilot_otel.events", "copilot_otel.parse", "copilot_otel.sessions")
 STATUS_NEVER = (*STATE, "copilot_otel.service", *READERS)
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from copilot_otel.errors import StateError
-from copilot_otel.state import (
+from copilot_otel.common.errors import StateError
+from copilot_otel.daemon.state import (
     DB_FILE,
     LEGACY_FILE,
     Checkpoint,
@@ -23,7 +23,7 @@ from copilot_otel.state import (
     StateStore,
     read_checkpoints,
 )
-from copilot_otel.tail import FileIdentity
+from copilot_otel.sources.tail import FileIdentity
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -94,7 +94,7 @@ def test_a_db_that_is_not_a_database_is_set_aside(tmp_path: Path, caplog: pytest
     store.close()
     garbage = b"this is not a database, it only has its name" * 100
     (tmp_path / DB_FILE).write_bytes(garbage)
-    with caplog.at_level(logging.WARNING, logger="copilot_otel.state"):
+    with caplog.at_level(logging.WARNING, logger="copilot_otel.daemon.state"):
         recovered = StateStore(tmp_path)
     assert recovered.load_outcome is LoadOutcome.EMPTY_AFTER_CORRUPTION
     assert recovered.all() == {}
@@ -209,7 +209,7 @@ def test_failed_flush_keeps_state_and_is_retried(tmp_path: Path, caplog: pytest.
     assert store.flush()
     other = _writer_holding(tmp_path / DB_FILE)  # the database is locked: SQLITE_BUSY
     store.put("/a", cp(2))
-    with caplog.at_level(logging.WARNING, logger="copilot_otel.state"):
+    with caplog.at_level(logging.WARNING, logger="copilot_otel.daemon.state"):
         assert not store.flush()
         assert not store.flush()
     assert store.flush_failures == 2 and store.consecutive_flush_failures == 2

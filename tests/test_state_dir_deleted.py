@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from copilot_otel.errors import StateError
-from copilot_otel.state import DB_FILE, Checkpoint, read_checkpoints
+from copilot_otel.common.errors import StateError
+from copilot_otel.daemon.state import DB_FILE, Checkpoint, read_checkpoints
 from tests.conftest import CLI_GENERATED
 from tests.daemon_process import DaemonProcess, assert_delivered_like_replay
 from tests.otlp_receiver import OtlpReceiver

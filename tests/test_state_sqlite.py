@@ -23,10 +23,8 @@ from pathlib import Path
 import pytest
 
 from copilot_otel._platform import current
-from copilot_otel.errors import StateError
-from copilot_otel.export import FileTransport, Signal
-from copilot_otel.sink import RotatingFile
-from copilot_otel.state import (
+from copilot_otel.common.errors import StateError
+from copilot_otel.daemon.state import (
     DB_FILE,
     LEGACY_FILE,
     LEGACY_PREV_FILE,
@@ -36,7 +34,9 @@ from copilot_otel.state import (
     read_checkpoints,
     stored_checkpoints,
 )
-from copilot_otel.tail import FileIdentity
+from copilot_otel.deliver.export import FileTransport, Signal
+from copilot_otel.deliver.sink import RotatingFile
+from copilot_otel.sources.tail import FileIdentity
 from tests.conftest import FIXTURES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,7 +76,7 @@ def test_the_previous_versions_state_json_is_imported_once_and_kept(
     original = (LEGACY / LEGACY_FILE).read_bytes()
     want = _legacy_checkpoints(original)
     assert len(want) == 3 and all(c.context for c in want.values())
-    with caplog.at_level(logging.INFO, logger="copilot_otel.state"):
+    with caplog.at_level(logging.INFO, logger="copilot_otel.daemon.state"):
         store = StateStore(tmp_path)
     assert store.load_outcome is LoadOutcome.MIGRATED
     assert store.all() == want
@@ -116,7 +116,7 @@ def test_both_json_files_corrupt_start_empty_and_keep_them(
 ) -> None:
     (tmp_path / LEGACY_FILE).write_bytes(b"\0" * 512)
     (tmp_path / LEGACY_PREV_FILE).write_bytes(b'{"version":1,"checkpoints":')
-    with caplog.at_level(logging.WARNING, logger="copilot_otel.state"):
+    with caplog.at_level(logging.WARNING, logger="copilot_otel.daemon.state"):
         store = StateStore(tmp_path)
     assert store.load_outcome is LoadOutcome.EMPTY_AFTER_CORRUPTION and len(store) == 0
     assert "--backfill decides what" in caplog.text
@@ -191,7 +191,7 @@ def test_a_deleted_directory_gets_every_row_back(tmp_path: Path, caplog: pytest.
     assert store.flush()
     store.put("/s/0", cp(1_000))  # pending when the directory goes
     shutil.rmtree(state)
-    with caplog.at_level(logging.WARNING, logger="copilot_otel.state"):
+    with caplog.at_level(logging.WARNING, logger="copilot_otel.daemon.state"):
         assert store.check_dir()
     assert not store.check_dir()
     rows = read_checkpoints(state)
@@ -359,7 +359,7 @@ def test_a_link_at_status_json_tmp_is_removed_not_written_through(
     state, target = tmp_path / "state", _outside(tmp_path)
     with StateStore(state) as store:
         (state / "status.json.tmp").symlink_to(target)
-        with caplog.at_level(logging.WARNING, logger="copilot_otel.state"):
+        with caplog.at_level(logging.WARNING, logger="copilot_otel.daemon.state"):
             assert store.write_status({"pid": 7})
     assert target.read_bytes() == b"the user's own file\n"
     assert StateStore.read_status(state) == {"pid": 7}
@@ -403,7 +403,7 @@ def test_a_link_at_the_lock_is_not_followed(tmp_path: Path) -> None:
 
 
 def test_a_link_at_a_dead_letter_file_is_refused(tmp_path: Path) -> None:
-    from copilot_otel.deadletter import DeadLetters
+    from copilot_otel.deliver.deadletter import DeadLetters
 
     state, target = tmp_path / "state", _outside(tmp_path)
     state.mkdir()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from copilot_otel.tail import (
+from copilot_otel.sources.tail import (
     DEFAULT_READ_CHUNK_BYTES,
     FINGERPRINT_BYTES,
     EndReason,
@@ -438,7 +438,7 @@ def test_read_unterminated_does_not_consume(tmp_path: Path) -> None:
 
 
 def test_directory_is_not_a_source(tmp_path: Path) -> None:
-    from copilot_otel.errors import SourceError
+    from copilot_otel.common.errors import SourceError
 
     with pytest.raises(SourceError, match="not a regular file"):
         FileTailer(tmp_path).read_lines()

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from copilot_otel.cli import main
-from copilot_otel.errors import EndpointError, ExportError
+from copilot_otel.common.errors import EndpointError, ExportError
 from tests.conftest import CLI_GENERATED
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver

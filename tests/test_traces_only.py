@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from copilot_otel.cli import main
-from copilot_otel.errors import EndpointError
+from copilot_otel.common.errors import EndpointError
 from tests.conftest import CLI_GENERATED
 from tests.otlp_receiver import OtlpReceiver
 

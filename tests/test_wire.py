@@ -15,9 +15,8 @@ from opentelemetry.proto.resource.v1 import resource_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
 from copilot_otel import __version__
-from copilot_otel.export import SCOPE_NAME, encode_logs, encode_spans, make_resource
-from copilot_otel.pipeline import FoldSettings, fold_session
-from copilot_otel.records import (
+from copilot_otel.deliver.export import SCOPE_NAME, encode_logs, encode_spans, make_resource
+from copilot_otel.model.records import (
     AttrValue,
     LogRecord,
     Severity,
@@ -26,7 +25,8 @@ from copilot_otel.records import (
     SpanRecord,
     StatusCode,
 )
-from copilot_otel.sessions import SessionFile
+from copilot_otel.pipeline import FoldSettings, fold_session
+from copilot_otel.sources.sessions import SessionFile
 from tests.conftest import all_fixture_logs
 
 RESOURCE = {"service.name": "copilot-otel", "host.name": "h", "service.instance.id": "i", "x.count": 3}
@@ -197,7 +197,7 @@ def test_attribute_cache_keeps_each_values_type(order: tuple[Any, ...]) -> None:
 def test_attribute_cache_stays_bounded() -> None:
     # Values unique per span (ids are never cached; other keys keep at most _VALUES_PER_KEY_MAX values) and a
     # flood of new attribute names: the cache is reset rather than grown, and the encoding stays right.
-    from copilot_otel import wire
+    from copilot_otel.deliver import wire
 
     count = wire._KEYS_MAX + wire._VALUES_PER_KEY_MAX
     _assert_round_trips(

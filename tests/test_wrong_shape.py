@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from copilot_otel.events import CLASSES
+from copilot_otel.model.events import CLASSES
 from copilot_otel.pipeline import Pipeline
 from tests.conftest import CLI_GENERATED, all_fixture_logs, replay_into
 from tests.daemon_process import DaemonProcess

@@ -19,7 +19,7 @@ from ._watch import DirWatcher, WatchSink
 
 __all__ = ["InotifyWatcher", "Linux", "decode_events"]
 
-logger = logging.getLogger("copilot_otel.discover")
+logger = logging.getLogger("copilot_otel.daemon.discover")
 
 # inotify(7): <sys/inotify.h>.
 IN_MODIFY = 0x2

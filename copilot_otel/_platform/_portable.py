@@ -102,7 +102,7 @@ class DefaultDirs:
 
 @dataclass(frozen=True, slots=True)
 class ProcessFacts:
-    """What the runaway interrupt checks about a process before it signals it (:mod:`copilot_otel.interrupt`).
+    """What the runaway interrupt checks about a process before it signals it (:mod:`copilot_otel.daemon.interrupt`).
 
     Attributes:
         pid: The process id.

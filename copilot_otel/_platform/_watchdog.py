@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ObserverFactory", "WatchdogWatcher"]
 
-logger = logging.getLogger("copilot_otel.discover")
+logger = logging.getLogger("copilot_otel.daemon.discover")
 
 ObserverFactory = Callable[[], "BaseObserver"]
 # Events that can mean "a session log appeared, grew or went away". Opened/closed events are left out on purpose:

@@ -1,6 +1,6 @@
 """The agent loop's pieces, one module per entity it follows, as OpenTelemetry's GenAI utilities split invocations.
 
-:class:`~copilot_otel.agentloop.AgentLoop` (the shell, one layer up) is what the pipeline feeds; the work is done
+:class:`~copilot_otel.loop.agentloop.AgentLoop` (the shell, one layer up) is what the pipeline feeds; the work is done
 here, by plain functions over the loop's state (:class:`.core.LoopState`)::
 
     copilot       the translator: which handler reads each of Copilot CLI's event classes

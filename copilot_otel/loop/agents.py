@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from .. import events as ev
-from .. import ids
-from ..activity import AgentRun, IncompleteReason, Outcome
-from ..content import ContentKind
-from ..foldstate import Agent, Prompt
+from ..model import events as ev
+from ..model import ids
+from ..model.activity import AgentRun, IncompleteReason, Outcome
+from ..model.inputs import Envelope
+from ..settings.content import ContentKind
 from .core import OWN_API, LoopState
-from .inputs import Envelope
+from .foldstate import Agent, Prompt
 
 __all__ = [
     "SpawnEndInput",

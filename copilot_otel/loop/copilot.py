@@ -1,4 +1,4 @@
-"""Copilot CLI's translator: the loop's handler of each event class :mod:`copilot_otel.events` decodes.
+"""Copilot CLI's translator: the loop's handler of each event class :mod:`copilot_otel.model.events` decodes.
 
 The only part of the loop that lists Copilot's events; the entity modules hold what each handler does. Another
 coding agent's log (issue "Beyond Copilot CLI") would bring a typed events module of its own and a translator
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .. import events as ev
+from ..model import events as ev
 from . import agents, notes, prompts, session, tools, turns
 from .core import Translator
 
@@ -50,7 +50,7 @@ COPILOT = Translator(
 )
 
 if TYPE_CHECKING:  # Copilot's views are the loop's inputs as they are: mypy checks each against its protocol.
-    from . import inputs
+    from ..model import inputs
 
     def _views_are_inputs(
         start: ev.SessionStart,

@@ -1,11 +1,11 @@
 """What the loop's entity modules share: its state, the ids and times they stamp, and each other's operations.
 
 :class:`LoopState` is the whole of the loop's memory between events (besides the per-prompt records of
-:mod:`copilot_otel.foldstate`, which hang off it). The entity modules (:mod:`.prompts`, :mod:`.turns`,
+:mod:`copilot_otel.loop.foldstate`, which hang off it). The entity modules (:mod:`.prompts`, :mod:`.turns`,
 :mod:`.tools`, :mod:`.agents`, :mod:`.session`, :mod:`.notes`) are plain functions over it; they import this
 module and no sibling. What one entity does for another (a closing prompt closes its agents, a tool's start ends
 the model call before it) is an operation declared here and bound by the shell
-(:class:`~copilot_otel.agentloop.AgentLoop` assigns each entity's function to its name), so a call costs what a
+(:class:`~copilot_otel.loop.agentloop.AgentLoop` assigns each entity's function to its name), so a call costs what a
 method call costs and the modules stay acyclic.
 """
 
@@ -15,16 +15,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import events as ev
-from .. import ids
-from ..activity import Detection, IncompleteReason, Outcome, Record, SkillInvoked, Usage
-from ..content import ContentGate, ContentKind, ContentPolicy
-from ..events import Event
-from ..foldstate import Agent, Hook, Prompt, SessionContext, Tool
-from ..foldstate import Turn as OpenTurn
-from ..records import DropReason
-from ..runaway import RunawayThresholds
-from .inputs import Envelope, ToolEndInput
+from ..model import events as ev
+from ..model import ids
+from ..model.activity import Detection, IncompleteReason, Outcome, Record, SkillInvoked, Usage
+from ..model.events import Event
+from ..model.inputs import Envelope, ToolEndInput
+from ..model.records import DropReason
+from ..settings.content import ContentGate, ContentKind, ContentPolicy
+from .foldstate import Agent, Hook, Prompt, SessionContext, Tool
+from .foldstate import Turn as OpenTurn
+from .runaway import RunawayThresholds
 
 __all__ = ["COPILOT_AGENT", "OWN_API", "FoldSettings", "Handler", "LoopState", "Translator", "agent_of"]
 
@@ -205,7 +205,7 @@ class LoopState:
             agent.turn.last_ns = time_ns
 
     def detect(self, prompt: Prompt, detection: Detection | None) -> None:
-        """Hand on a runaway rule's detection, if it fired (:mod:`copilot_otel.runaway`), noted on the prompt."""
+        """Hand on a runaway rule's detection, if it fired (:mod:`copilot_otel.loop.runaway`), noted on the prompt."""
         if detection is None:
             return
         detection.session_id = self.ctx.session_id

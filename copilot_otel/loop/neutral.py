@@ -3,7 +3,7 @@
 Another source does not build Copilot's views (they decode Copilot's camelCase): its framer (in its own module
 under :mod:`copilot_otel.sources`) turns that source's records into these, which satisfy the protocols of
 :mod:`.inputs`, and :data:`NEUTRAL` is their translator over the same entity handlers Copilot's events reach
-(:mod:`.copilot`). Each is an :class:`~copilot_otel.events.Event` for its envelope (id, time, offsets, the agent it
+(:mod:`.copilot`). Each is an :class:`~copilot_otel.model.events.Event` for its envelope (id, time, offsets, the agent it
 belongs to) with an empty ``data`` (:data:`NO_DATA`): everything a handler reads is a field of its own.
 """
 
@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .. import events as ev
-from ..events import Event
-from ..records import record
+from ..model import events as ev
+from ..model.events import Event
+from ..model.inputs import Envelope
+from ..model.records import record
 from . import agents, notes, prompts, session, tools, turns
 from .core import LoopState, Translator
-from .inputs import Envelope
 
 __all__ = [
     "NEUTRAL",
@@ -173,7 +173,7 @@ class Rooted(Event):
 
     ``parent_span_id`` is the span the sub-agent hangs under. When it equals the root's own span id
     (``ids.span_id(session_id, "agent", agent_key)``), the agent span itself is the other fold's (Codex: the
-    parent's fold hands on the :class:`~copilot_otel.activity.AgentRun` under its ``spawn_agent`` call, see
+    parent's fold hands on the :class:`~copilot_otel.model.activity.AgentRun` under its ``spawn_agent`` call, see
     :class:`Spawned`): this fold hangs its turns under that span and hands on no run of its own.
     """
 
@@ -296,7 +296,7 @@ NEUTRAL = Translator(
 )
 
 if TYPE_CHECKING:  # each neutral event is the input its handler reads: mypy checks it against its protocol.
-    from . import inputs
+    from ..model import inputs
 
     def _neutral_are_inputs(
         start: SessionBegan,

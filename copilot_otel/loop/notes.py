@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from .. import events as ev
-from ..activity import (
+from ..model import events as ev
+from ..model.activity import (
     Abort,
     Compaction,
     ModeChange,
@@ -28,11 +28,11 @@ from ..activity import (
     Truncation,
     Usage,
 )
-from ..content import ContentKind
-from ..events import Event
-from ..foldstate import Agent, Prompt
+from ..model.events import Event
+from ..model.inputs import AbortInput, CompactionInput, Envelope, ErrorInput
+from ..settings.content import ContentKind
 from .core import LoopState
-from .inputs import AbortInput, CompactionInput, Envelope, ErrorInput
+from .foldstate import Agent, Prompt
 
 __all__ = ["NOTES", "NoteRule"]
 

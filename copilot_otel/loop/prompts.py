@@ -4,16 +4,16 @@ A prompt opens at a human ``user.message`` (or, synthetic, at agent activity wit
 user-invoked skills written before its message, and closes when the next prompt begins (unless background
 sub-agents still run: it lingers until they end), when the session shuts down or resumes, or when the reader
 closes the log. Closing a prompt closes what it still holds (hooks, permission waits, agents, their tools and
-turns) and hands on its :class:`~copilot_otel.activity.PromptRun`.
+turns) and hands on its :class:`~copilot_otel.model.activity.PromptRun`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .. import events as ev
-from .. import ids
-from ..activity import (
+from ..model import events as ev
+from ..model import ids
+from ..model.activity import (
     IncompleteReason,
     InputMessage,
     Outcome,
@@ -22,12 +22,12 @@ from ..activity import (
     SessionFacts,
     UserMessage,
 )
-from ..content import ContentKind
-from ..events import Event
-from ..foldstate import Agent, Prompt
-from ..records import replace
+from ..model.events import Event
+from ..model.inputs import ContinuedInput, Envelope, PromptInput, RootedInput
+from ..model.records import replace
+from ..settings.content import ContentKind
 from .core import OWN_API, LoopState
-from .inputs import ContinuedInput, Envelope, PromptInput, RootedInput
+from .foldstate import Agent, Prompt
 
 __all__ = [
     "adopt_pending",
@@ -342,7 +342,7 @@ def on_rooted(loop: LoopState, event: RootedInput) -> None:
     """Loop rule A: this fold is a sub-agent's own file, rooted in another fold's span. Instead of a human prompt,
     its work opens under ``parent_span_id`` in the trace of ``prompt_key`` (both computed from the log's own ids,
     so the parent's fold need not be read): the root agent is the sub-agent, handed on as an
-    :class:`~copilot_otel.activity.AgentRun` when it ends."""
+    :class:`~copilot_otel.model.activity.AgentRun` when it ends."""
     finish_current(loop)
     ctx = loop.ctx
     ctx.session_id = event.session_id or ctx.session_id  # not the file's name: the parent's session

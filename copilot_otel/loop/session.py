@@ -1,6 +1,6 @@
 """Session facts: what every prompt of the session carries (ids, versions, where it runs, its model) and its end.
 
-These handlers keep the :class:`~copilot_otel.foldstate.SessionContext` (the one piece of state a checkpoint
+These handlers keep the :class:`~copilot_otel.loop.foldstate.SessionContext` (the one piece of state a checkpoint
 keeps) up to date: ``session.start`` and ``session.resume`` (a new CLI process, which also closes a prompt the
 previous one left open), context and model changes, and ``session.shutdown``, whose cumulative totals are
 handed on as the growth since the last shutdown said them. An imported transcript (``copilot sessions import``)
@@ -9,8 +9,8 @@ is counted here, not folded as work: its messages and tools ran elsewhere.
 
 from __future__ import annotations
 
-from .. import events as ev
-from ..activity import (
+from ..model import events as ev
+from ..model.activity import (
     ModelTotals,
     SelfReport,
     SessionImported,
@@ -18,11 +18,11 @@ from ..activity import (
     SessionShutdown,
     SessionStarted,
 )
-from ..events import Event
-from ..foldstate import Prompt
-from ..parse import timestamp_ns
+from ..model.events import Event
+from ..model.inputs import SelfReportInput, SessionStartInput
+from ..model.parse import timestamp_ns
 from .core import LoopState
-from .inputs import SelfReportInput, SessionStartInput
+from .foldstate import Prompt
 
 __all__ = [
     "on_context_changed",

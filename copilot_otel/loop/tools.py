@@ -9,13 +9,13 @@ The runaway rules on tools (the same call repeated, failures in a row) are check
 
 from __future__ import annotations
 
-from .. import events as ev
-from ..activity import HookRun, IncompleteReason, InputMessage, Outcome, PermissionWait, ToolCall
-from ..content import ContentKind, argument_hash
-from ..foldstate import Hook, Prompt, Tool
-from ..runaway import check_errors, check_identical
+from ..model import events as ev
+from ..model.activity import HookRun, IncompleteReason, InputMessage, Outcome, PermissionWait, ToolCall
+from ..model.inputs import ToolEndInput, ToolStartInput
+from ..settings.content import ContentKind, argument_hash
 from .core import OWN_API, LoopState
-from .inputs import ToolEndInput, ToolStartInput
+from .foldstate import Hook, Prompt, Tool
+from .runaway import check_errors, check_identical
 
 __all__ = [
     "emit_hook",

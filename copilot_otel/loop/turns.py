@@ -9,14 +9,14 @@ call outside any turn (compaction's, a usage record after its turn) is a standal
 
 from __future__ import annotations
 
-from .. import events as ev
-from ..activity import IncompleteReason, ModelCall, Outcome, ToolRequest, Turn, Usage
-from ..content import ContentKind
-from ..foldstate import Agent, Prompt
-from ..foldstate import Turn as OpenTurn
-from ..runaway import check_burn, check_turns
+from ..model import events as ev
+from ..model.activity import IncompleteReason, ModelCall, Outcome, ToolRequest, Turn, Usage
+from ..model.inputs import AnswerInput, AttemptInput, Envelope, TurnInput, UsageInput
+from ..settings.content import ContentKind
 from .core import OWN_API, LoopState
-from .inputs import AnswerInput, AttemptInput, Envelope, TurnInput, UsageInput
+from .foldstate import Agent, Prompt
+from .foldstate import Turn as OpenTurn
+from .runaway import check_burn, check_turns
 
 __all__ = [
     "emit_chat",

@@ -1,6 +1,6 @@
 """Other coding agents' session logs: where each CLI writes them, and a typed reader per CLI.
 
-Copilot CLI's log is read by :mod:`copilot_otel.parse` and :mod:`copilot_otel.events`. Each further source has one
+Copilot CLI's log is read by :mod:`copilot_otel.model.parse` and :mod:`copilot_otel.model.events`. Each further source has one
 module here that is, for that source, what those two are for Copilot: the only place that knows its JSON names.
 
 * :mod:`.claude_code` - Claude Code: ``$CLAUDE_CONFIG_DIR/projects/<escaped cwd>/<session id>.jsonl`` (default
@@ -10,17 +10,17 @@ module here that is, for that source, what those two are for Copilot: the only p
 * :mod:`.gemini` - Gemini CLI: ``$GEMINI_CLI_HOME/.gemini/tmp/<project>/chats/session-<time>-<id>.jsonl``
   (default ``~/.gemini``), a sub-agent in ``chats/<session id>/<agent id>.jsonl``.
 
-Each reader turns one line into a view of :class:`copilot_otel.events.Event` (the same envelope and the same
+Each reader turns one line into a view of :class:`copilot_otel.model.events.Event` (the same envelope and the same
 field descriptors as Copilot's events: a wrong-typed field reads as absent and is noted as a dropped value, an
-unknown record type is kept as a plain :class:`~copilot_otel.events.Event`) or a :class:`~copilot_otel.records.
+unknown record type is kept as a plain :class:`~copilot_otel.model.events.Event`) or a :class:`~copilot_otel.model.records.
 BadLine`, and never raises. What the records mean for the agent loop is in ``docs/other-agents.md``; nothing here
 is fed to the loop through its source's framer (:class:`LoopSource`): :mod:`.claude_code_loop`,
 :mod:`.codex_loop`, :mod:`.gemini_loop`.
 
-Discovery is cheap, as :func:`copilot_otel.sessions.scan_root` is: names and ``stat`` only, no file content; a link
+Discovery is cheap, as :func:`copilot_otel.sources.sessions.scan_root` is: names and ``stat`` only, no file content; a link
 that leads out of the source's root is not followed (a session log is read only if it really is under the root).
 
-:class:`Source`, :class:`AgentRoot` and :func:`agent_roots` are defined in the light :mod:`copilot_otel.roots` (so
+:class:`Source`, :class:`AgentRoot` and :func:`agent_roots` are defined in the light :mod:`copilot_otel.sources.roots` (so
 ``status`` lists the log folders without loading the readers) and imported from here.
 """
 
@@ -38,13 +38,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 import orjson
 
 from .._platform import current
-from ..errors import SourceError
-from ..events import Dropped, Event
-from ..parse import timestamp_ns, undecodable
-from ..records import BadLine, DropReason
-from ..roots import AgentRoot, Source, agent_roots
-from ..sessions import stays_inside
-from ..sidefiles import read_head
+from ..common.errors import SourceError
+from ..model.events import Dropped, Event
+from ..model.parse import timestamp_ns, undecodable
+from ..model.records import BadLine, DropReason
+from .roots import AgentRoot, Source, agent_roots
+from .sessions import stays_inside
+from .sidefiles import read_head
 
 if TYPE_CHECKING:
     from ..loop.core import Translator
@@ -121,7 +121,7 @@ def walk_logs(root: Path, keep: Callable[[Path, str], SourceLog | None]) -> list
     """Every file under ``root`` that ``keep(folder, name)`` names a log, sorted by path.
 
     Links are followed only while they stay inside ``root`` (checked by real path, as
-    :func:`copilot_otel.sessions.scan_root` does), and each real folder is visited once, so a link loop ends.
+    :func:`copilot_otel.sources.sessions.scan_root` does), and each real folder is visited once, so a link loop ends.
     A missing ``root`` has no logs (the CLI may never have run); one that cannot be read is an error.
 
     Raises:
@@ -164,7 +164,7 @@ def walk_logs(root: Path, keep: Callable[[Path, str], SourceLog | None]) -> list
 
 def decode(line: bytes, offset: int, end_offset: int, line_number: int) -> dict[str, Any] | BadLine:
     """One line's JSON object with a non-empty string ``type`` (both sources have one), or why it is not one
-    (the reasons :mod:`copilot_otel.parse` gives)."""
+    (the reasons :mod:`copilot_otel.model.parse` gives)."""
     try:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError as exc:
@@ -224,7 +224,7 @@ class LoopSource:
 
     Attributes:
         source: The agent that writes the log.
-        read_line: One line → the source's view of its record, or a :class:`~copilot_otel.records.BadLine`.
+        read_line: One line → the source's view of its record, or a :class:`~copilot_otel.model.records.BadLine`.
         framer: A new framer, from a :meth:`Framer.snapshot` when resuming (``None``: the log's start).
         translator: Which loop handler folds each event the framer gives.
         seed: What a log needs from beside it, read once when its fold starts (a Claude Code sub-agent's
@@ -241,9 +241,9 @@ class LoopSource:
 # Each source's framer module and the name of its LoopSource there; imported when a log of that source is read
 # (a Copilot-only run loads neither).
 _FRAMERS: dict[Source, tuple[str, str]] = {
-    Source.CLAUDE_CODE: (".claude_code_loop", "CLAUDE_CODE"),
-    Source.CODEX: (".codex_loop", "CODEX"),
-    Source.GEMINI: (".gemini_loop", "GEMINI"),
+    Source.CLAUDE_CODE: (".claude_code.framer", "CLAUDE_CODE"),
+    Source.CODEX: (".codex.framer", "CODEX"),
+    Source.GEMINI: (".gemini.framer", "GEMINI"),
 }
 
 
@@ -278,7 +278,7 @@ def sniff(path: Path) -> Source | None:
     (``{sessionId, projectHash, startTime, …}``). A first line longer than :data:`SNIFF_BYTES` (a long prompt,
     Codex's ``session_meta``) is told by its first ``"type"``, or by Gemini's header's first two keys. Read only
     for a flat ``.jsonl`` file: a Copilot session folder needs no look. A FIFO or device in a log's place is not
-    read (:func:`copilot_otel.sidefiles.read_head`).
+    read (:func:`copilot_otel.sources.sidefiles.read_head`).
     """
     head = read_head(path, "a log's first line", SNIFF_BYTES)
     if head is None:

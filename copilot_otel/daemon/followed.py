@@ -1,0 +1,437 @@
+"""One followed session log: the resume model in one class.
+
+A :class:`FollowedFile` owns what the daemon knows of one log while it follows it: the tailer (offset, identity),
+the session's :class:`~copilot_otel.pipeline.Pipeline` (or, between prompts, only its small checkpointed context),
+the offset up to which a restart must stay silent, an unterminated last line, and the per-file sequence of
+markers whose acknowledgements move its checkpoint. It reads, folds, routes and enqueues; it never decides *when*
+(the loop and the tracker do), and it touches no other file, so it can be driven in-process with a fake outbox.
+
+The resume model (``docs/design.md``): every batch of a file's records is queued with a :class:`Marker` carrying
+``(offset, safe_offset, context, identity, stat)``; a checkpoint moves to a marker only once it and every earlier
+marker of the file were delivered (:meth:`FollowedFile.acked`). After a restart the fold is rebuilt from
+``safe_offset`` (the start of the oldest open prompt) with the context saved there, and everything caused by lines
+ending at or before the acknowledged offset is suppressed: ids and times come from the events, so what is
+re-emitted is byte-identical to what a crash may have cut off.
+
+A last line that never gets its newline (Copilot CLI 0.0.354 wrote the newline *before* each event, so its logs
+always end so) is folded once its CLI is gone, but a checkpoint never splits a line: the checkpoint stays before
+it and says in its context (:data:`UNTERMINATED_KEY`) that the line was folded, and whether the context already
+holds it. A restart then neither folds it again over a context that holds it (its prompt would open a second
+time, under a new id) nor closes its prompt again.
+
+Time: every idle decision here uses the monotonic clock (a wall-clock step of an hour must not close a live
+prompt); the only wall-clock reading is the age of a file found on disk, converted once when it is first seen.
+"""
+
+from __future__ import annotations
+
+import enum
+import errno
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Protocol
+
+from ..common.errors import SourceError
+from ..common.ratelimit import RateLimitedLog
+from ..deliver.outbox import Marker
+from ..deliver.route import Router
+from ..loop.agentloop import FoldSettings
+from ..model.activity import CloseReason, Detection, PromptRun, Record
+from ..model.records import BadLine, DropReason, LogRecord, SpanRecord
+from ..pipeline import Pipeline, Step, closed_for
+from ..pipeline.window import PromptWindow
+from ..settings.config import Backfill
+from ..sources.sessions import SessionFile
+from ..sources.tail import EndReason, FileIdentity, FileTailer, Line, TooLong
+
+__all__ = [
+    "IDLE_CLOSE_S",
+    "UNTERMINATED_KEY",
+    "FollowedFile",
+    "Listener",
+    "Outbox",
+    "Read",
+    "ReadOutcome",
+    "Shared",
+]
+
+logger = logging.getLogger("copilot_otel.daemon")
+
+# A file with no new line for this long has its descriptor closed (it is reopened on the next change).
+IDLE_CLOSE_S = 60.0
+# In a checkpoint's context: the unterminated last line folded already, as [start, end, the context holds it].
+# (The session context ignores keys it does not know; the followed file takes this one out before folding.)
+UNTERMINATED_KEY = "unterminated"
+
+Outgoing = list[SpanRecord | LogRecord]
+
+
+class Outbox(Protocol):
+    """Where a file's records go, each batch followed by the marker that checkpoints it (:class:`~copilot_otel.
+    outbox.Outbox`, or a list in tests)."""
+
+    def put(self, records: Outgoing, marker: Marker, live: bool) -> None: ...
+
+
+class Listener(Protocol):
+    """What the daemon does with a record beyond sending it (count it, act on a runaway, sum up the backfill)."""
+
+    def on_record(self, f: FollowedFile, record: Record) -> Sequence[SpanRecord | LogRecord]:
+        """Called for every detection and finished prompt not suppressed; returns records to send with it."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Shared:
+    """What every followed file of one daemon shares: settings, and where its records and drops go."""
+
+    settings: FoldSettings
+    backfill: Backfill
+    router: Router
+    outbox: Outbox
+    listener: Listener
+    log: RateLimitedLog
+
+
+class Read(enum.Enum):
+    """How one :meth:`FollowedFile.read` went."""
+
+    READ = "read"
+    """Lines were read (or there were none): the file's flags are current."""
+    NO_DESCRIPTOR = "no_descriptor"
+    """The process or the system ran out of descriptors (EMFILE/ENFILE): back-pressure, try again soon."""
+    FAILED = "failed"
+    """The file cannot be read (EACCES, not a regular file): said once, left until it changes."""
+
+
+class ReadOutcome(NamedTuple):
+    """What a read did, for the tracker (descriptor back-pressure) and the backfill progress line."""
+
+    how: Read
+    spans: int = 0
+    error: OSError | None = None
+
+
+class FollowedFile:
+    """One followed session log and everything the daemon knows about it.
+
+    Args:
+        session: The log and its session folder.
+        tailer: Reads the log from its resume offset.
+        shared: Settings, the router (one set of health counts for the daemon), the outbox, the listener.
+        context: A checkpointed session context to rebuild the fold from.
+        suppress_until: Lines ending at or before this offset were delivered before a restart.
+        live: Caught up with its end at least once (new lines go to the live lane).
+        idle_for_s: How long the file had been quiet when it was first seen (its age on disk, converted once).
+        clock: Monotonic seconds (injected by tests).
+    """
+
+    def __init__(
+        self,
+        session: SessionFile,
+        tailer: FileTailer,
+        shared: Shared,
+        *,
+        context: dict[str, Any] | None = None,
+        suppress_until: int = 0,
+        live: bool = False,
+        idle_for_s: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.session = session
+        self.key = str(session.path)
+        self.tailer = tailer
+        self.shared = shared
+        self.router = shared.router
+        self.fold: Pipeline | None = None
+        self.suppress_until = suppress_until
+        self.fed_unterminated: int | None = None  # start offset of an unterminated last line already folded
+        self._unterminated_end = 0  # and its end (the end of the file when it was folded)
+        # Where a last line delivered before a restart starts, when a prompt open before it makes the restart fold
+        # it again: its newline may come first (its CLI resumed), and the line it completes was delivered.
+        self._delivered_unterminated: int | None = None
+        if context is not None and UNTERMINATED_KEY in context:
+            context = self._restore_unterminated(context)
+        self.context = context  # the checkpointed context, until the fold is built
+        self.live = live
+        self.pending = True  # there may be unread data
+        self.seq = 0
+        self.next_ack_seq = 1
+        self._delivered: dict[int, Marker] = {}
+        self._clock = clock
+        now = clock()
+        self.last_activity = now - max(
+            0.0, idle_for_s
+        )  # monotonic: the last new line or change of size/mtime
+        self.last_used = now  # monotonic: the last read (the descriptor cache's order)
+        self.line_number = 0
+        self.deleted = False
+        self.tail_bytes = False  # bytes after the last newline at the last read (a line not yet terminated)
+        self._log = shared.log
+
+    def _restore_unterminated(self, context: dict[str, Any]) -> dict[str, Any]:
+        """Take the folded unterminated line out of a checkpointed context: when the context holds it, it is not
+        folded again; else (a prompt open before it is re-folded) its emissions were delivered: suppressed."""
+        context = dict(context)
+        found = context.pop(UNTERMINATED_KEY)
+        match found:
+            case [int(start), int(end), bool(held)] if 0 <= start <= end:
+                if held:
+                    self.fed_unterminated, self._unterminated_end = start, end
+                else:
+                    self.suppress_until = max(self.suppress_until, end)
+                    self._delivered_unterminated = start
+            case _:  # not ours: the line is folded again, as before this key existed
+                pass
+        return context
+
+    # ------------------------------------------------------------------ state the tracker reads
+    @property
+    def has_open_prompt(self) -> bool:
+        """A prompt is open: in the fold, or (fold not rebuilt yet) in the checkpoint being resumed."""
+        if self.fold is not None:
+            return self.fold.has_open_prompt
+        return self.tailer.offset < self.suppress_until
+
+    @property
+    def needs_attention(self) -> bool:
+        """The owner/idle checks apply: an open prompt, or a last line without its newline not folded yet."""
+        return self.unterminated_waiting or self.has_open_prompt
+
+    @property
+    def unterminated_waiting(self) -> bool:
+        """The last line has no newline (yet) and was not folded: it is, once the file is quiet and its CLI gone."""
+        return self.tail_bytes and self.fed_unterminated is None
+
+    @property
+    def settled(self) -> bool:
+        """Nothing of this file is in flight or open: it may be forgotten by the tracker and found again by its
+        stat (its last checkpoint is its whole state)."""
+        return (
+            not self.pending
+            and not self.deleted
+            and not self.tailer.is_open
+            and self.fold is None
+            and not self.needs_attention
+            and self.next_ack_seq == self.seq + 1
+            and not self._delivered
+        )
+
+    def idle_s(self, now: float | None = None) -> float:
+        """Seconds since the last new line or change (monotonic)."""
+        return (self._clock() if now is None else now) - self.last_activity
+
+    # ------------------------------------------------------------------ reading
+    def read(self, max_bytes: int) -> ReadOutcome:
+        """Read and fold up to ``max_bytes`` of the log; enqueue what it completed with its marker."""
+        seen_before = self.tailer.last_seen
+        self.last_used = self._clock()
+        try:
+            batch = self.tailer.read_lines(max_bytes)
+        except (OSError, SourceError) as exc:
+            if isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE):
+                return ReadOutcome(
+                    Read.NO_DESCRIPTOR, error=exc
+                )  # stays pending: read once descriptors free up
+            self._log.warning(f"read:{self.key}", "cannot read %s: %s", self.key, exc)
+            self.pending = False
+            return ReadOutcome(Read.FAILED)
+        if (batch.lines and self.live) or (seen_before is not None and self.tailer.last_seen != seen_before):
+            # (the first look at a file is no sign of activity, nor is reading its history: its age is, so a
+            # prompt left open by a log quiet for longer than the idle timeout closes once it is read)
+            self.last_activity = self.last_used
+        out: Outgoing = []
+        spans = 0
+        if batch.reset is not None:
+            # New content under this path: whatever the old content left open is closed, the fold restarts.
+            if self.fold is not None:
+                spans += self._collect(self.fold.close(closed_for(batch.reset)), out, force=True)
+            logger.info("%s was %s; reading it from the start", self.key, batch.reset.value)
+            self.fold = None
+            self.context = None
+            self.suppress_until = 0
+            self.line_number = 0
+            self.fed_unterminated = self._delivered_unterminated = None
+        fold = self._fold() if batch.lines or batch.end else None
+        good = 0
+        for item in batch.lines:
+            self.line_number += 1
+            if self.fed_unterminated is not None and item.start == self.fed_unterminated:
+                self.fed_unterminated = None  # its newline arrived: it was folded already, as the last line
+                continue
+            if item.start == self._delivered_unterminated:
+                self.suppress_until = max(self.suppress_until, item.end)  # folded again, but delivered before
+                self._delivered_unterminated = None
+            assert fold is not None
+            lines_before = fold.lines
+            step = fold.feed(item, self.line_number)
+            if step.drop is not None:
+                self.router.dropped_line(self.key, step.drop)
+                continue
+            good += fold.lines - lines_before
+            spans += self._collect(step, out)
+        self.router.read(good)
+        if batch.end is not None:
+            if batch.final_partial is not None:
+                self.router.dropped_line(self.key, _unterminated(batch.final_partial, self.line_number + 1))
+            if fold is not None:
+                spans += self._collect(fold.close(closed_for(batch.end)), out, force=True)
+                self.fold = None
+        context = None
+        deleted = batch.end is EndReason.DELETED
+        # The first read of a file always leaves a marker, lines or not: a log skipped to its end (backfill none, or
+        # an empty one) is then checkpointed too, and a restart knows it by its stat instead of reading it again.
+        if batch.lines or out or batch.reset is not None or batch.end is not None or self.seq == 0:
+            context = self._enqueue(out, batch.offset, batch.identity, forget=deleted)
+        if batch.at_eof and self.fold is not None and not self.fold.has_open_prompt and context is not None:
+            # Between prompts a session needs only its small context (shared with the checkpoint), not a fold.
+            self.context, self.fold = context, None
+        if fold is not None:  # records of kinds its reader does not read: said once per CLI version
+            self.router.not_read(self.key, fold.take_not_read(final=self.fold is None))
+        # A log replaced under its name (written to a temporary and renamed over it): the old file was read to its
+        # end, the new one is read now. Left to a notification, it would wait until it grows: the stat the daemon
+        # compares is already the new file's.
+        replaced = batch.end is EndReason.REPLACED
+        self.pending = not batch.at_eof or replaced
+        if batch.at_eof and not replaced:
+            self.live = True
+            seen = self.tailer.last_seen
+            self.tail_bytes = seen is not None and seen[1] > batch.offset
+        elif replaced:
+            self.tail_bytes = False
+        if deleted and not self.deleted:
+            self.deleted = True
+            # Interactive Claude Code deletes a sub-agent's file seconds after the sub-agent ends: said, once.
+            if batch.offset:
+                logger.info("%s was deleted; the %s bytes read of it are kept", self.key, f"{batch.offset:,}")
+            else:
+                logger.info("%s was deleted before a line of it was read", self.key)
+        return ReadOutcome(Read.READ, spans)
+
+    def fold_unterminated(self) -> ReadOutcome:
+        """Fold a last line that never got its newline (the CLI was killed, or an old log), as ``replay`` does.
+
+        The caller has checked that the file has been quiet and its CLI is gone. The offset stays before the line
+        (a checkpoint never splits a line) and the checkpoint says the line was folded (:data:`UNTERMINATED_KEY`),
+        so a restart does not fold it twice; nor is it folded twice if its newline arrives later.
+        """
+        try:
+            item = self.tailer.read_unterminated()
+        except OSError as exc:
+            if exc.errno in (errno.EMFILE, errno.ENFILE):
+                return ReadOutcome(Read.NO_DESCRIPTOR, error=exc)
+            self._log.warning(f"read:{self.key}", "cannot read %s: %s", self.key, exc)
+            return ReadOutcome(Read.FAILED)
+        self.tail_bytes = False
+        if item is None or isinstance(item, TooLong):
+            return ReadOutcome(Read.READ)
+        fold = self._fold()
+        lines_before = fold.lines
+        step = fold.feed(item, self.line_number + 1)
+        if step.drop is not None:
+            return ReadOutcome(Read.READ)
+        self.router.read(fold.lines - lines_before)
+        out: Outgoing = []
+        self._collect(step, out)
+        self.fed_unterminated, self._unterminated_end = item.start, item.end
+        self._enqueue(out, self.tailer.offset, self.tailer.identity)
+        return ReadOutcome(Read.READ)
+
+    def close_prompt(self, reason: CloseReason) -> None:
+        """End the open prompt for ``reason`` (its CLI exited, or it idled out) and enqueue what that completes."""
+        if self.fold is None:
+            return
+        out: Outgoing = []
+        self._collect(self.fold.close(reason), out, force=True)
+        logger.info("closed an unfinished prompt in %s (%s)", self.session.session_id, reason)
+        self._enqueue(out, self.tailer.offset, self.tailer.identity)
+
+    def release(self) -> None:
+        """Read to its end and quiet: close the descriptor and keep only the small context, not the fold.
+
+        A backfill of thousands of sessions then holds neither thousands of descriptors nor thousands of folds; the
+        fold is rebuilt from the context when the file grows again.
+        """
+        if self.tail_bytes or self.pending:
+            return
+        self.tailer.close()
+        if self.fold is not None and not self.fold.has_open_prompt:
+            self.context = self.fold.context_snapshot()
+            self.fold = None
+
+    # ------------------------------------------------------------------ acknowledgements
+    def acked(self, marker: Marker) -> Iterator[Marker]:
+        """Take a delivered marker; yield the markers that are now delivered in order (each moves the checkpoint)."""
+        self._delivered[marker.seq] = marker
+        while self.next_ack_seq in self._delivered:
+            yield self._delivered.pop(self.next_ack_seq)
+            self.next_ack_seq += 1
+
+    @property
+    def all_acked(self) -> bool:
+        """Every marker queued for this file was delivered."""
+        return self.next_ack_seq == self.seq + 1 and not self._delivered
+
+    # ------------------------------------------------------------------ internals
+    def _fold(self) -> Pipeline:
+        if self.fold is None:
+            backfill = self.shared.backfill
+            # --backfill DATE: the prompts that started since then, by the events' time (not the file's).
+            window = PromptWindow(backfill.since_ns) if backfill.mode == "since" else None
+            self.fold = Pipeline.for_session(
+                self.session, self.shared.settings, context=self.context, window=window
+            )
+            self.context = None
+        return self.fold
+
+    def _collect(self, step: Step, out: Outgoing, force: bool = False) -> int:
+        """Route what one line (or a closing) gave; act on its detections and finished prompts. Returns spans."""
+        after = -1 if force else self.suppress_until
+        for record in step.records:
+            if record.source_offset > after and isinstance(record, (Detection, PromptRun)):
+                out.extend(self.shared.listener.on_record(self, record))
+        return self.router.route(step.emissions, step.values_dropped, self.key, out, out, after)
+
+    def _enqueue(
+        self, records: Outgoing, offset: int, identity: FileIdentity | None, forget: bool = False
+    ) -> dict[str, Any] | None:
+        """Queue records and the marker that checkpoints them; returns the context the marker carries."""
+        fold = self.fold
+        resume = fold.resume_point() if fold is not None else None
+        if resume is None:
+            safe, context = offset, (fold.context_snapshot() if fold is not None else self.context)
+        else:
+            safe, context = resume
+        self.seq += 1
+        stored = context
+        if self.fed_unterminated is not None and context is not None:
+            # The checkpoint stays before the folded unterminated line: it says the line was folded, and whether
+            # its context holds it (nothing open) or a restart re-folds it (its emissions then suppressed).
+            held = resume is None
+            stored = {**context, UNTERMINATED_KEY: [self.fed_unterminated, self._unterminated_end, held]}
+        seen = self.tailer.last_seen
+        size, mtime_ns = (seen[1], seen[2]) if seen is not None else (0, 0)
+        # Lines re-read after a restart were delivered before: the acknowledged offset never goes back.
+        marker = Marker(
+            self.key,
+            self.seq,
+            max(offset, self.suppress_until),
+            min(safe, offset),
+            stored,
+            identity,
+            forget,
+            size,
+            mtime_ns,
+        )
+        self.shared.outbox.put(records, marker, live=self.live)
+        return context
+
+    def __repr__(self) -> str:
+        return f"FollowedFile({self.key!r}, offset={self.tailer.offset}, live={self.live})"
+
+
+def _unterminated(item: Line | TooLong, line_number: int) -> BadLine:
+    """The drop of a finished (deleted or replaced) file's last line that never got its newline."""
+    return BadLine(DropReason.UNTERMINATED, item.start, item.end, line_number, "the file ended inside a line")
