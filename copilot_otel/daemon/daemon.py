@@ -519,6 +519,8 @@ class Daemon:
             self._write_status()
         self.tracker.close_all()
         if self.telemetry.metrics is not None:
+            # What the outbox delivered since the last pass is counted before the last export, not lost with it.
+            self.telemetry.record_delivery_stats()
             # The SDK's last metric export gets what is left of the deadline, not its own 10 s on top.
             self.telemetry.metrics.shutdown(max(0.1, deadline - time.monotonic()))
             self.telemetry.metrics = None
