@@ -492,12 +492,8 @@ def test_backfill_toml_local_date(env: dict[str, str], home: Path) -> None:
     assert load_config(None, env).backfill == Backfill("since", _local_ns(2026, 1, 1))
 
 
-def test_backfill_includes_and_str() -> None:
+def test_backfill_str() -> None:
     since = Backfill("since", 1_767_256_200 * 10**9)
-    assert since.includes(1_767_256_200 * 10**9)
-    assert not since.includes(1_767_256_200 * 10**9 - 1)
-    assert Backfill("all").includes(0)
-    assert not Backfill("none").includes(2**62)
     assert str(since) == "2026-01-01T08:30:00+00:00"
     assert str(Backfill("none")) == "none"
 
@@ -623,13 +619,19 @@ def test_the_folds_content_policy_is_the_resolved_configs(env: dict[str, str]) -
     assert fold_settings(config).content == config.content
 
 
-def test_endpoint_override_only_for_flag_or_file(env: dict[str, str], home: Path) -> None:
+def test_the_endpoint_from_a_flag_or_the_file_is_a_base_url(env: dict[str, str], home: Path) -> None:
+    """A flag or config file value has ``OTEL_EXPORTER_OTLP_ENDPOINT`` semantics: each signal's path is appended."""
     env["OTEL_EXPORTER_OTLP_ENDPOINT"] = "http://env:4318"
-    assert load_config(None, env).endpoint_override is None  # the SDK resolves OTEL_* itself
-    assert load_config({"endpoint": "http://flag:4318"}, env).endpoint_override == "http://flag:4318"
+    assert load_config(None, env).signal_endpoints() == {
+        s: f"http://env:4318/v1/{s}" for s in ("traces", "logs", "metrics")
+    }
+    flag = load_config({"endpoint": "http://flag:4318"}, env)
+    assert flag.signal_endpoints() == {s: f"http://flag:4318/v1/{s}" for s in ("traces", "logs", "metrics")}
     del env["OTEL_EXPORTER_OTLP_ENDPOINT"]
     write_config(home, 'endpoint = "http://file:4318"\n')
-    assert load_config(None, env).endpoint_override == "http://file:4318"
+    assert load_config(None, env).signal_endpoints() == {
+        s: f"http://file:4318/v1/{s}" for s in ("traces", "logs", "metrics")
+    }
 
 
 def test_per_signal_protocol_wins_over_generic(env: dict[str, str]) -> None:

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from copilot_otel.common.errors import ConfigError
-from copilot_otel.settings.config import content_policy
+from copilot_otel.settings.config import load_config
 from copilot_otel.settings.content import (
     ContentKind,
     ContentPolicy,
@@ -420,9 +420,14 @@ def test_capture_json_fuzz_keeps_small_values_whole(value: object) -> None:
         assert result == orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
-# --- content_policy(env) --------------------------------------------------------------------------------
+# --- the content policy of an environment --------------------------------------------------------------
 
 MASTER = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+
+def content_policy(env: dict[str, str]) -> ContentPolicy:
+    """The policy ``run``, ``replay`` and ``show`` fold with: that of the Config the CLI loads from ``env``."""
+    return load_config(None, env).content
 
 
 @pytest.mark.parametrize(

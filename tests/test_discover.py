@@ -230,7 +230,6 @@ def test_observer_failure_falls_back_to_polling_with_one_warning(
             assert changes.calls > polled
         finally:
             disc.stop()
-    assert disc.observer_failures == 1
     assert caplog.text.count("falling back to polling") == 1
 
 
@@ -249,11 +248,12 @@ def test_on_change_exception_does_not_kill_the_watcher(root: Path, caplog: pytes
             (root / "boom").mkdir()
             (root / "boom" / "events.jsonl").write_bytes(b"{}\n")
             assert seen.wait_for(root / "boom" / "events.jsonl")
-        assert disc.callback_errors >= 1
-        after = root / "fine" / "events.jsonl"
-        after.parent.mkdir()
-        after.write_bytes(b"{}\n")
-        assert seen.wait_for(after)
+            after = root / "fine" / "events.jsonl"
+            after.parent.mkdir()
+            after.write_bytes(b"{}\n")
+            assert seen.wait_for(after)
+        # One thread reports both, in order: the failure was logged before the next log was reported.
+        assert "discovery on_change callback failed" in caplog.text
     finally:
         disc.stop()
 
@@ -274,6 +274,5 @@ def test_watchdog_overflow_triggers_a_full_rescan(root: Path, changes: Changes) 
     )
     try:
         assert changes.wait_for(*logs)
-        assert discovery.overflows == 1
     finally:
         discovery.stop()

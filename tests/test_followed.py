@@ -27,14 +27,15 @@ from copilot_otel.loop.agentloop import FoldSettings
 from copilot_otel.model.activity import Detection, PromptRun, Record
 from copilot_otel.model.records import LogRecord, SpanRecord
 from copilot_otel.pipeline import Pipeline
-from copilot_otel.settings.config import Backfill, content_policy
+from copilot_otel.settings.config import Backfill
+from copilot_otel.settings.content import ContentPolicy
 from copilot_otel.sources.sessions import SessionFile
 from copilot_otel.sources.tail import FileTailer
 
 from .conftest import CLI_GENERATED, FIXTURES
 from .test_fixture_shapes import FEATURE_SHAPES
 
-SETTINGS = FoldSettings(content=content_policy({}))
+SETTINGS = FoldSettings(content=ContentPolicy())
 
 
 class ListOutbox:

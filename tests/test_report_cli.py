@@ -289,7 +289,7 @@ import importlib.abc, os, signal, sys
 
 class SigintOnImport(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
-        if name == "copilot_otel.config":
+        if name == "copilot_otel.settings.config":
             os.kill(os.getpid(), signal.SIGINT)
         return None
 

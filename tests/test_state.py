@@ -43,9 +43,7 @@ def test_round_trip(tmp_path: Path) -> None:
     store.put(Path("/s/b.jsonl"), cp(2))
     store.put("/s/c/events.jsonl", cp(3))
     assert store.forget("/s/c/events.jsonl") and not store.forget("/s/c/events.jsonl")
-    assert store.dirty
     assert store.flush()
-    assert not store.dirty
     store.close()
 
     again = StateStore(state_dir)
@@ -58,17 +56,21 @@ def test_round_trip(tmp_path: Path) -> None:
 
 def test_flush_writes_only_the_changed_rows(tmp_path: Path) -> None:
     store = StateStore(tmp_path)
+    database = (
+        store._database.connection()
+    )  # the rows changed, as SQLite counts them on the store's connection
+    opened = database.total_changes
     for n in range(1_000):
         store.put(f"/s/{n}", cp(n))
     assert store.flush()
-    written = store.rows_written
-    assert written == 1_000 + 1  # the rows and the meta row of the startup flush
+    written = database.total_changes
+    assert written - opened == 1_000
     store.put("/s/7", cp(70))
     store.forget("/s/8")
     assert store.flush()
-    assert store.rows_written - written == 2  # one upsert, one delete: not 1,000 rows again
+    assert database.total_changes - written == 2  # one upsert, one delete: not 1,000 rows again
     # Nothing changed: no transaction at all.
-    assert store.flush() and store.rows_written - written == 2
+    assert store.flush() and database.total_changes - written == 2
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(DB_FILE)) == [
         "lock",
         "user-home",
@@ -151,7 +153,7 @@ def test_second_store_in_process_is_refused(tmp_path: Path) -> None:
 def test_lock_held_by_another_process(tmp_path: Path) -> None:
     code = (
         "import sys\n"
-        "from copilot_otel.state import StateStore\n"
+        "from copilot_otel.daemon.state import StateStore\n"
         "store = StateStore(sys.argv[1])\n"
         "print('ready', flush=True)\n"
         "sys.stdin.read()\n"
@@ -215,13 +217,14 @@ def test_failed_flush_keeps_state_and_is_retried(tmp_path: Path, caplog: pytest.
     assert store.flush_failures == 2 and store.consecutive_flush_failures == 2
     assert store.last_flush_error is not None and "locked" in store.last_flush_error
     assert caplog.text.count("cannot write the state") == 1  # rate-limited
-    assert store.dirty and store.get("/a") == cp(2)  # kept in memory
+    assert store.get("/a") == cp(2)  # kept in memory
     assert read_checkpoints(tmp_path) == {"/a": cp(1)}  # last good state intact on disk
 
     other.execute("ROLLBACK")  # the other program is done
     other.close()
     assert store.flush()
-    assert not store.dirty and store.consecutive_flush_failures == 0 and store.last_flush_error is None
+    assert read_checkpoints(tmp_path) == {"/a": cp(2)}
+    assert store.consecutive_flush_failures == 0 and store.last_flush_error is None
     store.close()
     assert StateStore(tmp_path).get("/a") == cp(2)
 

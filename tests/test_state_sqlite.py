@@ -204,8 +204,8 @@ def test_a_deleted_directory_gets_every_row_back(tmp_path: Path, caplog: pytest.
 _ROWS = 40
 _FLUSHER = """
 import os, signal, sys
-from copilot_otel.state import Checkpoint, StateStore
-from copilot_otel.tail import FileIdentity
+from copilot_otel.daemon.state import Checkpoint, StateStore
+from copilot_otel.sources.tail import FileIdentity
 
 state_dir, mode, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 store = StateStore(state_dir)
@@ -223,9 +223,9 @@ def die(*_args):
 
 for flushes in range(10**9):
     if flushes == 2 and mode == "trace":
-        store._db().set_trace_callback(die)  # the test's one reach into the store: die at the Nth statement
+        store._database.connection().set_trace_callback(die)  # the test's reach into the store: die at the Nth statement
     elif flushes == 2 and mode == "progress":
-        store._db().set_progress_handler(die, 1)  # ... or at the Nth virtual-machine step
+        store._database.connection().set_progress_handler(die, 1)  # ... or at the Nth virtual-machine step
     g += 1
     for r in range(ROWS):
         store.put(f"/r/{r}", Checkpoint(FileIdentity(1, r, "f" * 32, 1024), g, g, {"g": g, "pad": "x" * 300}, g))

@@ -12,7 +12,7 @@ deleted session log. The watcher is only a hint, because notifications can be lo
 
 * a new session directory is scanned as soon as its creation is seen, after its watch is added, so a file written
   before the watch existed is still reported (checklist #11);
-* a kernel queue overflow (``IN_Q_OVERFLOW``) is counted in :attr:`Discovery.overflows` and followed by one full
+* a kernel queue overflow (``IN_Q_OVERFLOW``) is followed by one full
   scan reporting every file (#12); the inotify watcher first adds watches for the folders that came meanwhile (one
   listing of the root), nothing else re-walks the tree;
 * if the watcher cannot start (inotify missing, its instance or watch limit reached, NFS, ...) discovery logs one
@@ -394,7 +394,6 @@ class _Hints(WatchSink):
         self._scan = scan
         self._reports = reports
         self._wake = wake
-        self.overflows = 0
         self.lost_events = threading.Event()
         self.cannot_cover: OSError | None = None
 
@@ -423,7 +422,6 @@ class _Hints(WatchSink):
         self._wake.set()  # the supervisor sees the root gone (or replaced) and re-establishes the watch
 
     def overflowed(self) -> None:
-        self.overflows += 1
         self.lost_events.set()
         self._wake.set()
 
@@ -515,8 +513,6 @@ class Discovery:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._state_lock = threading.Lock()
-        self.observer_failures = 0
-        """Times the watcher could not be started or could not cover the tree (then discovery polls)."""
         self.degraded = ""
         """Why discovery polls although watching was wanted ("inotify watches exhausted"), or ""."""
 
@@ -539,21 +535,6 @@ class Discovery:
     def refused(self) -> dict[str, str]:
         """Session logs not read, and why (a link out of the folder, a FIFO): each said once."""
         return self._scan.refused
-
-    @property
-    def overflows(self) -> int:
-        """Notification queue overflows seen (each triggers a full scan)."""
-        return self._hints.overflows
-
-    @property
-    def callback_errors(self) -> int:
-        """Exceptions raised by ``on_change`` (logged at most once a minute, then swallowed)."""
-        return self._reports.errors
-
-    @property
-    def scan_errors(self) -> int:
-        """Scans of ``root`` that failed (EMFILE, EACCES...; logged at most once a minute)."""
-        return self._scan.errors
 
     def scan_stats(self) -> dict[str, int]:
         """Every session log under ``root`` now, with the hash of its ``(inode, size, mtime_ns)``: what :meth:`scan`
@@ -717,7 +698,6 @@ class Discovery:
 
     def _fall_back(self, exc: Exception) -> None:
         """The watcher could not start, or cannot cover every session folder: say why once, and poll from now on."""
-        self.observer_failures += 1
         code = exc.errno if isinstance(exc, OSError) else None
         self.degraded = _DEGRADED.get(code or 0) or f"cannot watch: {exc}"
         logger.warning(

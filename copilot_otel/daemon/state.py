@@ -125,15 +125,10 @@ class StateStore:
         """Failures since the last successful flush (0 when the state on disk is current)."""
         self.last_flush_error: str | None = None
         """The last flush failure as text, cleared by a successful flush."""
-        self.last_flush_ns: int | None = None
-        """Wall-clock time of the last successful flush."""
         self.last_failure: str | None = None
         """The last flush failure as text, kept after later flushes succeed (what ``status`` says of it)."""
         self.last_failure_ns: int | None = None
         """Wall-clock time of the last flush failure."""
-        self.rows_written = 0
-        """Rows inserted, updated or deleted by the flushes since startup, as the database counts them (with the
-        ``meta`` row a forced flush writes)."""
 
         self._acquire_lock()
         try:
@@ -158,12 +153,6 @@ class StateStore:
     def corrupt_copies(self) -> list[Path]:
         """Bad state files renamed aside during this load."""
         return self._database.corrupt_copies
-
-    @property
-    def dirty(self) -> bool:
-        """True if a change has not been flushed yet."""
-        with self._lock:
-            return bool(self._pending)
 
     def get(self, path: str | os.PathLike[str]) -> Checkpoint | None:
         """The checkpoint stored for ``path``, or ``None`` (also when its row cannot be read: logged, and the file
@@ -293,7 +282,7 @@ class StateStore:
                 return True
             written_ns = time.time_ns()
             try:
-                self.rows_written += self._database.commit(batch, written_ns if force else None)
+                self._database.commit(batch, written_ns if force else None)
             except sqlite3.Error as exc:
                 self._flush_failed(exc)
                 if is_corruption(exc):
@@ -311,7 +300,6 @@ class StateStore:
                 )
             self.consecutive_flush_failures = 0
             self.last_flush_error = None
-            self.last_flush_ns = written_ns
             return True
 
     def write_status(self, status: Mapping[str, Any]) -> bool:
@@ -420,10 +408,6 @@ class StateStore:
             raise StateError(f"cannot use state directory {self._dir}: {exc.strerror or exc}{hint}") from exc
 
     # -- reads and failures ----------------------------------------------------------------------
-
-    def _db(self) -> sqlite3.Connection:
-        """The open connection (a test reaches it to kill the process in the middle of a flush)."""
-        return self._database.connection()
 
     def _stored(self, key: str) -> bool:
         """Whether ``state.db`` has a row for ``key`` (False when it cannot be read: logged)."""

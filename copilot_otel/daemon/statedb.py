@@ -484,17 +484,14 @@ class Database:
             n: int = self.connection().execute("SELECT count(*) FROM checkpoints").fetchone()[0]
         return n
 
-    def commit(self, batch: Mapping[str, Pending], written_ns: int | None) -> int:
+    def commit(self, batch: Mapping[str, Pending], written_ns: int | None) -> None:
         """One transaction: the upserts and deletes of ``batch`` (and, with ``written_ns``, the meta row).
-
-        Returns the rows it inserted, updated or deleted, as the database counts them.
 
         Raises:
             sqlite3.Error: It failed (nothing of it was written).
         """
         with self._lock:
             conn = self.connection()
-            before = conn.total_changes
             conn.execute("BEGIN IMMEDIATE")
             try:
                 upserts = [_row(key, entry[0], entry[1]) for key, entry in batch.items() if entry is not None]
@@ -509,7 +506,6 @@ class Database:
             except BaseException:
                 _rollback(conn)
                 raise
-            return conn.total_changes - before
 
     # -- helpers ---------------------------------------------------------------------------------
 

@@ -94,7 +94,6 @@ class _TrackingExporter(MetricExporter):
         )
         self.inner = inner
         self.failures = 0
-        self.successes = 0
 
     def export(
         self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
@@ -104,9 +103,7 @@ class _TrackingExporter(MetricExporter):
         except Exception:  # an exporter bug must not kill the reader thread
             logger.exception("metric exporter raised")
             result = MetricExportResult.FAILURE
-        if result is MetricExportResult.SUCCESS:
-            self.successes += 1
-        else:
+        if result is not MetricExportResult.SUCCESS:
             self.failures += 1
         return result
 

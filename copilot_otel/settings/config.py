@@ -4,8 +4,8 @@ Every setting is declared exactly once in :data:`SETTINGS` (name, flags, env var
 set it, parser, default, one line of help, whether it is secret or decides what content leaves the machine).
 :func:`add_arguments` builds argparse flags from the table, :func:`load_config` resolves every setting into a
 frozen :class:`Config`, :func:`describe` renders it for ``copilot-otel config`` (value and source),
-:func:`content_policy` and :func:`otlp_options` resolve the content switches or the OTLP request settings of an
-environment alone, and :func:`settings_markdown` writes README's settings table. Every switch goes through the one
+:func:`otlp_options` resolves the OTLP request settings of an environment alone (for transports built without a
+:class:`Config`), and :func:`settings_markdown` writes README's settings table. Every switch goes through the one
 boolean parser (``true``/``false``, ``1``/``0``, ``yes``/``no``, ``on``/``off``).
 
 Precedence, highest first (as logfire's ``load_param``):
@@ -133,13 +133,6 @@ class Backfill:
 
     mode: Literal["all", "none", "since"]
     since_ns: int | None = None
-
-    def includes(self, time_ns: int) -> bool:
-        """Whether something that happened at ``time_ns`` (Unix nanoseconds) should be backfilled."""
-        if self.mode == "since":
-            assert self.since_ns is not None
-            return time_ns >= self.since_ns
-        return self.mode == "all"
 
     def __str__(self) -> str:
         if self.mode != "since" or self.since_ns is None:
@@ -1096,7 +1089,24 @@ class Config:
     @property
     def content(self) -> ContentPolicy:
         """The content-capture policy these settings make, so ``config``, ``doctor`` and ``run`` can say what
-        content leaves."""
+        content leaves.
+
+        ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (case-insensitive) is the master switch:
+        unset, ``false``, ``0``, ``no`` or ``NO_CONTENT`` capture nothing; ``true``, ``1`` or ``yes``
+        capture prompts, responses, tool arguments and tool results on spans; ``SPAN_ONLY``, ``EVENT_ONLY``
+        and ``SPAN_AND_EVENT`` capture the same and choose where it goes. The system prompt and reasoning
+        are only captured through their own switch.
+
+        ``OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT`` (``true``/``false``) switches the details events; unset, it
+        follows the master switch (on for ``EVENT_ONLY`` and ``SPAN_AND_EVENT``). ``false`` turns them off, so
+        ``EVENT_ONLY`` then captures nothing. ``true`` with a master switch that keeps content on spans
+        (``true``, ``SPAN_ONLY``) changes nothing: the events exist to carry content, and that setting says
+        content goes on spans only.
+
+        ``COPILOT_OTEL_CAPTURE_{PROMPTS,RESPONSES,TOOL_ARGUMENTS,TOOL_RESULTS,SYSTEM_PROMPT,REASONING}``
+        (``true``/``false``) override the master switch for one kind each, and
+        ``COPILOT_OTEL_CONTENT_MAX_LENGTH`` (an integer, at least 16) sets ``max_length``.
+        """
         return _content_policy(self.__dict__)
 
     @property
@@ -1119,19 +1129,6 @@ class Config:
         if self.output_file is not None:
             return self.output_file
         return self.state_dir / "otlp.jsonl" if self.endpoint is None else None
-
-    @property
-    def endpoint_override(self) -> str | None:
-        """The endpoint to pass to the OTLP exporters explicitly.
-
-        ``None`` when the endpoint came from ``OTEL_EXPORTER_OTLP_*`` (or is unset), so the SDK resolves the
-        standard variables itself, per-signal precedence and path handling included. A flag or config file
-        value has ``OTEL_EXPORTER_OTLP_ENDPOINT`` semantics: a base URL (HTTP exporters append
-        ``/v1/traces`` etc.).
-        """
-        if self.endpoint is None or self.sources.get("endpoint", "default").startswith("env "):
-            return None
-        return self.endpoint
 
 
 def signal_endpoints(config: Config) -> dict[str, tuple[str, str]] | None:
@@ -1340,33 +1337,6 @@ def _content_policy(values: Mapping[str, Any]) -> ContentPolicy:
         {kind: values[f"capture_{kind.value}"] for kind in ContentKind},
         values["content_max_length"],
     )
-
-
-def content_policy(env: Mapping[str, str]) -> ContentPolicy:
-    """The content-capture policy of ``env`` alone (``OTEL_INSTRUMENTATION_GENAI_*``, ``COPILOT_OTEL_CAPTURE_*``,
-    ``COPILOT_OTEL_CONTENT_MAX_LENGTH``), parsed by the same table as every other setting.
-
-    ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (case-insensitive) is the master switch:
-    unset, ``false``, ``0``, ``no`` or ``NO_CONTENT`` capture nothing; ``true``, ``1`` or ``yes``
-    capture prompts, responses, tool arguments and tool results on spans; ``SPAN_ONLY``, ``EVENT_ONLY``
-    and ``SPAN_AND_EVENT`` capture the same and choose where it goes. The system prompt and reasoning
-    are only captured through their own switch.
-
-    ``OTEL_INSTRUMENTATION_GENAI_EMIT_EVENT`` (``true``/``false``) switches the details events; unset, it
-    follows the master switch (on for ``EVENT_ONLY`` and ``SPAN_AND_EVENT``). ``false`` turns them off, so
-    ``EVENT_ONLY`` then captures nothing. ``true`` with a master switch that keeps content on spans
-    (``true``, ``SPAN_ONLY``) changes nothing: the events exist to carry content, and that setting says
-    content goes on spans only.
-
-    ``COPILOT_OTEL_CAPTURE_{PROMPTS,RESPONSES,TOOL_ARGUMENTS,TOOL_RESULTS,SYSTEM_PROMPT,REASONING}``
-    (``true``/``false``) override the master switch for one kind each, and
-    ``COPILOT_OTEL_CONTENT_MAX_LENGTH`` (an integer, at least 16) sets ``max_length``.
-
-    Raises:
-        ConfigError: A variable has a value we cannot use; the message names it and the value.
-    """
-    values, _ = _resolve_all(_PRIVACY, {}, env, {}, None)
-    return _content_policy(values)
 
 
 def otlp_options(env: Mapping[str, str] | None = None) -> dict[str, OtlpOptions]:

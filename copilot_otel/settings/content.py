@@ -143,7 +143,7 @@ class ContentPolicy:
     ) -> ContentPolicy:
         """The policy of parsed settings: a master ``mode`` (a key of :data:`CAPTURE_MODES`), the details-event
         switch and the per-kind switches (``None`` = not set: follow the master), as
-        :func:`copilot_otel.settings.config.content_policy` reads them.
+        :attr:`copilot_otel.settings.config.Config.content` reads them.
         """
         capture, on_spans, on_events = CAPTURE_MODES[mode]
         if emit_event is False:
