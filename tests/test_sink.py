@@ -15,10 +15,15 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 
 from copilot_otel.deliver.export import FileTransport, Signal
 from copilot_otel.deliver.sink import KEEP, MAX_BYTES
+from tests.test_dead_letters_full_disk import SmallDisk, small_disk
+
+__all__ = ["small_disk"]  # the real full disk's fixture, used here by name
 
 
-def _request(index: int) -> bytes:
-    span = Span(trace_id=bytes(16), span_id=index.to_bytes(8, "big"), name=f"chat gpt-4.1 #{index:04d}" * 4)
+def _request(index: int, repeat: int = 4) -> bytes:
+    span = Span(
+        trace_id=bytes(16), span_id=index.to_bytes(8, "big"), name=f"chat gpt-4.1 #{index:04d}" * repeat
+    )
     request = ExportTraceServiceRequest(
         resource_spans=[ResourceSpans(scope_spans=[ScopeSpans(spans=[span])])]
     )
@@ -67,3 +72,19 @@ def test_writers_sharing_the_file_never_rotate_it_twice(tmp_path: Path) -> None:
 
 def test_the_defaults_are_bounded() -> None:
     assert MAX_BYTES == 64 * 1024 * 1024 and KEEP == 3
+
+
+def test_a_line_the_full_disk_takes_only_part_of_is_taken_back(small_disk: SmallDisk) -> None:
+    """The disk has room for the start of a line only (the rest of the file's last page): the send fails, to be
+    retried, and the file keeps whole lines; before, the first short write was taken for the whole line."""
+    path = small_disk.path / "otlp.jsonl"
+    transport = FileTransport(path)
+    assert transport.send(Signal.TRACES, _request(0), timeout=1.0).ok
+    before = path.read_bytes()
+    small_disk.fill()
+    big = _request(1, repeat=1_000)  # about 20 KB: more than the page has left
+    assert not transport.send(Signal.TRACES, big, timeout=1.0).ok
+    assert path.read_bytes() == before
+    small_disk.free()
+    assert transport.send(Signal.TRACES, big, timeout=1.0).ok
+    assert len(_lines(path)) == 2

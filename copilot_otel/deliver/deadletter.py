@@ -22,8 +22,9 @@ again and refuses (one line, nothing removed) when the configured destination is
 written before destinations were kept have none and go to the configured destination.
 
 The file is bounded: past :data:`MAX_BYTES` it is rotated to ``dead-letter.jsonl.1`` (listed and re-sent like the
-current one); the generation that falls off is counted in ``dead-letter.discarded`` (a number, added to, never
-reset but by ``clear``). So the dead letters never hold more than about twice :data:`MAX_BYTES` on disk.
+current one) by the :class:`~copilot_otel.deliver.sink.RotatingFile` that also rotates ``otlp.jsonl``; the
+generation that falls off is counted in ``dead-letter.discarded`` (a number, added to, never reset but by
+``clear``). So the dead letters never hold more than about twice :data:`MAX_BYTES` on disk.
 
 ``resend`` first renames the file to ``dead-letter.jsonl.resending`` (a daemon appending meanwhile starts a new
 file), sends each record once, and appends what was not accepted back to ``dead-letter.jsonl``; an interrupted
@@ -50,6 +51,7 @@ import orjson
 from .._platform import current
 from ..common import display
 from ..common.files import write_new_file
+from .sink import RotatingFile
 
 __all__ = [
     "DEAD_LETTER_FILE",
@@ -66,7 +68,6 @@ logger = logging.getLogger(__name__)
 DEAD_LETTER_FILE = "dead-letter.jsonl"
 # One generation's size; with the rotated one, the dead letters hold at most about twice this on disk.
 MAX_BYTES = 32 * 1024 * 1024
-_ROTATED_SUFFIX = ".1"
 _RESENDING_SUFFIX = ".resending"
 _DISCARDED_SUFFIX = ".discarded"  # replaces ".jsonl": dead-letter.discarded
 _LOCK_SUFFIX = ".lock"
@@ -120,12 +121,17 @@ class DeadLetters:
     def __init__(self, path: str | os.PathLike[str], max_bytes: int = MAX_BYTES) -> None:
         self.path = Path(path)
         self.max_bytes = max_bytes
+        # One rotated generation; each entry on disk before append returns (the caller counts it as kept); one
+        # writer at a time per process (resends take their own lock), so no lock file of the writers.
+        self._file = RotatingFile(
+            self.path, max_bytes, keep=1, shared=False, sync=True, on_drop=self._discard
+        )
         self._count_cache: tuple[tuple[tuple[int, int] | None, ...], int] | None = None
 
     # -- files -------------------------------------------------------------------------------------------------
     @property
     def rotated(self) -> Path:
-        return self.path.with_name(self.path.name + _ROTATED_SUFFIX)
+        return self._file.rotated(1)
 
     @property
     def resending(self) -> Path:
@@ -164,22 +170,11 @@ class DeadLetters:
             line = orjson.dumps(entry, default=str)
         except TypeError:  # orjson refuses integers beyond 64 bits; the json module writes them
             line = json.dumps(entry, default=str).encode()
-        self._write(line + b"\n")
+        self._file.append(line + b"\n")
 
-    def _write(self, data: bytes) -> None:
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with contextlib.suppress(FileNotFoundError):
-            if self.path.stat().st_size + len(data) > self.max_bytes:
-                self._rotate()
-        fd = current.open_private(self.path, os.O_WRONLY | os.O_APPEND)
-        try:
-            _write_all(fd, data)
-        finally:
-            os.close(fd)
-
-    def _rotate(self) -> None:
-        """The current file becomes the rotated one; the generation before it is counted as discarded."""
-        lost = _count_lines(self.rotated)
+    def _discard(self, rotated: Path) -> None:
+        """The generation before the current one is about to go: count it as discarded, and say so."""
+        lost = _count_lines(rotated)
         if lost:
             self._add_discarded(lost)
             logger.warning(
@@ -189,7 +184,6 @@ class DeadLetters:
                 self.max_bytes,
                 lost,
             )
-        current.replace(self.path, self.rotated)
 
     def _add_discarded(self, n: int) -> None:
         total = self.discarded() + n
@@ -248,7 +242,7 @@ class DeadLetters:
             kept = claimed  # the caller removes what it delivered
             yield kept
             if kept:
-                self._write(b"".join(entry.line for entry in kept))
+                self._file.append(b"".join(entry.line for entry in kept))
             with contextlib.suppress(FileNotFoundError):
                 self.resending.unlink()
             self._count_cache = None
@@ -263,25 +257,6 @@ class DeadLetters:
                 path.unlink()
         self._count_cache = None
         return n
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    """Append ``data`` whole and durably (``fsync``), or not at all: a dead letter the caller counts must be on
-    disk, and a full disk that took only part of a line must not leave it there to swallow the next one.
-
-    Raises:
-        OSError: ``ENOSPC`` and the like; the file is as it was.
-    """
-    written = 0
-    try:
-        while written < len(data):
-            written += os.write(fd, data[written:])
-        os.fsync(fd)
-    except OSError:
-        if written:  # a short write then the error: take the partial line back
-            with contextlib.suppress(OSError):
-                os.ftruncate(fd, os.fstat(fd).st_size - written)
-        raise
 
 
 def _stat_key(path: Path) -> tuple[int, int] | None:
