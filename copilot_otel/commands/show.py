@@ -41,6 +41,7 @@ from rich.tree import Tree
 from .._platform import current, utf8_stdout
 from ..common import display
 from ..common.errors import SourceError
+from ..common.jsonobject import NotAJsonObject, json_object
 from ..library import (
     AGENT_TITLES,
     COPILOT,
@@ -301,10 +302,9 @@ def last_event_ns(path: Path) -> int | None:
 
 def _line_time_ns(line: bytes) -> int | None:
     try:
-        obj = orjson.loads(line) if line.strip() else None
-    except orjson.JSONDecodeError:
+        stamp = json_object(line).get("timestamp")
+    except NotAJsonObject:
         return None
-    stamp = obj.get("timestamp") if isinstance(obj, dict) else None
     # a listing's date, not an export: a bad timestamp is no drop to count here (the caller falls back to mtime)
     return timestamp_ns(stamp, []) if stamp is not None else None
 

@@ -8,13 +8,13 @@ and drives the service managers (``subprocess``, ``shutil``, the unit, plist and
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 
 from .._platform import ServiceManager, current
 from ..common.errors import ConfigError
+from ..common.jsonobject import NotAJsonObject, json_object
 from ..settings.config import SETTINGS
 
 __all__ = [
@@ -125,10 +125,10 @@ def plist_environment(plist: Path) -> dict[str, str]:
 def json_environment(path: Path) -> dict[str, str]:
     """The settings file a Windows task runs with."""
     try:
-        settings = json.loads(path.read_bytes())
-    except (OSError, ValueError):
+        settings = json_object(path.read_bytes())
+    except (OSError, NotAJsonObject):
         return {}
-    return {str(k): str(v) for k, v in settings.items()} if isinstance(settings, dict) else {}
+    return {str(k): str(v) for k, v in settings.items()}
 
 
 def systemd_env_file(env: Mapping[str, str], name: str) -> Path:

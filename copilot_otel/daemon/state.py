@@ -164,7 +164,7 @@ class StateStore:
                 return entry[0] if entry is not None else None
         try:
             return self._database.get(key)
-        except (sqlite3.Error, orjson.JSONDecodeError, TypeError, Corrupt) as exc:
+        except (sqlite3.Error, TypeError, Corrupt) as exc:
             self._read_failed(key, exc)
             return None
 

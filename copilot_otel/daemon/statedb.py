@@ -51,6 +51,7 @@ import orjson
 
 from .._platform import current
 from ..common.errors import StateError
+from ..common.jsonobject import NotAJsonObject, json_object
 from ..sources.tail import FINGERPRINT_BYTES, FileIdentity
 
 __all__ = [
@@ -370,7 +371,7 @@ class Database:
         """The row for ``key``, or ``None``.
 
         Raises:
-            sqlite3.Error, orjson.JSONDecodeError, TypeError, Corrupt: It cannot be read (a damaged page, a bad
+            sqlite3.Error, TypeError, Corrupt: It cannot be read (a damaged page, a bad
                 context, a value no flush writes).
         """
         with self._lock:
@@ -539,7 +540,7 @@ class Database:
     def _reading(self) -> Iterator[None]:
         try:
             yield
-        except (sqlite3.Error, orjson.JSONDecodeError, TypeError, Corrupt) as exc:
+        except (sqlite3.Error, TypeError, Corrupt) as exc:
             raise StateError(f"cannot read the checkpoints in {self.path}: {describe(exc)}") from exc
 
 
@@ -617,7 +618,7 @@ def _read_only(state_dir: str | os.PathLike[str]) -> Iterator[sqlite3.Connection
         if version > SCHEMA_VERSION:
             raise StateError(newer_version(f"state version {version}"))
         yield conn
-    except (sqlite3.Error, orjson.JSONDecodeError, TypeError, Corrupt) as exc:
+    except (sqlite3.Error, TypeError, Corrupt) as exc:
         raise StateError(f"cannot read {path}: {describe(exc)}") from exc
     finally:
         conn.close()
@@ -808,9 +809,10 @@ def _summary(row: tuple[Any, ...]) -> CheckpointSummary:
 
 def _checkpoint(row: tuple[Any, ...]) -> Checkpoint:
     _check(row)
-    context = orjson.loads(row[10]) if row[10] is not None else None
-    if context is not None and not isinstance(context, dict):
-        raise TypeError(f"the context of {row[0]!r} is not an object")
+    try:
+        context = json_object(row[10]) if row[10] is not None else None
+    except NotAJsonObject as exc:
+        raise Corrupt(f"the context of {row[0]!r} is {exc}") from exc
     return Checkpoint(_identity(row), row[5], row[6], context, row[9], row[7], row[8])
 
 

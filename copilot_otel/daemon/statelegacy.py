@@ -15,9 +15,8 @@ import logging
 import sqlite3
 from pathlib import Path
 
-import orjson
-
 from ..common.errors import StateError
+from ..common.jsonobject import NotAJsonObject, json_object
 from ..sources.tail import FileIdentity
 from .statedb import (
     DB_FILE,
@@ -91,11 +90,9 @@ def import_legacy(state_dir: Path, conn: sqlite3.Connection) -> LoadOutcome:
 def _decode(data: bytes) -> dict[str, Checkpoint]:
     """Turn an earlier version's state document into checkpoints; raises Corrupt for anything it did not write."""
     try:
-        doc = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise Corrupt(f"not valid JSON: {exc}" if data else "empty file") from exc
-    if not isinstance(doc, dict):
-        raise Corrupt("not a JSON object")
+        doc = json_object(data)
+    except NotAJsonObject as exc:
+        raise Corrupt(str(exc)) from exc
     version = doc.get("version")
     if type(version) is not int:
         raise Corrupt("no schema version")

@@ -51,6 +51,7 @@ import orjson
 from .._platform import current
 from ..common import display
 from ..common.files import write_new_file
+from ..common.jsonobject import json_object
 from .sink import RotatingFile
 
 __all__ = [
@@ -283,18 +284,18 @@ def _read(path: Path) -> Iterator[DeadLetter]:
     with fh:
         for number, line in enumerate(fh, 1):
             try:
-                doc = json.loads(line)
-                request = doc.get("request")
+                doc = json_object(line)
+                request, record = doc.get("request"), doc.get("record")
                 yield DeadLetter(
                     str(doc.get("id") or hashlib.blake2b(line, digest_size=8).hexdigest()),
                     str(doc["signal"]),
                     str(doc.get("reason", "")),
-                    doc.get("record") if isinstance(doc.get("record"), dict) else {},
+                    record if isinstance(record, dict) else {},
                     base64.b64decode(request) if isinstance(request, str) else None,
                     line if line.endswith(b"\n") else line + b"\n",
                     str(doc.get("destination") or ""),
                 )
-            except (ValueError, KeyError, TypeError, AttributeError):
+            except (ValueError, KeyError, TypeError):  # NotAJsonObject, no signal, a bad base64
                 logger.warning("%s line %d is not a dead-letter entry; kept as it is", path, number)
                 yield DeadLetter(
                     "?", "?", "unreadable", {}, None, line if line.endswith(b"\n") else line + b"\n"
