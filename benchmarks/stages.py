@@ -43,6 +43,7 @@ class NullMetricExporter(MetricExporter):
 
 
 def measure(root: Path) -> list[tuple[str, float, int, str]]:
+    from copilot_otel.deliver.batcher import BATCH_RECORDS
     from copilot_otel.deliver.export import encode_logs, encode_spans, make_resource
     from copilot_otel.deliver.metrics import Aggregator
     from copilot_otel.deliver.telemetry import resource_attributes
@@ -66,13 +67,13 @@ def measure(root: Path) -> list[tuple[str, float, int, str]]:
     logs: list[LogRecord] = []
 
     def flush() -> None:
-        # As replay does: a batch of records is encoded once it holds 2,048 (here: 512 per request).
+        # As replay does: a batch of records is encoded once it holds BATCH_RECORDS, at most that many a request.
         t0 = clock()
-        for start in range(0, len(spans), 512):
-            n["span_bytes"] += len(encode_spans(spans[start : start + 512], resource))
+        for start in range(0, len(spans), BATCH_RECORDS):
+            n["span_bytes"] += len(encode_spans(spans[start : start + BATCH_RECORDS], resource))
         t1 = clock()
-        for start in range(0, len(logs), 512):
-            encode_logs(logs[start : start + 512], resource)
+        for start in range(0, len(logs), BATCH_RECORDS):
+            encode_logs(logs[start : start + BATCH_RECORDS], resource)
         t2 = clock()
         t["spans"] += t1 - t0
         t["logs"] += t2 - t1
@@ -109,7 +110,7 @@ def measure(root: Path) -> list[tuple[str, float, int, str]]:
         t6 = clock()
         spans.extend(e for e in emissions if isinstance(e, SpanRecord))
         logs.extend(e for e in emissions if isinstance(e, LogRecord))
-        if len(spans) + len(logs) >= 2048:
+        if len(spans) + len(logs) >= BATCH_RECORDS:
             flush()
         for key, dt in zip(
             ("read", "split", "parse", "new_fold", "fold", "metrics"),
@@ -127,12 +128,12 @@ def measure(root: Path) -> list[tuple[str, float, int, str]]:
         ("fold.feed + close", t["fold"], n["lines"], "line"),
         ("Aggregator.record (replay metrics)", t["metrics"], n["measurements"], "measurement"),
         (
-            f"encode_spans (512/batch, {n['span_bytes'] / max(n['spans'], 1):.0f} B/span)",
+            f"encode_spans ({BATCH_RECORDS}/batch, {n['span_bytes'] / max(n['spans'], 1):.0f} B/span)",
             t["spans"],
             n["spans"],
             "span",
         ),
-        ("encode_logs (512/batch)", t["logs"], n["logs"], "log"),
+        (f"encode_logs ({BATCH_RECORDS}/batch)", t["logs"], n["logs"], "log"),
     ]
     return out
 

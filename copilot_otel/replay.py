@@ -31,13 +31,14 @@ from .common.errors import (
     SourceError,
     UnreadableError,
 )
+from .deliver.batcher import Batch
 from .deliver.deadletter import DeadLetters
 from .deliver.export import ENCODE_ERRORS, Signal
 from .deliver.metrics import Aggregator
 from .deliver.route import Health, Router
 from .deliver.telemetry import Telemetry, resource_attributes
 from .library import discover, resolve_targets, subagent_parts
-from .model.records import BadLine, LogRecord, Measurement, SpanRecord
+from .model.records import BadLine, Measurement
 from .pipeline import Step, Window, fold_events, fold_settings, new_fold
 from .pipeline.workers import by_size, log_bytes, process_pool
 from .settings.config import Config
@@ -46,8 +47,6 @@ from .sources.sessions import SessionFile, require_session_folder
 
 logger = logging.getLogger(__name__)
 
-# Spans are sent in batches of this many (records accumulate across small sessions).
-BATCH_RECORDS = 2048
 # Bad lines are logged one by one up to this many per run, then only counted.
 _BAD_LINES_LOGGED = 20
 # Allocations between two young-generation collections while replaying (CPython's default is 700).
@@ -381,8 +380,7 @@ def _replay_here(
     """Replay sessions in this process: fold, batch, deliver on a sending thread, aggregate metrics (``parts``:
     sub-agents' logs, folded but not counted as sessions)."""
     settings = fold_settings(config)
-    spans: list[SpanRecord] = []
-    logs: list[LogRecord] = []
+    batch = Batch()  # records accumulate across small sessions
     stats = tel.sender.stats
     before = (
         stats.spans_sent,
@@ -398,10 +396,10 @@ def _replay_here(
     route = router.route
 
     def flush() -> None:
-        nonlocal spans, logs
-        if spans or logs:
-            delivery.put(spans, logs)
-            spans, logs = [], []
+        nonlocal batch
+        if batch:
+            delivery.put(batch)
+            batch = Batch()
 
     try:
         done = 0  # sessions read: a sub-agent's log is part of one
@@ -416,8 +414,8 @@ def _replay_here(
                 if step.drop is not None:
                     router.dropped_line(source, step.drop)
                     continue
-                report.spans += route(step.emissions, step.values_dropped, source, spans, logs)
-                if len(spans) + len(logs) >= BATCH_RECORDS:
+                report.spans += route(step.emissions, step.values_dropped, source, batch.spans, batch.logs)
+                if batch.full:
                     flush()
             # Lines with data, bad ones excepted (the same count the daemon reports for the same log).
             router.read(fold.lines - (sum(health.lines_dropped.values()) - dropped_before))
@@ -593,7 +591,8 @@ _PUT_POLL_S = 0.5
 
 
 class _Delivery:
-    """Sends batches on a worker thread while the next ones are folded (one batch in flight, one waiting).
+    """Sends the batcher's batches on a worker thread while the next ones are folded (one batch in flight, one
+    waiting).
 
     The first batch the collector does not accept stops everything: :meth:`put` and :meth:`finish` raise
     :class:`_Undelivered`. Neither blocks on a sending thread that is gone.
@@ -602,18 +601,19 @@ class _Delivery:
     def __init__(self, telemetry: Telemetry, max_retry_s: float) -> None:
         self._telemetry = telemetry
         self._max_retry_s = max_retry_s
-        self._queue: queue.Queue[tuple[list[SpanRecord], list[LogRecord]] | None] = queue.Queue(maxsize=1)
+        self._queue: queue.Queue[Batch | None] = queue.Queue(maxsize=1)
         self._error: _Undelivered | None = None
         self._thread = threading.Thread(target=self._run, name="copilot-otel-replay-send", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
-        while (item := self._queue.get()) is not None:
+        while (batch := self._queue.get()) is not None:
             if self._error is not None:
                 continue  # drain: nothing after a failed batch is sent
-            spans, logs = item
             try:
-                outcome = self._telemetry.sender.deliver(spans, logs, max_retry_s=self._max_retry_s)
+                outcome = self._telemetry.sender.deliver(
+                    batch.spans, batch.logs, max_retry_s=self._max_retry_s
+                )
             except (
                 Exception
             ) as exc:  # the sender never raises; if it does, the replay fails, it does not hang
@@ -631,7 +631,7 @@ class _Delivery:
         if self._error is not None:
             raise self._error
 
-    def _put(self, item: tuple[list[SpanRecord], list[LogRecord]] | None) -> None:
+    def _put(self, item: Batch | None) -> None:
         while True:
             self._check()
             if not self._thread.is_alive():
@@ -642,8 +642,8 @@ class _Delivery:
             except queue.Full:
                 continue
 
-    def put(self, spans: list[SpanRecord], logs: list[LogRecord]) -> None:
-        self._put((spans, logs))
+    def put(self, batch: Batch) -> None:
+        self._put(batch)
 
     def finish(self) -> None:
         """Wait for everything queued (each batch is bounded by the retry deadline)."""

@@ -238,7 +238,7 @@ def test_replay_poison_values_cost_only_themselves(
     clean_spans, clean_logs = _expected(tmp_path, root / "failing-tool", root / "subagent")
     multi_tool, _ = _expected(tmp_path / "multi-tool", CLI_GENERATED / "multi-tool")
     # several small batches: a sending thread that died on the first would leave the next put blocked forever
-    monkeypatch.setattr("copilot_otel.replay.BATCH_RECORDS", 8)
+    monkeypatch.setattr("copilot_otel.deliver.batcher.BATCH_RECORDS", 8)
     assert replay_into(receiver, root) == 0
     out, err = capsys.readouterr()
     assert "Traceback" not in err and "encoded" not in out + err

@@ -15,7 +15,9 @@ import pytest
 
 from copilot_otel.cli import main
 from copilot_otel.common.errors import EndpointError
-from copilot_otel.deliver.export import Signal, build_transport
+from copilot_otel.deliver.export import Signal
+from copilot_otel.deliver.telemetry import Telemetry
+from copilot_otel.settings.config import load_config
 from tests.conftest import CLI_GENERATED
 from tests.daemon_process import DaemonProcess, assert_delivered_like_replay
 from tests.http_answer import answering
@@ -35,12 +37,13 @@ from tests.otlp_receiver import OtlpReceiver
     ],
 )
 def test_a_2xx_is_accepted_only_as_an_export_response(
-    body: bytes, content_type: str | None, accepted: bool
+    body: bytes, content_type: str | None, accepted: bool, tmp_path: Path
 ) -> None:
     with answering(body, content_type) as (url, _):
-        transport = build_transport(url, "http/protobuf", None, {})
-        result = transport.send(Signal.TRACES, b"", 5)
-        transport.close()
+        config = load_config({"endpoint": url, "state_dir": str(tmp_path)}, {"HOME": str(tmp_path)})
+        telemetry = Telemetry.from_config(config, with_metrics=False)
+        result = telemetry.sender.transport.send(Signal.TRACES, b"", 5)
+        telemetry.close()
     assert result.ok is accepted
     if not accepted:
         assert result.endpoint and "is not an OTLP export response" in result.message

@@ -34,8 +34,9 @@ from ..daemon.act import describe_policy
 from ..daemon.state import StateStore, stored_checkpoints
 from ..deliver import tls
 from ..deliver.deadletter import describe as describe_dead_letters
-from ..deliver.export import REJECTS_EVERY_REQUEST, Delivery, Signal
+from ..deliver.export import REJECTS_EVERY_REQUEST, Signal
 from ..deliver.metrics import Aggregator
+from ..deliver.outcome import Delivery
 from ..deliver.telemetry import Telemetry, resource_attributes
 from ..library import (
     AGENT_TITLES,

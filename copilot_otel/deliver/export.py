@@ -38,14 +38,13 @@ import enum
 import gzip
 import logging
 import operator
-import os
 import random
 import re
 import struct
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -59,31 +58,18 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from .._version import __version__
 from ..common import display
 from ..common.ratelimit import RateLimitedLog
-from ..model.records import NUMBER_MAX, LogRecord, SpanRecord, replace
-from ..projections.catalog import CONVERSATION
-from ..settings.config import DEFAULT_MAX_REQUEST_BYTES, OtlpOptions, otlp_options
-from ..settings.content import shrink
+from ..model.records import NUMBER_MAX, LogRecord, SpanRecord
+from ..settings.config import DEFAULT_MAX_REQUEST_BYTES, OtlpOptions
 from . import wire
-from .deadletter import DeadLetters
+from .batcher import Packer, Part
+from .keep import Keeper
+from .outcome import BACKOFF_MAX_S, BACKOFF_START_S, Delivery, DeliveryStats, StopFlag
 from .sink import KEEP, MAX_BYTES, RotatingFile
 
 logger = logging.getLogger(__name__)
 
 SCOPE_NAME = "copilot_otel"
-# Records per request at most (the SDK's OTEL_BSP_MAX_EXPORT_BATCH_SIZE); requests are capped in bytes too.
-MAX_BATCH_SPANS = 512
-# A cap learned from a 413 (which does not say the limit: each halves the request) never goes below this.
-_MIN_REQUEST_BYTES = 64 * 1024
-# To fit a record into one request, string values longer than this are cut (captured content); shorter ones are
-# names, ids, models and counts, and are kept whole.
-_SHRINK_FLOOR_CHARS = 256
-# Room for each cut value's "…[truncated N chars]" marker, and how many rounds of cutting (multi-byte text, JSON
-# kept valid) before a record is sent as it is.
-_MARKER_BYTES = 32
-_SHRINK_ROUNDS = 6
-# Backoff between attempts: exponential from 0.5 s, capped so a recovered collector is noticed quickly.
-_BACKOFF_START_S = 0.5
-_BACKOFF_MAX_S = 30.0
+# How many records and bytes a request holds: the one batcher (batcher.BATCH_RECORDS, batcher.Packer) says.
 # A repeated warning (retries, dead letters, drops, a misconfigured endpoint) is logged at most this often; the
 # lines in between are counted and the count is given with the next one.
 _LOG_EVERY_S = 30.0
@@ -625,8 +611,7 @@ def build_transport(
     endpoint: str | Mapping[str, str] | None,
     protocol: str,
     output_file: Path | None,
-    env: Mapping[str, str] | None = None,
-    options: Mapping[str, OtlpOptions] | None = None,
+    options: Mapping[str, OtlpOptions],
 ) -> Transport:
     """The transport the standard ``OTEL_EXPORTER_OTLP_*`` settings describe.
 
@@ -637,20 +622,13 @@ def build_transport(
             file. gRPC sends every signal to the traces target (one channel).
         protocol: ``grpc`` or ``http/protobuf``.
         output_file: Where the embedded default writes when no endpoint is configured.
-        env: Environment for the options when they are not given (default ``os.environ``).
-        options: Each signal's headers, timeout, compression and TLS files (:meth:`Config.otlp`); read from
-            ``env`` by the settings table when ``None``.
-
-    Raises:
-        ConfigError: ``options`` is ``None`` and an ``OTEL_EXPORTER_OTLP_*`` variable has a bad value.
+        options: Each signal's headers, timeout, compression and TLS files by signal name (:meth:`Config.otlp`).
     """
-    env = os.environ if env is None else env
     if endpoint is None:
         if output_file is None:
             raise ValueError("no endpoint and no output file")
         return FileTransport(output_file)
-    given = otlp_options(env) if options is None else options
-    per_signal = {signal: given[signal.value] for signal in Signal}
+    per_signal = {signal: options[signal.value] for signal in Signal}
     if protocol == "grpc":
         return GrpcTransport(
             endpoint if isinstance(endpoint, str) else endpoint[Signal.TRACES.value], per_signal
@@ -662,14 +640,6 @@ def build_transport(
 
 
 # --------------------------------------------------------------------------------------------- sender
-class StopFlag(Protocol):
-    """Anything with ``is_set()`` and ``wait(timeout)``, e.g. ``threading.Event``."""
-
-    def is_set(self) -> bool: ...
-
-    def wait(self, timeout: float | None = None) -> bool: ...
-
-
 # What the endpoint line says of a collector that rejects a request with no records as it rejects ours.
 REJECTS_EVERY_REQUEST = "the collector rejects every request"
 # The daemon keeps retrying a misconfigured endpoint; it said what to fix when it started, then reminds this often.
@@ -684,68 +654,6 @@ def measurement_encodable(value: float) -> bool:
     return abs(value) < NUMBER_MAX
 
 
-@dataclass
-class DeliveryStats:
-    """Counters of the sender's work, shared with status reporting and self-metrics.
-
-    Attributes:
-        unencodable: Records dropped because the encoder could not write one of their values.
-        rejected: Records a collector's ``partial_success`` said it rejected (which ones it does not say).
-        rejected_message: What the last such answer said.
-        shrunk: Records whose captured content was cut so that they fit in one request.
-        endpoint_error: What to fix about the endpoint while it refuses us (empty once it accepts again).
-    """
-
-    spans_sent: int = 0
-    logs_sent: int = 0
-    dead_lettered: int = 0
-    unencodable: int = 0
-    rejected: int = 0
-    rejected_message: str = ""
-    shrunk: int = 0
-    retries: int = 0
-    failed_batches: int = 0
-    last_success_ns: int = 0
-    last_error: str = ""
-    endpoint_error: str = ""
-    consecutive_failures: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-
-@dataclass(frozen=True, slots=True)
-class Delivery:
-    """Outcome of delivering one batch.
-
-    Attributes:
-        delivered: Every record was accepted, dead-lettered, dropped or reported rejected by the collector (the
-            caller may checkpoint past them).
-        dead_lettered: Records permanently rejected and written to the dead-letter file.
-        error: Why delivery gave up (deadline passed, stop requested, endpoint refused us, a dead letter that could
-            not be written), when ``delivered`` is False.
-        dropped: Records the encoder could not write (also in the dead-letter file, with the reason).
-        endpoint: Delivery failed because of the endpoint (credentials, path), not the collector's health.
-        rejected: Records a ``partial_success`` answer said were rejected (counted, not re-sent).
-    """
-
-    delivered: bool
-    dead_lettered: int = 0
-    error: str = ""
-    dropped: int = 0
-    endpoint: bool = False
-    rejected: int = 0
-
-    def __add__(self, other: Delivery) -> Delivery:
-        """This batch's counts and the next one's; delivered while both are (the first error is kept)."""
-        return Delivery(
-            self.delivered and other.delivered,
-            self.dead_lettered + other.dead_lettered,
-            self.error or other.error,
-            self.dropped + other.dropped,
-            self.endpoint or other.endpoint,
-            self.rejected + other.rejected,
-        )
-
-
 @dataclass(frozen=True, slots=True)
 class _Codec:
     """How one signal's records are written: each record alone, then requests of records already written."""
@@ -758,76 +666,66 @@ _CODECS = {
     Signal.TRACES: _Codec(wire.span, wire.trace_request),
     Signal.LOGS: _Codec(wire.log_record, wire.logs_request),
 }
-# A record and its encoded bytes, as packed into requests.
-_Part = tuple[Any, bytes]
 _MESSAGE = operator.itemgetter(1)
-# What a record's framing adds to its bytes in a request at most: its tag and a length of up to 5 bytes.
-_FRAMED_MAX = 6
 
 
 class Sender:
     """Delivers batches with retries; never raises into the caller's loop.
 
-    Every request is kept under :attr:`max_request_bytes` (its protobuf bytes before compression) and
-    :data:`MAX_BATCH_SPANS` records; a collector that answers that a request is too large (HTTP 413, gRPC
-    ``RESOURCE_EXHAUSTED`` "larger than max") lowers that cap for the rest of the run and the request is split.
+    Every request is kept under the one batcher's limits (:class:`~copilot_otel.deliver.batcher.Packer`: records
+    and bytes); a collector that answers that a request is too large (HTTP 413, gRPC ``RESOURCE_EXHAUSTED`` "larger
+    than max") lowers the byte cap for the rest of the run and the request is split.
 
     Args:
         transport: Where requests go.
         resource: The shared OTLP resource.
         dead_letter: File for permanently rejected records (JSON lines), or ``None`` to only count them.
         stop: Interrupts waits between retries (the daemon's stop event).
-        timeout_s: Every request's timeout; ``None`` = per signal, from ``timeouts``.
-        env: Environment for the timeouts when ``timeouts`` is not given (default ``os.environ``).
-        timeouts: Each signal's request timeout in seconds (:attr:`Config.otlp_timeout`); ``None`` = from
-            ``OTEL_EXPORTER_OTLP_*TIMEOUT`` in ``env``, read by the settings table.
+        timeouts: Each signal's request timeout in seconds by signal name (:attr:`Config.otlp_timeout`).
         max_request_bytes: The largest request (:attr:`Config.max_request_bytes`).
-
-    Raises:
-        ConfigError: A timeout variable has a bad value.
     """
 
     def __init__(
         self,
         transport: Transport,
         resource: bytes,
-        dead_letter: Path | None = None,
-        stop: StopFlag | None = None,
-        timeout_s: float | None = None,
-        env: Mapping[str, str] | None = None,
-        timeouts: Mapping[str, float] | None = None,
+        dead_letter: Path | None,
+        stop: StopFlag | None,
+        timeouts: Mapping[str, float],
         max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
     ) -> None:
         self.transport = transport
         self.resource = resource
-        self.dead_letter = dead_letter
         self.stop = stop or threading.Event()
-        if timeout_s is not None:
-            self.timeouts = dict.fromkeys(Signal, timeout_s)
-        else:
-            if timeouts is None:
-                timeouts = {name: options.timeout for name, options in otlp_options(env).items()}
-            self.timeouts = {signal: timeouts[signal.value] for signal in Signal}
+        self.timeouts = {signal: timeouts[signal.value] for signal in Signal}
         #: A cap on every request's timeout (``doctor`` lowers it); the per-signal timeouts apply below it.
         self.timeout_s = max(self.timeouts.values())
         #: ``time.monotonic()`` after which nothing more is attempted (set by the daemon's shutdown).
         self.give_up_at: float | None = None
-        #: The largest request, as configured; lowered when the collector says a smaller one is its limit.
-        self.max_request_bytes = max_request_bytes
         self.stats = DeliveryStats()
         self._log = RateLimitedLog(logger, _LOG_EVERY_S)
+        #: The requests' limits, in records and bytes (the byte cap lowered by a collector's "too large").
+        self.packer = Packer(max_request_bytes, self._log, self._count_cut)
+        #: Where what no collector will take is kept (the dead-letter file), or held.
+        self.keeper = Keeper(dead_letter, transport.description, self.stats, self._log, self.stop, self._wait)
         #: Drop a signal the endpoint does not accept at all instead of failing (the daemon and replay set it).
         self.drop_unsupported = False
         #: The signals dropped so (replay names them all in its last line).
         self.unsupported: set[Signal] = set()
         self._transport_raised = False
-        self._shrink_said = False
-        # The records this delivery cut (by identity: records are not hashable), so a record cut again is one.
-        self._cut: set[int] = set()
         # A request with no records (what a collector that refuses everything refuses too) and each signal's
         # request bytes around its records.
         self._empty = {signal: codec.request((), resource, SCOPE) for signal, codec in _CODECS.items()}
         self._framing = {signal: len(body) + wire.FRAMING_SLACK for signal, body in self._empty.items()}
+
+    @property
+    def dead_letter(self) -> Path | None:
+        """The dead-letter file (``None``: rejected records are only counted, as ``doctor``'s probe has it)."""
+        return self.keeper.path
+
+    @dead_letter.setter
+    def dead_letter(self, path: Path | None) -> None:
+        self.keeper.path = path
 
     def deliver(
         self,
@@ -857,11 +755,11 @@ class Sender:
                         return total
             return total
         finally:
-            self._cut.clear()
+            self.packer.done()
 
     def _encode(
         self, signal: Signal, records: Sequence[Any], deadline: float | None
-    ) -> tuple[list[_Part], Delivery]:
+    ) -> tuple[list[Part], Delivery]:
         """Each record's bytes; a record the encoder cannot write costs only that record, never its batch (other
         sessions' spans included): it is dropped, counted and kept in the dead-letter file."""
         one = _CODECS[signal].one
@@ -869,91 +767,35 @@ class Sender:
             return list(zip(records, map(one, records), strict=True)), Delivery(True)
         except ENCODE_ERRORS:
             pass  # find the record(s) it came from, one by one (rare: only poison values get here)
-        parts: list[_Part] = []
+        parts: list[Part] = []
         outcome = Delivery(True)
         for record in records:
             try:
                 parts.append((record, one(record)))
             except ENCODE_ERRORS as exc:
-                outcome += self._drop_unencodable(signal, record, exc, deadline)
+                kind = "struct.error" if isinstance(exc, struct.error) else type(exc).__name__
+                reason = f"unencodable: a value is out of range for OTLP ({kind}: {_short(exc)})"
+                outcome += self.keeper.unencodable(signal.value, record, reason, deadline)
                 if not outcome.delivered:
                     break
         return parts, outcome
 
-    def _pack(self, signal: Signal, parts: Sequence[_Part]) -> Iterable[list[_Part]]:
-        """``parts`` in order, in requests of at most :data:`MAX_BATCH_SPANS` records and
-        :attr:`max_request_bytes` bytes; a record too large for any request alone has its content cut first."""
-        room = self.max_request_bytes - self._framing[signal]
-        start = 0
-        while start < len(parts):  # whole batches that fit, the usual case, without sizing each record
-            chunk = list(parts[start : start + MAX_BATCH_SPANS])
-            if sum(map(len, map(_MESSAGE, chunk))) + _FRAMED_MAX * len(chunk) > room:
-                break
-            yield chunk
-            start += len(chunk)
-        batch: list[_Part] = []
-        size = 0
-        for part in parts[start:]:
-            n = wire.framed_size(part[1])
-            if n > room:
-                part = self._shrink(signal, part, room)
-                n = wire.framed_size(part[1])
-            if batch and (size + n > room or len(batch) >= MAX_BATCH_SPANS):
-                yield batch
-                batch, size = [], 0
-            batch.append(part)
-            size += n
-        if batch:
-            yield batch
+    def _pack(self, signal: Signal, parts: Sequence[Part]) -> Iterable[list[Part]]:
+        return self.packer.pack(parts, self._framing[signal], _CODECS[signal].one)
 
-    def _shrink(self, signal: Signal, part: _Part, room: int) -> _Part:
-        """``part`` with its captured content cut until it fits in ``room`` bytes, or as small as that makes it.
-
-        Captured content (prompts, answers, tool arguments and results, in every vocabulary's attribute) is what
-        makes a record large; names, ids and counts are short. So every string value longer than
-        :data:`_SHRINK_FLOOR_CHARS` is cut by the same share, with the truncation marker, until the record fits.
-        Said once per run (a WARNING), counted in ``stats.shrunk`` and the ``copilot_otel.export.shrunk`` counter.
-        """
-        one = _CODECS[signal].one
-        record, body = part
-        for _ in range(_SHRINK_ROUNDS):
-            over = wire.framed_size(body) - room
-            long = [len(value.encode("utf-8", "surrogatepass")) for value in _long_strings(record)]
-            if over <= 0 or not long:
-                break
-            share = max(0.0, 1 - (over + _MARKER_BYTES * len(long)) / sum(long))
-            smaller = _cut_strings(record, share)
-            if smaller == record:
-                break
-            record, body = smaller, one(smaller)
-        if record is part[0]:
-            return part
-        if id(part[0]) not in self._cut:  # a record cut again (a lower cap) is counted once
-            with self.stats.lock:
-                self.stats.shrunk += 1
-        self._cut.add(id(record))
-        if not self._shrink_said:
-            self._shrink_said = True
-            logger.warning(
-                "%s was %s bytes, more than one export request may carry (%s bytes, COPILOT_OTEL_MAX_REQUEST_BYTES "
-                "or the collector's limit): its captured content was cut to %s bytes, marked "
-                "'…[truncated N chars]' (said once; every record so cut is counted in copilot_otel.export.shrunk)",
-                _describe(part[0]),
-                f"{len(part[1]):,}",
-                f"{room:,}",
-                f"{len(body):,}",
-            )
-        return record, body
+    def _count_cut(self) -> None:
+        with self.stats.lock:
+            self.stats.shrunk += 1
 
     def _deliver_batch(
-        self, signal: Signal, batch: list[_Part], deadline: float | None, probe: bool
+        self, signal: Signal, batch: list[Part], deadline: float | None, probe: bool
     ) -> Delivery:
         """Send one request of ``batch``; a rejection splits it (too large), counts it (a partial success) or
         bisects it to the poison records (permanent). ``probe``: a permanent rejection is first checked against
         a request with no records, to tell a collector that rejects everything from records it rejects."""
         codec = _CODECS[signal]
         body = codec.request(map(_MESSAGE, batch), self.resource, SCOPE)
-        if len(body) > self.max_request_bytes and len(batch) > 1:  # packed before the cap was lowered
+        if len(body) > self.packer.max_request_bytes and len(batch) > 1:  # packed before the cap was lowered
             return self._each(signal, list(self._pack(signal, batch)), deadline)
         result = self._send(signal, body, len(batch), deadline, self._empty[signal] if probe else None)
         if isinstance(result, Delivery):
@@ -965,26 +807,14 @@ class Sender:
         return self._reject(signal, batch, deadline, result)
 
     def _split(
-        self, signal: Signal, batch: list[_Part], deadline: float | None, result: SendResult, size: int
+        self, signal: Signal, batch: list[Part], deadline: float | None, result: SendResult, size: int
     ) -> Delivery:
         """The collector said the request was too large: lower the cap for the rest of the run and send the
         records again in smaller requests (a record alone has its content cut; what cannot be cut is
         dead-lettered with the collector's answer)."""
-        cap = result.limit if result.limit else size // 2
-        cap = max(_MIN_REQUEST_BYTES, min(cap, self.max_request_bytes))
-        if cap < self.max_request_bytes:
-            self.max_request_bytes = cap
-            self._log.log(
-                logging.WARNING,
-                "too-large",
-                "the collector refused a %s-byte request as too large (%s); requests are kept under %s bytes "
-                "from now on (COPILOT_OTEL_MAX_REQUEST_BYTES)",
-                f"{size:,}",
-                result.message,
-                f"{cap:,}",
-            )
+        cap = self.packer.lower(size, result.limit, result.message)
         if len(batch) == 1:
-            smaller = self._shrink(signal, batch[0], cap - self._framing[signal])
+            smaller = self.packer.shrink(batch[0], cap - self._framing[signal], _CODECS[signal].one)
             if smaller is batch[0]:  # nothing left to cut: this collector will never take it
                 return self._dead_letter(signal, batch[0], result.message, deadline)
             return self._deliver_batch(signal, [smaller], deadline, probe=False)
@@ -994,7 +824,7 @@ class Sender:
             pieces = [batch[:mid], batch[mid:]]
         return self._each(signal, pieces, deadline)
 
-    def _each(self, signal: Signal, pieces: Sequence[list[_Part]], deadline: float | None) -> Delivery:
+    def _each(self, signal: Signal, pieces: Sequence[list[Part]], deadline: float | None) -> Delivery:
         """Deliver the pieces of a split or bisected request in order, stopping at the first not delivered."""
         total = Delivery(True)
         for piece in pieces:
@@ -1004,7 +834,7 @@ class Sender:
         return total
 
     def _partial(
-        self, signal: Signal, batch: list[_Part], deadline: float | None, result: SendResult
+        self, signal: Signal, batch: list[Part], deadline: float | None, result: SendResult
     ) -> Delivery:
         """A partial success: the collector took the request and says how many of its records it rejected, not
         which (OTLP: the client must not retry it). Nothing is re-sent; the rejected ones are counted and said. When
@@ -1057,7 +887,7 @@ class Sender:
         ``probe``: a request with no records, sent after a permanent rejection: rejected too, the answer is about
         the endpoint (it refuses everything), held and said like a 401, not about the records.
         """
-        backoff = _BACKOFF_START_S
+        backoff = BACKOFF_START_S
         while True:
             timeout = min(self.timeouts[signal], self.timeout_s)
             if self.give_up_at is not None:
@@ -1103,7 +933,7 @@ class Sender:
             wait = self._wait(result.retry_after, backoff, deadline, result.message)
             if isinstance(wait, Delivery):
                 return wait
-            backoff = min(backoff * 2, _BACKOFF_MAX_S)
+            backoff = min(backoff * 2, BACKOFF_MAX_S)
             if result.endpoint:
                 # One line per fix, not per answer: a collector that rejects everything words each rejection anew.
                 said = REJECTS_EVERY_REQUEST if REJECTS_EVERY_REQUEST in result.message else result.message
@@ -1145,7 +975,7 @@ class Sender:
     def _reject(
         self,
         signal: Signal,
-        batch: list[_Part],
+        batch: list[Part],
         deadline: float | None,
         result: SendResult,
     ) -> Delivery:
@@ -1155,83 +985,10 @@ class Sender:
         mid = len(batch) // 2
         return self._each(signal, (batch[:mid], batch[mid:]), deadline)
 
-    def _dead_letter(self, signal: Signal, part: _Part, reason: str, deadline: float | None) -> Delivery:
-        """Keep a rejected record in the dead-letter file, with the request holding it alone, so that
-        ``copilot-otel dead-letters resend`` can send it again exactly."""
+    def _dead_letter(self, signal: Signal, part: Part, reason: str, deadline: float | None) -> Delivery:
         record, message = part
         request = _CODECS[signal].request((message,), self.resource, SCOPE)
-        kept = self._keep(signal, record, reason, request, deadline)
-        if not kept.delivered:
-            return kept
-        with self.stats.lock:
-            self.stats.dead_lettered += 1
-        self._log.log(
-            logging.WARNING,
-            f"dead:{signal.value}",
-            "collector permanently rejected a %s record (%s); dead-lettered in %s",
-            signal.value,
-            reason,
-            self.dead_letter,
-        )
-        return Delivery(True, dead_lettered=1)
-
-    def _drop_unencodable(
-        self, signal: Signal, record: Any, exc: Exception, deadline: float | None
-    ) -> Delivery:
-        kind = "struct.error" if isinstance(exc, struct.error) else type(exc).__name__
-        reason = f"unencodable: a value is out of range for OTLP ({kind}: {_short(exc)})"
-        kept = self._keep(signal, record, reason, None, deadline)
-        if not kept.delivered:
-            return kept
-        with self.stats.lock:
-            self.stats.unencodable += 1
-        self._log.log(
-            logging.WARNING,
-            f"unencodable:{signal.value}",
-            "dropped a %s record that cannot be encoded (%s; %s); the rest of its batch is sent",
-            signal.value,
-            reason,
-            _describe(record),
-        )
-        return Delivery(True, dropped=1)
-
-    def _keep(
-        self, signal: Signal, record: Any, reason: str, request: bytes | None, deadline: float | None
-    ) -> Delivery:
-        """Write a dead letter durably, or hold: a record neither delivered nor in the dead-letter file must not be
-        passed by a checkpoint. The daemon retries the write with backoff until it succeeds (a full disk frees up;
-        everything behind the record waits, unacknowledged); a bounded caller (``replay``) fails at once."""
-        if self.dead_letter is None:
-            return Delivery(True)
-        backoff = _BACKOFF_START_S
-        while True:
-            try:
-                DeadLetters(self.dead_letter).append(
-                    signal.value, reason, _record_json(record), request, self.transport.description
-                )
-            except OSError as exc:
-                why = f"cannot write the dead-letter file {self.dead_letter}: {exc.strerror or exc}"
-            else:
-                return Delivery(True)
-            with self.stats.lock:
-                self.stats.last_error = why
-            if deadline is not None:
-                self.stats.failed_batches += 1
-                return Delivery(False, error=f"{why}; a record the collector rejected was not kept")
-            wait = self._wait(None, backoff, deadline, why)
-            if isinstance(wait, Delivery):
-                return wait
-            backoff = min(backoff * 2, _BACKOFF_MAX_S)
-            self._log.log(
-                logging.ERROR,
-                "dead-letter-write",
-                "%s — holding the rejected %s record and what follows it (nothing is checkpointed past it); "
-                "retrying until it can be written",
-                why,
-                signal.value,
-            )
-            if self.stop.wait(wait):
-                return Delivery(False, error=f"stopped while holding a dead letter: {why}")
+        return self.keeper.rejected(signal.value, record, reason, request, deadline)
 
     def _record_success(self, signal: Signal, count: int) -> None:
         with self.stats.lock:
@@ -1250,34 +1007,6 @@ class Sender:
         self.transport.close()
 
 
-def _describe(record: Any) -> str:
-    """Where a record came from, for a log line: its name and session."""
-    name = getattr(record, "name", None) or getattr(record, "event_name", "?")
-    session = record.attributes.get(CONVERSATION, "?")
-    return (
-        f"{name!r} of session {session}, from the line ending at byte {getattr(record, 'source_offset', '?')}"
-    )
-
-
-def _record_json(record: Any) -> dict[str, Any]:
-    if isinstance(record, SpanRecord):
-        return {
-            "trace_id": f"{record.trace_id:032x}",
-            "span_id": f"{record.span_id:016x}",
-            "name": record.name,
-            "start_ns": record.start_ns,
-            "end_ns": record.end_ns,
-            "attributes": dict(record.attributes),
-        }
-    if isinstance(record, LogRecord):
-        return {
-            "event_name": record.event_name,
-            "time_ns": record.time_ns,
-            "attributes": dict(record.attributes),
-        }
-    return {"repr": repr(record)}
-
-
 def _permanent(result: SendResult) -> bool:
     """A rejection of the request's data (HTTP 400, gRPC INVALID_ARGUMENT): nothing to wait for or to split."""
     return not (
@@ -1288,31 +1017,3 @@ def _permanent(result: SendResult) -> bool:
         or result.rejected
         or result.too_large
     )
-
-
-def _long_strings(record: Any) -> Iterable[str]:
-    """A record's string values long enough to be captured content (see :data:`_SHRINK_FLOOR_CHARS`)."""
-    values: list[Any] = list(record.attributes.values())
-    if isinstance(record, SpanRecord):
-        for event in record.events:
-            values += event.attributes.values()
-    else:
-        values.append(record.body)
-    return [v for v in values if isinstance(v, str) and len(v) > _SHRINK_FLOOR_CHARS]
-
-
-def _cut_strings(record: Any, share: float) -> Any:
-    """``record`` with each long string value cut to ``share`` of its length (never below the floor), marked."""
-
-    def cut(value: Any) -> Any:
-        if not isinstance(value, str) or len(value) <= _SHRINK_FLOOR_CHARS:
-            return value
-        return shrink(value, max(_SHRINK_FLOOR_CHARS, int(len(value) * share)))
-
-    def attributes(attrs: Mapping[str, Any]) -> dict[str, Any]:
-        return {key: cut(value) for key, value in attrs.items()}
-
-    if isinstance(record, SpanRecord):
-        events = tuple(replace(event, attributes=attributes(event.attributes)) for event in record.events)
-        return replace(record, attributes=attributes(record.attributes), events=events)
-    return replace(record, body=cut(record.body), attributes=attributes(record.attributes))

@@ -6,6 +6,10 @@ as it takes, see :class:`~copilot_otel.deliver.export.Sender`) and only then rel
 the daemon checkpoints a file at a marker once that marker and every earlier marker of the file are delivered.
 So a checkpoint never runs ahead of the collector, and nothing acknowledged is ever read twice.
 
+Records are cut into batches by the one batcher (:mod:`~copilot_otel.deliver.batcher`, the same as replay's):
+at most :data:`~copilot_otel.deliver.batcher.BATCH_RECORDS` records each, the markers among them travelling with
+them; a lane's batch is sent when it is full, when the lane went quiet or when its oldest record waited too long.
+
 Two lanes keep a backfill from delaying live sessions: records of files that have caught up with their end go
 to the *live* lane, which the worker always drains first; history goes to the *backfill* lane. Each lane has a
 cap; when the backfill lane is full the daemon simply stops reading history (the log files are the buffer).
@@ -22,12 +26,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.records import LogRecord, SpanRecord
+from . import batcher
+from .batcher import Batch
 from .export import Sender
 
 logger = logging.getLogger(__name__)
 
-# Records per export request; the worker sends sooner when the lane goes quiet or the delay passes.
-BATCH_RECORDS = 512
 # A burst is over when nothing new arrived for this long: send now rather than wait for the full delay.
 LINGER_S = 0.05
 # At shutdown, how long past its deadline the worker may take to notice the stop (a wait or a request in progress).
@@ -132,27 +136,16 @@ class Outbox:
             self._cond.notify()
 
     # ------------------------------------------------------------------ worker
-    def _take(self, lane: _Lane) -> tuple[list[SpanRecord | LogRecord], list[Marker]]:
-        records: list[SpanRecord | LogRecord] = []
-        markers: list[Marker] = []
-        while lane.items and len(records) < BATCH_RECORDS:
-            item = lane.items[0]
-            if isinstance(item, Marker):
-                markers.append(item)
-            else:
-                records.append(item)
-            lane.items.popleft()
-        # markers right after the batch belong to it too (they need no more records)
-        while lane.items and isinstance(lane.items[0], Marker):
-            markers.append(lane.items.popleft())  # type: ignore[arg-type]
-        lane.records -= len(records)
+    def _take(self, lane: _Lane) -> tuple[Batch, list[Marker]]:
+        batch, markers = batcher.take(lane.items)
+        lane.records -= len(batch)
         lane.oldest_ns = time.monotonic() if lane.records else 0.0
-        return records, markers
+        return batch, markers
 
     def _ready(self, lane: _Lane, now: float) -> bool:
         if not lane.items:
             return False
-        if self._closing or lane.records >= BATCH_RECORDS or lane.records == 0:
+        if self._closing or lane.records >= batcher.BATCH_RECORDS or lane.records == 0:
             return True
         return now - lane.oldest_ns >= self.delay_s or now - lane.last_put >= LINGER_S
 
@@ -165,14 +158,14 @@ class Outbox:
                         return
                     lane = next((ln for ln in (self._live, self._backfill) if self._ready(ln, now)), None)
                     if lane is not None:
-                        records, markers = self._take(lane)
-                        self.in_flight = len(records)
+                        batch, markers = self._take(lane)
+                        self.in_flight = len(batch)
                         break
                     if self._closing and not self._live.items and not self._backfill.items:
                         return
                     self._cond.wait(timeout=LINGER_S if (self._live.items or self._backfill.items) else 1.0)
             try:
-                self._deliver(records, markers)
+                self._deliver(batch, markers)
             except Exception:  # the one deliberate catch-all: a bug here must not stop exporting for good
                 logger.exception(
                     "unexpected error while exporting; the batch will be read again after restart"
@@ -180,15 +173,13 @@ class Outbox:
             finally:
                 self.in_flight = 0
 
-    def _deliver(self, records: list[SpanRecord | LogRecord], markers: list[Marker]) -> None:
-        spans = [r for r in records if isinstance(r, SpanRecord)]
-        logs = [r for r in records if isinstance(r, LogRecord)]
-        if records:
-            outcome = self.sender.deliver(spans, logs, max_retry_s=None)
+    def _deliver(self, batch: Batch, markers: list[Marker]) -> None:
+        if batch:
+            outcome = self.sender.deliver(batch.spans, batch.logs, max_retry_s=None)
             if not outcome.delivered:
                 # Only a stop or the shutdown deadline interrupts an unbounded retry: leave these lines
                 # unacknowledged (they are read again at the next start) and count them as not delivered.
-                self._undelivered += len(records)
+                self._undelivered += len(batch)
                 return
         if markers:
             self.on_delivered(markers)
