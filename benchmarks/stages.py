@@ -47,10 +47,10 @@ def measure(root: Path) -> list[tuple[str, float, int, str]]:
     from copilot_otel.deliver.export import encode_logs, encode_spans, make_resource
     from copilot_otel.deliver.metrics import Aggregator
     from copilot_otel.deliver.telemetry import resource_attributes
-    from copilot_otel.model.parse import parse_line
     from copilot_otel.model.records import BadLine, Emission, LogRecord, Measurement, SpanRecord
     from copilot_otel.pipeline import FoldSettings, new_fold, split_lines
     from copilot_otel.settings.config import load_config
+    from copilot_otel.sources.copilot.parse import parse_line
     from copilot_otel.sources.sessions import scan_root
     from copilot_otel.sources.tail import Line
 

@@ -14,9 +14,10 @@ from typing import Any
 
 import orjson
 
-from copilot_otel.model.events import Event, Field
+from copilot_otel.model.inputs import Event
 from copilot_otel.model.records import BadLine, RecordBase
 from copilot_otel.sources import read_blob
+from copilot_otel.sources.fields import Field
 
 LineReader = Callable[[bytes, int, int, int], Event | BadLine]
 

@@ -32,6 +32,7 @@ from copilot_otel.model.activity import (
 )
 from copilot_otel.model.records import DropReason
 from copilot_otel.pipeline import FoldSettings, Pipeline, split_lines
+from copilot_otel.sources.copilot.translator import COPILOT
 from tests.conftest import FIXTURES, all_fixture_logs
 
 PACKAGE = Path(copilot_otel.__file__).parent
@@ -202,7 +203,7 @@ def test_an_end_the_loop_clamps_is_returned_with_the_step_of_its_line() -> None:
             assert other.feed(others[i]).values_dropped == ()
     line = next(n for n, raw in enumerate(blob.splitlines(), 1) if b"2020-01-01" in raw)
     assert dropped == [(DropReason.END_BEFORE_START, line)]
-    assert AgentLoop("c").take_dropped() == []
+    assert AgentLoop("c", COPILOT).take_dropped() == []
 
 
 def test_a_value_another_reader_dropped_is_no_drop_of_this_log() -> None:

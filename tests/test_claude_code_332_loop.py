@@ -18,7 +18,7 @@ import pytest
 from copilot_otel.cli import main
 from copilot_otel.model import ids
 from copilot_otel.model.activity import AgentRun, ModelCall, PromptRun, Record, ToolCall, Turn, UserMessage
-from copilot_otel.model.parse import timestamp_ns
+from copilot_otel.model.timestamps import timestamp_ns
 from copilot_otel.pipeline import FoldSettings, Pipeline
 from copilot_otel.settings.content import ContentKind, ContentPolicy
 from copilot_otel.sources import LogKind

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from copilot_otel import library
-from copilot_otel.model import ids, parse
+from copilot_otel.model import ids, timestamps
 from copilot_otel.model.activity import AgentRun, Compaction, ModelCall, PromptRun, Record, ToolCall
 from copilot_otel.pipeline import FRAME_KEY, FoldSettings, Pipeline, source_for, split_lines
 from copilot_otel.settings.content import ContentKind, ContentPolicy
@@ -338,9 +338,9 @@ def test_a_parallel_calls_tool_requests_are_all_its_blocks() -> None:
     records = [r for step in fold.feed_file(path) for r in step.records]
     first = next(r for r in records if isinstance(r, ModelCall))
     assert [t.call_id for t in first.tool_requests] == [call_id for call_id, _ in blocks]
-    assert first.end_ns == parse.timestamp_ns(blocks[-1][1], [])
+    assert first.end_ns == timestamps.timestamp_ns(blocks[-1][1], [])
     tools = {t.call_id: t for t in records if isinstance(t, ToolCall)}
-    assert [tools[c].start_ns for c, _ in blocks] == [parse.timestamp_ns(ts, []) for _, ts in blocks]
+    assert [tools[c].start_ns for c, _ in blocks] == [timestamps.timestamp_ns(ts, []) for _, ts in blocks]
     assert all(tools[c].parent_span_id == first.parent_span_id for c, _ in blocks)
 
 

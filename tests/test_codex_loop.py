@@ -31,7 +31,7 @@ from copilot_otel.model.activity import (
     ToolCall,
     Turn,
 )
-from copilot_otel.model.events import Event
+from copilot_otel.model.inputs import Event
 from copilot_otel.pipeline import FRAME_KEY, FoldSettings, Pipeline, source_for
 from copilot_otel.settings.content import ContentKind, ContentPolicy
 from copilot_otel.sources import Source, sniff

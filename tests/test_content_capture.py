@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from copilot_otel.model.parse import SKIPPED_TYPES
 from copilot_otel.pipeline import FoldSettings
 from copilot_otel.settings.content import ContentKind, ContentPolicy
+from copilot_otel.sources.copilot.parse import SKIPPED_TYPES
 from tests.conftest import CLI_GENERATED, TOKEN_LIKE, fixture_copy, read_events, replay_into
 from tests.conftest import FIXTURES as FIXTURE_ROOT
 from tests.otlp_receiver import OtlpReceiver

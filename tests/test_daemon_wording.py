@@ -16,7 +16,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
-from copilot_otel.model.parse import parse_timestamp
+from copilot_otel.model.timestamps import parse_timestamp
 from tests.conftest import CLI_GENERATED
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver

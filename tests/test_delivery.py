@@ -20,7 +20,7 @@ import pytest
 from copilot_otel.cli import main
 from copilot_otel.common.errors import EndpointError, ExportError, RejectedError
 from copilot_otel.daemon.state import read_checkpoints
-from copilot_otel.model import events
+from copilot_otel.sources.copilot import events
 from tests.conftest import CLI_GENERATED, fixture_copy, replay_into
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver, Signal

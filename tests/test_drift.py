@@ -20,11 +20,11 @@ import pytest
 
 from copilot_otel.cli import main
 from copilot_otel.library import not_read_in, other_agent_logs
-from copilot_otel.model import events
 from copilot_otel.pipeline import FoldSettings, Pipeline, split_lines
 from copilot_otel.sources import sniff
 from copilot_otel.sources.claude_code import reader as claude_code
 from copilot_otel.sources.codex import reader as codex
+from copilot_otel.sources.copilot import events
 from copilot_otel.sources.gemini import reader as gemini
 from copilot_otel.sources.sessions import SessionFile
 from tests.conftest import FIXTURES, SERIAL, replay_into

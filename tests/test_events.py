@@ -20,10 +20,11 @@ from typing import Any
 import pytest
 
 import copilot_otel
-from copilot_otel.model import events as ev
-from copilot_otel.model.parse import parse_line
 from copilot_otel.model.records import DropReason
 from copilot_otel.pipeline import Pipeline
+from copilot_otel.sources.copilot import events as ev
+from copilot_otel.sources.copilot.parse import parse_line
+from copilot_otel.sources.fields import Field
 from copilot_otel.sources.tail import Line
 from tests.conftest import FIXTURES
 
@@ -31,11 +32,11 @@ LOGS = sorted(p for p in FIXTURES.rglob("*.jsonl") if "_capture" not in p.parts)
 VIEWS = [
     cls
     for _, cls in inspect.getmembers(ev, inspect.isclass)
-    if issubclass(cls, ev.Event) and cls is not ev.Event
+    if issubclass(cls, ev.CopilotEvent) and cls is not ev.CopilotEvent
 ]
 
 
-def _lines() -> Iterator[tuple[str, dict[str, Any], ev.Event]]:
+def _lines() -> Iterator[tuple[str, dict[str, Any], ev.CopilotEvent]]:
     for log in LOGS:
         offset = 0
         for number, raw in enumerate(log.read_bytes().splitlines(keepends=True), 1):
@@ -46,7 +47,7 @@ def _lines() -> Iterator[tuple[str, dict[str, Any], ev.Event]]:
                 obj = None
             parsed = parse_line(line, offset, offset + len(raw), number, frozenset())
             offset += len(raw)
-            if isinstance(obj, dict) and isinstance(parsed, ev.Event):
+            if isinstance(obj, dict) and isinstance(parsed, ev.CopilotEvent):
                 yield f"{log.name}:{number}", obj, parsed
 
 
@@ -197,12 +198,12 @@ FIELD_KINDS: dict[str, Any] = {
 }
 
 
-def _props(cls: type[ev.Event]) -> dict[str, Any]:
+def _props(cls: type[ev.CopilotEvent]) -> dict[str, Any]:
     """Every field and property of a view, with the type it is declared to return."""
     hints: dict[str, Any] = {}
     for klass in reversed(cls.__mro__):
         for name, value in vars(klass).items():
-            if isinstance(value, ev.Field):
+            if isinstance(value, Field):
                 hints[name] = FIELD_KINDS[value.kind]
             elif isinstance(value, property) and value.fget is not None:
                 hints[name] = typing.get_type_hints(value.fget, vars(ev))["return"]
@@ -253,7 +254,7 @@ def _with(obj: dict[str, Any], path: tuple[str, ...], value: Any) -> dict[str, A
 
 
 @pytest.mark.parametrize("cls", VIEWS, ids=lambda c: c.__name__)
-def test_a_field_of_the_wrong_type_reads_as_absent(cls: type[ev.Event]) -> None:
+def test_a_field_of_the_wrong_type_reads_as_absent(cls: type[ev.CopilotEvent]) -> None:
     """Every property of every view, on real data with each field (nested ones too) set to each wrong type:
     it never raises, and what it returns has its declared type (no bool for a count, no empty string)."""
     samples = [obj.get("data", {}) for _, obj, e in ALL if e.__class__ is cls][:3] or [{}]
@@ -286,14 +287,12 @@ def test_only_parse_knows_the_logs_camel_case() -> None:
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and camel.match(node.value)
         }
 
-    # The log modules: Copilot's (events, parse) and one per other source (sources/), each the only reader of
+    # The log modules: one package per source (sources/, Copilot's included), each the only reader of
     # its log's names; they may share words (``sessionId`` is in two logs), no other module may use any.
     log_modules = {
-        package / "model" / "events.py",
-        package / "model" / "parse.py",
         *(package / "sources").rglob("*.py"),
     }
-    log_names = strings(package / "model" / "events.py")
+    log_names = strings(package / "sources" / "copilot" / "events.py")
     assert {"toolCallId", "interactionId", "inputTokens", "parentToolCallId"} <= log_names
     claude_names = strings(package / "sources" / "claude_code" / "reader.py")
     assert {"parentUuid", "isSidechain", "toolUseResult", "isCompactSummary", "toolUseId"} <= claude_names

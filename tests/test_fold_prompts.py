@@ -11,9 +11,9 @@ import json
 from collections import Counter
 from typing import Any
 
-from copilot_otel.model.parse import parse_line
 from copilot_otel.model.records import BadLine, SpanRecord
 from copilot_otel.pipeline import FoldSettings, Pipeline
+from copilot_otel.sources.copilot.parse import parse_line
 from tests.conftest import CLI_GENERATED
 
 LINES = (CLI_GENERATED / "multi-tool" / "events.jsonl").read_text().splitlines()

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from copilot_otel.loop.agentloop import LiveStats
-from copilot_otel.model.events import Event
-from copilot_otel.model.parse import parse_line
 from copilot_otel.model.records import BadLine, Emission, LogRecord, Measurement, Severity, SpanRecord
 from copilot_otel.pipeline import FoldSettings, Pipeline, RunawayThresholds
+from copilot_otel.sources.copilot.events import CopilotEvent as Event
+from copilot_otel.sources.copilot.parse import parse_line
 from tests.runaway import RUNAWAY_ARGUMENTS, RUNAWAY_TOOL, iter_runaway_lines, iter_tool_error_lines
 
 DETECTED = "copilot_otel.runaway.detected"

@@ -4,7 +4,7 @@ Every input starts as a real line of a committed CLI log (``tests/fixtures``), d
 log written by another CLI version, a crash or an attacker could be: a value's type swapped, a number out of
 range, a huge string, control characters, invalid UTF-8 bytes, a line cut short. Whatever comes in:
 
-* nothing raises out of :func:`~copilot_otel.model.parse.parse_line`, the typed events' fields or the pipeline;
+* nothing raises out of :func:`~copilot_otel.sources.copilot.parse.parse_line`, the typed events' fields or the pipeline;
 * every line is accounted for: an event, a counted drop with a reason, or a type skipped by its prefix; and a
   value the event's type cannot read (``data`` not an object, a field of the wrong type) is a counted
   ``wrong_shape`` dropped value;
@@ -25,10 +25,12 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from copilot_otel.model.events import CLASSES, Event, Field
-from copilot_otel.model.parse import SKIPPED_TYPES, parse_line
+from copilot_otel.model.inputs import Event
 from copilot_otel.model.records import BadLine, DropReason
 from copilot_otel.pipeline import Pipeline, Step, split_lines
+from copilot_otel.sources.copilot.events import CLASSES, CopilotEvent
+from copilot_otel.sources.copilot.parse import SKIPPED_TYPES, parse_line
+from copilot_otel.sources.fields import Field
 from tests.conftest import FUZZ_INPUTS, all_fixture_logs
 
 FUZZ = settings(
@@ -163,10 +165,10 @@ def test_parse_and_typed_fields_never_raise_and_every_line_is_accounted_for(line
     if isinstance(result, BadLine):
         assert isinstance(result.reason, DropReason) and result.reason.value
         return
-    assert isinstance(result, CLASSES.get(result.type, Event))
+    assert isinstance(result, CLASSES.get(result.type, CopilotEvent))
     fields = _read_every_field(result)
     shapes = [detail for reason, detail in dict.fromkeys(result.dropped) if reason is DropReason.WRONG_SHAPE]
-    if type(result) is Event:
+    if type(result) is CopilotEvent:
         return  # a type the loop does not read: nothing of it is lost
     data = orjson.loads(line).get("data")
     if data is not None and not isinstance(data, dict):

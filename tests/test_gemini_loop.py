@@ -22,7 +22,7 @@ import pytest
 
 from copilot_otel.model import ids
 from copilot_otel.model.activity import AgentRun, ModelCall, PromptRun, Record, ToolCall
-from copilot_otel.model.events import Event
+from copilot_otel.model.inputs import Event
 from copilot_otel.model.records import BadLine
 from copilot_otel.pipeline import FRAME_KEY, FoldSettings, Pipeline, source_for
 from copilot_otel.settings.content import ContentKind, ContentPolicy

@@ -32,7 +32,7 @@ def _events(name: str) -> list[dict[str, Any]]:
 
 
 def _ns(stamp: str) -> int:
-    from copilot_otel.model.parse import parse_timestamp
+    from copilot_otel.model.timestamps import parse_timestamp
 
     return parse_timestamp(stamp)
 

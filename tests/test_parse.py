@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from copilot_otel.model.parse import parse_timestamp
+from copilot_otel.model.timestamps import parse_timestamp
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 

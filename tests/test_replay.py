@@ -177,7 +177,7 @@ def test_fixture_replays_into_a_faithful_tree(receiver: OtlpReceiver, log: Path,
 
     # timestamps come from the events, never the clock
     stamps = {e["timestamp"] for e in events}
-    from copilot_otel.model.parse import parse_timestamp
+    from copilot_otel.model.timestamps import parse_timestamp
 
     event_ns = {parse_timestamp(t) for t in stamps if isinstance(t, str) and t[:1].isdigit()}
     for s in spans:

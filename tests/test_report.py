@@ -23,7 +23,7 @@ import pytest
 
 from copilot_otel.cli import main
 from copilot_otel.commands.report import Period, build_report, render_json, report_sessions
-from copilot_otel.model.parse import parse_timestamp
+from copilot_otel.model.timestamps import parse_timestamp
 from tests.conftest import CLI_GENERATED, FIXTURES, ROOT, read_events
 
 SCHEMA = ROOT / "docs" / "report.schema.json"

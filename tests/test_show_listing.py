@@ -16,7 +16,7 @@ import pytest
 
 from copilot_otel.cli import main
 from copilot_otel.commands.show import TAIL_LIMIT_BYTES, last_event_ns
-from copilot_otel.model.parse import parse_timestamp
+from copilot_otel.model.timestamps import parse_timestamp
 from tests.conftest import CLI_GENERATED, read_events
 
 # Three sessions and when each really ended (their last events' own timestamps).

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from copilot_otel.model.events import Event
+from copilot_otel.model.inputs import Event
 from copilot_otel.model.records import BadLine, DropReason
 from copilot_otel.sources import LogKind, Source, ToolOutcome
 from copilot_otel.sources.claude_code import reader as cc

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from copilot_otel.model.events import Event
+from copilot_otel.model.inputs import Event
 from copilot_otel.sources import LogKind, ToolOutcome
 from copilot_otel.sources.claude_code import reader as cc
 from copilot_otel.sources.codex import reader as cx

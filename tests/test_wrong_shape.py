@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from copilot_otel.model.events import CLASSES
 from copilot_otel.pipeline import Pipeline
+from copilot_otel.sources.copilot.events import CLASSES
 from tests.conftest import CLI_GENERATED, all_fixture_logs, replay_into
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver

@@ -79,8 +79,8 @@ from ..model.activity import (
     Turn,
     Usage,
 )
-from ..model.parse import timestamp_ns
 from ..model.records import SpanRecord
+from ..model.timestamps import timestamp_ns
 from ..pipeline import fold_session, fold_settings
 from ..settings.config import Config
 from ..settings.content import ContentKind, ContentPolicy
@@ -274,7 +274,7 @@ def last_event_ns(path: Path) -> int | None:
     last :data:`TAIL_LIMIT_BYTES` has one or it cannot be read.
 
     The log is read backwards from its end, a step at a time; a line's time is read by the pipeline's rules
-    (:func:`~copilot_otel.model.parse.timestamp_ns`: ISO-8601, 1970 to 2262), and a line that is no JSON object (a last
+    (:func:`~copilot_otel.model.timestamps.timestamp_ns`: ISO-8601, 1970 to 2262), and a line that is no JSON object (a last
     line still being written) is passed over. Only the line is decoded, not made an event (half the cost, for a
     listing that reads 100,000 of them).
     """

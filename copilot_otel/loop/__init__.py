@@ -3,7 +3,7 @@
 :class:`~copilot_otel.loop.agentloop.AgentLoop` (the shell, one layer up) is what the pipeline feeds; the work is done
 here, by plain functions over the loop's state (:class:`.core.LoopState`)::
 
-    copilot       the translator: which handler reads each of Copilot CLI's event classes
+    neutral       the neutral events other sources' framers give, and their translator
     ├── prompts   a human prompt from its message to where its work ends; what waits for the next one
     ├── turns     turns and the model call of each (usage records, assistant messages, unanswered calls)
     ├── tools     tool executions, the permission waits and hooks around them
@@ -15,6 +15,9 @@ here, by plain functions over the loop's state (:class:`.core.LoopState`)::
 
 Each entity module imports :mod:`.core` and no sibling: one entity calls another through the loop
 (``loop.close_prompt(...)``), as declared on :class:`.core.LoopState` and bound by the shell, so the modules have no
-import cycle and the wiring is written once. A second source of events (another coding agent's log) is a typed
-events module of its own and a translator beside :mod:`.copilot`: its table of handlers, over the same entities.
+import cycle and the wiring is written once. The loop names no source: a handler reads an event through the
+protocols of :mod:`copilot_otel.model.inputs`, and which handler reads which event class is each source's
+translator (:class:`.core.Translator`), which whoever builds the loop passes it: Copilot CLI's is
+:mod:`copilot_otel.sources.copilot.translator`, the other sources' framers give the neutral events of
+:mod:`.neutral`.
 """

@@ -33,10 +33,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model.activity import CloseReason, Record
-from ..model.events import Event
+from ..model.inputs import Event
 from ..model.records import DropReason, replace
 from . import agents, prompts, tools, turns
-from .copilot import COPILOT
 from .core import FoldSettings, LoopState, Translator
 from .foldstate import SessionContext
 from .runaway import RunawayThresholds
@@ -63,16 +62,16 @@ class AgentLoop(LoopState):
 
     Usage::
 
-        loop = AgentLoop(session_id_hint, settings)
+        loop = AgentLoop(session_id_hint, translator, settings)  # e.g. sources.copilot.translator.COPILOT
         for event in events:
             handle(loop.feed(event))
         handle(loop.close(reason="file_ended"))
 
     Args:
         session_id: The session id from the folder or file name; replaced by ``session.start.sessionId``.
+        translator: Which handler folds each event class: its source's (the loop knows no source's events).
         settings: Content policy and runaway thresholds.
         context: A snapshot from :meth:`context_snapshot` when resuming from a checkpoint.
-        translator: Which handler folds each event class (Copilot CLI's events by default).
     """
 
     __slots__ = ("_aside", "_handlers", "_keeps_unanswered")
@@ -96,9 +95,9 @@ class AgentLoop(LoopState):
     def __init__(
         self,
         session_id: str,
+        translator: Translator,
         settings: FoldSettings | None = None,
         context: Mapping[str, Any] | None = None,
-        translator: Translator = COPILOT,
     ) -> None:
         super().__init__(
             settings or FoldSettings(),

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from ..model import events as ev
 from ..model import ids
 from ..model.activity import AgentRun, IncompleteReason, Outcome
-from ..model.inputs import Envelope
+from ..model.inputs import AgentSelectedInput, Envelope, SubagentEndInput, SubagentStartInput
 from ..settings.content import ContentKind
 from .core import OWN_API, LoopState
 from .foldstate import Agent, Prompt
@@ -117,7 +116,7 @@ def _start_subagent(
     return prompt, agent
 
 
-def on_subagent_started(loop: LoopState, event: ev.SubagentStarted) -> None:
+def on_subagent_started(loop: LoopState, event: SubagentStartInput) -> None:
     """``subagent.started`` names the agent (and says whether it runs in the background)."""
     call_id = event.tool_call_id
     hit = None
@@ -140,7 +139,7 @@ def on_subagent_started(loop: LoopState, event: ev.SubagentStarted) -> None:
     loop.touch(prompt, agent, event.time_ns)
 
 
-def on_subagent_end(loop: LoopState, event: ev.SubagentEnded) -> None:
+def on_subagent_end(loop: LoopState, event: SubagentEndInput) -> None:
     call_id = event.tool_call_id
     hit = (loop.by_agent_id.get(event.agent_id) if event.agent_id else None) or (
         loop.by_task_call.get(call_id) if call_id else None
@@ -167,7 +166,7 @@ def close_agent(
     time_ns: int,
     reason: IncompleteReason | None,
     incomplete: bool,
-    ended: ev.SubagentEnded | None = None,
+    ended: SubagentEndInput | None = None,
 ) -> None:
     """End ``agent`` with its open tools and turn; a sub-agent's run is handed on (the root's is the prompt's)."""
     if agent.closed:
@@ -235,7 +234,7 @@ def close_agent(
     )
 
 
-def on_agent_selected(loop: LoopState, event: ev.AgentSelected) -> None:
+def on_agent_selected(loop: LoopState, event: AgentSelectedInput) -> None:
     """The main agent is a custom one (``copilot --agent``): it names the roots from now on. A sub-agent's
     selection (it has an ``agentId``) is read from its ``subagent.started``."""
     if event.agent_id is not None or event.parent_tool_call_id is not None or event.name is None:

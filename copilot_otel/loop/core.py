@@ -15,11 +15,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import events as ev
 from ..model import ids
 from ..model.activity import Detection, IncompleteReason, Outcome, Record, SkillInvoked, Usage
-from ..model.events import Event
-from ..model.inputs import Envelope, ToolEndInput
+from ..model.inputs import Envelope, Event, SubagentEndInput, ToolEndInput
+from ..model.inputs import Usage as UsageInfo
 from ..model.records import DropReason
 from ..settings.content import ContentGate, ContentKind, ContentPolicy
 from .foldstate import Agent, Hook, Prompt, SessionContext, Tool
@@ -80,8 +79,8 @@ Handler = Callable[["LoopState", Any], None]
 class Translator:
     """How one source's typed events drive the loop: the handler of each event class it reads.
 
-    Copilot CLI's is :data:`copilot_otel.loop.copilot.COPILOT`; another agent's log would bring its own events
-    module and a translator like it, over the same entity modules.
+    Copilot CLI's is :data:`copilot_otel.sources.copilot.translator.COPILOT`, the other sources' framers' is
+    :data:`copilot_otel.loop.neutral.NEUTRAL`: each over the same entity modules, which name no event class.
 
     Attributes:
         handlers: The handler of each event class (any other class is read for its time only).
@@ -232,10 +231,10 @@ class LoopState:
     def maybe_close_lingering(self, prompt: Prompt) -> None:
         raise NotImplementedError
 
-    def adopt_pending(self, event: Event | None) -> None:
+    def adopt_pending(self, event: Envelope | None) -> None:
         raise NotImplementedError
 
-    def hold(self, event: Event) -> None:
+    def hold(self, event: Envelope) -> None:
         raise NotImplementedError
 
     # agents
@@ -249,7 +248,7 @@ class LoopState:
         time_ns: int,
         reason: IncompleteReason | None,
         incomplete: bool,
-        ended: ev.SubagentEnded | None = None,
+        ended: SubagentEndInput | None = None,
     ) -> None:
         raise NotImplementedError
 
@@ -284,7 +283,7 @@ class LoopState:
         model: str | None,
         duration_ms: float | None,
         origin: str,
-        record: ev.Usage | None = None,
+        record: UsageInfo | None = None,
     ) -> None:
         raise NotImplementedError
 

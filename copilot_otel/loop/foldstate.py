@@ -19,7 +19,7 @@ from dataclasses import field
 from typing import Any
 
 from ..model.activity import IncompleteReason, InputMessage, Note, Outcome, PromptOutcome, RunawayRule, Usage
-from ..model.events import ToolRequest
+from ..model.inputs import ToolRequest
 from ..model.records import RecordBase, field_names, record
 
 # The SDK and most backends cap span events at 128; a runaway autopilot loop can inject thousands of

@@ -2,9 +2,10 @@
 
 Another source does not build Copilot's views (they decode Copilot's camelCase): its framer (in its own module
 under :mod:`copilot_otel.sources`) turns that source's records into these, which satisfy the protocols of
-:mod:`.inputs`, and :data:`NEUTRAL` is their translator over the same entity handlers Copilot's events reach
-(:mod:`.copilot`). Each is an :class:`~copilot_otel.model.events.Event` for its envelope (id, time, offsets, the agent it
-belongs to) with an empty ``data`` (:data:`NO_DATA`): everything a handler reads is a field of its own.
+:mod:`copilot_otel.model.inputs`, and :data:`NEUTRAL` is their translator over the same entity handlers Copilot's
+events reach (:mod:`copilot_otel.sources.copilot.translator`). Each is an :class:`~copilot_otel.model.inputs.Event`
+for its envelope (id, time, offsets, the agent it belongs to) with an empty ``data`` (:data:`NO_DATA`): everything
+a handler reads is a field of its own.
 """
 
 from __future__ import annotations
@@ -12,9 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..model import events as ev
-from ..model.events import Event
-from ..model.inputs import Envelope
+from ..model.inputs import CompactionCall, Context, Envelope, Event, ToolRequest, Usage
 from ..model.records import record
 from . import agents, notes, prompts, session, tools, turns
 from .core import LoopState, Translator
@@ -57,7 +56,7 @@ class SessionBegan(Event):
     selected_model: str | None = None
     reasoning_effort: str | None = None
     start_time: str | None = None
-    context: ev.Context | None = None
+    context: Context | None = None
 
 
 @record
@@ -82,7 +81,7 @@ class TurnEnded(Event):
 
 @record
 class CallUsage(Event):
-    usage: ev.Usage | None = None
+    usage: Usage | None = None
 
 
 @record
@@ -93,7 +92,7 @@ class Answered(Event):
     output_tokens: int | None = None
     content: Any = None
     reasoning_text: Any = None
-    tool_requests: tuple[ev.ToolRequest, ...] = ()
+    tool_requests: tuple[ToolRequest, ...] = ()
 
     @property
     def has_tool_requests(self) -> bool:
@@ -138,7 +137,7 @@ class Compacted(Event):
     messages_removed: int | None = None
     current_tokens: int | None = None
     token_limit: int | None = None
-    call: ev.CompactionCall | None = None
+    call: CompactionCall | None = None
 
 
 @record
@@ -269,7 +268,7 @@ def on_prompt_end(loop: LoopState, event: Envelope) -> None:
         prompts.close_prompt(loop, prompt, event.time_ns, None, incomplete=False)
 
 
-# The translator of the neutral events: the same handlers Copilot's events reach (loop/copilot.py).
+# The translator of the neutral events: the same handlers Copilot's events reach (sources/copilot/translator.py).
 NEUTRAL = Translator(
     handlers={
         SessionBegan: session.on_session_start,
@@ -280,9 +279,9 @@ NEUTRAL = Translator(
         Answered: turns.on_assistant_message,
         ToolBegan: tools.on_tool_start,
         ToolEnded: tools.on_tool_complete,
-        Compacted: notes.NOTES[ev.Compaction],
-        Aborted: notes.NOTES[ev.Abort],
-        Failed: notes.NOTES[ev.SessionError],
+        Compacted: notes.COMPACTION,
+        Aborted: notes.ABORT,
+        Failed: notes.ERROR,
         AttemptFailed: turns.on_attempt_failed,
         Continued: prompts.on_continued,
         SelfReported: session.on_self_report,

@@ -2,7 +2,7 @@
 
 Each of these is a note on the prompt it happens in (an event on its root span) and, most of them, a record of
 its own (a log event), also with no prompt open. They differ only in a few choices, so they are one helper
-(:class:`NoteRule`, called as the event's handler) and a table (:data:`NOTES`) of those choices: where the note
+(:class:`NoteRule`, called as the event's handler) and one rule per kind of note (:data:`COMPACTION`, …) of those choices: where the note
 goes, whether it is activity, whether it is handed on alone, and the little more a few of them do (an abort
 cancels what runs, an error fails the model call it answers, a compaction has a model call of its own, a
 user-invoked skill waits for the prompt it belongs to).
@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from ..model import events as ev
 from ..model.activity import (
     Abort,
     Compaction,
@@ -28,15 +27,36 @@ from ..model.activity import (
     Truncation,
     Usage,
 )
-from ..model.events import Event
-from ..model.inputs import AbortInput, CompactionInput, Envelope, ErrorInput
+from ..model.inputs import (
+    AbortInput,
+    CompactionInput,
+    Envelope,
+    ErrorInput,
+    ModeChangeInput,
+    NotificationInput,
+    SkillInput,
+    TaskCompleteInput,
+    TruncationInput,
+    WarningInput,
+)
 from ..settings.content import ContentKind
 from .core import LoopState
 from .foldstate import Agent, Prompt
 
-__all__ = ["NOTES", "NoteRule"]
+__all__ = [
+    "ABORT",
+    "COMPACTION",
+    "ERROR",
+    "MODE_CHANGE",
+    "NOTIFICATION",
+    "SKILL",
+    "TASK_COMPLETE",
+    "TRUNCATION",
+    "WARNING",
+    "NoteRule",
+]
 
-E = TypeVar("E", bound=Event)
+E = TypeVar("E", bound=Envelope)
 R = TypeVar("R")
 
 
@@ -118,7 +138,7 @@ def _where(loop: LoopState, event: Envelope, prompt: Prompt | None) -> dict[str,
 
 
 # ---------------------------------------------------------------------------------------------- records
-def _notification(loop: LoopState, event: ev.SystemNotification, prompt: Prompt | None) -> Notification:
+def _notification(loop: LoopState, event: NotificationInput, prompt: Prompt | None) -> Notification:
     return Notification(
         **_where(loop, event, prompt),
         kind=event.kind or "unknown",
@@ -129,13 +149,13 @@ def _notification(loop: LoopState, event: ev.SystemNotification, prompt: Prompt 
     )
 
 
-def _notified(loop: LoopState, event: ev.SystemNotification, record: Notification) -> None:
+def _notified(loop: LoopState, event: NotificationInput, record: Notification) -> None:
     # Background work finished; addressed to the agent that owns the envelope (the main agent when absent): the
     # CLI's next message for it is its own (see turns.on_assistant_message).
     loop.notified.add(event.agent_id)
 
 
-def _task_complete(loop: LoopState, event: ev.TaskComplete, prompt: Prompt | None) -> TaskComplete:
+def _task_complete(loop: LoopState, event: TaskCompleteInput, prompt: Prompt | None) -> TaskComplete:
     return TaskComplete(
         **_where(loop, event, prompt),
         success=event.success,
@@ -144,7 +164,7 @@ def _task_complete(loop: LoopState, event: ev.TaskComplete, prompt: Prompt | Non
     )
 
 
-def _mode_change(loop: LoopState, event: ev.ModeChanged, prompt: Prompt | None) -> ModeChange:
+def _mode_change(loop: LoopState, event: ModeChangeInput, prompt: Prompt | None) -> ModeChange:
     return ModeChange(
         **_where(loop, event, prompt),
         previous=event.previous,
@@ -152,11 +172,11 @@ def _mode_change(loop: LoopState, event: ev.ModeChanged, prompt: Prompt | None) 
     )
 
 
-def _mode(loop: LoopState, event: ev.ModeChanged, record: ModeChange) -> None:
+def _mode(loop: LoopState, event: ModeChangeInput, record: ModeChange) -> None:
     loop.ctx.mode = record.new or loop.ctx.mode  # the next prompts' agent mode
 
 
-def _warning(loop: LoopState, event: ev.SessionWarning, prompt: Prompt | None) -> SessionWarning:
+def _warning(loop: LoopState, event: WarningInput, prompt: Prompt | None) -> SessionWarning:
     return SessionWarning(
         **_where(loop, event, prompt),
         warning_type=event.warning_type or "unknown",
@@ -164,7 +184,7 @@ def _warning(loop: LoopState, event: ev.SessionWarning, prompt: Prompt | None) -
     )
 
 
-def _truncation(loop: LoopState, event: ev.Truncation, prompt: Prompt | None) -> Truncation:
+def _truncation(loop: LoopState, event: TruncationInput, prompt: Prompt | None) -> Truncation:
     return Truncation(
         time_ns=event.time_ns,
         token_limit=event.token_limit,
@@ -176,16 +196,16 @@ def _truncation(loop: LoopState, event: ev.Truncation, prompt: Prompt | None) ->
 
 
 # ---------------------------------------------------------------------------------------------- skills
-def _skill(loop: LoopState, event: ev.SkillInvoked, prompt: Prompt | None) -> SkillInvoked:
+def _skill(loop: LoopState, event: SkillInput, prompt: Prompt | None) -> SkillInvoked:
     return SkillInvoked(event.time_ns, event.name, event.plugin, event.trigger, event.source)
 
 
-def _skill_place(loop: LoopState, event: ev.SkillInvoked) -> tuple[Prompt, Agent] | None:
+def _skill_place(loop: LoopState, event: SkillInput) -> tuple[Prompt, Agent] | None:
     # Typed as /<skill>: written before the user.message it belongs to (the next prompt takes it).
     return None if event.trigger == "user-invoked" else _current(loop, event)
 
 
-def _skill_waits(loop: LoopState, event: ev.SkillInvoked, record: SkillInvoked) -> None:
+def _skill_waits(loop: LoopState, event: SkillInput, record: SkillInvoked) -> None:
     loop.pending_notes.append((event.offset, record))
     loop.hold(event)
 
@@ -297,17 +317,20 @@ def _failed(loop: LoopState, event: ErrorInput, prompt: Prompt, agent: Agent, re
         prompt.outcome = "error"
 
 
-# The rule of each note's event class: these are the handlers (copilot_otel.loop.copilot lists them).
-NOTES: dict[type[Event], NoteRule[Any, Any]] = {
-    ev.SystemNotification: NoteRule(_notification, effect=_notified),
-    ev.TaskComplete: NoteRule(_task_complete),
-    ev.ModeChanged: NoteRule(_mode_change, touch=False, effect=_mode),
-    ev.SessionWarning: NoteRule(_warning),
-    ev.Truncation: NoteRule(_truncation, touch=False, hand_on=_never, alone=False),
-    ev.SkillInvoked: NoteRule(_skill, place=_skill_place, touch=False, hand_on=_never, wait=_skill_waits),
-    ev.Compaction: NoteRule(
-        _compaction, place=_compaction_place, hand_on=lambda r: r.complete, follow=_compaction_call
-    ),
-    ev.Abort: NoteRule(_abort, settle=_aborted),
-    ev.SessionError: NoteRule(_error, place=_error_place, settle=_failed),
-}
+# The rule of each kind of note: each is the handler of the event classes its source's translator names
+# (copilot_otel.sources.copilot.translator, .neutral).
+NOTIFICATION: NoteRule[NotificationInput, Notification] = NoteRule(_notification, effect=_notified)
+TASK_COMPLETE: NoteRule[TaskCompleteInput, TaskComplete] = NoteRule(_task_complete)
+MODE_CHANGE: NoteRule[ModeChangeInput, ModeChange] = NoteRule(_mode_change, touch=False, effect=_mode)
+WARNING: NoteRule[WarningInput, SessionWarning] = NoteRule(_warning)
+TRUNCATION: NoteRule[TruncationInput, Truncation] = NoteRule(
+    _truncation, touch=False, hand_on=_never, alone=False
+)
+SKILL: NoteRule[SkillInput, SkillInvoked] = NoteRule(
+    _skill, place=_skill_place, touch=False, hand_on=_never, wait=_skill_waits
+)
+COMPACTION: NoteRule[CompactionInput, Compaction] = NoteRule(
+    _compaction, place=_compaction_place, hand_on=lambda r: r.complete, follow=_compaction_call
+)
+ABORT: NoteRule[AbortInput, Abort] = NoteRule(_abort, settle=_aborted)
+ERROR: NoteRule[ErrorInput, SessionError] = NoteRule(_error, place=_error_place, settle=_failed)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import events as ev
 from ..model import ids
 from ..model.activity import (
     IncompleteReason,
@@ -22,9 +21,8 @@ from ..model.activity import (
     SessionFacts,
     UserMessage,
 )
-from ..model.events import Event
-from ..model.inputs import ContinuedInput, Envelope, PromptInput, RootedInput
-from ..model.records import replace
+from ..model.inputs import ContentInput, ContinuedInput, Envelope, Event, PromptInput, RootedInput
+from ..model.records import RecordBase, replace
 from ..settings.content import ContentKind
 from .core import OWN_API, LoopState
 from .foldstate import Agent, Prompt
@@ -236,7 +234,7 @@ def _take_pending(loop: LoopState, prompt: Prompt) -> None:
             loop.emit_hook(prompt, hook, hook.end_ns, None)
 
 
-def adopt_pending(loop: LoopState, event: Event | None) -> None:
+def adopt_pending(loop: LoopState, event: Envelope | None) -> None:
     """Hooks or a skill still waiting when the session ends without a prompt: a synthetic prompt of their own
     takes them (dated and named by the first of them), rather than losing them."""
     if loop.pending_at is None or loop.current is not None:
@@ -248,11 +246,14 @@ def adopt_pending(loop: LoopState, event: Event | None) -> None:
             *(n.time_ns for _, n in loop.pending_notes),
         ]
     )
-    anchor = event or Event("pending", f"pending@{offset}", first_ns, {}, None, offset, offset)
-    open_prompt(loop, replace(anchor, time_ns=first_ns) if event is not None else anchor)
+    if event is None:
+        open_prompt(loop, Event("pending", f"pending@{offset}", first_ns, {}, None, offset, offset))
+        return
+    assert isinstance(event, RecordBase)  # every event is a record (model.inputs.Event): its class is kept
+    open_prompt(loop, replace(event, time_ns=first_ns))
 
 
-def hold(loop: LoopState, event: Event) -> None:
+def hold(loop: LoopState, event: Envelope) -> None:
     """Something for the next prompt was read at ``event``: a restart must re-fold from its line."""
     if loop.pending_at is None:
         loop.pending_at = (event.offset, loop.ctx.to_dict())
@@ -309,7 +310,7 @@ def _queue_user_message(loop: LoopState, agent: Agent, content: Any) -> None:
         agent.pending_input.append(InputMessage(text))
 
 
-def on_system_message(loop: LoopState, event: ev.SystemMessage) -> None:
+def on_system_message(loop: LoopState, event: ContentInput) -> None:
     """The system prompt, decoded only when its own capture switch is on (parse skips it otherwise).
 
     The root agent's goes into the session context (old logs write it once, before the first prompt; newer ones

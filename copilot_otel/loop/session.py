@@ -9,7 +9,6 @@ is counted here, not folded as work: its messages and tools ran elsewhere.
 
 from __future__ import annotations
 
-from ..model import events as ev
 from ..model.activity import (
     ModelTotals,
     SelfReport,
@@ -18,20 +17,28 @@ from ..model.activity import (
     SessionShutdown,
     SessionStarted,
 )
-from ..model.events import Event
-from ..model.inputs import SelfReportInput, SessionStartInput
-from ..model.parse import timestamp_ns
+from ..model.inputs import (
+    Context,
+    ContextInput,
+    ModelChangeInput,
+    ResumeInput,
+    SelfReportInput,
+    SessionStartInput,
+    ShutdownInput,
+)
+from ..model.timestamps import timestamp_ns
 from .core import LoopState
 from .foldstate import Prompt
 
 __all__ = [
+    "count_imported",
+    "end_imported",
     "on_context_changed",
     "on_model_change",
     "on_self_report",
     "on_session_resume",
     "on_session_start",
     "on_shutdown",
-    "read_imported",
 ]
 
 # A session.start whose startTime is this much older than the event itself opens an imported transcript
@@ -57,7 +64,7 @@ def on_session_start(loop: LoopState, event: SessionStartInput) -> None:
     )
 
 
-def on_session_resume(loop: LoopState, event: ev.SessionResume) -> None:
+def on_session_resume(loop: LoopState, event: ResumeInput) -> None:
     if loop.prompts:
         # The previous process ended without closing its prompt (killed): close it where it stopped.
         for prompt in list(loop.prompts.values()):
@@ -91,7 +98,7 @@ def on_self_report(loop: LoopState, event: SelfReportInput) -> None:
     )
 
 
-def _apply_context(loop: LoopState, context: ev.Context | None) -> None:
+def _apply_context(loop: LoopState, context: Context | None) -> None:
     if context is None:
         return
     ctx = loop.ctx
@@ -102,11 +109,11 @@ def _apply_context(loop: LoopState, context: ev.Context | None) -> None:
     ctx.head_commit = context.head_commit or ctx.head_commit
 
 
-def on_context_changed(loop: LoopState, event: ev.ContextChanged) -> None:
+def on_context_changed(loop: LoopState, event: ContextInput) -> None:
     _apply_context(loop, event.context)
 
 
-def on_model_change(loop: LoopState, event: ev.ModelChange) -> None:
+def on_model_change(loop: LoopState, event: ModelChangeInput) -> None:
     model = event.new_model
     if event.agent_id is None and not event.from_agent and event.says_reasoning_effort:
         loop.ctx.reasoning_effort = event.reasoning_effort  # None: the model's default from now on
@@ -122,7 +129,7 @@ def on_model_change(loop: LoopState, event: ev.ModelChange) -> None:
     loop.ctx.model = model
 
 
-def on_shutdown(loop: LoopState, event: ev.Shutdown) -> None:
+def on_shutdown(loop: LoopState, event: ShutdownInput) -> None:
     """The CLI process ends: its totals are handed on, and every prompt still open is closed."""
     loop.adopt_pending(event)
     ctx = loop.ctx
@@ -199,32 +206,16 @@ def _has_open_work(prompt: Prompt) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------- imported
-# Events after which an imported transcript is over: a new CLI process, the end, a real turn.
-_ENDS_IMPORT = frozenset({ev.SessionResume, ev.Shutdown, ev.TurnStart, ev.UserMessage, ev.UsageRecord})
-
-
-def read_imported(loop: LoopState, event: Event) -> bool:
-    """Whether ``event`` belongs to an imported transcript (and was counted): its messages and tools ran
-    elsewhere, not as model calls or turns here. The first event of real work ends the imported part."""
+def count_imported(loop: LoopState, what: str) -> None:
+    """One more of ``what`` (``user_messages``, ``assistant_messages``, ``tool_calls``) of an imported transcript:
+    it ran elsewhere, not as model calls or turns here. Which events those are is the translator's to say
+    (Copilot's: :func:`copilot_otel.sources.copilot.translator.read_imported`)."""
     imported = loop.ctx.imported
-    kind = event.__class__
-    if kind is ev.UserMessage and event.interaction_id is None:
-        key = "user_messages"
-    elif kind is ev.AssistantMessage and event.interaction_id is None:
-        key = "assistant_messages"
-    elif kind is ev.ToolStart:
-        key = "tool_calls"
-    elif kind is ev.ToolComplete:
-        return True
-    else:
-        if kind in _ENDS_IMPORT:
-            _emit_imported(loop)
-        return False
-    imported[key] = imported.get(key, 0) + 1
-    return True
+    imported[what] = imported.get(what, 0) + 1
 
 
-def _emit_imported(loop: LoopState) -> None:
+def end_imported(loop: LoopState) -> None:
+    """The first event of real work ends the imported part: its counts are handed on."""
     imported, loop.ctx.imported = loop.ctx.imported, {}
     loop.out.append(
         SessionImported(

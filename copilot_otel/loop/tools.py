@@ -9,9 +9,16 @@ The runaway rules on tools (the same call repeated, failures in a row) are check
 
 from __future__ import annotations
 
-from ..model import events as ev
 from ..model.activity import HookRun, IncompleteReason, InputMessage, Outcome, PermissionWait, ToolCall
-from ..model.inputs import ToolEndInput, ToolStartInput
+from ..model.inputs import (
+    ExternalToolInput,
+    HookEndInput,
+    HookStartInput,
+    PermissionAnswerInput,
+    PermissionRequestInput,
+    ToolEndInput,
+    ToolStartInput,
+)
 from ..settings.content import ContentKind, argument_hash
 from .core import OWN_API, LoopState
 from .foldstate import Hook, Prompt, Tool
@@ -111,7 +118,7 @@ def on_tool_complete(loop: LoopState, event: ToolEndInput) -> None:
     )
 
 
-def on_external_tool(loop: LoopState, event: ev.ExternalToolRequested) -> None:
+def on_external_tool(loop: LoopState, event: ExternalToolInput) -> None:
     """An extension (or SDK client) runs a call ``tool.execution_start`` already opened: the same call, so the
     same span, marked as run outside the CLI, never a second span. An unknown call id is ignored."""
     prompt = loop.tool_owner.get(event.call_id or "")
@@ -194,7 +201,7 @@ def end_tool(
 
 
 # ---------------------------------------------------------------------------------------------- permissions
-def on_permission_requested(loop: LoopState, event: ev.PermissionRequested) -> None:
+def on_permission_requested(loop: LoopState, event: PermissionRequestInput) -> None:
     """The CLI asks the user whether a call may run: the wait hangs under that call."""
     request_id = event.request_id
     if request_id is None:
@@ -207,7 +214,7 @@ def on_permission_requested(loop: LoopState, event: ev.PermissionRequested) -> N
     loop.touch(prompt, prompt.root, event.time_ns)
 
 
-def on_permission_completed(loop: LoopState, event: ev.PermissionCompleted) -> None:
+def on_permission_completed(loop: LoopState, event: PermissionAnswerInput) -> None:
     request_id = event.request_id
     for prompt in loop.prompts.values():
         if request_id in prompt.permissions:
@@ -250,7 +257,7 @@ def end_permission(
 
 
 # ---------------------------------------------------------------------------------------------- hooks
-def on_hook_start(loop: LoopState, event: ev.HookStart) -> None:
+def on_hook_start(loop: LoopState, event: HookStartInput) -> None:
     """A hook begins: under the tool call it decides on (preToolUse names the calls) or follows (postToolUse
     names the tool: its latest open call), else under the prompt; before any prompt, it waits for one."""
     invocation = event.invocation_id
@@ -280,7 +287,7 @@ def on_hook_start(loop: LoopState, event: ev.HookStart) -> None:
     loop.touch(prompt, prompt.root, event.time_ns)
 
 
-def on_hook_end(loop: LoopState, event: ev.HookEnd) -> None:
+def on_hook_end(loop: LoopState, event: HookEndInput) -> None:
     invocation = event.invocation_id
     if invocation is None:
         return

@@ -9,9 +9,9 @@ call outside any turn (compaction's, a usage record after its turn) is a standal
 
 from __future__ import annotations
 
-from ..model import events as ev
 from ..model.activity import IncompleteReason, ModelCall, Outcome, ToolRequest, Turn, Usage
-from ..model.inputs import AnswerInput, AttemptInput, Envelope, TurnInput, UsageInput
+from ..model.inputs import AnswerInput, AttemptInput, ContentInput, Envelope, TurnInput, UsageInput
+from ..model.inputs import Usage as UsageInfo
 from ..settings.content import ContentKind
 from .core import OWN_API, LoopState
 from .foldstate import Agent, Prompt
@@ -176,7 +176,7 @@ def standalone_chat(
     model: str | None,
     duration_ms: float | None,
     origin: str,
-    record: ev.Usage | None = None,
+    record: UsageInfo | None = None,
 ) -> None:
     """A model call outside any turn (e.g. compaction): under the agent, not a turn."""
     start = event.time_ns - int((duration_ms or 0) * 1_000_000)
@@ -289,7 +289,7 @@ def on_assistant_message(loop: LoopState, event: AnswerInput) -> None:
         emit_chat(loop, prompt, agent, turn, event.time_ns, Outcome.OK, None, None)
 
 
-def on_reasoning(loop: LoopState, event: ev.Reasoning) -> None:
+def on_reasoning(loop: LoopState, event: ContentInput) -> None:
     """A reasoning block of the current model call, decoded only when its capture switch is on."""
     text = loop.gate.text(event.content, ContentKind.REASONING, events=True)
     if text is None or (event.agent_id is None and not loop.prompts):

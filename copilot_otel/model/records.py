@@ -1,6 +1,6 @@
 """Typed records that flow between the pipeline stages.
 
-``parse`` turns a line into a typed event (:mod:`copilot_otel.model.events`) or a :class:`BadLine`; the projections
+``parse`` turns a line into a typed event (:mod:`copilot_otel.sources.copilot.events`) or a :class:`BadLine`; the projections
 turn activity records into :class:`SpanRecord`, :class:`LogRecord` and :class:`Measurement` values; ``export``
 turns those into OTLP. Raw dicts stop at ``parse``.
 
@@ -146,7 +146,7 @@ class DropReason(str, enum.Enum):
     the line is kept and routed but what it says is lost, so it is a dropped value, not a dropped line."""
     NOT_READ = "not_read"
     """A record of a kind its reader does not read (a CLI version newer than the reader): kept for its time, what
-    it says is lost. Noted by the reader (detail: :func:`~copilot_otel.model.events.note_not_read`), taken by the
+    it says is lost. Noted by the reader (detail: :func:`~copilot_otel.sources.fields.note_not_read`), taken by the
     pipeline into :class:`NotRead` counts instead of the line's dropped values: said once per CLI version, not
     per line."""
 

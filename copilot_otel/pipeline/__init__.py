@@ -33,13 +33,15 @@ from ..common.errors import SourceError
 from ..loop.agentloop import AgentLoop, FoldSettings, LiveStats, RunawayThresholds, SessionContext
 from ..loop.core import COPILOT_AGENT
 from ..model.activity import CloseReason, Record
-from ..model.events import Event, not_read_of
-from ..model.parse import parse_line
+from ..model.inputs import Event
 from ..model.records import BadLine, DropReason, Emission, NotRead
 from ..projections import Projector
 from ..settings.config import Config
 from ..settings.content import ContentKind
 from ..sources import Framer, LoopSource, Source, loop_source, sniff
+from ..sources.copilot.parse import parse_line
+from ..sources.copilot.translator import COPILOT
+from ..sources.fields import not_read_of
 from ..sources.sessions import SessionFile, read_workspace, session_title
 from ..sources.tail import (
     DEFAULT_MAX_LINE_BYTES,
@@ -236,12 +238,12 @@ class Pipeline:
         self.source = source
         self._framer: Framer | None = None
         if source is None:
-            self.loop = AgentLoop(session_id, settings, context)
+            self.loop = AgentLoop(session_id, COPILOT, settings, context)
         else:
             # Another agent's log: its reader and framer before the same loop, its translator in the loop. The
             # framer's state rides in the context (FRAME_KEY), which the loop's own reading ignores.
             frame = context.get(FRAME_KEY) if context is not None else first_frame
-            self.loop = AgentLoop(session_id, settings, context, source.translator)
+            self.loop = AgentLoop(session_id, source.translator, settings, context)
             self._read = source.read_line
             self._framer = source.framer(frame if isinstance(frame, Mapping) else None)
             self._may_open = getattr(self._framer, "may_open", None)

@@ -1,8 +1,10 @@
-"""Other coding agents' session logs: where each CLI writes them, and a typed reader per CLI.
+"""The coding agents' session logs: where each CLI writes them, and a package per CLI that reads them.
 
-Copilot CLI's log is read by :mod:`copilot_otel.model.parse` and :mod:`copilot_otel.model.events`. Each further source has one
-module here that is, for that source, what those two are for Copilot: the only place that knows its JSON names.
+One package per agent, each the only place that knows its log's JSON names, none importing another:
 
+* :mod:`.copilot` - GitHub Copilot CLI: ``~/.copilot/session-state/<session id>/events.jsonl``. Its typed events
+  (:mod:`.copilot.events`) are the loop's inputs as they are: :mod:`.copilot.parse` reads a line into one, and
+  :mod:`.copilot.translator` pairs each class with its loop handler.
 * :mod:`.claude_code` - Claude Code: ``$CLAUDE_CONFIG_DIR/projects/<escaped cwd>/<session id>.jsonl`` (default
   ``~/.claude``), a sub-agent in ``<session id>/subagents/agent-<id>.jsonl`` beside its ``.meta.json``.
 * :mod:`.codex` - Codex CLI: ``$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl`` (default
@@ -10,12 +12,13 @@ module here that is, for that source, what those two are for Copilot: the only p
 * :mod:`.gemini` - Gemini CLI: ``$GEMINI_CLI_HOME/.gemini/tmp/<project>/chats/session-<time>-<id>.jsonl``
   (default ``~/.gemini``), a sub-agent in ``chats/<session id>/<agent id>.jsonl``.
 
-Each reader turns one line into a view of :class:`copilot_otel.model.events.Event` (the same envelope and the same
-field descriptors as Copilot's events: a wrong-typed field reads as absent and is noted as a dropped value, an
-unknown record type is kept as a plain :class:`~copilot_otel.model.events.Event`) or a :class:`~copilot_otel.model.records.
-BadLine`, and never raises. What the records mean for the agent loop is in ``docs/other-agents.md``; nothing here
-is fed to the loop through its source's framer (:class:`LoopSource`): :mod:`.claude_code_loop`,
-:mod:`.codex_loop`, :mod:`.gemini_loop`.
+Each reader turns one line into a view of :class:`copilot_otel.model.inputs.Event` (the loop's envelope, with
+fields declared by the descriptors every reader shares, :mod:`.fields`: a wrong-typed field reads as absent and is
+noted as a dropped value, an unknown record type is kept as a plain event) or a
+:class:`~copilot_otel.model.records.BadLine`, and never raises. The other agents' views reach the loop through
+their source's framer (:class:`LoopSource`: ``claude_code/framer.py``, ``codex/framer.py``, ``gemini/framer.py``),
+which turns them into the neutral events of :mod:`copilot_otel.loop.neutral`; what the records mean for the agent
+loop is in ``docs/other-agents.md``.
 
 Discovery is cheap, as :func:`copilot_otel.sources.sessions.scan_root` is: names and ``stat`` only, no file content; a link
 that leads out of the source's root is not followed (a session log is read only if it really is under the root).
@@ -39,9 +42,9 @@ import orjson
 
 from .._platform import current
 from ..common.errors import SourceError
-from ..model.events import Dropped, Event
-from ..model.parse import timestamp_ns, undecodable
+from ..model.inputs import Dropped, Event
 from ..model.records import BadLine, DropReason
+from ..model.timestamps import timestamp_ns
 from .roots import AgentRoot, Source, agent_roots
 from .sessions import stays_inside
 from .sidefiles import read_head
@@ -62,6 +65,7 @@ __all__ = [
     "read_blob",
     "sniff",
     "source_root",
+    "undecodable",
 ]
 
 
@@ -162,9 +166,21 @@ def walk_logs(root: Path, keep: Callable[[Path, str], SourceLog | None]) -> list
     return sorted(found, key=lambda log: str(log.path))
 
 
+def undecodable(
+    line: bytes, exc: orjson.JSONDecodeError, offset: int, end_offset: int, line_number: int
+) -> BadLine:
+    """The :class:`BadLine` of a line that is no JSON: not UTF-8, or not JSON (every source's reader says it this
+    way)."""
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        return BadLine(DropReason.INVALID_UTF8, offset, end_offset, line_number, "line is not valid UTF-8")
+    return BadLine(DropReason.INVALID_JSON, offset, end_offset, line_number, str(exc)[:200])
+
+
 def decode(line: bytes, offset: int, end_offset: int, line_number: int) -> dict[str, Any] | BadLine:
     """One line's JSON object with a non-empty string ``type`` (both sources have one), or why it is not one
-    (the reasons :mod:`copilot_otel.model.parse` gives)."""
+    (the reasons :func:`undecodable` gives, as Copilot's :mod:`.copilot.parse` does)."""
     try:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError as exc:

@@ -12,7 +12,7 @@ record with a ``type``; the conversation's records (``user``, ``assistant``, ``a
 
 :func:`read_line` turns a line into the view of its type (the whole record is the view's ``data``; the envelope's
 ``id`` is the record's ``uuid``, else ``offset-<n>``; ``agent_id`` its ``agentId``), any other type into a plain
-:class:`~copilot_otel.model.events.Event`, and a line that is no JSON object into a :class:`~copilot_otel.model.records.BadLine`.
+:class:`~copilot_otel.model.inputs.Event`, and a line that is no JSON object into a :class:`~copilot_otel.model.records.BadLine`.
 It never raises; a field of the wrong type reads as absent (noted as a ``wrong_shape`` dropped value).
 
 What the records say, as observed:
@@ -47,9 +47,10 @@ from typing import Any
 
 import orjson
 
-from ...model.events import (
-    Dropped,
-    Event,
+from ...model.inputs import Dropped, Event
+from ...model.records import BadLine, RecordBase, record
+from .. import LogKind, Source, SourceLog, ToolOutcome, decode, source_root, time_of, walk_logs
+from ..fields import (
     _dict,
     _float,
     _int,
@@ -61,8 +62,6 @@ from ...model.events import (
     raw,
     text,
 )
-from ...model.records import BadLine, RecordBase, record
-from .. import LogKind, Source, SourceLog, ToolOutcome, decode, source_root, time_of, walk_logs
 from ..sidefiles import read_whole
 
 __all__ = [
@@ -650,7 +649,7 @@ def read_line(line: bytes, offset: int, end_offset: int, line_number: int) -> Ev
     """One line (without its newline) → its record's view, or a :class:`BadLine`. Never raises.
 
     A record of a kind this module does not know (no view, not in :data:`KNOWN_SUB_KINDS`) is noted as not read
-    (:func:`~copilot_otel.model.events.note_not_read`, with the ``version`` it names), which costs a known record
+    (:func:`~copilot_otel.sources.fields.note_not_read`, with the ``version`` it names), which costs a known record
     nothing but three class checks.
     """
     obj = decode(line, offset, end_offset, line_number)

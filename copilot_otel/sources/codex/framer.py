@@ -66,9 +66,9 @@ from ...loop.neutral import (
     TurnBegan,
     TurnEnded,
 )
-from ...model import events as ev
 from ...model import ids
-from ...model.events import Event
+from ...model import inputs as ev
+from ...model.inputs import Event
 from .. import LoopSource, Source, ToolOutcome
 from .reader import Compacted as CompactedRecord
 from .reader import (

@@ -13,7 +13,7 @@ of its own, with its own rollout, whose ``session_meta`` names the parent thread
 ``type`` is the record's ``type``, joined with ``payload.type`` for the two kinds that have one
 (``event_msg.task_started``, ``response_item.function_call``); ``id`` is the item's own id where it has one (a
 ``call_id``, a ``turn_id``, a ``response_id``), else ``offset-<n>``. Any other kind is kept as a plain
-:class:`~copilot_otel.model.events.Event`; a line that is no JSON object is a :class:`~copilot_otel.model.records.BadLine`.
+:class:`~copilot_otel.model.inputs.Event`; a line that is no JSON object is a :class:`~copilot_otel.model.records.BadLine`.
 It never raises; a field of the wrong type reads as absent (noted as a ``wrong_shape`` dropped value).
 
 What the records say, as observed:
@@ -37,9 +37,10 @@ from typing import Any
 
 import orjson
 
-from ...model.events import Dropped, Event, _dict, _int, _str, count, note_not_read, note_version, raw, text
+from ...model.inputs import Dropped, Event
 from ...model.records import BadLine, RecordBase, record
 from .. import LogKind, Source, SourceLog, ToolOutcome, decode, source_root, time_of, walk_logs
+from ..fields import _dict, _int, _str, count, note_not_read, note_version, raw, text
 from ..sidefiles import read_head
 
 __all__ = [

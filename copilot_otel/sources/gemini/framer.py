@@ -67,9 +67,9 @@ from ...loop.neutral import (
     end_held_at,
     prompt_end,
 )
-from ...model import events as ev
 from ...model import ids
-from ...model.events import Event
+from ...model import inputs as ev
+from ...model.inputs import Event
 from .. import LoopSource, ToolOutcome
 from .reader import (
     COMPLETE_TASK_TOOL,

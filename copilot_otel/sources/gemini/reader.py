@@ -40,10 +40,10 @@ from typing import Any
 
 import orjson
 
-from ...model.events import Dropped, Event, _dict, _int, _str, note_not_read, raw, text
-from ...model.parse import undecodable
+from ...model.inputs import Dropped, Event
 from ...model.records import BadLine, DropReason, RecordBase, record
-from .. import LogKind, Source, SourceLog, ToolOutcome, source_root, time_of, walk_logs
+from .. import LogKind, Source, SourceLog, ToolOutcome, source_root, time_of, undecodable, walk_logs
+from ..fields import _dict, _int, _str, note_not_read, raw, text
 from ..sessions import stays_inside
 from ..sidefiles import read_lines
 from ..tail import DEFAULT_MAX_LINE_BYTES

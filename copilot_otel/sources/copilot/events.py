@@ -1,30 +1,11 @@
-"""The CLI's session events, typed: the one module that knows their camelCase names and version quirks.
+"""Copilot CLI's session events, typed: the one module that knows their camelCase names and version quirks.
 
-parse frames a line, decodes its JSON and reads the envelope; :data:`CLASSES` says which class of this module the
-event is. Each class is a typed view of one event type's ``data``, declared field by field::
-
-    class ToolStart(Event):
-        call_id = text("toolCallId")        # str | None
-        arguments = raw("arguments")         # content, as decoded
-
-and no other module looks inside ``data``: the agent loop reads an event only through these names.
-
-A field decodes when it is read, not up front: most fields of most lines are never read (a backfill builds one
-event per line), and an event is read once, so nothing is cached. Decoding never raises. The log is written by
-many CLI versions, so a field of the wrong type counts as absent, the way a missing one does, and the event is
-kept:
-
-* :func:`text`: a non-empty ``str``, else ``None`` (an empty string in a log means as little as a missing one);
-* :func:`count`: an ``int`` (also from a whole float; JSON writers differ), never a ``bool``, else ``None``;
-* :func:`amount`: a number as ``float``, never a ``bool``, else ``None``;
-* a count or amount beyond ±2**53 (no real value is; not every encoder carries it) is absent too, and noted as a
-  dropped value in the event's :attr:`Event.dropped`, which the pipeline returns with the line's step and counts
-  with its reason;
-* :func:`flag`: ``True`` only for a JSON ``true``;
-* a value present but of the wrong type (a number where text belongs, a list where a number does) is noted as
-  a ``wrong_shape`` dropped value, as is an event whose ``data`` is not an object or only nulls (:mod:`~copilot_otel.model.parse`);
-* :func:`raw`: content (prompts, responses, tool arguments and results) passed on as decoded: only the content
-  gate (:mod:`copilot_otel.settings.content`) decides what of it may be kept.
+:mod:`.parse` frames a line, decodes its JSON and reads the envelope; :data:`CLASSES` says which class of this
+module the event is. Each class is a typed view of one event type's ``data``, declared field by field with the
+descriptors every source's reader shares (:mod:`copilot_otel.sources.fields`, which says how a field of the
+wrong type reads), and no other module looks inside ``data``: the agent loop reads an event only through these
+names, as the protocols of :mod:`copilot_otel.model.inputs` say them (an event whose ``data`` is not an object,
+or only nulls, is noted as a ``wrong_shape`` dropped value by :mod:`.parse`).
 
 Version quirks live here too, next to the field they affect: tool requests named by ``id`` before
 ``toolCallId``, the premium-request total under ``accountingSnapshot`` in older shutdowns, ``filesModified`` as a
@@ -33,241 +14,26 @@ list or only as a count, nano-AIU under ``copilotUsage`` in some usage records, 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import field
-from typing import Any, Generic, TypeVar, overload
+from typing import Any
 
-from .records import NUMBER_MAX, DropReason, RecordBase, record
+from ...model.inputs import CompactionCall, Context, Event, ModelMetrics, ToolRequest, Usage
+from ..fields import _dict, _float, _int, _str, amount, count, flag, raw, text
 
-T = TypeVar("T")
-
-__all__ = [
-    "CLASSES",
-    "Dropped",
-    "Event",
-    "Field",
-    "json_type",
-    "not_read_of",
-    "note_not_read",
-    "note_version",
-]
+__all__ = ["CLASSES", "CopilotEvent"]
 
 
-# ---------------------------------------------------------------------------------------------- coercion
-def _str(value: Any) -> str | None:
-    return value if value.__class__ is str and value else None
+class CopilotEvent(Event):
+    """One event of Copilot CLI's log: the envelope, with the routing keys any of its events may carry.
 
-
-# The values an event lost as it was read, as (reason, detail): where a reader's drops go. An event holds its
-# reader's list (parse's caller gives one per log, the loop's), so a field read later, while the loop keeps the
-# event, is still that log's drop; the pipeline returns them with the step of the line being folded.
-Dropped = list[tuple[DropReason, str]]
-
-
-# Between a not-read note's kind and the version its record names (a character no kind or version holds).
-_VERSION_MARK = "\x1f"
-
-
-def note_not_read(dropped: Dropped, kind: str, version: object = None) -> None:
-    """Note in ``dropped`` that a record of ``kind`` is not read by its reader (``DropReason.NOT_READ``), with the
-    CLI version the record itself names, when it names one (Claude Code's do); the pipeline takes the note out of
-    the line's dropped values into its counts (:class:`~copilot_otel.model.records.NotRead`). Called only for such a
-    record: a record the reader knows costs nothing."""
-    detail = f"{kind}{_VERSION_MARK}{version}" if version.__class__ is str and version else kind
-    dropped.append((DropReason.NOT_READ, detail))
-
-
-def note_version(dropped: Dropped, version: object) -> None:
-    """Note the CLI version a log names where no session start tells the loop (a Codex sub-agent's rollout): a
-    not-read note with no kind, which dates the log's not-read records and is not counted itself."""
-    if version.__class__ is str and version:
-        dropped.append((DropReason.NOT_READ, f"{_VERSION_MARK}{version}"))
-
-
-def not_read_of(detail: str) -> tuple[str, str | None]:
-    """A not-read note's detail (:func:`note_not_read`) → its kind and the version its record named."""
-    kind, _, version = detail.partition(_VERSION_MARK)
-    return kind, version or None
-
-
-def json_type(value: object) -> str:
-    """The JSON name of a decoded value's type, with its article, for a message: ``an array``, ``a string``."""
-    if value is None:
-        return "null"
-    if value is True or value is False:
-        return "a boolean"
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list):
-        return "an array"
-    return "a string" if isinstance(value, str) else "a number"
-
-
-def _beyond(value: object) -> bool:
-    """A number past ±2**53: already noted as ``out_of_range`` by :func:`_int` / :func:`_float`."""
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and not -NUMBER_MAX < value < NUMBER_MAX
-    )
-
-
-def _out_of_range(value: float, dropped: Dropped | None) -> None:
-    if dropped is not None:
-        dropped.append((DropReason.OUT_OF_RANGE, f"{value!r} is beyond ±2**53"))
-
-
-def _int(value: Any, dropped: Dropped | None) -> int | None:
-    """``value`` as a count (``dropped``: where one out of range is noted; ``None`` when what is read is no
-    log line, so there is none to count it against)."""
-    # Exact classes, not isinstance: JSON decodes to exactly these, and a bool (an int subclass) is no count.
-    cls = value.__class__
-    if cls is int:
-        if -NUMBER_MAX < value < NUMBER_MAX:
-            return value  # type: ignore[no-any-return]
-        _out_of_range(value, dropped)
-    elif cls is float and value.is_integer():
-        if -NUMBER_MAX < value < NUMBER_MAX:
-            return int(value)
-        _out_of_range(value, dropped)
-    return None
-
-
-def _float(value: Any, dropped: Dropped | None) -> float | None:
-    cls = value.__class__
-    if cls is not float and cls is not int:  # a bool is neither
-        return None
-    if -NUMBER_MAX < value < NUMBER_MAX:
-        return float(value)
-    _out_of_range(value, dropped)
-    return None
-
-
-def _dict(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-# ---------------------------------------------------------------------------------------------- fields
-class Field(Generic[T]):
-    """One field of an event's ``data``, read as ``kind`` says (``path``: its keys, the outer object's first).
-
-    A descriptor rather than a property per field: the declaration is one line, and reading it costs the same.
+    An event type the agent loop does not read is a :class:`CopilotEvent` itself; the types it reads are
+    subclasses that declare their fields.
     """
 
-    __slots__ = ("inner", "key", "kind")
-
-    def __init__(self, kind: str, path: tuple[str, ...]) -> None:
-        self.kind = kind
-        self.key = path[0]
-        self.inner = path[1] if len(path) > 1 else None
-
-    @overload
-    def __get__(self, event: None, owner: type) -> Field[T]: ...
-    @overload
-    def __get__(self, event: Event, owner: type) -> T: ...
-    def __get__(self, event: Event | None, owner: type) -> Any:
-        if event is None:
-            return self
-        value = event.data.get(self.key)
-        if self.inner is not None:
-            value = value.get(self.inner) if isinstance(value, dict) else None
-        kind = self.kind  # interned: each comparison is a pointer check
-        if kind is _TEXT:
-            if value.__class__ is str:
-                return value or None
-            if value is not None:
-                self._wrong(event, value, "a string")
-            return None
-        if kind is _RAW:
-            return value
-        if kind is _FLAG:
-            if value is not True and value is not False and value is not None:
-                self._wrong(event, value, "a boolean")
-            return value is True
-        if value.__class__ is int and -NUMBER_MAX < value < NUMBER_MAX:
-            # the common number, without a call (not isinstance: a bool is an int); the rest is _int's or _float's
-            return value if kind is _COUNT else float(value)
-        number = _int(value, event.dropped) if kind is _COUNT else _float(value, event.dropped)
-        if number is None and value is not None and not _beyond(value):
-            self._wrong(event, value, "a whole number" if kind is _COUNT else "a number")
-        return number
-
-    def _wrong(self, event: Event, value: object, wanted: str) -> None:
-        """A value of the wrong type: read as absent (the event is kept), noted as a ``wrong_shape`` drop."""
-        path = self.key if self.inner is None else f"{self.key}.{self.inner}"
-        event.dropped.append(
-            (DropReason.WRONG_SHAPE, f"{event.type} {path} is {json_type(value)}, not {wanted}")
-        )
-
-
-_TEXT, _COUNT, _AMOUNT, _FLAG, _RAW = "text", "count", "amount", "flag", "raw"
-
-
-def text(*path: str) -> Field[str | None]:
-    return Field(_TEXT, path)
-
-
-def count(*path: str) -> Field[int | None]:
-    return Field(_COUNT, path)
-
-
-def amount(*path: str) -> Field[float | None]:
-    return Field(_AMOUNT, path)
-
-
-def flag(*path: str) -> Field[bool]:
-    return Field(_FLAG, path)
-
-
-def raw(*path: str) -> Field[Any]:
-    return Field(_RAW, path)
-
-
-# ---------------------------------------------------------------------------------------------- envelope
-@record
-class Event(RecordBase):
-    """One event of a session log: the envelope every line has, and the routing keys any event may carry.
-
-    An event type the agent loop does not read is an :class:`Event` itself; the types it reads are subclasses
-    that declare their fields.
-
-    Attributes:
-        type: The event discriminator, e.g. ``assistant.turn_start``.
-        id: The event's own id (UUID); synthesised from the byte offset when missing.
-        time_ns: The event timestamp in Unix nanoseconds, 0 when the line has none usable (never the clock).
-        data: The decoded ``data`` object (``{}`` when absent); read it through the fields, never mutate it.
-        agent_id: The envelope ``agentId`` (sub-agent instance), ``None`` for the main agent.
-        offset: Byte offset of the line's first byte in its file.
-        end_offset: Byte offset just past the line's ``\\n``: the checkpoint after this event.
-        dropped: Where the values its fields lose as they are read are noted (see :data:`Dropped`): its
-            reader's list, or one of its own.
-    """
-
-    type: str
-    id: str
-    time_ns: int
-    data: Mapping[str, Any]
-    agent_id: str | None = None
-    offset: int = 0
-    end_offset: int = 0
-    dropped: Dropped = field(default_factory=list)
-
+    __slots__ = ()
     # The CLI's id of the human interaction the event belongs to.
     interaction_id = text("interactionId")
     # The ``task`` call a sub-agent's event belongs to (CLI versions before the envelope's ``agentId``).
     parent_tool_call_id = text("parentToolCallId")
-
-
-# ---------------------------------------------------------------------------------------------- nested values
-@record
-class Context(RecordBase):
-    """Where the session runs (``session.start.context``, ``session.context_changed``)."""
-
-    cwd: str | None
-    git_root: str | None
-    repository: str | None
-    branch: str | None
-    head_commit: str | None
 
 
 def _context(value: Any) -> Context | None:
@@ -279,72 +45,8 @@ def _context(value: Any) -> Context | None:
     )
 
 
-@record
-class ModelMetrics(RecordBase):
-    """One model's cumulative totals in a ``session.shutdown`` (``modelMetrics.<model>``)."""
-
-    model: str
-    input_tokens: int | None
-    output_tokens: int | None
-    cache_read_tokens: int | None
-    cache_write_tokens: int | None
-    requests: int | None
-    cost: float | None
-    nano_aiu: float | None
-
-
-@record
-class CompactionCall(RecordBase):
-    """The compaction's own model call (``compactionTokensUsed``): the CLI writes no usage record for it. A count
-    it lacks or holds out of range is ``None`` (unknown is not zero)."""
-
-    input_tokens: int | None
-    output_tokens: int | None
-    cache_read_tokens: int | None
-    cache_write_tokens: int | None
-    model: str | None
-    duration_ms: float | None
-
-
-@record
-class Usage(RecordBase):
-    """What a ``session.usage_record`` says of one model call.
-
-    ``provider`` is ``github`` for the CLI's own API, the BYOK provider type (or ``byok``), ``None`` when the
-    record does not say. A count or the cost the record lacks, or holds out of range (dropped, counted), is
-    ``None``: unknown is not zero.
-    """
-
-    input_tokens: int | None
-    output_tokens: int | None
-    cache_read_tokens: int | None
-    cache_write_tokens: int | None
-    cost: float | None
-    nano_aiu: float
-    model: str | None
-    api_call_id: str | None
-    finish_reason: str | None
-    ttft_ms: float | None
-    duration_ms: float | None
-    initiator: str | None
-    provider: str | None
-    # Reasoning output tokens (reasoning models); None when the record does not say.
-    reasoning_tokens: int | None = None
-    # The reasoning effort the call was made with (sub-agents' included), when the record says.
-    reasoning_effort: str | None = None
-
-
-@record
-class ToolRequest(RecordBase):
-    """A tool call the model asked for (``assistant.message.toolRequests[]``); ``arguments`` is content."""
-
-    call_id: str | None
-    name: str | None
-    arguments: Any
-
-
 # ---------------------------------------------------------------------------------------------- session
-class SessionStart(Event):
+class SessionStart(CopilotEvent):
     """``session.start``: the session's id, the CLI that writes it, its first model and where it runs."""
 
     __slots__ = ()
@@ -361,7 +63,7 @@ class SessionStart(Event):
         return _context(self.data.get("context"))
 
 
-class SessionResume(Event):
+class SessionResume(CopilotEvent):
     """``session.resume``: a new CLI process continues the session (``--resume``, ``--continue``)."""
 
     __slots__ = ()
@@ -373,7 +75,7 @@ class SessionResume(Event):
         return _context(self.data.get("context"))
 
 
-class ContextChanged(Event):
+class ContextChanged(CopilotEvent):
     """``session.context_changed``: the working directory or git state changed (``data`` is the context)."""
 
     __slots__ = ()
@@ -383,7 +85,7 @@ class ContextChanged(Event):
         return _context(self.data)
 
 
-class ModelChange(Event):
+class ModelChange(CopilotEvent):
     """``session.model_change``: the session's model from now on (or, ``from_agent``, one agent's)."""
 
     __slots__ = ()
@@ -400,7 +102,7 @@ class ModelChange(Event):
         return self.data.get("source") == "agent"
 
 
-class ModeChanged(Event):
+class ModeChanged(CopilotEvent):
     """``session.mode_changed``: interactive, plan or autopilot."""
 
     __slots__ = ()
@@ -408,7 +110,7 @@ class ModeChanged(Event):
     new = text("newMode")
 
 
-class SessionWarning(Event):
+class SessionWarning(CopilotEvent):
     """``session.warning``: something went wrong without stopping the session (a hook that crashed, tools left
     interrupted by a killed CLI)."""
 
@@ -417,7 +119,7 @@ class SessionWarning(Event):
     message = text("message")
 
 
-class HookStart(Event):
+class HookStart(CopilotEvent):
     """``hook.start``: a repository or user hook (``.github/hooks/*.json``) begins.
 
     ``tool_call_ids`` are the calls a ``preToolUse`` hook decides on (its input's ``toolCalls``); ``tool_name``
@@ -437,7 +139,7 @@ class HookStart(Event):
         return tuple(i for c in calls if isinstance(c, dict) and (i := _str(c.get("id"))) is not None)
 
 
-class HookEnd(Event):
+class HookEnd(CopilotEvent):
     """``hook.end``: the hook finished (``success`` false: it timed out or failed; ``error`` says why)."""
 
     __slots__ = ()
@@ -460,7 +162,7 @@ class HookEnd(Event):
         return tuple(k for k, v in output.items() if isinstance(v, str) and v.startswith("Denied"))
 
 
-class SessionError(Event):
+class SessionError(CopilotEvent):
     """``session.error``: a failure the CLI reports (a model call's retries exhausted, rate limits)."""
 
     __slots__ = ()
@@ -469,14 +171,14 @@ class SessionError(Event):
     status_code = count("statusCode")
 
 
-class Abort(Event):
+class Abort(CopilotEvent):
     """``abort``: the user (or a signal) cancelled the running work."""
 
     __slots__ = ()
     reason = text("reason")
 
 
-class Shutdown(Event):
+class Shutdown(CopilotEvent):
     """``session.shutdown``: the CLI process ends; its totals are cumulative over the session's runs."""
 
     __slots__ = ()
@@ -529,7 +231,7 @@ class Shutdown(Event):
         return tuple(models)
 
 
-class Compaction(Event):
+class Compaction(CopilotEvent):
     """``session.compaction_start`` (``complete`` false) / ``session.compaction_complete``."""
 
     __slots__ = ()
@@ -566,7 +268,7 @@ class Compaction(Event):
         )
 
 
-class Truncation(Event):
+class Truncation(CopilotEvent):
     """``session.truncation``: messages dropped to fit the context window."""
 
     __slots__ = ()
@@ -577,7 +279,7 @@ class Truncation(Event):
     messages_removed = count("messagesRemovedDuringTruncation")
 
 
-class SkillInvoked(Event):
+class SkillInvoked(CopilotEvent):
     """``skill.invoked``: a skill ran (``trigger`` ``user-invoked``: typed as ``/<skill>``, written before the
     ``user.message`` it belongs to)."""
 
@@ -588,7 +290,7 @@ class SkillInvoked(Event):
     source = text("source")
 
 
-class SystemNotification(Event):
+class SystemNotification(CopilotEvent):
     """``system.notification``: background work (an agent, a shell) finished; the CLI reads it next."""
 
     __slots__ = ()
@@ -599,7 +301,7 @@ class SystemNotification(Event):
     exit_code = count("kind", "exitCode")
 
 
-class TaskComplete(Event):
+class TaskComplete(CopilotEvent):
     """``session.task_complete``: how autopilot and plan mode end."""
 
     __slots__ = ()
@@ -612,7 +314,7 @@ class TaskComplete(Event):
         return value if isinstance(value, bool) else None
 
 
-class PermissionRequested(Event):
+class PermissionRequested(CopilotEvent):
     """``permission.requested``: the agent waits for the user to allow a tool."""
 
     __slots__ = ()
@@ -621,7 +323,7 @@ class PermissionRequested(Event):
     kind = text("permissionRequest", "kind")
 
 
-class PermissionCompleted(Event):
+class PermissionCompleted(CopilotEvent):
     """``permission.completed``: the user's answer (``result``: its kind, e.g. ``approved``)."""
 
     __slots__ = ()
@@ -630,7 +332,7 @@ class PermissionCompleted(Event):
 
 
 # ---------------------------------------------------------------------------------------------- messages
-class UserMessage(Event):
+class UserMessage(CopilotEvent):
     """``user.message``: a human prompt, or a message the CLI injects (steering, autopilot, a task prompt)."""
 
     __slots__ = ()
@@ -643,35 +345,35 @@ class UserMessage(Event):
     autopilot_continuation = flag("isAutopilotContinuation")
 
 
-class SystemMessage(Event):
+class SystemMessage(CopilotEvent):
     """``system.message``: a system prompt (parse decodes it only when its capture switch is on)."""
 
     __slots__ = ()
     content = raw("content")
 
 
-class Reasoning(Event):
+class Reasoning(CopilotEvent):
     """``assistant.reasoning``: a reasoning block (parse decodes it only when its capture switch is on)."""
 
     __slots__ = ()
     content = raw("content")
 
 
-class TurnStart(Event):
+class TurnStart(CopilotEvent):
     """``assistant.turn_start``: a turn of an agent begins."""
 
     __slots__ = ()
     turn_id = text("turnId")
 
 
-class TurnEnd(Event):
+class TurnEnd(CopilotEvent):
     """``assistant.turn_end``: the turn ends."""
 
     __slots__ = ()
     turn_id = text("turnId")
 
 
-class UsageRecord(Event):
+class UsageRecord(CopilotEvent):
     """``session.usage_record``: one model call's usage, as the CLI's model API billed it."""
 
     __slots__ = ()
@@ -706,7 +408,7 @@ class UsageRecord(Event):
         )
 
 
-class AssistantMessage(Event):
+class AssistantMessage(CopilotEvent):
     """``assistant.message``: the model's answer, or (no model, no ids) a message the CLI wrote itself."""
 
     __slots__ = ()
@@ -747,7 +449,7 @@ class AssistantMessage(Event):
 
 
 # ---------------------------------------------------------------------------------------------- tools and agents
-class ToolStart(Event):
+class ToolStart(CopilotEvent):
     """``tool.execution_start``: a tool begins."""
 
     __slots__ = ()
@@ -758,7 +460,7 @@ class ToolStart(Event):
     description = text("toolDescription", "description")
 
 
-class ToolComplete(Event):
+class ToolComplete(CopilotEvent):
     """``tool.execution_complete``: a tool ended (``error_code`` ``denied``: the user or a rule refused it)."""
 
     __slots__ = ()
@@ -788,7 +490,7 @@ class ToolComplete(Event):
         return len(edits) if isinstance(edits, list) else None
 
 
-class ExternalToolRequested(Event):
+class ExternalToolRequested(CopilotEvent):
     """``external_tool.requested``: the CLI hands a started tool call (``call_id``, its ``tool.execution_start``
     before) to the process that registered the tool: a project or user extension
     (``.github/extensions/<name>/extension.mjs``) or an SDK client. The call's span is the tool's own; this only
@@ -802,7 +504,7 @@ class ExternalToolRequested(Event):
     call_id = text("toolCallId")
 
 
-class AgentSelected(Event):
+class AgentSelected(CopilotEvent):
     """``subagent.selected``: an agent was chosen; without ``agentId``, the main agent (``copilot --agent``)."""
 
     __slots__ = ()
@@ -810,7 +512,7 @@ class AgentSelected(Event):
     display_name = text("agentDisplayName")
 
 
-class SubagentStarted(Event):
+class SubagentStarted(CopilotEvent):
     """``subagent.started`` / ``custom_agent.started``: a sub-agent begins under its ``task`` call."""
 
     __slots__ = ()
@@ -826,7 +528,7 @@ class SubagentStarted(Event):
         return self.data.get("executionMode") == "background"
 
 
-class SubagentEnded(Event):
+class SubagentEnded(CopilotEvent):
     """``subagent.completed`` / ``subagent.failed`` / the ``custom_agent`` ones: a sub-agent ended."""
 
     __slots__ = ()
@@ -841,8 +543,8 @@ class SubagentEnded(Event):
         return self.type.endswith(".failed")  # custom_agent.failed too (CLI 0.0.382-0)
 
 
-# The class of each event type the loop reads; any other type is a plain Event.
-CLASSES: dict[str, type[Event]] = {
+# The class of each event type the loop reads; any other type is a plain CopilotEvent.
+CLASSES: dict[str, type[CopilotEvent]] = {
     "session.start": SessionStart,
     "session.resume": SessionResume,
     "session.context_changed": ContextChanged,
