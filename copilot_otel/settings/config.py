@@ -5,8 +5,8 @@ set it, parser, default, one line of help, whether it is secret or decides what 
 :func:`add_arguments` builds argparse flags from the table, :func:`load_config` resolves every setting into a
 frozen :class:`Config`, :func:`describe` renders it for ``copilot-otel config`` (value and source),
 :func:`content_policy` and :func:`otlp_options` resolve the content switches or the OTLP request settings of an
-environment alone, and :func:`settings_markdown` writes README's settings table. Every switch goes through the one
-boolean parser (``true``/``false``, ``1``/``0``, ``yes``/``no``, ``on``/``off``).
+environment alone, and :func:`settings_markdown` writes the settings table of docs/configuration.md. Every switch
+goes through the one boolean parser (``true``/``false``, ``1``/``0``, ``yes``/``no``, ``on``/``off``).
 
 Precedence, highest first (as logfire's ``load_param``):
 
@@ -1536,7 +1536,7 @@ def capture_state(config: Config) -> CaptureState:
 
 
 def settings_markdown() -> str:
-    """The README's settings table, made from :data:`SETTINGS` (a test keeps the README equal to it)."""
+    """The settings table of docs/configuration.md, made from :data:`SETTINGS` (a test keeps the page equal to it)."""
     rows = [
         "| setting (config file key) | flag | environment (first wins) | default | what it does |",
         "|---|---|---|---|---|",
