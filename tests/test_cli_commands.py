@@ -333,7 +333,7 @@ def test_show_in_a_real_terminal(tmp_path: Path) -> None:
     bash_line = next(line for line in colour.splitlines() if "✓" in line and "bash" in SGR.sub("", line))
     assert not re.search(r"\x1b\[(?:[0-9;]*;)?(?:31|91)m✓", bash_line)
     DOCS_CAPTURE.parent.mkdir(exist_ok=True)
-    DOCS_CAPTURE.write_text(screen, encoding="utf-8")  # the README shows this capture
+    DOCS_CAPTURE.write_text(screen, encoding="utf-8")  # docs/signals.md shows this capture
 
 
 # ============================================================================================ doctor

@@ -22,9 +22,11 @@ import pytest
 from copilot_otel.cli import main
 from copilot_otel.settings.config import SETTINGS
 from tests.conftest import CLI_GENERATED, ROOT
+from tests.doc_pages import page, section
 from tests.otlp_receiver import OtlpReceiver
 
-README = (ROOT / "README.md").read_text()
+README = page("README.md")
+CONFIGURATION = page("docs/configuration.md")
 FAILING = CLI_GENERATED / "failing-tool"
 # 2026-12-01T12:34:56.789+00:00: the local time in ISO 8601, milliseconds and offset.
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d copilot-otel: ")
@@ -44,13 +46,13 @@ def _write_config(home: Path, text: str) -> Path:
 
 # ============================================================================== config keys and protocols
 def test_readme_config_keys_are_the_real_ones() -> None:
-    """Every `key` in the README's settings table is a setting name, and every file key is in the table."""
-    table = README.split("| setting (config file key) |")[1].split("\n\n")[0]
+    """Every `key` in the settings table of docs/configuration.md is a setting name, and every file key is in it."""
+    table = CONFIGURATION.split("| setting (config file key) |")[1].split("\n\n")[0]
     named = {key for line in table.splitlines()[2:] for key in re.findall(r"`([a-z_]+)`", line.split("|")[1])}
     names = {setting.name for setting in SETTINGS}
     assert named <= names, named - names
     assert {s.name for s in SETTINGS if s.file} <= named
-    assert "| metrics / logs |" not in README
+    assert "| metrics / logs |" not in CONFIGURATION
 
 
 def test_a_misspelt_config_key_gets_a_did_you_mean(
@@ -292,14 +294,14 @@ def test_user_name_is_opt_in(receiver: OtlpReceiver, monkeypatch: pytest.MonkeyP
 
 
 def test_the_readme_tells_a_team_how_to_set_up() -> None:
-    section = README.split("## Teams: many machines, one collector")[1].split("\n## ")[0]
+    teams = section("README.md", "## Service and teams: many machines, one collector")
     for needle in (
         "COPILOT_OTEL_INCLUDE_USER_NAME=true",
         "host.name",
         "user.name",
         "OTEL_RESOURCE_ATTRIBUTES",
     ):
-        assert needle in section, needle
+        assert needle in teams, needle
 
 
 DASHBOARDS = sorted((ROOT / "grafana" / "dashboards").glob("*.json"))

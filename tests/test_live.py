@@ -481,9 +481,13 @@ def test_in_a_terminal_it_redraws_in_place_and_quits_cleanly(home: Path, tmp_pat
             assert screen.count("copilot-otel live") == 1, screen
             assert screen.count("Premium requests in ") == 1 and screen.count("Today (") == 1, screen
         assert "3.00 of 300" in after and "q to quit" in after
-        # The README's capture is this screen (the same sessions at 100 columns): the same table heading.
-        readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-        capture = readme.split("$ copilot-otel live --quota 300\n", 1)[1].split("```", 1)[0]
+        # docs/reports-and-live.md's capture is this screen (the same sessions at 100 columns): the same heading.
+        docs = Path(__file__).resolve().parent.parent / "docs" / "reports-and-live.md"
+        capture = (
+            docs.read_text(encoding="utf-8")
+            .split("$ copilot-otel live --quota 300\n", 1)[1]
+            .split("```", 1)[0]
+        )
         heading = next(line for line in capture.splitlines() if line.startswith("session "))
         assert heading in [line.rstrip() for line in after.splitlines()], after
         pane.tmux("resize-window", "-x", "64")

@@ -25,7 +25,8 @@ from copilot_otel.cli import main
 from copilot_otel.deliver.metrics import Metrics
 from copilot_otel.model.records import Instrument, Measurement
 from copilot_otel.projections import catalog as sc
-from tests.conftest import CLI_GENERATED, ROOT
+from tests.conftest import CLI_GENERATED
+from tests.doc_pages import documented_metrics, page
 from tests.otlp_receiver import OtlpReceiver
 from tests.runaway import build_runaway_log
 
@@ -37,38 +38,6 @@ WARN, ERROR = 13, 17
 
 
 # --------------------------------------------------------------------------------------------- the catalog
-@dataclass(frozen=True)
-class CatalogRow:
-    name: str
-    unit: str
-    kind: str  # counter | histogram | gauge
-    buckets: tuple[float, ...] | None
-    prometheus: str  # the first series named in the row (for the row's first metric)
-    first_of_row: bool
-
-
-def _catalog() -> dict[str, CatalogRow]:
-    """The metric catalog table of docs/design.md, one entry per metric (``a`` / ``.b`` rows expanded)."""
-    text = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
-    table = text.split("## Metric catalog", 1)[1]
-    rows: dict[str, CatalogRow] = {}
-    for line in table.splitlines():
-        if not line.startswith("| `"):
-            continue
-        name_cell, kind_cell, _attrs, prom_cell = (c.strip() for c in line.strip().strip("|").split("|"))
-        names = re.findall(r"`([^`]+)`", name_cell)
-        first = names[0]
-        expanded = [first] + [first.rsplit(".", 1)[0] + n if n.startswith(".") else n for n in names[1:]]
-        unit, kind = (p.strip() for p in kind_cell.split(",")[:2])
-        kind = kind.split()[0]
-        bucket_match = re.search(r"buckets ([\d,]+)", kind_cell)
-        buckets = tuple(float(b) for b in bucket_match.group(1).split(",")) if bucket_match else None
-        prometheus = re.findall(r"`([^`]+)`", prom_cell)[0]
-        for i, name in enumerate(expanded):
-            rows[name] = CatalogRow(name, unit, kind, buckets, prometheus, i == 0)
-    return rows
-
-
 def _semconv_table() -> dict[str, tuple[str, str]]:
     table = {m.name: (m.unit, m.instrument.value) for m in sc.METRICS}
     table.update({name: (unit, "gauge") for name, unit, _ in sc.LIVE_GAUGES})
@@ -90,23 +59,22 @@ def _prometheus_series(name: str, unit: str, kind: str) -> set[str]:
     return {base}
 
 
-def test_design_catalog_matches_semconv() -> None:
-    catalog = _catalog()
+def test_the_metric_catalog_matches_semconv() -> None:
+    """docs/signals.md's catalog names every instrument with its unit and kind, and states the bucket bounds the
+    dashboards' turn and tool-call panels rely on as the catalog has them."""
+    catalog = documented_metrics()
     assert {n: (r.unit, r.kind) for n, r in catalog.items()} == _semconv_table()
-    for spec in sc.METRICS:
-        if catalog[spec.name].buckets is not None:
-            assert catalog[spec.name].buckets == tuple(float(b) for b in spec.buckets or ())
+    text = " ".join(page("docs/signals.md").split())
+    for buckets in (sc.TURN_BUCKETS, sc.TOOL_CALL_BUCKETS):
+        assert " " + ", ".join(str(b) for b in buckets) in text, buckets
 
 
-def test_design_catalog_prometheus_column_follows_the_translation() -> None:
-    for row in _catalog().values():
-        if not row.first_of_row:
-            continue
-        series = _prometheus_series(row.name, row.unit, row.kind)
-        base = _prometheus_base(row.name, row.unit)
-        shown = row.prometheus.replace("_{bucket,sum,count}", "_bucket").replace("_*", "_bucket")
-        assert shown in series, (row.name, row.prometheus)
-        assert row.prometheus.startswith(base)
+def test_the_metric_catalog_prometheus_column_follows_the_translation() -> None:
+    for row in documented_metrics().values():
+        assert set(row.prometheus) == _prometheus_series(row.name, row.unit, row.kind), (
+            row.name,
+            row.prometheus,
+        )
 
 
 # --------------------------------------------------------------------------------------------- raw-log oracle
@@ -570,9 +538,8 @@ def test_prometheus_endpoint_serves_the_catalog_names(prometheus_metrics: Metric
     for metric, (unit, instrument) in _semconv_table().items():
         expected |= _prometheus_series(metric, unit, instrument)
     assert expected <= set(series), sorted(expected - set(series))
-    for row in _catalog().values():
-        if row.first_of_row and row.prometheus.endswith("_total"):
-            assert row.prometheus in series
+    for row in documented_metrics().values():
+        assert {s for s in row.prometheus if s.endswith("_total")} <= set(series), row.name
     assert "github_copilot_agent_turn_count_bucket" in series
     assert "copilot_otel_prompt_count_total" in series
     assert "gen_ai_client_operation_duration_seconds_bucket" in series

@@ -1,5 +1,6 @@
-"""The README's promises, each held by the real program: a real command or a real ``copilot-otel run`` over copies
-of the test fixtures, in a tmp home, against the real receiver. Each test quotes the sentence it holds.
+"""The promises of the README and the docs/ pages, each held by the real program: a real command or a real
+``copilot-otel run`` over copies of the test fixtures, in a tmp home, against the real receiver. Each test quotes
+the sentence it holds and names the page that says it.
 
 The promises other files already hold are not repeated here (tests/test_readme.py: the metric and settings tables,
 the Quick start command; the others are named in the report of the review that wrote this file).
@@ -24,15 +25,15 @@ import pytest
 from copilot_otel.cli import main
 from tests.conftest import CLI_GENERATED, replay_into
 from tests.daemon_process import ROOT, DaemonProcess
+from tests.doc_pages import page, says, section
 from tests.otlp_receiver import OtlpReceiver
 
-README = (ROOT / "README.md").read_text(encoding="utf-8")
 SESSION = "0a000001-0000-4000-8000-000000000001"
 
 
-def _readme_says(sentence: str) -> None:
-    """The sentence a test holds is still in the README, word for word (line breaks aside)."""
-    assert sentence in " ".join(README.split()), f"the README no longer says: {sentence}"
+def _page_says(name: str, sentence: str) -> None:
+    """The sentence a test holds is still on its page, word for word (line breaks aside)."""
+    assert says(name, sentence), f"{name} no longer says: {sentence}"
 
 
 def _until(what: str, check: Callable[[], bool], daemon: DaemonProcess, timeout: float = 20.0) -> None:
@@ -59,10 +60,10 @@ def _lines_with(daemon: DaemonProcess, text: str) -> list[str]:
 def test_the_daemon_stops_with_one_line_saying_what_it_delivered(
     tmp_path: Path, receiver: OtlpReceiver
 ) -> None:
-    """README, Guarantees: "SIGTERM/SIGINT ...: stop reading, deliver what is queued within 10 s ..., save state,
-    exit 0. Its last line says what was delivered and what was not". On main the last line was "stopping:
+    """docs/operations.md, Guarantees: "SIGTERM/SIGINT ...: stop reading, deliver what is queued within 10 s ...,
+    save state, exit 0. Its last line says what was delivered and what was not". On main the last line was "stopping:
     delivering what is queued (up to 10s)" and nothing after it when everything was delivered."""
-    _readme_says("exit 0. Its last line says what was delivered and what was not")
+    _page_says("docs/operations.md", "exit 0. Its last line says what was delivered and what was not")
     daemon = DaemonProcess(_history(tmp_path), tmp_path / "state", receiver.http_endpoint, tmp_path / "d.log")
     daemon.start()
     _until("spans", lambda: len(receiver.spans()) == 14 and len(receiver.logs()) == 4, daemon)
@@ -76,10 +77,10 @@ def test_the_daemon_stops_with_one_line_saying_what_it_delivered(
 def test_a_daemon_stopped_with_the_collector_down_says_what_is_left_for_the_next_start(
     tmp_path: Path, receiver: OtlpReceiver
 ) -> None:
-    """README, Guarantees: "(`stopped: delivered 1,204 spans and 310 log events in this run; 106 records were
-    not delivered (read again at the next start)`)", and the retry line counts as every message does ("1 retry so
+    """docs/operations.md, Guarantees: "(`stopped: delivered 1,204 spans and 310 log events in this run; 106 records
+    were not delivered (read again at the next start)`)", and the retry line counts as every message does ("1 retry so
     far", not "1 retries so far")."""
-    _readme_says("106 records were not delivered (read again at the next start)")
+    _page_says("docs/operations.md", "106 records were not delivered (read again at the next start)")
     receiver.stop()
     daemon = DaemonProcess(_history(tmp_path), tmp_path / "state", receiver.http_endpoint, tmp_path / "d.log")
     daemon.start()
@@ -97,8 +98,8 @@ def test_a_daemon_stopped_with_the_collector_down_says_what_is_left_for_the_next
 
 
 def test_the_start_line_names_where_each_signal_goes(tmp_path: Path, receiver: OtlpReceiver) -> None:
-    """README, settings table: a signal's own ``OTEL_EXPORTER_OTLP_<SIGNAL>_ENDPOINT`` "is used as given ...;
-    without it the signal goes to the endpoint, with its path appended". The start line says so: on main it named
+    """docs/configuration.md, settings table: a signal's own ``OTEL_EXPORTER_OTLP_<SIGNAL>_ENDPOINT`` "is used as
+    given ...; without it the signal goes to the endpoint, with its path appended". The start line says so: on main it named
     the traces URL only, whatever the logs and metrics were sent to."""
     root = _history(tmp_path)
     base = receiver.http_endpoint.rstrip("/")
@@ -130,10 +131,10 @@ def test_the_start_line_names_where_each_signal_goes(tmp_path: Path, receiver: O
 def test_a_corrupt_state_under_backfill_none_says_what_really_happens(
     tmp_path: Path, receiver: OtlpReceiver
 ) -> None:
-    """README, Quick start: "`--backfill none` starts with what is written from now on". With a corrupt state.db
+    """README.md, Quick start: "`--backfill none` starts with what is written from now on". With a corrupt state.db
     main said "Starting empty: every session file is read again from the start", which under `--backfill none`
     is untrue: nothing already on disk is read again."""
-    _readme_says("`--backfill none` starts with what is written from now on")
+    _page_says("README.md", "`--backfill none` starts with what is written from now on")
     state = tmp_path / "state"
     state.mkdir()
     (state / "state.db").write_bytes(b"this is not a database, it only has its name" * 100)
@@ -155,11 +156,11 @@ def test_a_corrupt_state_under_backfill_none_says_what_really_happens(
 def test_a_traces_only_backend_the_daemon_names_each_refused_signal_once_and_keeps_sending_traces(
     tmp_path: Path,
 ) -> None:
-    """README, Quick start: "Sending straight to a traces-only backend such as Arize Phoenix ...: the daemon logs
+    """README.md, Quick start: "Sending straight to a traces-only backend such as Arize Phoenix ...: the daemon logs
     each once and keeps exporting traces". The collector's answer is a protobuf ``google.rpc.Status``, as the
     OTLP specification says: its message is shown, not its bytes (main showed "HTTP 404 \u2408\u240c\u2412$this
     server ...", the body's framing bytes as control pictures)."""
-    _readme_says("the daemon logs each once and keeps exporting traces")
+    _page_says("README.md", "the daemon logs each once and keeps exporting traces")
     with OtlpReceiver(accept_only={"traces"}) as phoenix:
         daemon = DaemonProcess(
             _history(tmp_path),
@@ -186,11 +187,13 @@ def test_a_traces_only_backend_the_daemon_names_each_refused_signal_once_and_kee
 def test_run_warns_once_at_start_which_content_leaves_the_machine(
     tmp_path: Path, receiver: OtlpReceiver
 ) -> None:
-    """README, Privacy: "`copilot-otel config` (the `content_capture` row), `copilot-otel doctor` ... and
+    """README.md, Privacy: "`copilot-otel config` (the `content_capture` row), `copilot-otel doctor` ... and
     `copilot-otel run` (a warning at start while capture is on) each say in one line which content leaves the
     machine, on what, and where to". config's and doctor's are held in test_firstrun; this is run's, the same
     sentence."""
-    _readme_says("`copilot-otel run` (a warning at start while capture is on) each say in one line")
+    _page_says(
+        "README.md", "`copilot-otel run` (a warning at start while capture is on) each say in one line"
+    )
     base = receiver.http_endpoint.rstrip("/")
     env = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
     daemon = DaemonProcess(_history(tmp_path), tmp_path / "state", base, tmp_path / "d.log", env=env).start()
@@ -206,9 +209,9 @@ def test_run_warns_once_at_start_which_content_leaves_the_machine(
 def test_the_prometheus_endpoint_binds_to_loopback_unless_told(
     tmp_path: Path, receiver: OtlpReceiver
 ) -> None:
-    """README, Metrics: "`copilot-otel run --prometheus-port 9464` serves them for scraping (bound to 127.0.0.1
-    unless `--prometheus-host` says otherwise)"; "Prometheus names: dots become `_`, ..., counters get `_total`"."""
-    _readme_says("(bound to 127.0.0.1 unless `--prometheus-host` says otherwise)")
+    """docs/signals.md, Metrics: "`copilot-otel run --prometheus-port 9464` serves them for scraping (bound to
+    127.0.0.1 unless `--prometheus-host` says otherwise)"; "Prometheus names: dots become `_`, ..., counters get `_total`"."""
+    _page_says("docs/signals.md", "(bound to 127.0.0.1 unless `--prometheus-host` says otherwise)")
     daemon = DaemonProcess(
         _history(tmp_path),
         tmp_path / "state",
@@ -240,9 +243,11 @@ def test_the_prometheus_endpoint_binds_to_loopback_unless_told(
 def test_the_instance_id_is_stable_per_machine_and_state_directory(
     tmp_path: Path, receiver: OtlpReceiver
 ) -> None:
-    """README, Teams: "`service.instance.id` (stable per machine and state directory, so restarts and replays do
-    not look like new instances)": two replays and a daemon on one state directory share it, another one's differs."""
-    _readme_says("`service.instance.id` (stable per machine and state directory, so restarts and replays")
+    """README.md, Service and teams: "`service.instance.id` (stable per machine and state directory, so restarts and
+    replays do not look like new instances)": two replays and a daemon on one state directory share it, another one's differs."""
+    _page_says(
+        "README.md", "`service.instance.id` (stable per machine and state directory, so restarts and replays"
+    )
     root = _history(tmp_path)
     session = next(root.iterdir())
 
@@ -265,13 +270,13 @@ def test_the_instance_id_is_stable_per_machine_and_state_directory(
 
 
 def test_the_install_line_works_with_a_git_file_url(tmp_path: Path) -> None:
-    """README, Quick start: "put the URL of the repository you cloned or downloaded this from after `git+` (...,
+    """README.md, Quick start: "put the URL of the repository you cloned or downloaded this from after `git+` (...,
     or `git+file:///path/to/your/clone` for a local one, work too; a test installs from a `git+file://` URL with
     pip, which pipx runs ...)". pipx and uv are not installed here: this runs the install pipx runs
     (``pip install <spec>``), from a clone of this repository's committed tree, without the dependencies (the
     Quick start's own install covers those)."""
-    _readme_says("a test installs from a `git+file://` URL with pip, which pipx runs")
-    line = next(ln for ln in README.splitlines() if ln.startswith("pipx install "))
+    _page_says("README.md", "a test installs from a `git+file://` URL with pip, which pipx runs")
+    line = next(ln for ln in page("README.md").splitlines() if ln.startswith("pipx install "))
     spec = line.split()[2]
     assert spec == "git+https://github.com/OWNER/copilot-otel" and "uv tool install " + spec in line
     clone = tmp_path / "clone"
@@ -313,15 +318,16 @@ def test_the_install_line_works_with_a_git_file_url(tmp_path: Path) -> None:
 
 
 def test_the_python_example_runs_as_written(tmp_path: Path) -> None:
-    """README, From Python: the example, with ``<id>`` a real session's folder, runs and says what the session did."""
-    code = README.split("### From Python\n", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    """docs/reports-and-live.md, From Python: the example, with ``<id>`` a real session's folder, runs and says what
+    the session did."""
+    code = section("docs/reports-and-live.md", "## From Python").split("```python\n", 1)[1].split("```", 1)[0]
     sid = "0a000003-0000-4000-8000-000000000003"
     shutil.copytree(CLI_GENERATED / "failing-tool", Path.home() / ".copilot" / "session-state" / sid)
     assert "~/.copilot/session-state/<id>" in code
     out = io.StringIO()
     namespace: dict[str, object] = {}
     with contextlib.redirect_stdout(out):
-        exec(compile(code.replace("<id>", sid), "README.md", "exec"), namespace)
+        exec(compile(code.replace("<id>", sid), "docs/reports-and-live.md", "exec"), namespace)
     assert out.getvalue() == "completed 5 6000 gpt-4.1\n"
     assert namespace["failed"] == ["view", "run_tests", "edit"]  # the three failed tool calls, by name
 
@@ -329,11 +335,12 @@ def test_the_python_example_runs_as_written(tmp_path: Path) -> None:
 def test_live_json_has_the_keys_the_readme_lists(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """README, Live view: "`--json` prints one JSON object per refresh, one per line (keys: `time`, `time_zone`,
-    `day`, `quota` {`month`, `allowance`, `used`, `left`}, `today`, `sessions` [...], `daemon`, `logs`" and
+    """docs/reports-and-live.md, Live view: "`--json` prints one JSON object per refresh, one per line (keys: `time`,
+    `time_zone`, `day`, `quota` {`month`, `allowance`, `used`, `left`}, `today`, `sessions` [...], `daemon`, `logs`" and
     "`copilot-otel live --json --once | jq .quota.left`" (the allowance from `COPILOT_OTEL_PREMIUM_QUOTA`)."""
-    _readme_says(
-        "(keys: `time`, `time_zone`, `day`, `quota` {`month`, `allowance`, `used`, `left`}, `today`,"
+    _page_says(
+        "docs/reports-and-live.md",
+        "(keys: `time`, `time_zone`, `day`, `quota` {`month`, `allowance`, `used`, `left`}, `today`,",
     )
     root = _history(Path.home(), "multi-tool")
     monkeypatch.setenv("COPILOT_OTEL_PREMIUM_QUOTA", "300")
@@ -349,9 +356,9 @@ def test_live_json_has_the_keys_the_readme_lists(
 def test_show_lists_the_20_most_recently_active_sessions_and_says_how_many_more(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """README: "`show` lists the 20 most recently active sessions (`--limit N`, `--limit 0` for all; it says how many
-    more there are)"."""
-    _readme_says("`show` lists the 20 most recently active sessions")
+    """docs/reports-and-live.md: "`show` lists the 20 most recently active sessions (`--limit N`, `--limit 0` for
+    all; it says how many more there are)"."""
+    _page_says("docs/reports-and-live.md", "`show` lists the 20 most recently active sessions")
     root = tmp_path / "session-state"
     for i in range(22):
         shutil.copytree(CLI_GENERATED / "multi-tool", root / f"0a0000{i:02d}-0000-4000-8000-000000000000")
@@ -364,9 +371,9 @@ def test_show_lists_the_20_most_recently_active_sessions_and_says_how_many_more(
 def test_status_of_a_daemon_in_its_first_seconds_says_it_is_starting(
     tmp_path: Path, receiver: OtlpReceiver, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """README, Troubleshooting: "In its first seconds a daemon has written no status yet: `status` then says it is
-    starting (its lock names a live process)"."""
-    _readme_says("`status` then says it is starting (its lock names a live process)")
+    """docs/operations.md, Troubleshooting: "In its first seconds a daemon has written no status yet: `status` then
+    says it is starting (its lock names a live process)"."""
+    _page_says("docs/operations.md", "`status` then says it is starting (its lock names a live process)")
     state = tmp_path / "state"
     daemon = DaemonProcess(_history(tmp_path), state, receiver.http_endpoint, tmp_path / "d.log").start()
     try:

@@ -353,9 +353,10 @@ def test_one_chunker_and_one_pool_for_replay_and_report() -> None:
         assert "def _chunks" not in text, relative
 
 
-def test_the_readme_ccusage_table_names_only_flags_report_has(capsys: pytest.CaptureFixture[str]) -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    table = readme.split("**`report` beside ccusage**", 1)[1].split("\n\n", 2)[1]
+def test_the_ccusage_table_names_only_flags_report_has(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/reports-and-live.md's "`report` beside ccusage" names only flags and periods `report` has."""
+    text = (ROOT / "docs" / "reports-and-live.md").read_text(encoding="utf-8")
+    table = text.split("**`report` beside ccusage**", 1)[1].split("\n\n", 2)[1]
     ours = [line.split("|")[2] for line in table.splitlines()[2:]]
     flags = {flag for cell in ours for flag in re.findall(r"--[a-z-]+", cell)}
     assert {"--breakdown", "--compact", "--wide", "--since", "--tz", "--json"} <= flags

@@ -1,7 +1,7 @@
 """``copilot-otel report`` on a real pseudo-terminal (tmux) at 80 and 200 columns, and piped.
 
-The 80-column captures of ``report monthly`` and ``report repo`` over the fixtures are what the README shows
-(``docs/report-monthly.txt``, ``docs/report-repo.txt``).
+The 80-column captures of ``report monthly`` and ``report repo`` over the fixtures are what
+docs/reports-and-live.md shows (``docs/report-monthly.txt``, ``docs/report-repo.txt``).
 """
 
 from __future__ import annotations

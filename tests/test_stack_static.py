@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.doc_pages import documented_metrics
 from tests.stack_data import Server, find_binary, free_port, http, ok, shipped_queries, target_uid
 from tests.stack_data import panels as all_panels
 
@@ -78,50 +79,16 @@ def _run(argv: list[str], cwd: Path = ROOT, timeout: float = 60) -> subprocess.C
     return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False)
 
 
-# --- the metric catalog (docs/design.md) --------------------------------------------------------
+# --- the metric catalog (docs/signals.md) -------------------------------------------------------
 
 
 @cache
 def catalog() -> frozenset[str]:
-    """Prometheus series names of the design doc's metric catalog.
-
-    Derived from each row's OTel name, unit and instrument with the OTel -> Prometheus rules
-    (``.`` -> ``_``, unit ``s`` -> ``_seconds``, ``{...}`` units dropped, counters ``_total``,
-    histograms ``_bucket/_sum/_count``), and cross-checked against the row's Prometheus column.
-    ``a.b.c`` / ``.d`` / ``.e.f`` in one cell means ``a.b.c``, ``a.b.d``, ``a.b.e.f``.
-    """
-    text = (ROOT / "docs" / "design.md").read_text()
-    section = text.split("## Metric catalog", 1)[1].split("\n## ", 1)[0]
-    names: set[str] = set()
-    rows = [line for line in section.splitlines() if line.startswith("| `")]
-    for row in rows:
-        cells = [cell.strip() for cell in row.strip().strip("|").split("|")]
-        assert len(cells) == 4, f"unexpected catalog row: {row}"
-        otel_cell, unit_cell, _attributes, prom_cell = cells
-        otel_names = re.findall(r"`([^`]+)`", otel_cell)
-        first = otel_names[0]
-        full = [first] + [first.rsplit(".", 1)[0] + alt for alt in otel_names[1:] if alt.startswith(".")]
-        unit, instrument = (part.strip() for part in unit_cell.split(",", 1))
-        instrument = re.split(r"[\s,(]", instrument, maxsplit=1)[0]
-        assert instrument in {"counter", "histogram", "gauge"}, row
-        derived_first: list[str] = []
-        for otel in full:
-            base = otel.replace(".", "_") + ("_seconds" if unit == "s" else "")
-            if instrument == "counter":
-                series = [base + "_total"]
-            elif instrument == "histogram":
-                series = [base + suffix for suffix in ("_bucket", "_sum", "_count")]
-            else:
-                series = [base]
-            names.update(series)
-            derived_first = derived_first or series
-        stated = re.findall(r"`([^`]+)`", prom_cell)[0]
-        stated_base = re.sub(r"(_\{[a-z,]+\}|_\*)$", "", stated)
-        assert all(s.startswith(stated_base) for s in derived_first), (
-            f"catalog row {first}: derived {derived_first} but the doc says {stated}"
-        )
-    assert len(rows) >= 30, "the metric catalog table was not found in docs/design.md"
-    return frozenset(names)
+    """Prometheus series names of the metric catalog in docs/signals.md (the table made from the code, each row's
+    series as its Prometheus column names them: ``a_{bucket,sum,count}`` is the three of a histogram)."""
+    names = frozenset(series for row in documented_metrics().values() for series in row.prometheus)
+    assert len(names) >= 30, "the metric catalog table was not found in docs/signals.md"
+    return names
 
 
 def recording_rules() -> set[str]:
@@ -194,7 +161,7 @@ def test_queries_use_only_catalog_metrics() -> None:
     for where, expr in shipped_promql():
         if missing := metric_names(expr) - known:
             unknown[where] = sorted(missing)
-    assert not unknown, f"metric names not in docs/design.md's catalog: {unknown}"
+    assert not unknown, f"metric names not in docs/signals.md's catalog: {unknown}"
 
 
 @pytest.fixture(scope="module")

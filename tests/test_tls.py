@@ -4,7 +4,7 @@ events and metrics must arrive over HTTPS and gRPC-TLS when (and only when) that
 The CA is trusted through ``OTEL_EXPORTER_OTLP_CERTIFICATE``, or through the OS trust store (on Linux OpenSSL's
 default paths, which ``SSL_CERT_FILE`` points at a temporary bundle here). An untrusted collector is a
 misconfiguration, not bad data: one line says what to set, nothing is dead-lettered, the daemon holds the data.
-The macOS keychain and the Windows certificate store are not exercised here (see README).
+The macOS keychain and the Windows certificate store are not exercised here (docs/configuration.md, "TLS", says so).
 """
 
 from __future__ import annotations

@@ -4,8 +4,7 @@ Every setting is declared exactly once in :data:`SETTINGS` (name, flags, env var
 set it, parser, default, one line of help, whether it is secret or decides what content leaves the machine).
 :func:`add_arguments` builds argparse flags from the table, :func:`load_config` resolves every setting into a
 frozen :class:`Config`, :func:`describe` renders it for ``copilot-otel config`` (value and source),
-:func:`otlp_options` resolves the OTLP request settings of an environment alone (for transports built without a
-:class:`Config`), and :func:`settings_markdown` writes README's settings table. Every switch goes through the one
+and :func:`settings_markdown` writes the settings table of docs/configuration.md. Every switch goes through the one
 boolean parser (``true``/``false``, ``1``/``0``, ``yes``/``no``, ``on``/``off``).
 
 Precedence, highest first (as logfire's ``load_param``):
@@ -1339,18 +1338,6 @@ def _content_policy(values: Mapping[str, Any]) -> ContentPolicy:
     )
 
 
-def otlp_options(env: Mapping[str, str] | None = None) -> dict[str, OtlpOptions]:
-    """Each signal's :class:`OtlpOptions` from ``env`` alone (``os.environ`` when ``None``): for transports built
-    without a :class:`Config`.
-
-    Raises:
-        ConfigError: A variable has a value we cannot use.
-    """
-    env = os.environ if env is None else env
-    values, _ = _resolve_all((*_OTLP, _BY_NAME["tls_trust"]), {}, env, {}, None)
-    return {signal: _options(values, signal) for signal in SIGNALS}
-
-
 # --- CLI and display ----------------------------------------------------------------------------------------
 
 
@@ -1506,7 +1493,7 @@ def capture_state(config: Config) -> CaptureState:
 
 
 def settings_markdown() -> str:
-    """The README's settings table, made from :data:`SETTINGS` (a test keeps the README equal to it)."""
+    """The settings table of docs/configuration.md, made from :data:`SETTINGS` (a test keeps the page equal to it)."""
     rows = [
         "| setting (config file key) | flag | environment (first wins) | default | what it does |",
         "|---|---|---|---|---|",
