@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 from copilot_otel.cli import main
 from copilot_otel.daemon.state import read_checkpoints
 from tests.otlp_receiver import OtlpReceiver
+from tests.waiting import until
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -70,14 +70,14 @@ class DaemonProcess:
         return self
 
     def wait_ready(self, timeout: float = 20.0) -> None:
-        """Until the daemon logged that it follows the folder (its signal handlers are installed by then)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        """Until the daemon logged that it follows the folder (its signal handlers are installed by then), or
+        exited."""
+
+        def ready() -> bool:
             text = self.log.read_bytes()[self._offset :].decode(errors="replace")
-            if " following " in text or (self.proc is not None and self.proc.poll() is not None):
-                return
-            time.sleep(0.05)
-        raise TimeoutError(f"daemon not ready: {self.output()[-2000:]}")
+            return " following " in text or (self.proc is not None and self.proc.poll() is not None)
+
+        until(ready, timeout, "daemon ready", detail=lambda: self.output()[-2000:])
 
     def terminate(self, timeout: float = 20.0) -> int:
         assert self.proc is not None
@@ -99,11 +99,8 @@ class DaemonProcess:
         return self.log.read_text(errors="replace")
 
     def until(self, what: str, check: Callable[[], bool], timeout: float = 20.0) -> None:
-        """Wait for ``check()`` to hold (polled), failing with ``what`` and the daemon's last lines if it does not."""
-        deadline = time.monotonic() + timeout
-        while not check():
-            assert time.monotonic() < deadline, f"no {what} within {timeout}s: {self.output()[-3000:]}"
-            time.sleep(0.1)
+        """Wait for ``check()`` to hold, failing with ``what`` and the daemon's last lines if it does not."""
+        until(check, timeout, what, detail=lambda: self.output()[-3000:])
 
 
 def checkpointed_at_end(state: Path, logs: list[Path]) -> bool:

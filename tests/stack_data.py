@@ -29,6 +29,8 @@ from typing import Any, Literal, TypeVar
 
 import yaml
 
+from tests.waiting import until
+
 ROOT = Path(__file__).resolve().parent.parent
 GRAFANA = ROOT / "grafana"
 RULES = GRAFANA / "stack" / "rules" / "copilot.rules.yml"
@@ -209,22 +211,21 @@ class Server:
         return self.proc.poll() is None
 
     def wait_ready(self, probe: Callable[[], bool], timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        while True:
+        """Until ``probe`` answers true (a refused connection is not yet); fails at once if the server exited."""
+
+        def ready() -> bool:
             try:
                 if probe():
-                    return
+                    return True
             except OSError:
                 pass
             if not self.alive():
                 raise AssertionError(
                     f"{self.name} exited with {self.proc.returncode}:\n{self.output()[-4000:]}"
                 )
-            if time.monotonic() > deadline:
-                raise AssertionError(
-                    f"{self.name} not ready after {timeout_s:.0f}s:\n{self.output()[-4000:]}"
-                )
-            time.sleep(0.2)
+            return False
+
+        until(ready, timeout_s, f"{self.name} ready", detail=lambda: self.output()[-4000:], poll_s=0.2)
 
     def stop(self, timeout_s: float = 15.0) -> int | None:
         """SIGTERM the process group, SIGKILL it after ``timeout_s``; returns the exit code."""
@@ -249,21 +250,22 @@ def copilot_otel(*args: str) -> list[str]:
 
 
 def wait_for(what: str, probe: Callable[[], T | None], timeout_s: float, interval_s: float = 0.25) -> T:
-    """Poll ``probe`` until it returns something truthy; at the deadline, fail naming ``what``."""
-    deadline = time.monotonic() + timeout_s
-    last: T | Exception | None = None
-    while True:
+    """Poll ``probe`` until it returns something truthy (a server not answering yet, or answering without the
+    data, is not yet); at the deadline, fail naming ``what`` and the last answer."""
+    last: list[T | Exception | None] = [None]
+
+    def answer() -> T | None:
         try:
             value = probe()
         except (OSError, KeyError, ValueError) as exc:  # server not answering yet / transient
-            last = exc
-        else:
-            if value:
-                return value
-            last = value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}; last: {last!r}")
-        time.sleep(interval_s)
+            last[0] = exc
+            return None
+        last[0] = value
+        return value
+
+    got: T | None = until(answer, timeout_s, what, detail=lambda: f"last: {last[0]!r}", poll_s=interval_s)
+    assert got is not None
+    return got
 
 
 # --- HTTP ------------------------------------------------------------------------------------------------
@@ -320,6 +322,13 @@ class PromAPI:
         return vals[0] if vals else None
 
 
+def stored_since(api: PromAPI, selector: str, since: float, samples: int = 2) -> bool:
+    """Whether every series of ``selector`` has at least ``samples`` samples taken since ``since`` (a wall-clock
+    time): the backend has stored the values as they are now, pushed or scraped, that many times."""
+    window_s = int(time.time() - since) + 1
+    return bool(api.instant(f"min(count_over_time({selector}[{window_s}s])) >= {samples}"))
+
+
 class QueryError(AssertionError):
     """A query the backend refused (syntax error, unknown function...)."""
 
@@ -369,6 +378,7 @@ def append_lines(path: Path, lines: list[str], pause_s: float = 0.0, torn_every:
             fh.write(line)
             fh.flush()
             if pause_s:
+                # Not a wait: paces the writer as the CLI writes, so the daemon reads a prompt that is still open.
                 time.sleep(pause_s)
     return torn
 

@@ -25,7 +25,7 @@ from copilot_otel.settings.content import ContentKind, ContentPolicy
 from copilot_otel.sources.claude_code.reader import PROJECTS, scan
 from copilot_otel.sources.sessions import resolve
 from tests.conftest import FIXTURES
-from tests.test_golden_claude_code import SCENARIOS
+from tests.test_golden import CLAUDE_CODE_SCENARIOS as SCENARIOS
 
 COPILOT_LOGS = sorted((FIXTURES / "cli-shapes").glob("*/events.jsonl"))
 NO_CONTENT = ContentPolicy()

@@ -75,9 +75,7 @@ def test_run_says_backfill_done_and_sums_up_historic_runaways(tmp_path: Path, re
         os.utime(log, (HOUR_AGO, HOUR_AGO))
     daemon = DaemonProcess(root, tmp_path / "state", receiver.http_endpoint, tmp_path / "daemon.log").start()
     try:
-        deadline = time.monotonic() + 20
-        while "backfill done" not in daemon.output() and time.monotonic() < deadline:
-            time.sleep(0.1)
+        daemon.until("backfill done line", lambda: "backfill done" in daemon.output())
         # A runaway written now is live: its detection is a warning of its own.
         live = root / "0a0000f1-0000-4000-8000-0000000000b1" / "events.jsonl"
         live.parent.mkdir()
@@ -85,10 +83,10 @@ def test_run_says_backfill_done_and_sums_up_historic_runaways(tmp_path: Path, re
             for line in iter_runaway_lines(turns=30, session_id="0a0000f1-0000-4000-8000-0000000000b1"):
                 fh.write(line)
                 fh.flush()
-        deadline = time.monotonic() + 20
-        while "runaway agent in 0a0000f1-0000-4000-8000-0000000000b1" not in daemon.output():
-            assert time.monotonic() < deadline, daemon.output()[-3000:]
-            time.sleep(0.1)
+        daemon.until(
+            "live runaway warning",
+            lambda: "runaway agent in 0a0000f1-0000-4000-8000-0000000000b1" in daemon.output(),
+        )
     finally:
         assert daemon.terminate() == 0
     lines = daemon.output().splitlines()

@@ -29,6 +29,7 @@ import pytest
 from copilot_otel.cli import main
 from tests.conftest import CLI_GENERATED, ROOT, all_fixture_logs, read_events
 from tests.otlp_receiver import OtlpReceiver
+from tests.waiting import until
 
 FIXTURE_LOGS = all_fixture_logs()
 IDS = [p.parent.name if p.name == "events.jsonl" else p.stem for p in FIXTURE_LOGS]
@@ -281,15 +282,19 @@ def _tmux_capture(tmp_path: Path, argv: list[str], width: int = 100, height: int
         timeout=30,
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            dead = subprocess.run(
-                [*base, "display-message", "-p", "#{pane_dead}"], capture_output=True, text=True, timeout=30
-            ).stdout.strip()
-            if dead == "1":
-                break
-            assert time.monotonic() < deadline, "the command did not finish in tmux"
-            time.sleep(0.1)
+        until(
+            lambda: (
+                subprocess.run(
+                    [*base, "display-message", "-p", "#{pane_dead}"],
+                    capture_output=True,
+                    text=True,
+                    timeout=30,
+                ).stdout.strip()
+                == "1"
+            ),
+            60,
+            "the command to end in tmux",
+        )
         # -S -: from the start of the history, in case anything scrolled off the visible screen
         plain = subprocess.run(
             [*base, "capture-pane", "-p", "-S", "-"], capture_output=True, text=True, check=True, timeout=30

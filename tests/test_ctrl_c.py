@@ -15,13 +15,13 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from copilot_otel.daemon.state import read_checkpoints
 from tests.conftest import CLI_GENERATED, SERIAL
+from tests.waiting import until
 
 # Serial: a Ctrl-C "right as it starts" races the daemon's first checkpoint; beside the benchmark's CPU hog it
 # once came before any (1 of 12 attempts in four `-n 2` runs).
@@ -33,15 +33,6 @@ _EXITED = re.compile(r"copilot-otel exited with status (\d+)")
 def _console_script() -> list[str]:
     script = Path(sys.executable).parent / "copilot-otel"
     return [str(script)] if script.is_file() else [sys.executable, "-m", "copilot_otel"]
-
-
-def _wait_for(predicate: object, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return True
-        time.sleep(0.05)
-    return False
 
 
 @pytest.mark.parametrize("attempt", range(3))
@@ -69,13 +60,12 @@ def test_ctrl_c_right_as_run_starts_stops_it_cleanly(tmp_path: Path, attempt: in
         ).stdout
 
     try:
-        assert _wait_for(lambda: " following " in screen(), 30), screen()
+        until(lambda: " following " in screen(), 30, "the following line", detail=screen)
         subprocess.run([*base, "send-keys", "C-c"], check=True, timeout=30)  # right as it starts
-        stopped = _wait_for(lambda: _EXITED.search(screen()), 30)
+        until(lambda: _EXITED.search(screen()), 30, "its exit status after Ctrl-C", detail=screen)
         text = screen()
     finally:
         subprocess.run([*base, "kill-server"], capture_output=True, timeout=30)
-    assert stopped, f"the daemon did not exit after Ctrl-C; its screen:\n{text}"
     match = _EXITED.search(text)
     assert match is not None and match.group(1) == "0", text
     assert "received SIGINT" in text and "Traceback" not in text

@@ -33,6 +33,7 @@ from tests.conftest import FIXTURES, SERIAL
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver
 from tests.test_golden import MODES
+from tests.waiting import until
 from tests.webhook_receiver import WebhookReceiver
 
 OTHER = FIXTURES / "other-agents"
@@ -146,7 +147,7 @@ class _Cli:
             for line in self.lines[self.at : end]:
                 fh.write(_shifted(line, self.shift_s) if self.shift_s else line)
                 fh.flush()
-                time.sleep(pause_s)
+                time.sleep(pause_s)  # not a wait: paces the writer as the CLI writes, a line at a time
         self.at = max(self.at, end)
 
     def index_of(self, needle: bytes) -> int:
@@ -204,14 +205,6 @@ def _daemon(
         idle_timeout,
         env={"COPILOT_OTEL_NOTIFY_DESKTOP": "false", **env},
     )
-
-
-def _until(condition: Callable[[], bool], timeout_s: float) -> None:
-    """Poll ``condition`` (a file the daemon writes: nothing wakes a waiter when it changes)."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def _status(tmp: Path) -> dict[str, Any]:
@@ -306,11 +299,11 @@ def test_a_daemon_stopped_inside_a_prompt_resumes_it_without_loss_or_duplicates(
         # Stopped once it has read all that was written (its status says so, every 5 s): a framer may hold a
         # record back until the next one, so how many spans arrived says nothing of how far it read.
         written = sum(len(p.read_bytes().splitlines()) for p in (home / "projects").rglob("*.jsonl"))
-        _until(lambda: _status(tmp_path).get("lines_read", 0) >= written, 20)
+        until(lambda: _status(tmp_path).get("lines_read", 0) >= written, 20, "every line written to be read")
         if stop == "kill":
             logs = {str(p) for p in (home / "projects").rglob("*.jsonl")}
             # a checkpoint of every file written is flushed (each second): the kill lands inside a prompt
-            _until(lambda: logs <= set(read_checkpoints(tmp_path / "state")), 20)
+            until(lambda: logs <= set(read_checkpoints(tmp_path / "state")), 20, "a checkpoint of every log")
             daemon.kill()
         else:
             assert daemon.terminate() == 0
@@ -336,7 +329,7 @@ marker = pathlib.Path(sys.argv[1])
 for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
     signal.signal(sig, lambda number, frame: marker.write_text(str(number)))
 marker.with_suffix(".ready").write_text("ready")
-time.sleep(120)
+time.sleep(120)  # not a wait: the decoy lives (and records any signal) until the test kills it
 """
 
 
@@ -354,10 +347,12 @@ def test_a_claude_code_runaway_is_detected_once_and_notified_never_signalled(
     marker = tmp_path / "decoy.signal"
     decoy = subprocess.Popen([sys.executable, "-c", _DECOY, str(marker), "claude", "--resume", session_id])
     try:
-        deadline = time.monotonic() + 20
-        while not marker.with_suffix(".ready").exists():
-            assert time.monotonic() < deadline and decoy.poll() is None, "the decoy did not start"
-            time.sleep(0.02)
+        until(
+            lambda: marker.with_suffix(".ready").exists() or decoy.poll() is not None,
+            20,
+            "the decoy's ready file",
+        )
+        assert decoy.poll() is None, "the decoy exited"
         with WebhookReceiver() as hook:
             home = _claude_home()
             dest = home / "projects" / main_log.relative_to(scenario / "projects")
@@ -422,7 +417,7 @@ def test_codex_rollouts_are_discovered_and_followed_in_their_date_folders(
     try:
         written = _write_codex(OTHER / "codex" / "subagent", home)
         lines = sum(len(p.read_bytes().splitlines()) for p in written)
-        _until(lambda: _status(tmp_path).get("lines_read", 0) >= lines, 30)
+        until(lambda: _status(tmp_path).get("lines_read", 0) >= lines, 30, "every line written to be read")
     finally:
         assert daemon.terminate() == 0
     doc = _status(tmp_path)
@@ -528,7 +523,9 @@ def test_a_gemini_sub_agent_followed_before_its_spawn_ended_stays_in_its_parents
 
         def read_so_far() -> None:  # the sub-agent's fold has started before its parent's call ends
             lines = sum(len(p.read_bytes().splitlines()) for p in (home / "tmp").rglob("*.jsonl"))
-            _until(lambda: _status(tmp_path).get("lines_read", 0) >= lines, 20)
+            until(
+                lambda: _status(tmp_path).get("lines_read", 0) >= lines, 20, "every line written to be read"
+            )
 
         written = _write_gemini(GEMINI / "subagent", home, spawn_ended=False, between=read_so_far)
         want = _replayed([home], tmp_path)

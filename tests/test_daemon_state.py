@@ -37,7 +37,6 @@ from tests.conftest import CLI_GENERATED, FIXTURES
 from tests.daemon_process import assert_delivered_like_replay, expected_spans
 from tests.otlp_receiver import OtlpReceiver
 from tests.test_daemon import _status, env
-from tests.test_daemon_wording import _until
 from tests.test_followed import ListOutbox, _key, _replayed, _shared
 
 __all__ = ["env"]  # the fixture, shared with test_daemon.py
@@ -159,13 +158,13 @@ def test_a_damaged_state_db_is_set_aside_and_the_daemon_starts_empty(
         logs.append(env["root"] / name / "events.jsonl")
     d = env["daemon"]()
     assert_delivered_like_replay(receiver, logs, env["tmp"] / "first")
-    _until("both checkpoints", lambda: len(read_checkpoints(env["state"])) == 2, d)
+    d.until("both checkpoints", lambda: len(read_checkpoints(env["state"])) == 2)
     assert d.terminate() == 0
     damage(env["state"] / DB_FILE)
     receiver.clear()
     d2 = env["daemon"]()
     assert_delivered_like_replay(receiver, logs, env["tmp"] / "again")
-    _until("both checkpoints again", lambda: len(read_checkpoints(env["state"])) == 2, d2)
+    d2.until("both checkpoints again", lambda: len(read_checkpoints(env["state"])) == 2)
     assert d2.terminate() == 0
     said = d2.output()
     assert "Traceback" not in said
@@ -198,7 +197,7 @@ def test_status_says_when_the_last_state_write_failed_and_why(
     shutil.copytree(first.parent, env["root"] / "one")
     d = env["daemon"]()
     assert_delivered_like_replay(receiver, [first], env["tmp"] / "one")
-    _until("the first checkpoint", lambda: len(read_checkpoints(env["state"])) == 1, d)
+    d.until("the first checkpoint", lambda: len(read_checkpoints(env["state"])) == 1)
     assert "state writes" not in _status_text(env["state"], capsys)
     with contextlib.closing(sqlite3.connect(env["state"] / DB_FILE, isolation_level=None)) as other:
         # Another program's write transaction: the daemon's writes get SQLITE_BUSY.
@@ -206,19 +205,16 @@ def test_status_says_when_the_last_state_write_failed_and_why(
         second = CLI_GENERATED / "failing-tool" / "events.jsonl"
         shutil.copytree(second.parent, env["root"] / "two")
         assert_delivered_like_replay(receiver, [first, second], env["tmp"] / "two")
-        _until(
+        d.until(
             "a failed write in status.json",
             lambda: _status(env["state"]).get("state_writes_failing", 0) > 0,
-            d,
         )
         said = _status_text(env["state"], capsys)
         assert "state writes failing" in said and "database is locked" in said, said
         other.execute("ROLLBACK")
-    _until(
-        "the second checkpoint, once the lock is gone", lambda: len(read_checkpoints(env["state"])) == 2, d
-    )
-    _until(
-        "writes succeeding in status.json", lambda: _status(env["state"]).get("state_writes_failing") == 0, d
+    d.until("the second checkpoint, once the lock is gone", lambda: len(read_checkpoints(env["state"])) == 2)
+    d.until(
+        "writes succeeding in status.json", lambda: _status(env["state"]).get("state_writes_failing") == 0
     )
     said = _status_text(env["state"], capsys)
     assert "state writes ok; the last failure" in said and "database is locked" in said, said
@@ -345,12 +341,12 @@ def test_a_log_rewritten_whole_while_its_prompts_run_is_delivered_like_replay(
     log.parent.mkdir()
     log.write_bytes(b"".join(lines[:8]))
     d = env["daemon"]()
-    _until("the log read", functools.partial(_read_to, env["state"], log, lines[:8]), d)
+    d.until("the log read", functools.partial(_read_to, env["state"], log, lines[:8]))
     temporary = log.with_name("events.jsonl.tmp")
     for end in range(15, len(lines) + 7, 7):
         temporary.write_bytes(b"".join(lines[:end]))
         os.replace(temporary, log)
-        _until("the rewrite read", functools.partial(_read_to, env["state"], log, lines[:end]), d)
+        d.until("the rewrite read", functools.partial(_read_to, env["state"], log, lines[:end]))
     assert_delivered_like_replay(receiver, [source], env["tmp"])
     assert len(receiver.spans()) == len(expected_spans([source], env["tmp"] / "again")), "each span once"
     assert d.terminate() == 0

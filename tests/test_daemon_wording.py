@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -23,13 +22,6 @@ from tests.otlp_receiver import OtlpReceiver
 from tests.runaway import DEFAULT_SESSION_ID, iter_runaway_lines
 
 FRESH_CLAIM = "every session file is read from the start"
-
-
-def _until(what: str, check: Callable[[], bool], daemon: DaemonProcess, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"no {what}: {daemon.output()[-3000:]}"
-        time.sleep(0.1)
 
 
 def _lines(daemon: DaemonProcess) -> list[str]:
@@ -68,7 +60,7 @@ def test_a_live_runaway_with_a_notification_is_one_warning_line(
             for line in _now_lines(list(iter_runaway_lines(turns=12, seconds_per_turn=0.5))):
                 fh.write(line)
                 fh.flush()
-        _until("notice", lambda: "Runaway agent detected" in daemon.output(), daemon)
+        daemon.until("notice", lambda: "Runaway agent detected" in daemon.output())
     finally:  # (a second line for the same detection would come on the same pass, which the stop lets end)
         assert daemon.terminate() == 0
     warned = [line for line in _lines(daemon) if "WARNING" in line and "identical" in line]
@@ -95,7 +87,7 @@ def test_backfill_none_says_what_it_does_not_that_every_file_is_read(
     assert receiver.spans() == []
 
     other = DaemonProcess(root, tmp_path / "state2", receiver.http_endpoint, tmp_path / "all.log").start()
-    _until("spans", lambda: len(receiver.spans()) > 0, other)
+    other.until("spans", lambda: len(receiver.spans()) > 0)
     assert other.terminate() == 0
     assert "no checkpoints yet: every session log on disk is exported from its start" in other.output()
 
@@ -118,7 +110,7 @@ def test_logs_written_in_the_last_minute_get_a_backfill_done_line(
         (root / f"0000{name}" / "events.jsonl").touch()  # copied as `cp` copies: written now
     daemon = DaemonProcess(root, tmp_path / "state", receiver.http_endpoint, tmp_path / "daemon.log").start()
     try:
-        _until("backfill done line", lambda: "backfill done" in daemon.output(), daemon)
+        daemon.until("backfill done line", lambda: "backfill done" in daemon.output())
     finally:
         assert daemon.terminate() == 0
     done = [line for line in _lines(daemon) if "backfill done" in line]
@@ -133,14 +125,14 @@ def test_a_missing_session_state_folder_is_waited_for_and_said_once(
     root = tmp_path / "not-yet" / "session-state"
     daemon = DaemonProcess(root, tmp_path / "state", receiver.http_endpoint, tmp_path / "daemon.log").start()
     try:
-        _until("waiting line", lambda: "waiting for" in daemon.output(), daemon)
+        daemon.until("waiting line", lambda: "waiting for" in daemon.output())
         status = tmp_path / "state" / "status.json"
-        _until(  # three rescans: the line is not repeated
-            "three scans", lambda: status.exists() and json.loads(status.read_text())["scans"] >= 3, daemon
+        daemon.until(  # three rescans: the line is not repeated
+            "three scans", lambda: status.exists() and json.loads(status.read_text())["scans"] >= 3
         )
         shutil.copytree(CLI_GENERATED / "multi-tool", root / "0a000001-0000-4000-8000-000000000001")
-        _until("spans", lambda: len(receiver.spans()) > 0, daemon)
-        _until("appeared line", lambda: "appeared" in daemon.output(), daemon)
+        daemon.until("spans", lambda: len(receiver.spans()) > 0)
+        daemon.until("appeared line", lambda: "appeared" in daemon.output())
     finally:
         assert daemon.terminate() == 0
     waiting = [line for line in _lines(daemon) if "waiting for" in line]

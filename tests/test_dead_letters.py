@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from copilot_otel.deliver.deadletter import DeadLetters
 from tests.conftest import CLI_GENERATED, replay_into
 from tests.daemon_process import DaemonProcess, expected_spans
 from tests.otlp_receiver import OtlpReceiver
+from tests.waiting import until
 
 
 def _status(state: Path) -> dict[str, Any]:
@@ -31,13 +31,11 @@ def _status(state: Path) -> dict[str, Any]:
 
 
 def _wait_status(state: Path, key: str, value: Any, timeout: float = 30) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def reached() -> dict[str, Any] | None:
         status = _status(state)
-        if status.get(key) == value:
-            return status
-        time.sleep(0.2)
-    raise AssertionError(f"status never had {key}={value!r}: {_status(state)}")
+        return status if status.get(key) == value else None
+
+    return until(reached, timeout, f"status with {key}={value!r}", detail=lambda: _status(state))
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver
 
 from copilot_otel.daemon.discover import Discovery
+from tests.waiting import until
 
 
 class Changes:
@@ -175,9 +176,7 @@ def test_root_deleted_and_recreated_is_watched_again(tmp_path: Path, changes: Ch
     disc.start()
     try:
         root.rmdir()
-        deadline = time.monotonic() + 2
-        while disc.mode != "waiting" and time.monotonic() < deadline:
-            time.sleep(0.01)
+        until(lambda: mode_of(disc) == "waiting", 2.0, "discovery to wait for its root")
         root.mkdir()
         log = root / "s" / "events.jsonl"
         log.parent.mkdir()

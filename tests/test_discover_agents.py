@@ -26,7 +26,7 @@ from copilot_otel.sources.codex import reader as codex
 from copilot_otel.sources.gemini import reader as gemini
 from tests.conftest import FIXTURES
 from tests.test_discover import Changes, changes, mode_of
-from tests.test_discover_inotify import _until
+from tests.waiting import until
 
 __all__ = ["changes"]
 
@@ -265,6 +265,10 @@ def test_a_renamed_project_folder_reports_its_logs_under_the_new_name(
                 os.path.join("-home-dev-app2", "0aa", "subagents"),
             }
             (new / "0aa").rename(tmp_path / "elsewhere")  # out of the tree: its watches go with it
-            assert _until(lambda: disc._watcher.watched_folders == {"-home-dev-app2"})  # type: ignore[union-attr]
+            until(
+                lambda: disc._watcher.watched_folders == {"-home-dev-app2"},  # type: ignore[union-attr]
+                2.0,
+                "the moved folder's watches gone",
+            )
     finally:
         disc.stop()

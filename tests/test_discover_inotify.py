@@ -12,8 +12,7 @@ import logging
 import os
 import shutil
 import struct
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,21 +29,13 @@ from copilot_otel._platform._linux import (
 )
 from copilot_otel.daemon.discover import Discovery
 from tests.test_discover import Changes, changes, mode_of, root
+from tests.waiting import until
 
 __all__ = ["changes", "root"]  # the fixtures, shared with test_discover.py
 
 pytestmark = pytest.mark.skipif(
     type(current).__name__ != "Linux", reason="the inotify watcher is Linux's (not the portable platform's)"
 )
-
-
-def _until(condition: Callable[[], bool], timeout: float = 2.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 class _Kept:
@@ -133,7 +124,11 @@ def test_new_folder_written_before_its_watch_is_reported_and_then_watched(
     for i in range(20):
         log = _session(root, f"new-{i}")  # the log is written at once: before the watch on its folder exists
         assert changes.wait_for(log), f"{log} not reported"
-    assert _until(lambda: kept.last.watched_folders == {f"new-{i}" for i in range(20)})
+    until(
+        lambda: kept.last.watched_folders == {f"new-{i}" for i in range(20)},
+        2.0,
+        "a watch on each new folder",
+    )
     changes.clear()
     with open(root / "new-7" / "events.jsonl", "ab") as fh:
         fh.write(b"{}\n")
@@ -152,7 +147,7 @@ def test_deleted_and_moved_folders_are_forgotten(
     os.rename(moved_out.parent, tmp_path / "elsewhere")
     new_name = root / "renamed-2" / "events.jsonl"
     assert changes.wait_for(gone, renamed, moved_out, new_name)
-    assert _until(lambda: kept.last.watched_folders == {"renamed-2"})
+    until(lambda: kept.last.watched_folders == {"renamed-2"}, 2.0, "the watch on the renamed folder only")
     changes.clear()
     with open(new_name, "ab") as fh:
         fh.write(b"{}\n")
@@ -174,7 +169,9 @@ def test_root_moved_away_and_recreated_is_watched_again(tmp_path: Path, kept: _K
     try:
         first = kept.last
         os.rename(root, tmp_path / "old-session-state")
-        assert _until(lambda: not first.alive())  # the root's IN_MOVE_SELF ends that watcher
+        until(
+            lambda: not first.alive(), 2.0, "the watcher's end"
+        )  # the root's IN_MOVE_SELF ends that watcher
         root.mkdir()
         log = _session(root, "s")
         assert changes.wait_for(log, timeout=2.0)
@@ -194,7 +191,7 @@ def test_overflow_mends_the_watches_and_rescans_once(
     # then drops it from the watcher's table), as a folder created while events were being lost is unwatched.
     (wd,) = [wd for wd, name in watcher._folders.items() if name == "s2"]
     assert _libc().inotify_rm_watch(watcher._fd, wd) == 0
-    assert _until(lambda: "s2" not in watcher.watched_folders)
+    until(lambda: "s2" not in watcher.watched_folders, 2.0, "the deleted folder's watch gone")
     changes.clear()
     overflow = struct.pack("iIII", -1, IN_Q_OVERFLOW, 0, 0)  # struct inotify_event as the kernel writes it
     with caplog.at_level(logging.WARNING, logger="copilot_otel.daemon.discover"):
@@ -274,7 +271,7 @@ def test_watch_limit_reached_by_a_new_folder_falls_back_to_polling(
             _session(root, "s2"),
         )  # the third watch fits, the fourth does not
         assert changes.wait_for(second, third)
-        assert _until(lambda: mode_of(disc) == "polling")
+        until(lambda: mode_of(disc) == "polling", 2.0, "polling")
         assert disc.degraded == "inotify watches exhausted"
         assert "max_user_watches) is reached" in caplog.text and "s2" in caplog.text
         fourth = _session(root, "s3")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from copilot_otel.sources.sessions import SessionFile
 from tests.conftest import FIXTURES, SERIAL, replay_into
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver
+from tests.waiting import until
 
 OTHER = FIXTURES / "other-agents"
 CC_332 = OTHER / "claude-code-2.1.332"
@@ -368,10 +368,12 @@ def test_the_daemon_says_it_once_per_version_in_its_log_and_status(
             got: list[dict[str, Any]] = doc.get("records_not_read", [])
             return got
 
-        end = time.monotonic() + 60
-        while {(r["agent"], r["cli_version"]): Counter(r["kinds"]) for r in rows()} != want:
-            assert time.monotonic() < end, rows()
-            time.sleep(0.1)  # status.json is rewritten every few seconds: nothing wakes a waiter
+        until(
+            lambda: {(r["agent"], r["cli_version"]): Counter(r["kinds"]) for r in rows()} == want,
+            60,
+            "the records not read in status.json",
+            detail=rows,
+        )
         assert main(["status", "--state-dir", str(tmp_path / "state")]) == 0
         text = capsys.readouterr().out
         assert main(["status", "--json", "--state-dir", str(tmp_path / "state")]) == 0

@@ -163,9 +163,7 @@ def test_a_first_start_over_more_history_than_a_batch_exports_it_all_like_replay
     d = DaemonProcess(root, tmp_path / "state", receiver.http_endpoint, log).start()
     try:
         assert_delivered_like_replay(receiver, paths, tmp_path, timeout=120)
-        deadline = time.monotonic() + 60
-        while "backfill done" not in d.output() and time.monotonic() < deadline:
-            time.sleep(0.1)
+        d.until("backfill done line", lambda: "backfill done" in d.output(), 60)
     finally:
         assert d.terminate() == 0
     said = [line for line in d.output().splitlines() if "backfill done" in line]

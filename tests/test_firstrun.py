@@ -14,7 +14,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from copilot_otel.settings.config import SETTINGS
 from tests.conftest import CLI_GENERATED, ROOT
 from tests.doc_pages import page, section
 from tests.otlp_receiver import OtlpReceiver
+from tests.waiting import until
 
 README = page("README.md")
 CONFIGURATION = page("docs/configuration.md")
@@ -201,13 +201,6 @@ def test_doctor_flags_an_endpoint_with_the_traces_path(
 
 
 # ============================================================================== the daemon's log
-def _wait_for(predicate: object, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
-
-
 def test_the_daemon_log_has_timestamps_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
     log = tmp_path / "stderr.log"
     with open(log, "wb") as fh:
@@ -218,7 +211,7 @@ def test_the_daemon_log_has_timestamps_when_stderr_is_not_a_terminal(tmp_path: P
             env={**os.environ, "COPILOT_OTEL_METRICS": "false"},
         )
         try:
-            _wait_for(lambda: " following " in log.read_text())
+            until(lambda: " following " in log.read_text(), 30, "the following line")
         finally:
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(30) == 0
@@ -253,17 +246,14 @@ def test_the_daemon_log_has_no_timestamps_on_a_terminal(tmp_path: Path) -> None:
         ).stdout
 
     try:
-        _wait_for(lambda: " following " in screen())
+        until(lambda: " following " in screen(), 30, "the following line", detail=screen)
         pane_pid = subprocess.run(
             [*base, "display-message", "-p", "#{pane_pid}"], capture_output=True, text=True, timeout=30
         ).stdout.strip()
         # Stopped the way a service manager or `kill` stops it: SIGTERM to the daemon (the shell's child).
         (child,) = psutil.Process(int(pane_pid)).children()
         child.send_signal(signal.SIGTERM)
-        try:
-            _wait_for(lambda: "exit status " in screen(), timeout_s=60.0)
-        except AssertionError:
-            raise AssertionError(f"the daemon did not stop on SIGTERM; its screen:\n{screen()}") from None
+        until(lambda: "exit status " in screen(), 60, "its exit status after SIGTERM", detail=screen)
         text = screen()
     finally:
         subprocess.run([*base, "kill-server"], capture_output=True, timeout=30)
@@ -351,7 +341,7 @@ def test_run_says_at_start_when_content_leaves_the_machine(tmp_path: Path, captu
             [*_console_script(), "run", "--state-dir", str(tmp_path / "state")], stdout=fh, stderr=fh, env=env
         )
         try:
-            _wait_for(lambda: " following " in log.read_text())
+            until(lambda: " following " in log.read_text(), 30, "the following line")
         finally:
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(30) == 0

@@ -29,6 +29,7 @@ from copilot_otel.daemon.interrupt import interrupt_session
 from copilot_otel.daemon.notify import Burst, DesktopChannel, Notice, Notifier, WebhookChannel
 from copilot_otel.model.activity import Detection
 from copilot_otel.settings.policy import parse_policy
+from tests.waiting import until
 from tests.webhook_receiver import WebhookReceiver
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX processes and signals")
@@ -72,13 +73,13 @@ def _start(
         stdin.close()
         (holds / "starting.hold").rename(holds / f"inuse.{p.pid}.hold")
     procs.append(p)
-    deadline = time.monotonic() + 5
-    while current.process_facts(p.pid) is None or current.process_facts(p.pid).name not in (  # type: ignore[union-attr]
-        Path(argv[-2]).name,
-        Path(argv[0]).name,
-    ):
-        assert time.monotonic() < deadline, "process did not start"
-        time.sleep(0.02)  # until exec() has replaced the forked python (its name is the binary's)
+    names = (Path(argv[-2]).name, Path(argv[0]).name)
+
+    def execed() -> bool:  # exec() has replaced the forked python: its name is the binary's
+        facts = current.process_facts(p.pid)
+        return facts is not None and facts.name in names
+
+    until(execed, 5, "the process's exec")
     return p
 
 
@@ -174,9 +175,7 @@ def test_another_users_process_is_refused(
     # setpriv runs as us until it has dropped to nobody and exec'd the CLI: act on the CLI, not on setpriv
     import psutil
 
-    deadline = time.monotonic() + 10
-    while psutil.Process(p.pid).name() != fake_cli.name and time.monotonic() < deadline:
-        time.sleep(0.01)
+    until(lambda: psutil.Process(p.pid).name() == fake_cli.name, 10, "setpriv's exec of the CLI")
     _lock(tmp_path / "s1", p.pid)
     assert _result(_act(tmp_path / "s1", caplog)) == "refused"
     assert p.poll() is None
@@ -266,10 +265,7 @@ def notification_service(tmp_path: Path) -> Iterator[tuple[str, list[tuple[Any, 
         "</busconfig>"
     )
     bus = subprocess.Popen(["dbus-daemon", f"--config-file={config}", "--nofork", "--nopidfile"])
-    deadline = time.monotonic() + 5
-    while not (tmp_path / "bus").exists():
-        assert time.monotonic() < deadline, "dbus-daemon did not start"
-        time.sleep(0.05)
+    until(lambda: (tmp_path / "bus").exists(), 5, "dbus-daemon's socket")
     calls: list[tuple[Any, ...]] = []
     stop = threading.Event()
     conn = open_dbus_connection(bus=address)

@@ -13,7 +13,6 @@ import os
 import shlex
 import shutil
 import subprocess
-import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from tests.otlp_receiver import OtlpReceiver
 from tests.realcli.fake_model import FakeModelServer, Script, Step, prompt_for, runaway_script
 from tests.realcli.harness import _warm_cache, build_env, read_events, run_copilot, session_dir
 from tests.test_realcli_smoke import copilot_binary  # noqa: F401 - the shared "installed or skip/fail" fixture
+from tests.waiting import until
 from tests.webhook_receiver import WebhookReceiver
 
 pytestmark = [pytest.mark.realcli, pytest.mark.timeout(120), SERIAL]
@@ -204,14 +204,12 @@ def test_interactive_session_in_tmux_survives_the_interrupt(
         ).stdout
 
     def wait_screen(text: str, timeout: float = 30) -> None:
-        deadline = time.monotonic() + timeout
-        while text not in screen():
-            assert time.monotonic() < deadline, f"{text!r} not on screen:\n{screen()}"
-            time.sleep(0.2)
+        until(lambda: text in screen(), timeout, f"{text!r} on screen", detail=screen, poll_s=0.2)
 
     def type_line(text: str) -> None:
+        """Type ``text``, and once the input box shows it (it took the keys), Enter."""
         subprocess.run([*tmux, "send-keys", "-t", "cli", "-l", text], check=True)
-        time.sleep(0.3)
+        wait_screen(text)
         subprocess.run([*tmux, "send-keys", "-t", "cli", "Enter"], check=True)
 
     scripts = {
@@ -238,33 +236,27 @@ def test_interactive_session_in_tmux_survives_the_interrupt(
             wait_screen("trust the files")
             subprocess.run([*tmux, "send-keys", "-t", "cli", "Enter"], check=True)
             wait_screen("open sidebar")
-            time.sleep(1)
             type_line(prompt_for("runaway"))
             folder = session_dir(home, sid)
-            deadline = time.monotonic() + 40
             # The key aborts the prompt (abort); the signal ends the interactive CLI (session.shutdown).
             stopped = "abort" if pane_known else "session.shutdown"
-            while stopped not in [e["type"] for e in read_events(folder)]:
-                assert time.monotonic() < deadline, "the runaway was not interrupted"
-                time.sleep(0.2)
+            until(lambda: stopped in [e["type"] for e in read_events(folder)], 40, f"the runaway's {stopped}")
             calls = _bash_calls(read_events(folder))
-            time.sleep(1)
             pids = [int(p.name.split(".")[1]) for p in folder.glob("inuse.*.lock")]
             if pane_known:
                 assert pids and all(_alive(pid) for pid in pids), "the interactive CLI must survive"
                 type_line(prompt_for("plain"))
-                deadline = time.monotonic() + 20
-                while not any(
-                    e["type"] == "assistant.message" and "Paris" in (e["data"].get("content") or "")
-                    for e in read_events(folder)
-                ):
-                    assert time.monotonic() < deadline, f"the next prompt was not answered:\n{screen()}"
-                    time.sleep(0.2)
+                until(
+                    lambda: any(
+                        e["type"] == "assistant.message" and "Paris" in (e["data"].get("content") or "")
+                        for e in read_events(folder)
+                    ),
+                    20,
+                    "the next prompt's answer",
+                    detail=screen,
+                )
             else:
-                deadline = time.monotonic() + 10
-                while any(_alive(pid) for pid in pids):
-                    assert time.monotonic() < deadline, "SIGINT did not end the interactive CLI"
-                    time.sleep(0.2)
+                until(lambda: not any(_alive(pid) for pid in pids), 10, "the interactive CLI's end on SIGINT")
                 assert "abort" not in [e["type"] for e in read_events(folder)]
         finally:
             subprocess.run([*tmux, "kill-server"], capture_output=True)

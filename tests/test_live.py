@@ -27,6 +27,7 @@ from copilot_otel.cli import main
 from copilot_otel.commands.live import BurnWatch, burn_json
 from copilot_otel.commands.report import build_report, report_sessions
 from tests.conftest import CLI_GENERATED
+from tests.waiting import until
 
 _ISO = re.compile(rb"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})")
 # 2026-12-02T10:00:00Z: "now" of the in-process tests (the clock is injected).
@@ -296,10 +297,10 @@ def test_it_shows_what_a_running_daemon_says(home: Path, tmp_path: Path) -> None
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 60
-        while not (state / "status.json").exists():
-            assert daemon.poll() is None and time.monotonic() < deadline, "the daemon wrote no status"
-            time.sleep(0.1)
+        until(
+            lambda: (state / "status.json").exists() or daemon.poll() is not None, 60, "the daemon's status"
+        )
+        assert daemon.poll() is None, "the daemon exited"
         argv = [*_console_script(), "live", "--json", "--once", "--state-dir", str(state)]
         done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=True)
         seen = json.loads(done.stdout)["daemon"]
@@ -442,13 +443,13 @@ class _Pane:
         return self.tmux("capture-pane", "-p", "-S", "-")
 
     def wait_for(self, predicate: Callable[[str], object], what: str, timeout_s: float = 60) -> str:
-        deadline = time.monotonic() + timeout_s
-        while True:
+        """The screen once ``predicate`` holds for it; fails naming ``what`` and showing the last screen."""
+
+        def shown() -> str | None:
             screen = self.screen()
-            if predicate(screen):
-                return screen
-            assert time.monotonic() < deadline, f"{what}; the screen:\n{screen}"
-            time.sleep(0.1)
+            return screen if predicate(screen) else None
+
+        return until(shown, timeout_s, what, detail=self.screen, poll_s=0.1)
 
     def close(self) -> None:
         subprocess.run([*self.base, "kill-server"], capture_output=True, timeout=30)
@@ -468,12 +469,12 @@ def test_in_a_terminal_it_redraws_in_place_and_quits_cleanly(home: Path, tmp_pat
     argv = [*_console_script(), "live", "--interval", "0.3", "--quota", "300"]
     pane = _Pane(tmp_path, home, argv, width=100, height=40)
     try:
-        before = pane.wait_for(_today, "the view never showed today's figures")
+        before = pane.wait_for(_today, "today's figures")
         counts = _today(before)
         assert counts is not None and counts[0] == 4  # four sessions today
         assert "Running now" not in before  # no CLI holds these sessions
         _write(root, "capi-subagent", live[12:])
-        after = pane.wait_for(lambda s: (_today(s) or counts) > counts, "the view never updated")
+        after = pane.wait_for(lambda s: (_today(s) or counts) > counts, "an update")
         grown = _today(after)
         assert grown is not None and grown[2] > counts[2] and grown[3] > counts[3]  # turns, tool calls
         for screen in (after, pane.history()):
@@ -493,11 +494,11 @@ def test_in_a_terminal_it_redraws_in_place_and_quits_cleanly(home: Path, tmp_pat
         pane.tmux("resize-window", "-x", "64")
         narrow = pane.wait_for(
             lambda s: max(len(line) for line in s.splitlines()) <= 64 and "copilot-otel live" in s,
-            "the view did not follow the resize",
+            "the view to follow the resize",
         )
         assert narrow.count("Today (") == 1
         pane.tmux("send-keys", key)
-        closed = pane.wait_for(_EXITED.search, "the view did not exit")
+        closed = pane.wait_for(_EXITED.search, "the view's exit")
     finally:
         pane.close()
     match = _EXITED.search(closed)
@@ -519,7 +520,7 @@ def test_in_a_terminal_a_folder_name_is_shown_not_obeyed(home: Path, tmp_path: P
     _write(root, "multi-tool", lines)
     pane = _Pane(tmp_path, home, [*_console_script(), "live", "--interval", "0.3"], width=120, height=30)
     try:
-        screen = pane.wait_for(lambda s: "pwned" in s, "the session never showed")
+        screen = pane.wait_for(lambda s: "pwned" in s, "the session")
         title = pane.tmux("display-message", "-p", "#{pane_title}")
     finally:
         pane.close()

@@ -66,7 +66,7 @@ def test_detection_and_gauge_arrive_while_the_runaway_is_still_going(tmp_path: P
                         if turn_starts == 25:
                             crossed_ns = time.time_ns()
                             break
-                    time.sleep(0.01)
+                    time.sleep(0.01)  # not a wait: paces the writer as the CLI writes, a turn at a time
             # The prompt is still open (15 turns and the shutdown are not written yet): wait for the alarm.
             receiver.wait_for(lambda r: "detected:turns" in arrivals and "gauge" in arrivals, 15)
             assert "root" not in arrivals, "the root span cannot exist yet: the prompt has not ended"

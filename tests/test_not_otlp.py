@@ -8,7 +8,6 @@ not advance its checkpoints: a second daemon pointed at a real collector then st
 from __future__ import annotations
 
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -65,10 +64,12 @@ def test_the_daemon_keeps_its_checkpoints_while_a_web_page_answers(tmp_path: Pat
     state = tmp_path / "state"
     with answering(b"hello", "text/html") as (url, posted):
         daemon = DaemonProcess(root, state, url, tmp_path / "web.log").start()
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and "is not an OTLP export response" not in daemon.output():
-            time.sleep(0.1)
-        daemon.terminate()
+        try:
+            daemon.until(
+                "the endpoint problem in its log", lambda: "is not an OTLP export response" in daemon.output()
+            )
+        finally:
+            daemon.terminate()
     assert posted and "is not an OTLP export response" in daemon.output(), daemon.output()
     with OtlpReceiver() as receiver:
         again = DaemonProcess(root, state, receiver.http_endpoint, tmp_path / "collector.log").start()

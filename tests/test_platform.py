@@ -29,6 +29,7 @@ from tests.conftest import CLI_GENERATED
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver
 from tests.test_discover import Changes
+from tests.waiting import until
 
 ROOT = Path(__file__).resolve().parent.parent
 NO_POSIX = ROOT / ".ci" / "no_posix"
@@ -244,7 +245,7 @@ def test_a_stop_signal_never_deadlocks_a_main_thread_that_holds_a_lock() -> None
         with current.watch_stop(lambda name: stopped.set()):
             with stopped._cond:  # what Event.wait holds around its check of the flag
                 os.kill(os.getpid(), signal.SIGTERM)
-                time.sleep(0.3)
+                time.sleep(0.3)  # not a wait: holds the lock while the signal is handled, the case under test
             print("stopped" if stopped.wait(5) else "not stopped")
         """
     )
@@ -264,9 +265,10 @@ def test_a_second_stop_request_interrupts_the_main_thread() -> None:
 
     with pytest.raises(KeyboardInterrupt), current.watch_stop(on_stop):
         os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(0.5)
+        until(lambda: requests == ["SIGTERM"], 10, "the first stop request handled")
         os.kill(os.getpid(), signal.SIGINT)
-        time.sleep(5)  # interrupted well before this ends
+        # Not a wait: the main thread blocked elsewhere, as the daemon's is; the second signal ends it at once.
+        time.sleep(5)
     assert requests == ["SIGTERM", "SIGINT"]
 
 

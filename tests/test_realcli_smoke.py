@@ -8,7 +8,6 @@ because CI installs it with ``.ci/install-copilot-cli.sh``.
 from __future__ import annotations
 
 import os
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import pytest
 
 from tests.realcli.fake_model import FakeModelServer, default_scripts, prompt_for
 from tests.realcli.harness import find_copilot_binary, read_events, run_copilot, session_dir
+from tests.waiting import until
 
 pytestmark = [pytest.mark.realcli, pytest.mark.timeout(60)]
 
@@ -27,7 +27,6 @@ LIVE_SESSION = "0b000003-0000-4000-8000-000000000003"
 HANG_SESSION = "0b000004-0000-4000-8000-000000000004"
 # How long to wait for something the CLI writes while running (it starts in ~0.5-2 s).
 LIVE_DEADLINE_S = 20.0
-POLL_S = 0.05
 
 
 def _in_ci() -> bool:
@@ -51,15 +50,6 @@ def _types(events: list[dict[str, Any]]) -> list[str]:
 
 def _by_call_id(events: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
     return {e["data"]["toolCallId"]: e for e in events if e["type"] == kind}
-
-
-def _wait_until(predicate: Any, deadline_s: float = LIVE_DEADLINE_S) -> bool:
-    end = time.monotonic() + deadline_s
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(POLL_S)
-    return bool(predicate())
 
 
 def test_tools_scenario_writes_parallel_then_sequential_tools(copilot_binary: Path, tmp_path: Path) -> None:
@@ -165,7 +155,11 @@ def test_background_run_is_observable_while_it_runs(copilot_binary: Path, tmp_pa
         )
         try:
             # The model call is held for 1.5 s, so the user message is on disk while the CLI still runs.
-            assert _wait_until(lambda: "user.message" in _types(read_events(folder)))
+            until(
+                lambda: "user.message" in _types(read_events(folder)),
+                LIVE_DEADLINE_S,
+                "the user message on disk",
+            )
             assert proc.poll() is None
             assert "session.shutdown" not in _types(read_events(folder))
             result = proc.result(timeout=30)

@@ -20,6 +20,7 @@ from copilot_otel.cli import main
 from tests.conftest import CLI_GENERATED
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver
+from tests.waiting import until
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="prlimit and inotify are Linux's")
 
@@ -118,18 +119,20 @@ def _namespace_with_watches(n: int) -> tuple[str, ...] | None:
     return wrap if probe.returncode == 0 and probe.stdout.strip() == str(n) else None
 
 
+def _status(state: Path) -> dict[str, object]:
+    try:
+        status: dict[str, object] = json.loads((state / "status.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return status
+
+
 def _wait_status(state: Path, key: str, value: object, timeout: float) -> dict[str, object]:
-    deadline = time.monotonic() + timeout
-    status: dict[str, object] = {}
-    while time.monotonic() < deadline:
-        try:
-            status = json.loads((state / "status.json").read_text())
-        except (OSError, ValueError):
-            status = {}
-        if status.get(key) == value:
-            return status
-        time.sleep(0.2)
-    raise AssertionError(f"status never had {key}={value!r}: {status}")
+    def reached() -> dict[str, object] | None:
+        status = _status(state)
+        return status if status.get(key) == value else None
+
+    return until(reached, timeout, f"status with {key}={value!r}", detail=lambda: _status(state))
 
 
 def test_exhausted_inotify_watches_are_said_once_shown_and_polled(

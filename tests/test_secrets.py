@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import shutil
 import socket
-import time
 from pathlib import Path
 
 import pytest
@@ -69,12 +68,11 @@ def test_no_command_daemon_log_or_state_file_shows_a_secret(
     daemon = DaemonProcess(
         root, state, secret_env["OTEL_EXPORTER_OTLP_ENDPOINT"], tmp_path / "daemon.log", env=secret_env
     ).start()
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and "cannot connect" not in daemon.output():
-        time.sleep(0.1)
-    while time.monotonic() < deadline and not (state / "status.json").exists():
-        time.sleep(0.1)
-    daemon.terminate()
+    try:
+        daemon.until("the endpoint problem in its log", lambda: "cannot connect" in daemon.output())
+        daemon.until("status.json", lambda: (state / "status.json").exists())
+    finally:
+        daemon.terminate()
     log = daemon.output()
     assert "cannot connect to http://***@127.0.0.1" in log, log  # the endpoint problem is said, masked
     assert " following " in log and "http://***@127.0.0.1" in log.split(" following ", 1)[1].splitlines()[0]

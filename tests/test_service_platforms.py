@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any, cast
 
@@ -23,6 +22,7 @@ from copilot_otel.commands.service import TASK_NAME, _TaskScheduler, task_xml
 from copilot_otel.settings.config import load_config
 from tests.conftest import FIXTURES
 from tests.otlp_receiver import OtlpReceiver
+from tests.waiting import until
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = xmlschema.XMLSchema(FIXTURES / "task-scheduler" / "task-subset.xsd")
@@ -132,10 +132,8 @@ def test_the_task_launcher_runs_the_daemon_with_the_saved_settings(
         [sys.executable, "-m", "copilot_otel._platform._launch", str(settings), str(log)], cwd=ROOT
     )
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not (log.exists() and " following " in log.read_text()):
-            time.sleep(0.1)
-        assert " following " in log.read_text() and (state / "lock").exists()
+        until(lambda: log.exists() and " following " in log.read_text(), 30, "the following line")
+        assert (state / "lock").exists()
     finally:
         proc.terminate()
         assert proc.wait(30) == 0

@@ -33,7 +33,8 @@ from copilot_otel.sources.sessions import read_workspace
 from tests.conftest import FIXTURES, SERIAL
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver
-from tests.test_daemon_other_agents import _status, _until
+from tests.test_daemon_other_agents import _status
+from tests.waiting import until
 
 ROOT = Path(__file__).resolve().parent.parent
 OTHER = FIXTURES / "other-agents"
@@ -203,7 +204,11 @@ def test_the_daemon_keeps_exporting_past_a_side_file_that_is_no_regular_file(
             want = _replay(home, other, tmp_path / "replay-state")
         assert want
         receiver.wait_for(lambda r: {s["span_id"] for s in r.spans()} >= set(want), 60)
-        _until(lambda: _status(tmp_path).get("side_files_refused") == {"not_regular_file": 1}, 30)
+        until(
+            lambda: _status(tmp_path).get("side_files_refused") == {"not_regular_file": 1},
+            30,
+            "the refusal counted",
+        )
     finally:
         code = _stop(daemon)
     assert code == 0, daemon.output()[-3000:]

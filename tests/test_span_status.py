@@ -13,12 +13,10 @@ import pytest
 
 from tests.conftest import FIXTURES, replay_into
 from tests.otlp_receiver import OtlpReceiver
-from tests.test_golden import FIXTURE_LOGS
-from tests.test_golden_claude_code import SCENARIOS as CLAUDE_CODE
-from tests.test_golden_codex import SCENARIOS as CODEX
-from tests.test_golden_codex import rollouts
-from tests.test_golden_gemini import SCENARIOS as GEMINI
-from tests.test_golden_gemini import _logs as gemini_logs
+from tests.test_golden import CLAUDE_CODE_SCENARIOS as CLAUDE_CODE
+from tests.test_golden import CODEX_SCENARIOS as CODEX
+from tests.test_golden import FIXTURE_LOGS, gemini_logs, rollouts
+from tests.test_golden import GEMINI_SCENARIOS as GEMINI
 
 ERROR = 2  # OTLP's STATUS_CODE_ERROR
 

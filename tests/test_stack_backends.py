@@ -71,6 +71,7 @@ from tests.stack_data import (
     session_id_of,
     shipped_queries,
     split_before_final_turn,
+    stored_since,
     wait_for,
     with_matcher,
 )
@@ -344,7 +345,18 @@ def metrics_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MetricsRun
         )
         prompts_before = run.vm.value(f"sum(github_copilot_agent_turn_count_count{{{DAEMON}}})")
         assert prompts_before, "the backfill produced no turns-per-prompt histogram"
-        time.sleep(2)  # a few more samples of the backfilled values, so the live increase is a rate > 0
+        # Samples of the backfilled values in both backends, so the live increase is a rate > 0.
+        backfilled_at = time.time()
+        wait_for(
+            "samples of the backfilled values in VictoriaMetrics",
+            partial(stored_since, run.vm, f"copilot_otel_lines_read_total{{{DAEMON}}}", backfilled_at),
+            30,
+        )
+        wait_for(
+            "samples of the backfilled values in Prometheus",
+            partial(stored_since, run.prom, "copilot_otel_lines_read_total", backfilled_at),
+            30,
+        )
 
         runaway_log = session_state / DAEMON_RUNAWAY_SID / "events.jsonl"
         errors_log = session_state / DAEMON_ERRORS_SID / "events.jsonl"
@@ -410,7 +422,18 @@ def metrics_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MetricsRun
             lambda: run.vm.instant(f"sum(copilot_otel_export_backlog{{{DAEMON}}}) == 0"),
             60,
         )
-        time.sleep(1.5)  # one more export and scrape after the end
+        # One more export and scrape after the end.
+        delivered_at = time.time()
+        wait_for(
+            "an export after the end",
+            partial(stored_since, run.vm, f"copilot_otel_lines_read_total{{{DAEMON}}}", delivered_at, 1),
+            30,
+        )
+        wait_for(
+            "a scrape after the end",
+            partial(stored_since, run.prom, "copilot_otel_lines_read_total", delivered_at, 1),
+            30,
+        )
         run.t_end = time.time()
         run.retries_logged = "retrying in" in daemon.output()
         yield run

@@ -64,6 +64,7 @@ from tests.stack_data import (
     ok,
     shipped_queries,
     split_before_final_turn,
+    stored_since,
     wait_for,
 )
 from tests.test_golden import FIXTURE_LOGS, _fixture_name
@@ -450,7 +451,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StackRun]:
         backfilled = f"sum(copilot_otel_lines_read_total) >= {backfill_lines}"
         for api in (run.push, run.pull):
             wait_for(f"the daemon's backfill in {api.name}", partial(api.instant, backfilled), 90)
-        time.sleep(2)  # a few samples of the backfilled values before the live prompts start
+        backfilled_at = time.time()  # samples of the backfilled values before the live prompts start
+        for api in (run.push, run.pull):
+            wait_for(
+                f"samples of the backfilled values in {api.name}",
+                partial(stored_since, api, "copilot_otel_lines_read_total", backfilled_at),
+                30,
+            )
         run.before_alerts = {"push": _alert_states(run.push_url), "pull": _alert_states(run.pull_url)}
 
         runaway_head, runaway_tail = split_before_final_turn(

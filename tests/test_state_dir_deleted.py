@@ -9,7 +9,6 @@ from __future__ import annotations
 import shutil
 import signal
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -19,19 +18,11 @@ from copilot_otel.daemon.state import DB_FILE, Checkpoint, read_checkpoints
 from tests.conftest import CLI_GENERATED
 from tests.daemon_process import DaemonProcess, assert_delivered_like_replay
 from tests.otlp_receiver import OtlpReceiver
+from tests.waiting import until
 
 pytestmark = pytest.mark.skipif(
     sys.platform == "win32", reason="Windows does not delete a directory holding an open file"
 )
-
-
-def _wait(predicate: object, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _checkpoints(state: Path) -> dict[str, Checkpoint]:
@@ -52,14 +43,14 @@ def test_a_deleted_state_dir_is_recreated_relocked_and_saved(tmp_path: Path, rec
     first = root / "multi-tool" / "events.jsonl"
     d = DaemonProcess(root, state, receiver.http_endpoint, tmp_path / "daemon.log").start()
     try:
-        _wait(
+        until(
             lambda: _acked(state, first) == first.stat().st_size,
             30,
             "ack",
         )
         shutil.rmtree(state)
         # re-created, locked and saved within a few seconds, with what was checkpointed before
-        _wait(
+        until(
             lambda: (state / "lock").exists() and str(first) in _checkpoints(state), 10, "the state dir back"
         )
         # a second daemon on the same path is refused: the directory is locked again
@@ -72,7 +63,7 @@ def test_a_deleted_state_dir_is_recreated_relocked_and_saved(tmp_path: Path, rec
         shutil.copytree(CLI_GENERATED / "failing-tool", root / "failing-tool")
         later = root / "failing-tool" / "events.jsonl"
         assert_delivered_like_replay(receiver, [first, later], tmp_path)
-        _wait(
+        until(
             lambda: _acked(state, later) == later.stat().st_size,
             10,
             "ack",
@@ -101,7 +92,7 @@ def test_a_daemon_whose_deleted_state_dir_was_taken_over_stops_without_writing_t
         )  # frozen: it cannot notice the deletion before the second one starts
         shutil.rmtree(state)
         second = DaemonProcess(root, state, receiver.http_endpoint, tmp_path / "second.log").start()
-        _wait(lambda: (state / DB_FILE).exists(), 10, "the second daemon's state")
+        until(lambda: (state / DB_FILE).exists(), 10, "the second daemon's state")
         d.proc.send_signal(signal.SIGCONT)
         assert d.wait(30) == StateError.exit_code, "the first one must stop, not share the directory"
         out = d.output()

@@ -250,7 +250,7 @@ def _run_flusher(state: Path, mode: str, n: int, kill_after_s: float | None) -> 
     start_line = proc.stdout.readline().split()
     assert start_line[:1] == ["start"], proc.stderr.read() if proc.stderr else ""
     if kill_after_s is not None:
-        time.sleep(kill_after_s)
+        time.sleep(kill_after_s)  # not a wait: the kill lands at a random moment of the flushes, on purpose
         proc.send_signal(signal.SIGKILL)
     # Read through the same buffered stream as the "start" line: communicate() reads the raw pipe, and would miss
     # what readline() had already buffered (a report written right after "start" was lost under load).

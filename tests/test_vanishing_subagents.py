@@ -16,7 +16,8 @@ import pytest
 
 from tests.conftest import FIXTURES, SERIAL
 from tests.otlp_receiver import OtlpReceiver
-from tests.test_daemon_other_agents import _as_replay_closes, _Cli, _daemon, _replayed, _status, _until
+from tests.test_daemon_other_agents import _as_replay_closes, _Cli, _daemon, _replayed, _status
+from tests.waiting import until
 
 SCENARIO = FIXTURES / "other-agents" / "recorded" / "claude-code" / "subagent-tools-fail" / "projects"
 
@@ -80,16 +81,21 @@ def test_a_subagent_file_deleted_by_its_cli_keeps_what_was_read_and_says_so_once
         parent.write(parent.index_of(b'"name":"Agent"'))
         _copy(meta, sub.dest.with_suffix(".meta.json"))
         sub.write(None if written == "whole" else half)
-        _until(lambda: _status(tmp_path).get("lines_read", 0) >= parent.at + sub.at, 30)
+        until(
+            lambda: _status(tmp_path).get("lines_read", 0) >= parent.at + sub.at,
+            30,
+            "every line written to be read",
+        )
         if written == "half-read-then-rest":
             sub.write()
         sub.dest.unlink()
         sub.dest.with_suffix(".meta.json").unlink()
         parent.write()
         receiver.wait_for(lambda r: {s["span_id"] for s in r.spans()} >= set(want), 60)
-        _until(
+        until(
             lambda: bool(_status(tmp_path).get("prompts_closed")) and not _status(tmp_path)["open_prompts"],
             30,
+            "the prompts closed",
         )
     finally:
         assert daemon.terminate() == 0

@@ -8,7 +8,6 @@ event is a ``wrong_shape`` dropped value, in replay's summary, in its log lines 
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ from copilot_otel.sources.copilot.events import CLASSES
 from tests.conftest import CLI_GENERATED, all_fixture_logs, replay_into
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver
+from tests.waiting import until
 
 SOURCE = CLI_GENERATED / "failing-tool" / "events.jsonl"
 
@@ -67,15 +67,18 @@ def test_the_daemon_status_counts_wrong_shapes(tmp_path: Path) -> None:
     state = tmp_path / "state"
     with OtlpReceiver() as receiver:
         daemon = DaemonProcess(log.parent.parent, state, receiver.http_endpoint, tmp_path / "d.log").start()
-        status: dict[str, Any] = {}
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and status.get("values_dropped", {}).get("wrong_shape") != typed:
-            time.sleep(0.2)
+
+        def counted() -> dict[str, Any] | None:
             try:
-                status = json.loads((state / "status.json").read_text())
+                status: dict[str, Any] = json.loads((state / "status.json").read_text())
             except (OSError, ValueError):
-                continue
-        daemon.terminate()
+                return None
+            return status if status.get("values_dropped", {}).get("wrong_shape") == typed else None
+
+        try:
+            status = until(counted, 20, "the wrong shapes counted in status.json", detail=daemon.output)
+        finally:
+            daemon.terminate()
     assert status["values_dropped"] == {"wrong_shape": typed}, status
     assert "(wrong_shape: session.start: data is an array, not an object)" in daemon.output()
 
