@@ -28,11 +28,13 @@ from __future__ import annotations
 import enum
 import errno
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
+from .._platform import current
 from ..common.errors import SourceError
 from ..common.ratelimit import RateLimitedLog
 from ..deliver.outbox import Marker
@@ -43,13 +45,16 @@ from ..model.records import BadLine, DropReason, LogRecord, SpanRecord
 from ..pipeline import Pipeline, Step, closed_for
 from ..pipeline.window import PromptWindow
 from ..settings.config import Backfill
+from ..sources import sidefiles
 from ..sources.sessions import SessionFile
 from ..sources.tail import EndReason, FileIdentity, FileTailer, Line, TooLong
+from .state import Checkpoint
 
 __all__ = [
     "IDLE_CLOSE_S",
     "UNTERMINATED_KEY",
     "FollowedFile",
+    "FollowedFiles",
     "Listener",
     "Outbox",
     "Read",
@@ -435,3 +440,142 @@ class FollowedFile:
 def _unterminated(item: Line | TooLong, line_number: int) -> BadLine:
     """The drop of a finished (deleted or replaced) file's last line that never got its newline."""
     return BadLine(DropReason.UNTERMINATED, item.start, item.end, line_number, "the file ended inside a line")
+
+
+class FollowedFiles:
+    """The factory of followed files: which log is resumed from its checkpoint, which is new, and what the backfill
+    policy makes of a new one (read whole, only folded up to its end, or skipped to it).
+
+    It sits beside :class:`FollowedFile` because it decides the state a followed file starts in (its offset, what
+    stays silent, its lane); the daemon only composes it with the tracker, which calls :meth:`follow` and
+    :meth:`waits_its_turn`.
+
+    Args:
+        shared: What every followed file of the daemon shares (settings, backfill policy, router, outbox).
+        idle_timeout_s: A new log last written longer ago than this, not read whole, is skipped without reading.
+        on_history: Told the key of each log read as history (the backfill progress and "backfill done" lines).
+    """
+
+    def __init__(self, shared: Shared, idle_timeout_s: float, on_history: Callable[[str], None]) -> None:
+        self.shared = shared
+        self.idle_timeout_s = idle_timeout_s
+        self._on_history = on_history
+        # The daemon's first scan is being applied: what it finds existed at the start.
+        self.in_first_scan = False
+
+    def follow(self, session: SessionFile, checkpoint: Checkpoint | None) -> FollowedFile:
+        """The followed file for a log: resumed from its checkpoint, or new (the backfill policy)."""
+        path = session.path
+        if checkpoint is not None:
+            tailer = FileTailer(path, offset=checkpoint.safe_offset, identity=checkpoint.identity)
+            return FollowedFile(
+                session,
+                tailer,
+                self.shared,
+                context=checkpoint.context,
+                suppress_until=checkpoint.acked_offset,
+                live=True,
+                idle_for_s=_age_s(path),
+            )
+        age = _age_s(path)
+        # A session written to right now is live from its first line: it must not queue behind history.
+        f = FollowedFile(session, FileTailer(path), self.shared, live=age < IDLE_CLOSE_S, idle_for_s=age)
+        exports_history = self._apply_backfill_policy(f, age)
+        # What was on disk at the start is history, also a log written in the last minute (a copied history, a
+        # session still going): its reading is in the progress and "backfill done" lines, though read live.
+        if not f.live or (exports_history and self.in_first_scan and _size(path) > 0):
+            self._on_history(f.key)
+        return f
+
+    def waits_its_turn(self, key: str) -> bool:
+        """A new log last written a minute ago or more that the backfill policy reads whole is history: it may wait
+        to be followed until the history before it is read (the tracker admits it in batches), and its reading is
+        in the progress line (as :meth:`follow` will count it)."""
+        backfill = self.shared.backfill
+        if backfill.mode == "none":
+            return False
+        try:
+            st = os.stat(key)
+        except OSError:
+            return False
+        if time.time() - st.st_mtime < IDLE_CLOSE_S:
+            return False
+        return backfill.mode == "all" or (
+            backfill.since_ns is not None and st.st_mtime_ns >= backfill.since_ns
+        )
+
+    def _apply_backfill_policy(self, f: FollowedFile, age_s: float) -> bool:
+        """New file: export its history (``all``), or only what is written from now on (``none`` / last written
+        before ``since``) — still folding the existing lines silently so an open prompt keeps its context. A file
+        written since ``since`` is read whole; its fold keeps only the prompts that started since then.
+
+        The file's age (wall clock minus its mtime) is read here, once, to classify it: history or live. Returns
+        whether the lines already in the file are exported (else they are skipped or only folded).
+        """
+        backfill = self.shared.backfill
+        if backfill.mode == "all":
+            return True
+        path = f.session.path
+        try:
+            st = path.stat()
+        except OSError:
+            return True
+        if backfill.mode == "since" and backfill.since_ns is not None and st.st_mtime_ns >= backfill.since_ns:
+            return True
+        if age_s > self.idle_timeout_s:
+            # Idle history: skip it without reading it, but keep the session's identity from its first line
+            # (session.start) so later prompts get the same ids replay would give them.
+            f.tailer = FileTailer(path, offset=_last_line_boundary(path, st.st_size))
+            f.live = True
+            first = _first_line(path)
+            if first and first.startswith(b'{"type":"session.start"'):
+                seed = Pipeline.for_session(f.session, self.shared.settings, project=False)
+                seed.feed(Line(0, len(first) + 1, first))
+                f.context = seed.context_snapshot()
+        else:
+            f.suppress_until = st.st_size
+        return False
+
+
+def _size(path: os.PathLike[str]) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _age_s(path: os.PathLike[str]) -> float:
+    """How long ago the file was last written, by the wall clock and its mtime (0 if it cannot be read)."""
+    try:
+        return max(0.0, time.time() - os.stat(path).st_mtime)
+    except OSError:
+        return 0.0
+
+
+def _first_line(path: os.PathLike[str], limit: int = 1 << 20) -> bytes:
+    """The file's first complete line (without its newline), or b"" if there is none within ``limit`` (or it is no
+    longer a regular file: a FIFO put there since the scan must not block the main thread)."""
+    head = sidefiles.read_head(path, "a log's first line", limit) or b""
+    end = head.find(b"\n")
+    return head[:end] if end >= 0 else b""
+
+
+def _last_line_boundary(path: os.PathLike[str], size: int) -> int:
+    """The offset just after the last ``\\n`` at or before ``size`` (0 if none): where "from now on" starts."""
+    if size == 0:
+        return 0
+    try:
+        fh = os.fdopen(current.open_regular(path), "rb")
+    except OSError:
+        return size  # gone, or no longer a regular file, since its stat: the tailer finds out; nothing is exported
+    with fh:
+        pos = size
+        while pos > 0:
+            step = min(65536, pos)
+            fh.seek(pos - step)
+            chunk = fh.read(step)
+            nl = chunk.rfind(b"\n")
+            if nl >= 0:
+                return pos - step + nl + 1
+            pos -= step
+    return 0
