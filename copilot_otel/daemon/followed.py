@@ -47,7 +47,16 @@ from ..pipeline.window import PromptWindow
 from ..settings.config import Backfill
 from ..sources import sidefiles
 from ..sources.sessions import SessionFile
-from ..sources.tail import EndReason, FileIdentity, FileTailer, Line, TooLong
+from ..sources.tail import (
+    EndReason,
+    FileIdentity,
+    FileTailer,
+    Line,
+    ResetReason,
+    TailBatch,
+    TailItem,
+    TooLong,
+)
 from .state import Checkpoint
 
 __all__ = [
@@ -230,38 +239,60 @@ class FollowedFile:
 
     # ------------------------------------------------------------------ reading
     def read(self, max_bytes: int) -> ReadOutcome:
-        """Read and fold up to ``max_bytes`` of the log; enqueue what it completed with its marker."""
+        """Read and fold up to ``max_bytes`` of the log; enqueue what it completed with its marker.
+
+        The steps, each a method: read a batch (or say why not), note activity, restart the fold if the content
+        under the path is new, fold the lines, end the fold if the file's content ended, checkpoint, then update
+        the flags the tracker reads.
+        """
         seen_before = self.tailer.last_seen
         self.last_used = self._clock()
         try:
             batch = self.tailer.read_lines(max_bytes)
         except (OSError, SourceError) as exc:
-            if isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE):
-                return ReadOutcome(
-                    Read.NO_DESCRIPTOR, error=exc
-                )  # stays pending: read once descriptors free up
-            self._log.warning(f"read:{self.key}", "cannot read %s: %s", self.key, exc)
-            self.pending = False
-            return ReadOutcome(Read.FAILED)
+            return self._read_failed(exc)
         if (batch.lines and self.live) or (seen_before is not None and self.tailer.last_seen != seen_before):
             # (the first look at a file is no sign of activity, nor is reading its history: its age is, so a
             # prompt left open by a log quiet for longer than the idle timeout closes once it is read)
             self.last_activity = self.last_used
         out: Outgoing = []
-        spans = 0
-        if batch.reset is not None:
-            # New content under this path: whatever the old content left open is closed, the fold restarts.
-            if self.fold is not None:
-                spans += self._collect(self.fold.close(closed_for(batch.reset)), out, force=True)
-            logger.info("%s was %s; reading it from the start", self.key, batch.reset.value)
-            self.fold = None
-            self.context = None
-            self.suppress_until = 0
-            self.line_number = 0
-            self.fed_unterminated = self._delivered_unterminated = None
+        spans = self._restart(batch.reset, out) if batch.reset is not None else 0
         fold = self._fold() if batch.lines or batch.end else None
-        good = 0
-        for item in batch.lines:
+        if fold is not None:
+            spans += self._feed(fold, batch.lines, out)
+            if batch.end is not None:
+                spans += self._end(fold, batch, out)
+        self._checkpoint(batch, out)
+        if fold is not None:  # records of kinds its reader does not read: said once per CLI version
+            self.router.not_read(self.key, fold.take_not_read(final=self.fold is None))
+        self._update_flags(batch)
+        return ReadOutcome(Read.READ, spans)
+
+    def _read_failed(self, exc: OSError | SourceError) -> ReadOutcome:
+        """No batch: out of descriptors (it stays pending, read once they free up), or unreadable (said, left)."""
+        if isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE):
+            return ReadOutcome(Read.NO_DESCRIPTOR, error=exc)
+        self._log.warning(f"read:{self.key}", "cannot read %s: %s", self.key, exc)
+        self.pending = False
+        return ReadOutcome(Read.FAILED)
+
+    def _restart(self, reset: ResetReason, out: Outgoing) -> int:
+        """New content under this path: whatever the old content left open is closed, the fold restarts."""
+        spans = 0
+        if self.fold is not None:
+            spans += self._collect(self.fold.close(closed_for(reset)), out, force=True)
+        logger.info("%s was %s; reading it from the start", self.key, reset.value)
+        self.fold = None
+        self.context = None
+        self.suppress_until = 0
+        self.line_number = 0
+        self.fed_unterminated = self._delivered_unterminated = None
+        return spans
+
+    def _feed(self, fold: Pipeline, lines: Sequence[TailItem], out: Outgoing) -> int:
+        """Fold a batch's lines: drops counted, what they complete routed; the lines read handed to the router."""
+        spans = 0
+        for item in lines:
             self.line_number += 1
             if self.fed_unterminated is not None and item.start == self.fed_unterminated:
                 self.fed_unterminated = None  # its newline arrived: it was folded already, as the last line
@@ -269,32 +300,37 @@ class FollowedFile:
             if item.start == self._delivered_unterminated:
                 self.suppress_until = max(self.suppress_until, item.end)  # folded again, but delivered before
                 self._delivered_unterminated = None
-            assert fold is not None
-            lines_before = fold.lines
             step = fold.feed(item, self.line_number)
             if step.drop is not None:
                 self.router.dropped_line(self.key, step.drop)
                 continue
-            good += fold.lines - lines_before
             spans += self._collect(step, out)
-        self.router.read(good)
-        if batch.end is not None:
-            if batch.final_partial is not None:
-                self.router.dropped_line(self.key, _unterminated(batch.final_partial, self.line_number + 1))
-            if fold is not None:
-                spans += self._collect(fold.close(closed_for(batch.end)), out, force=True)
-                self.fold = None
-        context = None
-        deleted = batch.end is EndReason.DELETED
+        self.router.read(fold.take_lines_read())
+        return spans
+
+    def _end(self, fold: Pipeline, batch: TailBatch, out: Outgoing) -> int:
+        """The file's content ended (deleted, replaced): a last line without its newline is dropped, the fold
+        closed."""
+        assert batch.end is not None
+        if batch.final_partial is not None:
+            self.router.dropped_line(self.key, _unterminated(batch.final_partial, self.line_number + 1))
+        spans = self._collect(fold.close(closed_for(batch.end)), out, force=True)
+        self.fold = None
+        return spans
+
+    def _checkpoint(self, batch: TailBatch, out: Outgoing) -> None:
+        """Enqueue the batch's records with their marker; at the end of the file between prompts, keep only the
+        small context (shared with the checkpoint), not a fold."""
         # The first read of a file always leaves a marker, lines or not: a log skipped to its end (backfill none, or
         # an empty one) is then checkpointed too, and a restart knows it by its stat instead of reading it again.
-        if batch.lines or out or batch.reset is not None or batch.end is not None or self.seq == 0:
-            context = self._enqueue(out, batch.offset, batch.identity, forget=deleted)
+        if not (batch.lines or out or batch.reset is not None or batch.end is not None or self.seq == 0):
+            return
+        context = self._enqueue(out, batch.offset, batch.identity, forget=batch.end is EndReason.DELETED)
         if batch.at_eof and self.fold is not None and not self.fold.has_open_prompt and context is not None:
-            # Between prompts a session needs only its small context (shared with the checkpoint), not a fold.
             self.context, self.fold = context, None
-        if fold is not None:  # records of kinds its reader does not read: said once per CLI version
-            self.router.not_read(self.key, fold.take_not_read(final=self.fold is None))
+
+    def _update_flags(self, batch: TailBatch) -> None:
+        """What the tracker reads after a read: more to read, live, a line without its newline, deleted."""
         # A log replaced under its name (written to a temporary and renamed over it): the old file was read to its
         # end, the new one is read now. Left to a notification, it would wait until it grows: the stat the daemon
         # compares is already the new file's.
@@ -306,14 +342,13 @@ class FollowedFile:
             self.tail_bytes = seen is not None and seen[1] > batch.offset
         elif replaced:
             self.tail_bytes = False
-        if deleted and not self.deleted:
+        if batch.end is EndReason.DELETED and not self.deleted:
             self.deleted = True
             # Interactive Claude Code deletes a sub-agent's file seconds after the sub-agent ends: said, once.
             if batch.offset:
                 logger.info("%s was deleted; the %s bytes read of it are kept", self.key, f"{batch.offset:,}")
             else:
                 logger.info("%s was deleted before a line of it was read", self.key)
-        return ReadOutcome(Read.READ, spans)
 
     def fold_unterminated(self) -> ReadOutcome:
         """Fold a last line that never got its newline (the CLI was killed, or an old log), as ``replay`` does.
@@ -333,11 +368,10 @@ class FollowedFile:
         if item is None or isinstance(item, TooLong):
             return ReadOutcome(Read.READ)
         fold = self._fold()
-        lines_before = fold.lines
         step = fold.feed(item, self.line_number + 1)
         if step.drop is not None:
             return ReadOutcome(Read.READ)
-        self.router.read(fold.lines - lines_before)
+        self.router.read(fold.take_lines_read())
         out: Outgoing = []
         self._collect(step, out)
         self.fed_unterminated, self._unterminated_end = item.start, item.end
