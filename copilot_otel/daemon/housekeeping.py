@@ -112,11 +112,11 @@ class Housekeeping:
 
     def _fold_unterminated(self, f: FollowedFile) -> None:
         tracker = self.tracker
-        if not tracker.opening(f):
+        if not tracker.descriptors.opening(f):
             return
         outcome = f.fold_unterminated()
         if outcome.how is Read.NO_DESCRIPTOR and outcome.error is not None:
-            tracker.out_of_descriptors(outcome.error)  # the real EMFILE/ENFILE, as a read reports it
+            tracker.descriptors.out_of_descriptors(outcome.error)  # the real EMFILE/ENFILE, as a read reports it
         tracker.update(f)
 
     def live_prompts(self, now_ns: int) -> list[LivePrompt]:
