@@ -57,7 +57,6 @@ from .followed import FollowedFile, FollowedFiles, Shared
 from .housekeeping import (
     OWNER_CHECK_S,
     BackfillProgress,
-    DaemonStatus,
     Housekeeping,
     LivePrompt,
     Outcomes,
@@ -65,6 +64,7 @@ from .housekeeping import (
     open_prompt_rows,
 )
 from .state import LoadOutcome, StateStore
+from .statusfile import DaemonStatus
 from .tracker import MAX_OPEN_TAILERS, Tracker, open_tailer_cap
 
 __all__ = ["FD_CHECK_S", "MAX_OPEN_TAILERS", "Daemon", "open_tailer_cap", "run"]
