@@ -409,7 +409,6 @@ def _replay_here(
             report.sessions += counted
             source = str(session.path)
             fold = new_fold(session, settings, window)
-            dropped_before = sum(health.lines_dropped.values())
             for step in _skipping_unreadable(fold_events(session, fold), report, counted):
                 if step.drop is not None:
                     router.dropped_line(source, step.drop)
@@ -418,7 +417,7 @@ def _replay_here(
                 if batch.full:
                     flush()
             # Lines with data, bad ones excepted (the same count the daemon reports for the same log).
-            router.read(fold.lines - (sum(health.lines_dropped.values()) - dropped_before))
+            router.read(fold.take_lines_read())
             router.not_read(source, fold.take_not_read(final=True))
             if on_progress is not None:
                 on_progress(

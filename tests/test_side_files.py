@@ -24,7 +24,7 @@ import orjson
 import pytest
 
 from copilot_otel._platform import NotARegularFile, Platform, current
-from copilot_otel.daemon.daemon import _first_line, _last_line_boundary
+from copilot_otel.daemon.followed import _first_line, _last_line_boundary
 from copilot_otel.sources import read_blob, sidefiles, sniff
 from copilot_otel.sources.claude_code.reader import read_meta
 from copilot_otel.sources.codex.reader import root_session

@@ -14,8 +14,9 @@ that were not: a FIFO or device in their place, too large, unreadable; by reason
 ``state_write_error`` and ``state_write_failed_at`` (the last failed write of the checkpoints: why, and when; kept
 after writes succeed again), ``state_writes_failing`` (failures since the last write that succeeded) and
 ``open_prompts`` (session id, start, last event, turns and tool calls of each prompt still open). The file is read
-here directly (it is informational, not a checkpoint), and a daemon counts as running only while the process it
-names is alive.
+here directly (it is informational, not a checkpoint) as the record the daemon writes
+(:class:`~copilot_otel.daemon.statusfile.DaemonStatus`: a key an older daemon did not write gets its default), and a
+daemon counts as running only while the process it names is alive.
 
 A daemon that has just started has written no status yet (the first comes after a few seconds): when the
 state dir's lock names a live process, it is reported as starting, not as gone. Run from a shell whose
@@ -43,7 +44,7 @@ import orjson
 from .._platform import current, utf8_stdout
 from ..common import display
 from ..common.errors import StateError
-from ..daemon.statusfile import LOCK_FILE, STATUS_FILE
+from ..daemon.statusfile import LOCK_FILE, STATUS_FILE, DaemonStatus, read_daemon_status
 from ..daemon.statusfile import read_status as _read_status_file
 from ..settings.config import Config
 from ..sources.roots import AgentRoot, agent_roots, not_read_line
@@ -82,8 +83,10 @@ def print_status(config: Config, as_json: bool = False) -> int:
     """
     state_dir = find_state_dir(config)
     path = state_dir / STATUS_FILE
-    status = read_status(state_dir)
-    pid = status.get("pid") if status is not None else None
+    raw = read_status(state_dir)
+    # The typed status for what is shown; ``--json`` prints the document as the daemon wrote it.
+    status = DaemonStatus.from_dict(raw) if raw is not None else None
+    pid = status.pid if status is not None else None
     running = _alive(pid)
     starting = None if running else _lock_owner(state_dir)
     if starting is not None:
@@ -94,7 +97,7 @@ def print_status(config: Config, as_json: bool = False) -> int:
     roots = agent_roots(config)
     if as_json:
         # The daemon's status as it wrote it, and the agents' log folders beside it (an object even without one).
-        doc = {**(status or {}), "agent_logs": [_root_json(root) for root in roots]}
+        doc = {**(raw or {}), "agent_logs": [_root_json(root) for root in roots]}
         out = utf8_stdout()  # JSON is UTF-8 bytes, whatever the console's code page
         out.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n")
         out.flush()
@@ -127,21 +130,21 @@ def print_status(config: Config, as_json: bool = False) -> int:
     assert status is not None
     heading = Text("copilot-otel daemon running", style="bold green")
     heading.append(f" (pid {pid}", style="")
-    started = _number(status.get("started_at"))
+    started = status.started_at
     if started:
         heading.append(f", up {_span(now - started)}")
     heading.append(")")
     console.print(heading)
     if state_dir != config.state_dir:
         console.print(f"(the installed service's state dir: {state_dir})", style="dim")
-    updated = _number(status.get("updated_at"))
+    updated = status.updated_at
     if updated and now - updated > _STALE_AFTER_S:
         console.print(
             f"its status was last written {_span(now - updated)} ago: the daemon may be stuck (see its log)",
             style="yellow",
         )
     console.print(_table(status, now, dead_letters))
-    _print_open_prompts(console, status.get("open_prompts"), now)
+    _print_open_prompts(console, status.open_prompts, now)
     _print_roots(console, roots)
     return 0
 
@@ -231,10 +234,10 @@ def _lock_owner(state_dir: Path) -> int | None:
 
 def _running_in(state_dir: Path) -> bool:
     try:
-        status = read_status(state_dir)
+        status = read_daemon_status(state_dir)
     except StateError:
         return False
-    return _alive(status.get("pid") if status else None) or _lock_owner(state_dir) is not None
+    return _alive(status.pid if status else None) or _lock_owner(state_dir) is not None
 
 
 def find_state_dir(config: Config) -> Path:
@@ -252,8 +255,8 @@ def find_state_dir(config: Config) -> Path:
     return config.state_dir
 
 
-def _print_open_prompts(console: Console, prompts: object, now: float) -> None:
-    if not isinstance(prompts, list) or not prompts:
+def _print_open_prompts(console: Console, prompts: list[dict[str, Any]], now: float) -> None:
+    if not prompts:
         return
     from rich.table import Table
 
@@ -261,8 +264,6 @@ def _print_open_prompts(console: Console, prompts: object, now: float) -> None:
     for column in ("session", "running for", "turns", "tool calls", "last event"):
         table.add_column(column, no_wrap=True)
     for row in prompts:
-        if not isinstance(row, Mapping):
-            continue
         started = _number(row.get("started_at"))
         last = _number(row.get("last_event_at"))
         table.add_row(
@@ -275,7 +276,7 @@ def _print_open_prompts(console: Console, prompts: object, now: float) -> None:
     console.print(table)
 
 
-def _not_running(path: Path, status: Mapping[str, Any] | None, pid: object) -> str:
+def _not_running(path: Path, status: DaemonStatus | None, pid: object) -> str:
     if status is None:
         return (
             f"No copilot-otel daemon is running (no status in {path}). Start one with 'copilot-otel run' "
@@ -287,92 +288,90 @@ def _not_running(path: Path, status: Mapping[str, Any] | None, pid: object) -> s
     )
 
 
-def _table(status: Mapping[str, Any], now: float, dead_letters: str | None = None) -> Table:
+def _table(status: DaemonStatus, now: float, dead_letters: str | None = None) -> Table:
     from rich.table import Table
     from rich.text import Text
 
     table = Table(box=None, show_header=False, pad_edge=False)
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
-    table.add_row("destination", str(status.get("destination") or "?"))
-    table.add_row("files tracked", _count(status.get("files_tracked")))
-    discovery = str(status.get("discovery") or "")
+    table.add_row("destination", status.destination or "?")
+    table.add_row("files tracked", _count(status.files_tracked))
+    discovery = status.discovery
     if discovery:
         # "polling (inotify watches exhausted)": new lines are found by polling; the limit should be raised.
         table.add_row("file watching", Text(discovery, style="yellow" if "(" in discovery else ""))
-    table.add_row("open prompts", _count(status.get("sessions_open_prompts")))
-    backlog = _number(status.get("backlog_spans")) or 0
-    table.add_row("backlog", Text(f"{int(backlog):,} spans waiting", style="yellow" if backlog else ""))
-    last_ok = _number(status.get("last_export_ok_at"))
+    table.add_row("open prompts", _count(status.sessions_open_prompts))
+    backlog = status.backlog_spans
+    table.add_row("backlog", Text(f"{backlog:,} spans waiting", style="yellow" if backlog else ""))
+    last_ok = status.last_export_ok_at
     if last_ok:
         table.add_row("last export", f"{_span(now - last_ok)} ago ({_when(last_ok)})")
     else:
         table.add_row("last export", Text("never", style="yellow"))
     table.add_row(
         "exported",
-        f"{_count(status.get('spans_exported'))} spans, {_count(status.get('logs_exported'))} log events",
+        f"{_count(status.spans_exported)} spans, {_count(status.logs_exported)} log events",
     )
-    retries = _number(status.get("retries")) or 0
-    table.add_row("retries", Text(f"{int(retries):,}", style="yellow" if retries else ""))
-    dead = _number(status.get("dead_lettered")) or 0
-    table.add_row("dead-lettered", Text(f"{int(dead):,}", style="red" if dead else ""))
+    retries = status.retries
+    table.add_row("retries", Text(f"{retries:,}", style="yellow" if retries else ""))
+    dead = status.dead_lettered
+    table.add_row("dead-lettered", Text(f"{dead:,}", style="red" if dead else ""))
     if dead_letters:
         table.add_row(
             "dead letters",
             Text(f"{dead_letters} (copilot-otel dead-letters list / resend / clear)", style="red"),
         )
-    unencodable = _number(status.get("unencodable")) or 0
+    unencodable = status.unencodable
     if unencodable:
-        table.add_row("unencodable", Text(f"{int(unencodable):,} records dropped", style="red"))
-    endpoint = status.get("endpoint_error")
+        table.add_row("unencodable", Text(f"{unencodable:,} records dropped", style="red"))
+    endpoint = status.endpoint_error
     if endpoint:
         # The endpoint refuses us (credentials, path): the data is held, and this line says what to fix.
         table.add_row("endpoint", Text(f"{endpoint} (data held, retrying)", style="bold red"))
-    error = status.get("last_error")
+    error = status.last_error
     if error and error != endpoint:
-        table.add_row("last error", Text(str(error), style="red"))
+        table.add_row("last error", Text(error, style="red"))
     state = _state_writes(status, now)
     if state is not None:
         table.add_row("state writes", state)
-    table.add_row("lines read", _count(status.get("lines_read")))
-    table.add_row("lines dropped", _by_reason(status.get("lines_dropped"), "yellow"))
-    if status.get("values_dropped"):
-        table.add_row("values dropped", _by_reason(status.get("values_dropped"), "yellow"))
-    if status.get("side_files_refused"):
-        table.add_row("side files not read", _by_reason(status.get("side_files_refused"), "yellow"))
-    for line in _not_read_lines(status.get("records_not_read")):
+    table.add_row("lines read", _count(status.lines_read))
+    table.add_row("lines dropped", _by_reason(status.lines_dropped, "yellow"))
+    if status.values_dropped:
+        table.add_row("values dropped", _by_reason(status.values_dropped, "yellow"))
+    if status.side_files_refused:
+        table.add_row("side files not read", _by_reason(status.side_files_refused, "yellow"))
+    for line in _not_read_lines(status.records_not_read):
         table.add_row("record kinds", Text(line, style="yellow"))
-    table.add_row("detections", _by_reason(status.get("detections"), "bold red"))
-    updated = _number(status.get("updated_at"))
+    table.add_row("detections", _by_reason(status.detections, "bold red"))
+    updated = status.updated_at
     if updated:
         table.add_row("updated", f"{_span(now - updated)} ago ({_when(updated)})")
     return table
 
 
-def _not_read_lines(rows: object) -> list[str]:
+def _not_read_lines(rows: list[dict[str, Any]]) -> list[str]:
     """``records_not_read`` as lines, one per agent and CLI version (the daemon's log says the same)."""
-    if not isinstance(rows, list):
-        return []
     return [
         not_read_line(
             str(row.get("agent")), str(row.get("cli_version") or "") or None, map(str, row["kinds"])
         )
         for row in rows
-        if isinstance(row, Mapping) and isinstance(row.get("kinds"), Mapping) and row["kinds"]
+        if isinstance(row.get("kinds"), Mapping) and row["kinds"]
     ]
 
 
-def _state_writes(status: Mapping[str, Any], now: float) -> Text | None:
+def _state_writes(status: DaemonStatus, now: float) -> Text | None:
     """How the checkpoints' writes go: failing now (what is held in memory is retried every second), or when the
     last one failed and why; ``None`` when none ever failed (or the daemon is older than these keys)."""
     from rich.text import Text
 
-    error = status.get("state_write_error")
+    error = status.state_write_error
     if not error:
         return None
-    failed_at = _number(status.get("state_write_failed_at"))
+    failed_at = status.state_write_failed_at
     when = f"{_span(now - failed_at)} ago ({_when(failed_at)})" if failed_at else "at an unknown time"
-    failing = int(_number(status.get("state_writes_failing")) or 0)
+    failing = status.state_writes_failing
     if failing:
         return Text(
             f"failing ({failing:,} in a row, the last {when}): {error}; the checkpoints are held in memory and "
@@ -393,12 +392,11 @@ def _count(value: object) -> str:
     return "?" if number is None else f"{int(number):,}"
 
 
-def _by_reason(value: object, style: str) -> Text:
+def _by_reason(counts: Mapping[str, int], style: str) -> Text:
     from rich.text import Text
 
-    if not isinstance(value, Mapping) or not value:
+    if not counts:
         return Text("0")
-    counts = {str(k): int(_number(v) or 0) for k, v in value.items()}
     total = sum(counts.values())
     detail = ", ".join(f"{reason} {count:,}" for reason, count in sorted(counts.items()) if count)
     return Text(f"{total:,}" + (f" ({detail})" if detail else ""), style=style if total else "")

@@ -18,7 +18,9 @@ The loop's pass, in order: take acknowledgements (checkpoints move); take the pa
 live files with pending lines, then a time slice of history; report backfill progress; update the live gauges;
 then, on their timers, a scan (the truth under notifications), the stat poll of files with an open prompt, the
 owner and idle checks, descriptor and settling care, the state flush and the status file. The resume model is
-:mod:`copilot_otel.daemon.followed`'s; what is known and followed is :mod:`copilot_otel.daemon.tracker`'s.
+:mod:`copilot_otel.daemon.followed`'s, and so is the state a followed file starts in (its factory,
+:class:`~copilot_otel.daemon.followed.FollowedFiles`, applies the backfill policy); what is known and followed is
+:mod:`copilot_otel.daemon.tracker`'s.
 """
 
 from __future__ import annotations
@@ -44,26 +46,25 @@ from ..deliver.route import RateLimitedDrops, Router
 from ..deliver.telemetry import Telemetry
 from ..model.activity import Detection, PromptRun, Record
 from ..model.records import LogRecord, SpanRecord
-from ..pipeline import Pipeline, fold_settings
+from ..pipeline import fold_settings
 from ..projections.catalog import EXPORT_BACKLOG, EXPORT_LAST_SUCCESS, FILES_TRACKED, LIVE_GAUGES
 from ..settings.config import Backfill, Config, capture_state
 from ..sources import AgentRoot, agent_roots, sidefiles
-from ..sources.sessions import SessionFile, require_session_folder
-from ..sources.tail import FileTailer, Line
+from ..sources.sessions import require_session_folder
 from .act import RunawayActions, SessionView
 from .discover import Discoveries
-from .followed import IDLE_CLOSE_S, FollowedFile, Shared
+from .followed import FollowedFile, FollowedFiles, Shared
 from .housekeeping import (
     OWNER_CHECK_S,
     BackfillProgress,
-    DaemonStatus,
     Housekeeping,
     LivePrompt,
     Outcomes,
     live_gauges,
     open_prompt_rows,
 )
-from .state import Checkpoint, LoadOutcome, StateStore
+from .state import LoadOutcome, StateStore
+from .statusfile import DaemonStatus
 from .tracker import MAX_OPEN_TAILERS, Tracker, open_tailer_cap
 
 __all__ = ["FD_CHECK_S", "MAX_OPEN_TAILERS", "Daemon", "open_tailer_cap", "run"]
@@ -128,13 +129,16 @@ class Daemon:
             self.telemetry.metrics, logs_enabled=config.logs_enabled, say=RateLimitedDrops(self._log)
         )
         self.outcomes = Outcomes()
-        self._shared = Shared(self.settings, config.backfill, self.router, self.outbox, self, self._log)
+        self._backfill = BackfillProgress()
+        shared = Shared(self.settings, config.backfill, self.router, self.outbox, self, self._log)
+        # What was on disk at the start and read as history is in the progress and "backfill done" lines.
+        self.files = FollowedFiles(shared, config.idle_timeout, on_history=self._backfill.add)
         self.tracker = Tracker(
             self.state,
-            self._follow,
+            self.files.follow,
             max_open_files=current.max_open_files(),
             log=self._log,
-            waits=self._waits_its_turn,
+            waits=self.files.waits_its_turn,
         )
         self.housekeeping = Housekeeping(self.tracker, config.idle_timeout)
         self._acks: deque[list[Marker]] = deque()
@@ -151,7 +155,6 @@ class Daemon:
         self._scanned: tuple[dict[str, int], float] | None = None
         self._scan_cost_s = 0.0
         self._first_scan_applied = False
-        self._in_first_scan = False  # the first scan is being applied: what it finds existed at the start
         # The folders that did not exist at the start (each said once when it appears).
         self._waiting_for: list[AgentRoot] = []
         self._scans = 0
@@ -159,7 +162,6 @@ class Daemon:
         self.actions = RunawayActions.from_config(config)  # None unless runaway_action asks for more
         dead_letter = self.telemetry.sender.dead_letter
         self._dead_letters = DeadLetters(dead_letter) if dead_letter is not None else None
-        self._backfill = BackfillProgress()
         self._install_metrics()
 
     # ------------------------------------------------------------------ wiring
@@ -194,80 +196,6 @@ class Daemon:
             EXPORT_LAST_SUCCESS,
             lambda: [(sender.last_success_ns / 1e9, {})] if sender.last_success_ns else [],
         )
-
-    # ------------------------------------------------------------------ following a file
-    def _follow(self, session: SessionFile, checkpoint: Checkpoint | None) -> FollowedFile:
-        """The followed file for a log: resumed from its checkpoint, or new (the backfill policy)."""
-        path = session.path
-        if checkpoint is not None:
-            tailer = FileTailer(path, offset=checkpoint.safe_offset, identity=checkpoint.identity)
-            return FollowedFile(
-                session,
-                tailer,
-                self._shared,
-                context=checkpoint.context,
-                suppress_until=checkpoint.acked_offset,
-                live=True,
-                idle_for_s=_age_s(path),
-            )
-        age = _age_s(path)
-        # A session written to right now is live from its first line: it must not queue behind history.
-        f = FollowedFile(session, FileTailer(path), self._shared, live=age < IDLE_CLOSE_S, idle_for_s=age)
-        exports_history = self._apply_backfill_policy(f, age)
-        # What was on disk at the start is history, also a log written in the last minute (a copied history, a
-        # session still going): its reading is in the progress and "backfill done" lines, though read live.
-        if not f.live or (exports_history and self._in_first_scan and _size(path) > 0):
-            self._backfill.add(f.key)
-        return f
-
-    def _waits_its_turn(self, key: str) -> bool:
-        """A new log last written a minute ago or more that the backfill policy reads whole is history: it may wait
-        to be followed until the history before it is read (the tracker admits it in batches), and its reading is
-        in the progress line (as :meth:`_follow` will count it)."""
-        backfill = self.config.backfill
-        if backfill.mode == "none":
-            return False
-        try:
-            st = os.stat(key)
-        except OSError:
-            return False
-        if time.time() - st.st_mtime < IDLE_CLOSE_S:
-            return False
-        return backfill.mode == "all" or (
-            backfill.since_ns is not None and st.st_mtime_ns >= backfill.since_ns
-        )
-
-    def _apply_backfill_policy(self, f: FollowedFile, age_s: float) -> bool:
-        """New file: export its history (``all``), or only what is written from now on (``none`` / last written
-        before ``since``) — still folding the existing lines silently so an open prompt keeps its context. A file
-        written since ``since`` is read whole; its fold keeps only the prompts that started since then.
-
-        The file's age (wall clock minus its mtime) is read here, once, to classify it: history or live. Returns
-        whether the lines already in the file are exported (else they are skipped or only folded).
-        """
-        backfill = self.config.backfill
-        if backfill.mode == "all":
-            return True
-        path = f.session.path
-        try:
-            st = path.stat()
-        except OSError:
-            return True
-        if backfill.mode == "since" and backfill.since_ns is not None and st.st_mtime_ns >= backfill.since_ns:
-            return True
-        if age_s > self.config.idle_timeout:
-            # Idle history: skip it without reading it, but keep the session's identity from its first line
-            # (session.start) so later prompts get the same ids replay would give them.
-            f.tailer = FileTailer(path, offset=_last_line_boundary(path, st.st_size))
-            f.live = True
-            first = _first_line(path)
-            if first and first.startswith(b'{"type":"session.start"'):
-                seed = Pipeline.for_session(f.session, self.settings, project=False)
-                seed.feed(Line(0, len(first) + 1, first))
-                f.context = seed.context_snapshot()
-        else:
-            f.suppress_until = st.st_size
-        return False
 
     def on_record(self, f: FollowedFile, record: Record) -> Sequence[SpanRecord | LogRecord]:
         """A detection or a finished prompt of a followed file: count it, say it, act on it (:class:`Listener`)."""
@@ -414,11 +342,11 @@ class Daemon:
             self._waiting_for.remove(root)
             logger.info("%s appeared: following its sessions", root.logs)
         forgot = self.tracker.forgot
-        self._in_first_scan = first
+        self.files.in_first_scan = first
         try:
             self.tracker.scan(stats)
         finally:
-            self._in_first_scan = False
+            self.files.in_first_scan = False
         if first and self.tracker.forgot > forgot:
             gone = self.tracker.forgot - forgot
             logger.info(
@@ -485,8 +413,8 @@ class Daemon:
             discovery=self._discovery.description,
             scans=self._scans,
             last_scan_s=round(self._scan_cost_s, 3),
-            open_files_cap=self.tracker.fd_cap,
-            reads_deferred_no_descriptor=self.tracker.fd_exhausted,
+            open_files_cap=self.tracker.descriptors.cap,
+            reads_deferred_no_descriptor=self.tracker.descriptors.exhausted,
             state_flush_failures=self.state.flush_failures,
             state_write_error=self.state.last_failure or "",
             state_write_failed_at=self.state.last_failure_ns / 1e9 if self.state.last_failure_ns else None,
@@ -642,50 +570,6 @@ def _backfill_line(backfill: Backfill, fresh: bool) -> str:
             "exported (by the events' own times), and what is written from now on"
         )
     return "no checkpoints yet: every session log on disk is exported from its start" if fresh else ""
-
-
-def _size(path: os.PathLike[str]) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0
-
-
-def _age_s(path: os.PathLike[str]) -> float:
-    """How long ago the file was last written, by the wall clock and its mtime (0 if it cannot be read)."""
-    try:
-        return max(0.0, time.time() - os.stat(path).st_mtime)
-    except OSError:
-        return 0.0
-
-
-def _first_line(path: os.PathLike[str], limit: int = 1 << 20) -> bytes:
-    """The file's first complete line (without its newline), or b"" if there is none within ``limit`` (or it is no
-    longer a regular file: a FIFO put there since the scan must not block the main thread)."""
-    head = sidefiles.read_head(path, "a log's first line", limit) or b""
-    end = head.find(b"\n")
-    return head[:end] if end >= 0 else b""
-
-
-def _last_line_boundary(path: os.PathLike[str], size: int) -> int:
-    """The offset just after the last ``\\n`` at or before ``size`` (0 if none): where "from now on" starts."""
-    if size == 0:
-        return 0
-    try:
-        fh = os.fdopen(current.open_regular(path), "rb")
-    except OSError:
-        return size  # gone, or no longer a regular file, since its stat: the tailer finds out; nothing is exported
-    with fh:
-        pos = size
-        while pos > 0:
-            step = min(65536, pos)
-            fh.seek(pos - step)
-            chunk = fh.read(step)
-            nl = chunk.rfind(b"\n")
-            if nl >= 0:
-                return pos - step + nl + 1
-            pos -= step
-    return 0
 
 
 def run(config: Config) -> int:

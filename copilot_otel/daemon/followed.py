@@ -28,11 +28,13 @@ from __future__ import annotations
 import enum
 import errno
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
+from .._platform import current
 from ..common.errors import SourceError
 from ..common.ratelimit import RateLimitedLog
 from ..deliver.outbox import Marker
@@ -43,13 +45,25 @@ from ..model.records import BadLine, DropReason, LogRecord, SpanRecord
 from ..pipeline import Pipeline, Step, closed_for
 from ..pipeline.window import PromptWindow
 from ..settings.config import Backfill
+from ..sources import sidefiles
 from ..sources.sessions import SessionFile
-from ..sources.tail import EndReason, FileIdentity, FileTailer, Line, TooLong
+from ..sources.tail import (
+    EndReason,
+    FileIdentity,
+    FileTailer,
+    Line,
+    ResetReason,
+    TailBatch,
+    TailItem,
+    TooLong,
+)
+from .state import Checkpoint
 
 __all__ = [
     "IDLE_CLOSE_S",
     "UNTERMINATED_KEY",
     "FollowedFile",
+    "FollowedFiles",
     "Listener",
     "Outbox",
     "Read",
@@ -225,38 +239,60 @@ class FollowedFile:
 
     # ------------------------------------------------------------------ reading
     def read(self, max_bytes: int) -> ReadOutcome:
-        """Read and fold up to ``max_bytes`` of the log; enqueue what it completed with its marker."""
+        """Read and fold up to ``max_bytes`` of the log; enqueue what it completed with its marker.
+
+        The steps, each a method: read a batch (or say why not), note activity, restart the fold if the content
+        under the path is new, fold the lines, end the fold if the file's content ended, checkpoint, then update
+        the flags the tracker reads.
+        """
         seen_before = self.tailer.last_seen
         self.last_used = self._clock()
         try:
             batch = self.tailer.read_lines(max_bytes)
         except (OSError, SourceError) as exc:
-            if isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE):
-                return ReadOutcome(
-                    Read.NO_DESCRIPTOR, error=exc
-                )  # stays pending: read once descriptors free up
-            self._log.warning(f"read:{self.key}", "cannot read %s: %s", self.key, exc)
-            self.pending = False
-            return ReadOutcome(Read.FAILED)
+            return self._read_failed(exc)
         if (batch.lines and self.live) or (seen_before is not None and self.tailer.last_seen != seen_before):
             # (the first look at a file is no sign of activity, nor is reading its history: its age is, so a
             # prompt left open by a log quiet for longer than the idle timeout closes once it is read)
             self.last_activity = self.last_used
         out: Outgoing = []
-        spans = 0
-        if batch.reset is not None:
-            # New content under this path: whatever the old content left open is closed, the fold restarts.
-            if self.fold is not None:
-                spans += self._collect(self.fold.close(closed_for(batch.reset)), out, force=True)
-            logger.info("%s was %s; reading it from the start", self.key, batch.reset.value)
-            self.fold = None
-            self.context = None
-            self.suppress_until = 0
-            self.line_number = 0
-            self.fed_unterminated = self._delivered_unterminated = None
+        spans = self._restart(batch.reset, out) if batch.reset is not None else 0
         fold = self._fold() if batch.lines or batch.end else None
-        good = 0
-        for item in batch.lines:
+        if fold is not None:
+            spans += self._feed(fold, batch.lines, out)
+            if batch.end is not None:
+                spans += self._end(fold, batch, out)
+        self._checkpoint(batch, out)
+        if fold is not None:  # records of kinds its reader does not read: said once per CLI version
+            self.router.not_read(self.key, fold.take_not_read(final=self.fold is None))
+        self._update_flags(batch)
+        return ReadOutcome(Read.READ, spans)
+
+    def _read_failed(self, exc: OSError | SourceError) -> ReadOutcome:
+        """No batch: out of descriptors (it stays pending, read once they free up), or unreadable (said, left)."""
+        if isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE):
+            return ReadOutcome(Read.NO_DESCRIPTOR, error=exc)
+        self._log.warning(f"read:{self.key}", "cannot read %s: %s", self.key, exc)
+        self.pending = False
+        return ReadOutcome(Read.FAILED)
+
+    def _restart(self, reset: ResetReason, out: Outgoing) -> int:
+        """New content under this path: whatever the old content left open is closed, the fold restarts."""
+        spans = 0
+        if self.fold is not None:
+            spans += self._collect(self.fold.close(closed_for(reset)), out, force=True)
+        logger.info("%s was %s; reading it from the start", self.key, reset.value)
+        self.fold = None
+        self.context = None
+        self.suppress_until = 0
+        self.line_number = 0
+        self.fed_unterminated = self._delivered_unterminated = None
+        return spans
+
+    def _feed(self, fold: Pipeline, lines: Sequence[TailItem], out: Outgoing) -> int:
+        """Fold a batch's lines: drops counted, what they complete routed; the lines read handed to the router."""
+        spans = 0
+        for item in lines:
             self.line_number += 1
             if self.fed_unterminated is not None and item.start == self.fed_unterminated:
                 self.fed_unterminated = None  # its newline arrived: it was folded already, as the last line
@@ -264,32 +300,37 @@ class FollowedFile:
             if item.start == self._delivered_unterminated:
                 self.suppress_until = max(self.suppress_until, item.end)  # folded again, but delivered before
                 self._delivered_unterminated = None
-            assert fold is not None
-            lines_before = fold.lines
             step = fold.feed(item, self.line_number)
             if step.drop is not None:
                 self.router.dropped_line(self.key, step.drop)
                 continue
-            good += fold.lines - lines_before
             spans += self._collect(step, out)
-        self.router.read(good)
-        if batch.end is not None:
-            if batch.final_partial is not None:
-                self.router.dropped_line(self.key, _unterminated(batch.final_partial, self.line_number + 1))
-            if fold is not None:
-                spans += self._collect(fold.close(closed_for(batch.end)), out, force=True)
-                self.fold = None
-        context = None
-        deleted = batch.end is EndReason.DELETED
+        self.router.read(fold.take_lines_read())
+        return spans
+
+    def _end(self, fold: Pipeline, batch: TailBatch, out: Outgoing) -> int:
+        """The file's content ended (deleted, replaced): a last line without its newline is dropped, the fold
+        closed."""
+        assert batch.end is not None
+        if batch.final_partial is not None:
+            self.router.dropped_line(self.key, _unterminated(batch.final_partial, self.line_number + 1))
+        spans = self._collect(fold.close(closed_for(batch.end)), out, force=True)
+        self.fold = None
+        return spans
+
+    def _checkpoint(self, batch: TailBatch, out: Outgoing) -> None:
+        """Enqueue the batch's records with their marker; at the end of the file between prompts, keep only the
+        small context (shared with the checkpoint), not a fold."""
         # The first read of a file always leaves a marker, lines or not: a log skipped to its end (backfill none, or
         # an empty one) is then checkpointed too, and a restart knows it by its stat instead of reading it again.
-        if batch.lines or out or batch.reset is not None or batch.end is not None or self.seq == 0:
-            context = self._enqueue(out, batch.offset, batch.identity, forget=deleted)
+        if not (batch.lines or out or batch.reset is not None or batch.end is not None or self.seq == 0):
+            return
+        context = self._enqueue(out, batch.offset, batch.identity, forget=batch.end is EndReason.DELETED)
         if batch.at_eof and self.fold is not None and not self.fold.has_open_prompt and context is not None:
-            # Between prompts a session needs only its small context (shared with the checkpoint), not a fold.
             self.context, self.fold = context, None
-        if fold is not None:  # records of kinds its reader does not read: said once per CLI version
-            self.router.not_read(self.key, fold.take_not_read(final=self.fold is None))
+
+    def _update_flags(self, batch: TailBatch) -> None:
+        """What the tracker reads after a read: more to read, live, a line without its newline, deleted."""
         # A log replaced under its name (written to a temporary and renamed over it): the old file was read to its
         # end, the new one is read now. Left to a notification, it would wait until it grows: the stat the daemon
         # compares is already the new file's.
@@ -301,14 +342,13 @@ class FollowedFile:
             self.tail_bytes = seen is not None and seen[1] > batch.offset
         elif replaced:
             self.tail_bytes = False
-        if deleted and not self.deleted:
+        if batch.end is EndReason.DELETED and not self.deleted:
             self.deleted = True
             # Interactive Claude Code deletes a sub-agent's file seconds after the sub-agent ends: said, once.
             if batch.offset:
                 logger.info("%s was deleted; the %s bytes read of it are kept", self.key, f"{batch.offset:,}")
             else:
                 logger.info("%s was deleted before a line of it was read", self.key)
-        return ReadOutcome(Read.READ, spans)
 
     def fold_unterminated(self) -> ReadOutcome:
         """Fold a last line that never got its newline (the CLI was killed, or an old log), as ``replay`` does.
@@ -328,11 +368,10 @@ class FollowedFile:
         if item is None or isinstance(item, TooLong):
             return ReadOutcome(Read.READ)
         fold = self._fold()
-        lines_before = fold.lines
         step = fold.feed(item, self.line_number + 1)
         if step.drop is not None:
             return ReadOutcome(Read.READ)
-        self.router.read(fold.lines - lines_before)
+        self.router.read(fold.take_lines_read())
         out: Outgoing = []
         self._collect(step, out)
         self.fed_unterminated, self._unterminated_end = item.start, item.end
@@ -435,3 +474,142 @@ class FollowedFile:
 def _unterminated(item: Line | TooLong, line_number: int) -> BadLine:
     """The drop of a finished (deleted or replaced) file's last line that never got its newline."""
     return BadLine(DropReason.UNTERMINATED, item.start, item.end, line_number, "the file ended inside a line")
+
+
+class FollowedFiles:
+    """The factory of followed files: which log is resumed from its checkpoint, which is new, and what the backfill
+    policy makes of a new one (read whole, only folded up to its end, or skipped to it).
+
+    It sits beside :class:`FollowedFile` because it decides the state a followed file starts in (its offset, what
+    stays silent, its lane); the daemon only composes it with the tracker, which calls :meth:`follow` and
+    :meth:`waits_its_turn`.
+
+    Args:
+        shared: What every followed file of the daemon shares (settings, backfill policy, router, outbox).
+        idle_timeout_s: A new log last written longer ago than this, not read whole, is skipped without reading.
+        on_history: Told the key of each log read as history (the backfill progress and "backfill done" lines).
+    """
+
+    def __init__(self, shared: Shared, idle_timeout_s: float, on_history: Callable[[str], None]) -> None:
+        self.shared = shared
+        self.idle_timeout_s = idle_timeout_s
+        self._on_history = on_history
+        # The daemon's first scan is being applied: what it finds existed at the start.
+        self.in_first_scan = False
+
+    def follow(self, session: SessionFile, checkpoint: Checkpoint | None) -> FollowedFile:
+        """The followed file for a log: resumed from its checkpoint, or new (the backfill policy)."""
+        path = session.path
+        if checkpoint is not None:
+            tailer = FileTailer(path, offset=checkpoint.safe_offset, identity=checkpoint.identity)
+            return FollowedFile(
+                session,
+                tailer,
+                self.shared,
+                context=checkpoint.context,
+                suppress_until=checkpoint.acked_offset,
+                live=True,
+                idle_for_s=_age_s(path),
+            )
+        age = _age_s(path)
+        # A session written to right now is live from its first line: it must not queue behind history.
+        f = FollowedFile(session, FileTailer(path), self.shared, live=age < IDLE_CLOSE_S, idle_for_s=age)
+        exports_history = self._apply_backfill_policy(f, age)
+        # What was on disk at the start is history, also a log written in the last minute (a copied history, a
+        # session still going): its reading is in the progress and "backfill done" lines, though read live.
+        if not f.live or (exports_history and self.in_first_scan and _size(path) > 0):
+            self._on_history(f.key)
+        return f
+
+    def waits_its_turn(self, key: str) -> bool:
+        """A new log last written a minute ago or more that the backfill policy reads whole is history: it may wait
+        to be followed until the history before it is read (the tracker admits it in batches), and its reading is
+        in the progress line (as :meth:`follow` will count it)."""
+        backfill = self.shared.backfill
+        if backfill.mode == "none":
+            return False
+        try:
+            st = os.stat(key)
+        except OSError:
+            return False
+        if time.time() - st.st_mtime < IDLE_CLOSE_S:
+            return False
+        return backfill.mode == "all" or (
+            backfill.since_ns is not None and st.st_mtime_ns >= backfill.since_ns
+        )
+
+    def _apply_backfill_policy(self, f: FollowedFile, age_s: float) -> bool:
+        """New file: export its history (``all``), or only what is written from now on (``none`` / last written
+        before ``since``) — still folding the existing lines silently so an open prompt keeps its context. A file
+        written since ``since`` is read whole; its fold keeps only the prompts that started since then.
+
+        The file's age (wall clock minus its mtime) is read here, once, to classify it: history or live. Returns
+        whether the lines already in the file are exported (else they are skipped or only folded).
+        """
+        backfill = self.shared.backfill
+        if backfill.mode == "all":
+            return True
+        path = f.session.path
+        try:
+            st = path.stat()
+        except OSError:
+            return True
+        if backfill.mode == "since" and backfill.since_ns is not None and st.st_mtime_ns >= backfill.since_ns:
+            return True
+        if age_s > self.idle_timeout_s:
+            # Idle history: skip it without reading it, but keep the session's identity from its first line
+            # (session.start) so later prompts get the same ids replay would give them.
+            f.tailer = FileTailer(path, offset=_last_line_boundary(path, st.st_size))
+            f.live = True
+            first = _first_line(path)
+            if first and first.startswith(b'{"type":"session.start"'):
+                seed = Pipeline.for_session(f.session, self.shared.settings, project=False)
+                seed.feed(Line(0, len(first) + 1, first))
+                f.context = seed.context_snapshot()
+        else:
+            f.suppress_until = st.st_size
+        return False
+
+
+def _size(path: os.PathLike[str]) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _age_s(path: os.PathLike[str]) -> float:
+    """How long ago the file was last written, by the wall clock and its mtime (0 if it cannot be read)."""
+    try:
+        return max(0.0, time.time() - os.stat(path).st_mtime)
+    except OSError:
+        return 0.0
+
+
+def _first_line(path: os.PathLike[str], limit: int = 1 << 20) -> bytes:
+    """The file's first complete line (without its newline), or b"" if there is none within ``limit`` (or it is no
+    longer a regular file: a FIFO put there since the scan must not block the main thread)."""
+    head = sidefiles.read_head(path, "a log's first line", limit) or b""
+    end = head.find(b"\n")
+    return head[:end] if end >= 0 else b""
+
+
+def _last_line_boundary(path: os.PathLike[str], size: int) -> int:
+    """The offset just after the last ``\\n`` at or before ``size`` (0 if none): where "from now on" starts."""
+    if size == 0:
+        return 0
+    try:
+        fh = os.fdopen(current.open_regular(path), "rb")
+    except OSError:
+        return size  # gone, or no longer a regular file, since its stat: the tailer finds out; nothing is exported
+    with fh:
+        pos = size
+        while pos > 0:
+            step = min(65536, pos)
+            fh.seek(pos - step)
+            chunk = fh.read(step)
+            nl = chunk.rfind(b"\n")
+            if nl >= 0:
+                return pos - step + nl + 1
+            pos -= step
+    return 0

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..common.display import count
@@ -34,7 +34,6 @@ __all__ = [
     "OWNER_CHECK_S",
     "OWNER_GRACE_S",
     "BackfillProgress",
-    "DaemonStatus",
     "Housekeeping",
     "LivePrompt",
 ]
@@ -112,11 +111,13 @@ class Housekeeping:
 
     def _fold_unterminated(self, f: FollowedFile) -> None:
         tracker = self.tracker
-        if not tracker.opening(f):
+        if not tracker.descriptors.opening(f):
             return
         outcome = f.fold_unterminated()
         if outcome.how is Read.NO_DESCRIPTOR and outcome.error is not None:
-            tracker.out_of_descriptors(outcome.error)  # the real EMFILE/ENFILE, as a read reports it
+            tracker.descriptors.out_of_descriptors(
+                outcome.error
+            )  # the real EMFILE/ENFILE, as a read reports it
         tracker.update(f)
 
     def live_prompts(self, now_ns: int) -> list[LivePrompt]:
@@ -206,65 +207,6 @@ class Outcomes:
             self.detections[record.reason] = self.detections.get(record.reason, 0) + 1
         else:
             self.prompts_closed[record.outcome] = self.prompts_closed.get(record.outcome, 0) + 1
-
-
-@dataclass(frozen=True, slots=True)
-class DaemonStatus:
-    """What ``status.json`` holds (read by ``copilot-otel status``; the field names are its keys)."""
-
-    pid: int
-    version: str
-    started_at: float
-    updated_at: float
-    session_state: str
-    files_tracked: int
-    files_followed: int
-    sessions_open_prompts: int
-    open_prompts: list[dict[str, Any]]
-    backlog_spans: int
-    spans_exported: int
-    logs_exported: int
-    dead_lettered: int
-    dead_letters: int
-    dead_letter_file: str
-    unencodable: int
-    endpoint_error: str
-    retries: int
-    last_export_ok_at: float | None
-    last_error: str
-    lines_read: int
-    lines_dropped: dict[str, int]
-    values_dropped: dict[str, int]
-    detections: dict[str, int]
-    prompts_closed: dict[str, int]
-    destination: str
-    discovery: str
-    scans: (
-        int  # full scans of the session-state folder compared so far (the first, the watch's, the safety net)
-    )
-    last_scan_s: float  # what the last one cost (100,000 sessions: a second or more)
-    open_files_cap: int
-    reads_deferred_no_descriptor: int
-    state_flush_failures: int
-    # The last failed write of the checkpoints (why, and when: Unix seconds), kept after writes succeed again, and
-    # the failures since the last write that succeeded (0: the state on disk is current).
-    state_write_error: str
-    state_write_failed_at: float | None
-    state_writes_failing: int
-    # Files read beside a log that were not read (a FIFO or /dev/zero in place of a .meta.json), by reason.
-    side_files_refused: dict[str, int]
-    runaway_interrupts: dict[str, int] | None = None
-    notifications: dict[str, int] | None = None
-    # Records of kinds their reader does not read, per agent and CLI version (Health.not_read_rows).
-    records_not_read: list[dict[str, Any]] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON document (the runaway counters only when an action is configured)."""
-        doc = asdict(self)
-        for key in ("runaway_interrupts", "notifications"):
-            if doc[key] is None:
-                del doc[key]
-        return doc
 
 
 def open_prompt_rows(prompts: Iterable[LivePrompt]) -> list[dict[str, Any]]:

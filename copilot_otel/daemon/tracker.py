@@ -19,7 +19,8 @@ is being written, not with what is stored:
   is a queue ordered by the last read (a heap), not sorted again at every pass: the cost of a first start grows
   with the history, not with its square.
 * Descriptors are a bounded cache (least recently used closed beyond the cap, which EMFILE lowers and time raises
-  again), so any number of sessions can be followed under any ``ulimit -n``.
+  again), so any number of sessions can be followed under any ``ulimit -n``: a concern with its own state, kept
+  in :mod:`copilot_otel.daemon.descriptors` (the tracker asks it before a read and tells it of an EMFILE).
 * A log gone while the daemon was stopped waits for the first scan: a new log that starts with the same first KiB
   was moved (or restored) and takes its checkpoint over; what is still missing after that scan was deleted.
 """
@@ -39,6 +40,7 @@ from ..common.ratelimit import RateLimitedLog
 from ..deliver.outbox import Marker
 from ..sources.sessions import SessionFile
 from ..sources.tail import FINGERPRINT_BYTES, fingerprint_of
+from .descriptors import MAX_OPEN_TAILERS, Descriptors, open_tailer_cap
 from .followed import IDLE_CLOSE_S, FollowedFile, Read
 from .state import Checkpoint, StateStore
 
@@ -48,15 +50,6 @@ logger = logging.getLogger("copilot_otel.daemon")
 
 # What a scan reports of a log, and what a known log is remembered by: the hash of its (inode, size, mtime_ns).
 StatKey = int
-# Open file descriptors kept for session logs at most; the least recently used are closed beyond this. Below it,
-# half of what the process's descriptor limit (RLIMIT_NOFILE) leaves beside a reserve for the interpreter, sockets,
-# the state and the libraries (the daemon itself holds about ten).
-MAX_OPEN_TAILERS = 256
-MIN_OPEN_TAILERS = 4
-FD_RESERVE = 24
-# After "too many open files" (EMFILE/ENFILE), files not open yet wait this long before the next attempt.
-FD_RETRY_S = 0.5
-
 # Makes the followed file for a path: from its checkpoint, or new (the backfill policy decides where it starts).
 Follow = Callable[[SessionFile, "Checkpoint | None"], FollowedFile]
 # Whether a new log (no checkpoint) is history that may wait for its turn to be followed (the daemon's backfill
@@ -69,11 +62,6 @@ ADMIT_BATCH = 256
 
 def _never_waits(key: str) -> bool:
     return False
-
-
-def open_tailer_cap(max_open_files: int) -> int:
-    """How many session logs may be open at once under a descriptor limit (64 → 20, 1024 → 256)."""
-    return max(MIN_OPEN_TAILERS, min(MAX_OPEN_TAILERS, (max_open_files - FD_RESERVE) // 2))
 
 
 def is_session_log(path: str) -> bool:
@@ -107,7 +95,6 @@ class Tracker:
         self._waits = waits
         self._follow = follow
         self._log = log
-        self._clock = clock
         self.files: dict[str, FollowedFile] = {}
         # Known logs by their stat's hash: one int a log (100,000 logs: ~18 MB with the paths, 33 MB as tuples); a
         # false "unchanged" would need a 64-bit collision between a log's stat before and after a change.
@@ -132,13 +119,7 @@ class Tracker:
         self._first_scan_done = False
         self.resumed = 0
         self.forgot = 0
-        # Keys of files read since their descriptor was last closed, least recently used first (an ordered dict).
-        self._maybe_open: dict[str, None] = {}
-        self._fd_limit_cap = open_tailer_cap(max_open_files)
-        self.fd_cap = self._fd_limit_cap  # lowered after EMFILE, raised again while none comes
-        self._fd_retry_at = 0.0
-        self.fd_exhausted = 0  # reads deferred because the process or the system ran out of descriptors
-        self._fd_exhausted_at_check = 0
+        self.descriptors = Descriptors(self.files, max_open_files=max_open_files, log=log, clock=clock)
 
     def __len__(self) -> int:
         """Session logs tracked: followed, waiting and known."""
@@ -380,13 +361,13 @@ class Tracker:
     # ------------------------------------------------------------------ reading, with descriptors as a cache
     def read(self, f: FollowedFile, max_bytes: int) -> tuple[bool, int]:
         """Read ``f`` if a descriptor can be had; (whether it was read, spans it produced)."""
-        if not self.opening(f):
+        if not self.descriptors.opening(f):
             return False, 0
         history = not f.live
         outcome = f.read(max_bytes)
         if outcome.how is Read.NO_DESCRIPTOR:
             assert outcome.error is not None
-            self.out_of_descriptors(outcome.error)
+            self.descriptors.out_of_descriptors(outcome.error)
             return False, 0
         self.update(f)
         # A log read to its end with its last line whole is released (descriptor closed, fold reduced to its context
@@ -397,67 +378,13 @@ class Tracker:
             f.release()
         return True, outcome.spans
 
-    def opening(self, f: FollowedFile) -> bool:
-        """About to use ``f``'s descriptor: make room for it (closing the least recently used beyond the cap) and
-        mark it most recently used. False while descriptors ran out a moment ago and ``f`` holds none."""
-        if not f.tailer.is_open:
-            if self._clock() < self._fd_retry_at:
-                return False
-            self._make_room(self.fd_cap - 1)
-        self._maybe_open.pop(f.key, None)
-        self._maybe_open[f.key] = None
-        return True
-
-    def _prune_open(self) -> None:
-        """Forget files in the open-descriptor cache whose tailer closed by itself (a file finished, or idle)."""
-        self._maybe_open = {
-            key: None for key in self._maybe_open if (f := self.files.get(key)) and f.tailer.is_open
-        }
-
-    def _make_room(self, keep: int) -> None:
-        if len(self._maybe_open) <= keep:
-            return
-        self._prune_open()
-        excess = len(self._maybe_open) - keep
-        for key in list(self._maybe_open)[: max(0, excess)]:  # least recently used first
-            # (a pending file's offset is kept: it is reopened and re-validated)
-            self.files[key].tailer.close()
-            del self._maybe_open[key]
-
-    def out_of_descriptors(self, exc: OSError) -> None:
-        """EMFILE/ENFILE: back-pressure, not a per-file error. Hold fewer descriptors and try again shortly."""
-        self.fd_exhausted += 1
-        self._prune_open()
-        held = len(self._maybe_open)
-        self.fd_cap = max(MIN_OPEN_TAILERS, min(self.fd_cap, held * 3 // 4))
-        self._make_room(self.fd_cap)
-        self._fd_retry_at = self._clock() + FD_RETRY_S
-        self._log.warning(
-            "fd:exhausted",
-            "out of file descriptors (%s) with %d session logs open: holding at most %d from now on and reading "
-            "the others as descriptors free up (%d reads deferred so far; raise 'ulimit -n' to follow more at once)",
-            exc.strerror or exc,
-            held,
-            self.fd_cap,
-            self.fd_exhausted,
-        )
-
     def settle(self, now: float) -> None:
         """Close descriptors unused for a minute, let a cap lowered by EMFILE grow back, and forget settled files.
 
         Only files read since their last close are looked at for descriptors; every followed file is looked at
         for settling (followed files are the active ones: a few, not the history).
         """
-        self._prune_open()
-        for key in list(self._maybe_open):
-            f = self.files[key]
-            if not f.pending and now - f.last_used >= IDLE_CLOSE_S:
-                f.release()
-                f.tailer.close()
-                del self._maybe_open[key]
-        if self.fd_exhausted == self._fd_exhausted_at_check and self.fd_cap < self._fd_limit_cap:
-            self.fd_cap = min(self._fd_limit_cap, self.fd_cap + max(1, self.fd_cap // 4))
-        self._fd_exhausted_at_check = self.fd_exhausted
+        self.descriptors.close_idle(now)
         for f in list(self.files.values()):
             self._forget_if_settled(f)
 

@@ -269,6 +269,8 @@ class Pipeline:
         # reads the log.
         self.lines = 0
         self.events = 0
+        self.bad_lines = 0
+        self._lines_taken = 0  # lines read already handed out by take_lines_read
 
     @classmethod
     def for_session(
@@ -397,7 +399,20 @@ class Pipeline:
 
     def _too_long(self, start: int, end: int, number: int) -> Step:
         self.lines += 1
-        return Step(drop=BadLine(DropReason.TOO_LONG, start, end, number, f"{end - start} bytes"))
+        return self._drop(BadLine(DropReason.TOO_LONG, start, end, number, f"{end - start} bytes"))
+
+    def _drop(self, bad: BadLine) -> Step:
+        """The step of a line dropped whole, counted here so that :meth:`take_lines_read` leaves it out."""
+        self.bad_lines += 1
+        return Step(drop=bad)
+
+    def take_lines_read(self) -> int:
+        """The lines with data folded since the last call, bad ones excepted: the one count of lines read, which
+        replay and the daemon hand their router for the same log (the daemon per read of a followed file, replay
+        per log), so the two cannot count a log differently."""
+        read = self.lines - self.bad_lines
+        taken, self._lines_taken = self._lines_taken, read
+        return read - taken
 
     def _line(self, data: bytes, start: int, end: int, number: int) -> Step:
         """One line's bytes (without its ``\\n``) through parse, the loop and the projections."""
@@ -412,7 +427,7 @@ class Pipeline:
         if event is None:  # read only for content that is not captured (the system prompt): not decoded
             return _NOTHING
         if event.__class__ is BadLine:
-            return Step(drop=event)
+            return self._drop(event)
         # feed_event, inlined: this runs once per line of every backfill.
         self.events += 1
         records = loop.feed(event)  # type: ignore[arg-type]
@@ -429,7 +444,7 @@ class Pipeline:
         self.lines += 1
         view = self._read(data, start, end, number)
         if view.__class__ is BadLine:
-            return Step(drop=view)  # checked by class: a BadLine
+            return self._drop(view)  # checked by class: a BadLine
         self.events += 1
         loop = self.loop
         records: list[Record] = []
@@ -615,4 +630,4 @@ def fold_session(session: SessionFile, settings: FoldSettings) -> FoldedSession:
         if step.drop is not None:
             bad.append(step.drop)
         emissions.extend(step.emissions)
-    return FoldedSession(session, emissions, bad, fold.lines - len(bad), fold)
+    return FoldedSession(session, emissions, bad, fold.take_lines_read(), fold)

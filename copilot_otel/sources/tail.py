@@ -404,7 +404,7 @@ class FileTailer:
             # from the offset in the new file, as a restart does; nothing ends, nothing is read twice.
             return TailBatch(lines, self._identity, self._offset, reset=reset, at_eof=False)
         # The name no longer points at this fd and we have read it to EOF: finish it.
-        final_partial = self._unterminated(fd)
+        final_partial = _unterminated(fd, self._offset, self._max_line, self._chunk)
         batch = TailBatch(
             lines,
             self._identity,
@@ -435,7 +435,7 @@ class FileTailer:
         if self._spent or (self._fd is None and not self._open()):
             return None
         assert self._fd is not None
-        return self._unterminated(self._fd)
+        return _unterminated(self._fd, self._offset, self._max_line, self._chunk)
 
     def stat_changed(self) -> bool:
         """Cheap check for the idle sweep: did the path's dev/inode/size/mtime change since the last read?
@@ -669,25 +669,29 @@ class FileTailer:
             return None, True  # shrank under us: the next call's truncation check handles it
         return Line(long.start, end, data), True
 
-    def _unterminated(self, fd: int) -> TailItem | None:
-        """The bytes from the offset to EOF if they hold no newline (bounded by max_line_bytes)."""
-        size = os.fstat(fd).st_size
-        pos = self._offset
-        if size <= pos:
-            return None
-        if size - pos > self._max_line:
-            # Scan without holding: report TooLong unless a newline arrived meanwhile.
-            scan = _LongScan(pos, pos)
-            scratch = bytearray(self._chunk)
-            while scan.scanned_to < size:
-                n = _read_into(fd, scratch, scan.scanned_to)
-                if n == 0:
-                    break
-                if scratch.find(b"\n", 0, n) >= 0:
-                    return None
-                scan.scanned_to += n
-            return TooLong(pos, scan.scanned_to)
-        data = _pread_full(fd, size - pos, pos)
-        if not data or b"\n" in data:
-            return None
-        return Line(pos, pos + len(data), data)
+
+def _unterminated(fd: int, pos: int, max_line: int, chunk: int) -> TailItem | None:
+    """The bytes from ``pos`` to EOF if they hold no newline (bounded by ``max_line``).
+
+    A function, not a tailer method: it reads without moving anything of the tailer's (its offset stays on a line
+    boundary), so it needs only where to look and its limits.
+    """
+    size = os.fstat(fd).st_size
+    if size <= pos:
+        return None
+    if size - pos > max_line:
+        # Scan without holding: report TooLong unless a newline arrived meanwhile.
+        scan = _LongScan(pos, pos)
+        scratch = bytearray(chunk)
+        while scan.scanned_to < size:
+            n = _read_into(fd, scratch, scan.scanned_to)
+            if n == 0:
+                break
+            if scratch.find(b"\n", 0, n) >= 0:
+                return None
+            scan.scanned_to += n
+        return TooLong(pos, scan.scanned_to)
+    data = _pread_full(fd, size - pos, pos)
+    if not data or b"\n" in data:
+        return None
+    return Line(pos, pos + len(data), data)
