@@ -102,6 +102,7 @@ from ...model.events import Event
 from .. import LoopSource, Source, ToolOutcome
 from .forks import ForkCopy, fork_seed
 from .reader import (
+    SYNTHETIC_MODEL,
     ApiError,
     ApiRequest,
     AssistantRecord,
@@ -117,6 +118,7 @@ from .reader import (
     UserRecord,
     _text_of,
     read_line,
+    tool_uses_of,
 )
 from .retries import Retries
 from .selfreport import SelfReport
@@ -410,7 +412,9 @@ class ClaudeCodeFramer:
 
     def _assistant(self, view: AssistantRecord, out: list[Event]) -> None:
         t = view.time_ns
-        if view.synthetic:
+        # Each field read once: a record's fields are read from its JSON on every access.
+        model, content = view.model, view.content
+        if model == SYNTHETIC_MODEL:
             if view.api_error:
                 # Rule B: the failed request is in no log and gets no span: close the last turn first. Its
                 # failed attempts (11) were the call's that failed for good: under the agent.
@@ -419,11 +423,11 @@ class ClaudeCodeFramer:
                 out.append(
                     Failed("claude-code.api_error", view.id, t, NO_DATA, None, view.offset, view.end_offset,
                            view.dropped, error_type=view.error or "api_error",
-                           message=_first_line(_text_of(view.content)), status_code=view.api_error_status)
+                           message=_first_line(_text_of(content)), status_code=view.api_error_status)
                 )  # fmt: skip
             return
         message_id = view.message_id or view.id
-        stop = view.stop_reason
+        stop, request = view.stop_reason, view.request
         if message_id != self.message_id:
             start = self.last_ns if view.parent_uuid == self.last_uuid and self.last_ns else t
             start = self.retries.began(start)  # the call began with its first failed attempt (11)
@@ -442,15 +446,15 @@ class ClaudeCodeFramer:
                     CallUsage("claude-code.usage", f"usage/{message_id}", t, NO_DATA, None, view.offset,
                               view.end_offset, view.dropped,
                               usage=ev.Usage(usage.input_tokens + cache_read + cache_write, usage.output_tokens,
-                                             cache_read, cache_write, None, 0.0, view.model, view.request,
+                                             cache_read, cache_write, None, 0.0, model, request,
                                              _FINISH.get(stop, stop) if stop else None, None, None, None,
                                              PROVIDER))
                 )  # fmt: skip
-        uses = view.tool_uses
-        text = _text_of(view.content)
+        uses = tool_uses_of(content)
+        text = _text_of(content)
         out.append(
             Answered("claude-code.assistant", view.id, t, NO_DATA, None, view.offset, view.end_offset,
-                     view.dropped, turn_id=message_id, model=view.model, api_call_id=view.request,
+                     view.dropped, turn_id=message_id, model=model, api_call_id=request,
                      content=text or None,
                      tool_requests=tuple([ev.ToolRequest(u.id, u.name, u.input) for u in uses]))
         )  # fmt: skip
