@@ -40,6 +40,7 @@ sub-agent's ``<task-notification>`` under a new ``promptId`` (:attr:`UserRecord.
 from __future__ import annotations
 
 import enum
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -86,6 +87,7 @@ __all__ = [
     "read_line",
     "read_meta",
     "scan",
+    "tool_uses_of",
 ]
 
 ENV_VAR = "CLAUDE_CONFIG_DIR"
@@ -184,6 +186,7 @@ FORK_HEAD_BYTES = 256 * 1024
 # The parent's log is read this far for its prompts' ids (a larger one links nothing).
 PARENT_MAX_BYTES = 64 * 1024 * 1024
 _REQUEST_SESSION = re.compile(rb'"requestSessionId":"([^"\\]{1,200})"')
+_REQUEST_SESSION_KEY = b'"requestSessionId":"'
 
 
 @record
@@ -201,7 +204,13 @@ def read_fork(path: Path) -> ForkOrigin | None:
     :data:`FORK_HEAD_BYTES`), and the prompts of the parent's log beside it; ``None`` for a log that is no fork,
     or whose parent's log is missing, unreadable or no regular file. Reads, never raises."""
     head = _read_capped(path, FORK_HEAD_BYTES)
-    match = _REQUEST_SESSION.search(head) if head else None
+    # Every session log's head is looked at: a byte search first (a few µs), the pattern only where it may match.
+    at = head.find(_REQUEST_SESSION_KEY) if head else -1
+    match = (
+        (_REQUEST_SESSION.match(head, at) or _REQUEST_SESSION.search(head, at + 1))
+        if head and at >= 0
+        else None
+    )
     if match is None:
         return None
     parent = match.group(1).decode("utf-8", "replace")
@@ -229,7 +238,9 @@ def _read_capped(path: Path, limit: int) -> bytes | None:
         if not path.is_file():
             return None
         with open(path, "rb") as f:
-            return f.read(limit)
+            # Read what the file holds, not ``limit``: a read of a large limit allocates it first (a 14 kB log's
+            # head read with 256 kB asked for cost 3x the read of its size).
+            return f.read(min(limit, os.fstat(f.fileno()).st_size))
     except OSError:
         return None
 
@@ -281,6 +292,16 @@ def _text_of(content: Any) -> str:
     if isinstance(content, list):
         return "".join(b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
     return ""
+
+
+def tool_uses_of(content: Any) -> tuple[ToolUse, ...]:
+    """The ``tool_use`` blocks of an assistant record's ``content`` (for a reader that holds the content already)."""
+    return tuple(
+        [
+            ToolUse(_str(b.get("id")), _str(b.get("name")), b.get("input"))
+            for b in _blocks(content, "tool_use")
+        ]
+    )
 
 
 def _blocks(content: Any, kind: str) -> list[Mapping[str, Any]]:
@@ -489,12 +510,7 @@ class AssistantRecord(Record):
 
     @property
     def tool_uses(self) -> tuple[ToolUse, ...]:
-        return tuple(
-            [
-                ToolUse(_str(b.get("id")), _str(b.get("name")), b.get("input"))
-                for b in _blocks(self.content, "tool_use")
-            ]
-        )
+        return tool_uses_of(self.content)
 
 
 class SystemRecord(Record):
