@@ -183,7 +183,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-# Every flag that takes a moment points to the one grammar (copilot_otel.moments, README "Moments").
+# Every flag that takes a moment points to the one grammar (copilot_otel.settings.moments, README "Moments").
 _MOMENT_HELP = "MOMENT: 2026-11-01, 20261101, 2026-11, 2026-11-01T09:00[+01:00], 7d, today… (README: Moments)"
 
 

@@ -40,11 +40,11 @@ from .model.activity import (
 from .model.records import BadLine
 from .pipeline import COPILOT_ROOT, Pipeline
 from .settings.config import SETTINGS, Config
+from .settings.roots import AGENT_TITLES
 from .sources import AgentRoot, LogKind, Source, SourceLog, agent_roots, loop_source, sniff
 from .sources.claude_code import reader as claude_code
 from .sources.codex import reader as codex
 from .sources.gemini import reader as gemini
-from .sources.roots import AGENT_TITLES
 from .sources.sessions import (
     SessionFile,
     require_session_folder,

@@ -188,7 +188,7 @@ def test_session_events() -> None:
 WRONG: list[Any] = [None, True, False, 0, 7, 1.5, 2.0, "", "x", [], [1, {"a": 1}], {}, {"a": []}]
 
 
-# What each kind of field may return (see copilot_otel.events).
+# What each kind of field may return (see copilot_otel.sources.fields).
 FIELD_KINDS: dict[str, Any] = {
     "text": str | None,
     "count": int | None,

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from copilot_otel.model.events import Event
 
 from copilot_otel.loop.agentloop import FoldSettings
 from copilot_otel.loop.foldstate import Prompt
+from copilot_otel.model.inputs import Event
 from copilot_otel.pipeline import FRAME_KEY, Pipeline, split_lines
 from copilot_otel.sources.claude_code import reader as cc
 from copilot_otel.sources.claude_code.framer import ClaudeCodeFramer, seed

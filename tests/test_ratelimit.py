@@ -83,7 +83,7 @@ def test_the_exporter_and_the_notifier_use_it(caplog: pytest.LogCaptureFixture) 
 
     notifier = Notifier([Never()], queue_size=1)
     notice = Notice("copilot_otel.runaway.detected", "s1", "turns", "notified", 0)
-    with caplog.at_level(logging.WARNING, logger="copilot_otel.notify"):
+    with caplog.at_level(logging.WARNING, logger="copilot_otel.daemon.notify"):
         for _ in range(4):
             notifier.submit(notice)
     assert _lines(caplog) == ["dropped a notification: 1 are already waiting"]

@@ -22,13 +22,18 @@ from tests.conftest import CLI_GENERATED, ROOT
 # What sending needs: our exporter and telemetry, the OpenTelemetry SDK and its OTLP exporters, gRPC.
 SENDING = (
     "copilot_otel.deliver.export",
-    "copilot_otel.telemetry",
-    "copilot_otel.metrics",
+    "copilot_otel.deliver.telemetry",
+    "copilot_otel.deliver.metrics",
     "opentelemetry.sdk",
 )
 SENDING_PREFIXES = ("opentelemetry.sdk.", "opentelemetry.exporter", "grpc")
 # What folding a log needs (the light commands read no log).
-FOLDING = ("copilot_otel.pipeline", "copilot_otel.agentloop", "copilot_otel.project", "copilot_otel.library")
+FOLDING = (
+    "copilot_otel.pipeline",
+    "copilot_otel.loop.agentloop",
+    "copilot_otel.projections",
+    "copilot_otel.library",
+)
 
 PROBE = """
 import contextlib, io, json, sys
@@ -83,7 +88,7 @@ def test_commands_that_draw_nothing_do_not_load_the_terminal_library(
     """``rich`` (about 40 ms of import) is for the commands that draw tables and trees; ``display``'s neutralising
     render hook builds on it only when one asks for it."""
     modules = _modules_after(_isolated_home, command)
-    assert "copilot_otel.display" in modules  # the error and log wording is loaded...
+    assert "copilot_otel.common.display" in modules  # the error and log wording is loaded...
     assert _loaded(modules, (), ("rich",)) == []  # ...without the terminal library
 
 
@@ -91,13 +96,18 @@ def test_commands_that_draw_nothing_do_not_load_the_terminal_library(
 # module that loads it, the service installer, the log readers (``sources`` loads orjson's event views, the parser).
 STATE = (
     "copilot_otel.daemon.state",
-    "copilot_otel.statedb",
-    "copilot_otel.deadletter",
+    "copilot_otel.daemon.statedb",
+    "copilot_otel.deliver.deadletter",
     "sqlite3",
     "filelock",
 )
-READERS = ("copilot_otel.sources", "copilot_otel.events", "copilot_otel.parse", "copilot_otel.sessions")
-STATUS_NEVER = (*STATE, "copilot_otel.service", *READERS)
+READERS = (
+    "copilot_otel.sources",
+    "copilot_otel.sources.copilot.events",
+    "copilot_otel.sources.copilot.parse",
+    "copilot_otel.sources.sessions",
+)
+STATUS_NEVER = (*STATE, "copilot_otel.commands.service", *READERS)
 
 
 def test_status_without_a_daemon_loads_neither_the_store_nor_the_installer_nor_the_terminal_library(
@@ -107,7 +117,7 @@ def test_status_without_a_daemon_loads_neither_the_store_nor_the_installer_nor_t
     ``rich`` (~30 ms), the checkpoint store (~40 ms) or the service installer (~20 ms): only the services' files
     are looked at (no daemon runs where configured)."""
     modules, out = _run(_isolated_home, "status", code=1)
-    assert "copilot_otel.servicefiles" in modules  # it did look for an installed service's state dir
+    assert "copilot_otel.daemon.servicefiles" in modules  # it did look for an installed service's state dir
     assert _loaded(modules, STATUS_NEVER, ("rich", "filelock.")) == []
     assert out.startswith("No copilot-otel daemon is running (no status in ")
     assert "agent logs" in out and "claude-code" in out
@@ -127,7 +137,7 @@ def test_status_draws_its_table_without_the_store(_isolated_home: Path) -> None:
     assert _loaded(modules, STATUS_NEVER, ("filelock.",)) == []
     (state / "dead-letter.jsonl").write_text(json.dumps({"id": "1", "signal": "traces", "record": {}}) + "\n")
     modules, out = _run(_isolated_home, "status", "--state-dir", str(state), code=1)
-    assert "copilot_otel.deadletter" in modules
+    assert "copilot_otel.deliver.deadletter" in modules
     assert "1 dead letter in " in out  # (the path wraps in the table's 80 columns)
 
 

@@ -305,7 +305,7 @@ class Platform:
         except psutil.AccessDenied:
             return True  # it exists; someone else's
 
-    # -- acting on a runaway (copilot_otel.interrupt, copilot_otel.notify) --------------------------
+    # -- acting on a runaway (daemon/interrupt.py, daemon/notify.py) --------------------------
 
     can_interrupt = True
     start_slack_s = _START_SLACK_S

@@ -50,8 +50,8 @@ from ..library import (
 from ..model.records import LogRecord, Severity, SpanKind, SpanRecord
 from ..projections import catalog
 from ..settings.config import Config, capture_state, describe
+from ..settings.roots import not_read_line
 from ..sources import Source, agent_roots, loop_source
-from ..sources.roots import not_read_line
 from ..sources.sessions import SessionFile, pid_alive, scan_root, unreadable_sessions
 
 __all__ = ["Check", "Mark", "doctor", "run_checks"]
@@ -200,7 +200,7 @@ def _config_file(config: Config) -> Check:
 
 
 def _runaway_action(config: Config) -> Check:
-    """What a runaway detection does; a warning where it cannot do what was asked (see copilot_otel.act)."""
+    """What a runaway detection does; a warning where it cannot do what was asked (see daemon/act.py)."""
     import shutil
 
     policy = config.runaway_action

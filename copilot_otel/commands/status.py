@@ -23,7 +23,7 @@ state dir's lock names a live process, it is reported as starting, not as gone. 
 settings differ from the service's (no ``COPILOT_OTEL_STATE_DIR`` there), ``status`` also looks in the state
 dirs the installed services name.
 
-After what it says of the daemon, ``status`` lists each agent's log folder (:func:`copilot_otel.sources.roots.agent_roots`):
+After what it says of the daemon, ``status`` lists each agent's log folder (:func:`copilot_otel.settings.roots.agent_roots`):
 found, not found (that agent never ran as this user), or switched off by the ``agents`` setting; ``--json`` adds
 them to the status object as ``agent_logs`` (``agent``, ``folder``, ``setting``, ``enabled``, ``found``), and prints
 that object even when no daemon wrote a status.
@@ -47,7 +47,7 @@ from ..common.errors import StateError
 from ..daemon.statusfile import LOCK_FILE, STATUS_FILE, DaemonStatus, read_daemon_status
 from ..daemon.statusfile import read_status as _read_status_file
 from ..settings.config import Config
-from ..sources.roots import AgentRoot, agent_roots, not_read_line
+from ..settings.roots import AgentRoot, agent_roots, not_read_line
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 # something to draw or colour (a table, or any output to a terminal), the dead letters' module (which loads the
 # checkpoint store, SQLite and ``filelock``, ~40 ms) only when the state dir holds a dead-letter file, and the
 # services' files only when no daemon runs where configured. ``status.json`` and the lock's pid are read by the
-# light :mod:`copilot_otel.daemon.statusfile`, the agents' log folders listed by the light :mod:`copilot_otel.sources.roots`.
+# light :mod:`copilot_otel.daemon.statusfile`, the agents' log folders listed by the light :mod:`copilot_otel.settings.roots`.
 
 __all__ = ["STATUS_FILE", "find_state_dir", "print_status", "read_status"]
 # A running daemon rewrites its status every few seconds; older than this and it is probably stuck.

@@ -214,7 +214,7 @@ class Daemon:
             if self.actions is not None
             else []
         )
-        # A notice (copilot_otel.act) is the detection's warning line, with more in it: one line, not two.
+        # A notice (daemon/act.py) is the detection's warning line, with more in it: one line, not two.
         if f.live and (self.actions is None or self.actions.stats.notified == notified):
             self._log.warning("runaway", "runaway agent in %s: %s", f.session.session_id, record.reason)
         return [r for r in acted if self.config.logs_enabled or not isinstance(r, LogRecord)]

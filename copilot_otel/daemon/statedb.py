@@ -25,7 +25,7 @@ ours, or, met by the scan of every row at start-up (:meth:`Database.settled`), a
 no flush writes (an offset of -5, or of text), is renamed to ``state.db.corrupt-<ts>`` (with its ``-wal``/``-shm``)
 with a warning and the store starts empty: every file is read again from offset 0 (deterministic ids make the
 replay identical).
-:attr:`StateStore.load_outcome <copilot_otel.state.StateStore.load_outcome>` says which happened. A database
+:attr:`StateStore.load_outcome <copilot_otel.daemon.state.StateStore.load_outcome>` says which happened. A database
 written by a newer copilot-otel (``PRAGMA user_version``) is refused with a one-line
 :class:`~copilot_otel.common.errors.StateError`.
 

@@ -14,9 +14,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from ..common.errors import StateError
+from ..common.jsonobject import NotAJsonObject, json_object
 
 __all__ = ["LOCK_FILE", "STATUS_FILE", "DaemonStatus", "read_daemon_status", "read_status"]
 
@@ -38,12 +37,9 @@ def read_status(state_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     except OSError as exc:
         raise StateError(f"cannot read {path}: {exc.strerror or exc}") from exc
     try:
-        doc = orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
-        raise StateError(f"{path} is not valid JSON: {exc}") from exc
-    if not isinstance(doc, dict):
-        raise StateError(f"{path} does not hold a JSON object")
-    return doc
+        return json_object(data)
+    except NotAJsonObject as exc:
+        raise StateError(f"{path} is {exc}") from exc
 
 
 @dataclass(frozen=True, slots=True)

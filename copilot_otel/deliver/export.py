@@ -617,7 +617,7 @@ def build_transport(
 
     Args:
         endpoint: Each signal's URL by signal name, as the settings table resolves them
-            (:meth:`Config.signal_endpoints <copilot_otel.config.Config.signal_endpoints>`), or one base
+            (:meth:`Config.signal_endpoints <copilot_otel.settings.config.Config.signal_endpoints>`), or one base
             endpoint (``http://host:4318``) every signal's path is appended to, or ``None`` for the embedded
             file. gRPC sends every signal to the traces target (one channel).
         protocol: ``grpc`` or ``http/protobuf``.

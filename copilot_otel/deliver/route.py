@@ -21,7 +21,7 @@ from typing import Any, Protocol, cast
 from ..common.ratelimit import RateLimitedLog
 from ..model.records import BadLine, DropReason, Emission, LogRecord, Measurement, NotRead, SpanRecord
 from ..projections.catalog import DROP_REASON, LINES_DROPPED, LINES_READ, VALUES_DROPPED
-from ..sources.roots import not_read_line
+from ..settings.roots import not_read_line
 from .export import measurement_encodable
 
 __all__ = ["DropLog", "Health", "MetricSink", "RateLimitedDrops", "Router"]

@@ -825,7 +825,7 @@ SETTINGS: tuple[Setting[Any], ...] = (
         default=2_000_000,
         env_vars=("COPILOT_OTEL_RUNAWAY_TOKENS_PER_MINUTE",),
     ),
-    # --- acting on a runaway (copilot_otel.act): one self-contained block ---------------------------------
+    # --- acting on a runaway (daemon/act.py): one self-contained block ---------------------------------
     Setting(
         "runaway_action",
         "What a runaway detection does: none, notify, interrupt, or per reason "
@@ -1060,7 +1060,7 @@ class Config:
     runaway_identical_calls: int
     runaway_tool_errors: int
     runaway_tokens_per_minute: int
-    # acting on a runaway (copilot_otel.act)
+    # acting on a runaway (daemon/act.py)
     runaway_action: _RunawayPolicy
     runaway_action_repositories: tuple[str, ...]
     runaway_dry_run: bool

@@ -23,7 +23,7 @@ loop is in ``docs/other-agents.md``.
 Discovery is cheap, as :func:`copilot_otel.sources.sessions.scan_root` is: names and ``stat`` only, no file content; a link
 that leads out of the source's root is not followed (a session log is read only if it really is under the root).
 
-:class:`Source`, :class:`AgentRoot` and :func:`agent_roots` are defined in the light :mod:`copilot_otel.sources.roots` (so
+:class:`Source`, :class:`AgentRoot` and :func:`agent_roots` are defined in the light :mod:`copilot_otel.settings.roots` (so
 ``status`` lists the log folders without loading the readers) and imported from here.
 """
 
@@ -45,7 +45,7 @@ from ..common.errors import SourceError
 from ..model.inputs import Dropped, Event
 from ..model.records import BadLine, DropReason
 from ..model.timestamps import timestamp_ns
-from .roots import AgentRoot, Source, agent_roots
+from ..settings.roots import AgentRoot, Source, agent_roots
 from .sessions import stays_inside
 from .sidefiles import read_head
 

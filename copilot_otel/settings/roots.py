@@ -1,8 +1,7 @@
 """Where each coding agent's session logs are, and whether the settings read them: light enough for ``status``.
 
 :func:`agent_roots` is what ``replay``, ``run``, ``show`` and ``report`` look in when given no path, and what
-``doctor`` and ``status`` list. It lives here, not in :mod:`copilot_otel.sources` (which re-exports it, and where
-the rest of the code imports it from), because that package loads the log readers' machinery (``orjson``, the
+``doctor`` and ``status`` list. It lives with the settings, not in :mod:`copilot_otel.sources` (which re-exports it), because that package loads the log readers' machinery (``orjson``, the
 event views, the parser): ``status`` must start in under 100 ms (issue 25) and reads no log.
 """
 
@@ -15,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..settings.config import Agent, Config
+    from .config import Agent, Config
 
 __all__ = ["AGENT_TITLES", "AgentRoot", "Source", "agent_roots", "not_read_line"]
 
