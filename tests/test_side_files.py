@@ -84,25 +84,35 @@ def _side_file(agent: str, home: Path) -> Path:
 
 def _lay_out(agent: str, home: Path, kind: str, then: Callable[[], object] | None = None) -> Path:
     """The agent's sub-agent scenario under ``home`` with its side file replaced (before the sub-agent's log is
-    there, as a CLI writes it), ``then`` (the daemon's start), then the ordinary session of the same agent."""
+    there, as a CLI writes it), ``then`` (the daemon's start), then the ordinary session of the same agent.
+
+    The scenario is staged outside the agent's folder first: a daemon already following that folder must never
+    see the side file as the regular file the fixture holds (it would read it, and export what replay of the
+    final folder does not), nor a log written, deleted and written again."""
     if agent == "claude-code":
         root = home / ".claude" / "projects"
         sub, other = CLAUDE_SUB, CLAUDE_OTHER
     else:
         root = home / ".gemini" / "tmp"
         sub, other = GEMINI_SUB, GEMINI_OTHER
+    stage = home / "staging" / agent
+    _copy_tree(sub, stage)
+    (staged_side,) = stage.rglob("agent-*.meta.json" if agent == "claude-code" else "session-*.jsonl")
     root.mkdir(parents=True)
     if then is not None:
         then()
-    _copy_tree(sub, root)
-    side = _side_file(agent, home)
-    logs = sorted(p for p in root.rglob("*.jsonl") if p != side)
-    saved = {p: p.read_bytes() for p in logs}
-    for p in logs:
-        p.unlink()
+    side = root / staged_side.relative_to(stage)
+    staged = sorted(p for p in stage.rglob("*") if p.is_file() and p != staged_side)
+    for path in (p for p in staged if p.suffix != ".jsonl"):  # what a log's folder holds before its log
+        target = root / path.relative_to(stage)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(path.read_bytes())
+    side.parent.mkdir(parents=True, exist_ok=True)
     _replace(side, kind)
-    for p, blob in saved.items():
-        p.write_bytes(blob)
+    for path in (p for p in staged if p.suffix == ".jsonl"):
+        target = root / path.relative_to(stage)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(path.read_bytes())
     _copy_tree(other, root)
     return side
 
