@@ -5,11 +5,13 @@ by the acyclic one, which says nothing of direction): a new module or package ou
 unseen. So every module of ``copilot_otel`` must be named in a contract of layers (its container's layer, a
 ``layers`` entry) or of modules (``modules``, ``source_modules``, ``forbidden_modules``), itself or a package
 above it; a container counts for its own module only (naming ``copilot_otel`` as a container says nothing of
-where its packages sit). And an ``ignore_imports`` would be a hole in a kept contract: there are none.
+where its packages sit). And an ``ignore_imports`` would be a hole in a kept contract: there are none. No class
+is over 400 lines either: past that a class holds more than one concern.
 """
 
 from __future__ import annotations
 
+import ast
 import pkgutil
 import re
 from pathlib import Path
@@ -20,6 +22,7 @@ import tomllib
 import copilot_otel
 
 ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = Path(copilot_otel.__file__).resolve().parent
 _MODULE_KEYS = ("modules", "source_modules", "forbidden_modules")
 
 
@@ -85,3 +88,31 @@ def test_a_module_outside_the_layers_is_found() -> None:
 def test_no_contract_ignores_an_import() -> None:
     ignoring = [contract["name"] for contract in _contracts() if contract.get("ignore_imports")]
     assert ignoring == []
+
+
+# A class longer than this is more than one idea: split it by concern (issue 33).
+MAX_CLASS_LINES = 400
+
+
+def _long_classes(package: Path) -> list[str]:
+    """Every class of the package longer than :data:`MAX_CLASS_LINES`, from ``class`` to its last line."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and node.end_lineno is not None:
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_CLASS_LINES:
+                    found.append(f"{path.relative_to(package.parent)}: {node.name} ({lines} lines)")
+    return found
+
+
+def test_no_class_is_over_400_lines() -> None:
+    assert _long_classes(PACKAGE) == []
+
+
+def test_a_long_class_is_found(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_CLASS_LINES))
+    (package / "long.py").write_text(f"class Long:\n{body}\n\n\nclass Short:\n    y = 1\n")
+    assert _long_classes(package) == [f"pkg/long.py: Long ({MAX_CLASS_LINES + 1} lines)"]
