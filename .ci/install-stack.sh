@@ -38,7 +38,10 @@ done
 
 cache="${STACK_CACHE:-$PWD/.cache}"
 mkdir -p "$cache"
-cache="$(cd "$cache" && pwd)" # apt needs absolute Dir::* paths
+# apt needs absolute Dir::* paths; and the physical path, not one through a link: the scratch clone of .ci/run
+# reaches the cache through a link that is deleted after the run, and a venv made through it names it in its
+# scripts' #! lines (the next run's Phoenix then failed to start: FileNotFoundError on an existing file).
+cache="$(cd "$cache" && pwd -P)"
 
 log() { printf 'install-stack: %s\n' "$*" >&2; }
 now() { date +%s.%N; }
@@ -116,7 +119,9 @@ if ((with_phoenix)); then
     t0=$(now)
     installed="$("$phoenix_venv/bin/python" -c \
         'import importlib.metadata as m; print(m.version("arize-phoenix"))' 2>/dev/null || true)"
-    if [[ -x "$phoenix_venv/bin/phoenix" && "$installed" == "$PHOENIX_VERSION" ]]; then
+    # Its script runs only if the interpreter its #! line names is there (a venv made through a gone link is not).
+    shebang="$(head -n1 "$phoenix_venv/bin/phoenix" 2>/dev/null | sed 's/^#!//')"
+    if [[ -x "$phoenix_venv/bin/phoenix" && -x "$shebang" && "$installed" == "$PHOENIX_VERSION" ]]; then
         log "arize-phoenix==$PHOENIX_VERSION already in $phoenix_venv"
     else
         log "installing arize-phoenix==$PHOENIX_VERSION into $phoenix_venv (~4 min cold)"
