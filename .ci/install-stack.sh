@@ -93,7 +93,7 @@ else
     r="$cache/apt13"
     mkdir -p "$r/lists/partial" "$r/cache/archives/partial" "$r/etc/sources.list.d" \
         "$r/etc/preferences.d" "$deb13"
-    uri="$(sed -n 's/^URIs: //p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n 1)"
+    uri="$(sed -n 's/^URIs: //p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n 1 || true)"
     uri="${uri:-http://deb.debian.org/debian}"
     printf 'Types: deb\nURIs: %s\nSuites: trixie\nComponents: main\nSigned-By: %s\n' \
         "$uri" /usr/share/keyrings/debian-archive-keyring.gpg >"$r/etc/sources.list.d/trixie.sources"
@@ -120,7 +120,8 @@ if ((with_phoenix)); then
     installed="$("$phoenix_venv/bin/python" -c \
         'import importlib.metadata as m; print(m.version("arize-phoenix"))' 2>/dev/null || true)"
     # Its script runs only if the interpreter its #! line names is there (a venv made through a gone link is not).
-    shebang="$(head -n1 "$phoenix_venv/bin/phoenix" 2>/dev/null | sed 's/^#!//')"
+    # (`|| true`: with pipefail, a venv not made yet fails `head`, and `set -e` would end the script silently.)
+    shebang="$(head -n1 "$phoenix_venv/bin/phoenix" 2>/dev/null | sed 's/^#!//' || true)"
     if [[ -x "$phoenix_venv/bin/phoenix" && -x "$shebang" && "$installed" == "$PHOENIX_VERSION" ]]; then
         log "arize-phoenix==$PHOENIX_VERSION already in $phoenix_venv"
     else
