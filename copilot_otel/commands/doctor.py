@@ -17,7 +17,6 @@ import enum
 import logging
 import os
 import socket
-import ssl
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from ..deliver.deadletter import describe as describe_dead_letters
 from ..deliver.export import REJECTS_EVERY_REQUEST, Signal
 from ..deliver.metrics import Aggregator
 from ..deliver.outcome import Delivery
+from ..deliver.probe import PLAIN_HTTP_NOT_GRPC, host_port, protocol_mismatch
 from ..deliver.telemetry import Telemetry, resource_attributes
 from ..library import (
     AGENT_TITLES,
@@ -78,7 +78,6 @@ _PERMANENT = (
     "NOT_FOUND",
 )
 # Bytes read from the collector port when sniffing which protocol it speaks after a failed export.
-_SNIFF_BYTES = 64
 
 
 class Mark(str, enum.Enum):
@@ -487,14 +486,8 @@ def _protocol(config: Config) -> Check:
 
 
 # ------------------------------------------------------------------------------------------------ network
-def _host_port(endpoint: str) -> tuple[str, int]:
-    parts = urlsplit(endpoint)
-    default = 443 if parts.scheme.lower() == "https" else 80
-    return parts.hostname or "localhost", parts.port or default
-
-
 def _reach(endpoint: str, protocol: str, timeout_s: float) -> Check:
-    host, port = _host_port(endpoint)
+    host, port = host_port(endpoint)
     where = f"{host}:{port}"
     try:
         with socket.create_connection((host, port), timeout=min(timeout_s, 5.0)):
@@ -648,11 +641,10 @@ def _verdict(
         )
     if outcome.delivered or REJECTS_EVERY_REQUEST in error:  # dead-lettered, or everything is: a rejection
         return Check(Mark.FAIL, what, f"rejected by the collector: {error}", _rejection_hint(config, error))
+    hint = _failure_hint(config, error, timeout_s)
+    # a transport that found the wrong protocol already said what to change: not twice
     return Check(
-        Mark.FAIL,
-        what,
-        f"not accepted within {timeout_s:g}s: {error}",
-        _failure_hint(config, error, timeout_s),
+        Mark.FAIL, what, f"not accepted within {timeout_s:g}s: {error}", "" if hint in error else hint
     )
 
 
@@ -687,26 +679,16 @@ def _rejection_hint(config: Config, error: str) -> str:
 
 def _failure_hint(config: Config, error: str, timeout_s: float) -> str:
     endpoint = config.endpoint or ""
-    speaks = _sniff(endpoint, min(timeout_s, 3.0))
-    https = endpoint.lower().startswith("https://")
+    mismatch = protocol_mismatch(endpoint, config.protocol, min(timeout_s, 3.0))
+    if mismatch is not None:
+        return mismatch
     if config.protocol == "grpc":
-        if speaks == "http/1.1" or "Failed parsing HTTP/2" in error:
-            return (
-                "that port speaks plain HTTP, not gRPC: "
-                "use --protocol http/protobuf (port 4318) or the gRPC port"
-            )
-        if https and ("WRONG_VERSION" in error or "handshake" in error.lower()):
+        if "Failed parsing HTTP/2" in error:
+            return PLAIN_HTTP_NOT_GRPC
+        if endpoint.lower().startswith("https://") and (
+            "WRONG_VERSION" in error or "handshake" in error.lower()
+        ):
             return "the collector speaks plain (non-TLS) gRPC there: use an http:// endpoint"
-    else:
-        if speaks == "http/2":
-            return (
-                "that port speaks gRPC (HTTP/2 only): "
-                "use --protocol grpc, or the OTLP/HTTP port (usually 4318)"
-            )
-        if speaks == "tls" and not https:
-            return "that port expects TLS: use an https:// endpoint"
-        if https and speaks == "http/1.1":
-            return "that port speaks plain HTTP: use an http:// endpoint"
     if "HTTP 503" in error or "UNAVAILABLE" in error or "HTTP 429" in error or "RESOURCE_EXHAUSTED" in error:
         return (
             "the collector is up but not accepting data (overloaded or its pipeline is failing): "
@@ -720,42 +702,3 @@ def _failure_hint(config: Config, error: str, timeout_s: float) -> str:
 
 
 _GENERIC_HINT = "check the endpoint, protocol and the collector's log"
-
-
-def _sniff(endpoint: str, timeout_s: float) -> str | None:
-    """Which protocol a port speaks: ``http/1.1``, ``http/2`` (gRPC), ``tls``, or ``None`` if it cannot tell.
-
-    Sends a plain HTTP/1.1 request and looks at the first bytes of the answer: ``HTTP/1.`` is an HTTP server,
-    an HTTP/2 frame (a SETTINGS or GOAWAY header) is a gRPC server, a TLS record is an HTTPS/TLS server.
-    """
-    if not endpoint:
-        return None
-    host, port = _host_port(endpoint)
-    if endpoint.lower().startswith("https://"):
-        try:
-            with socket.create_connection((host, port), timeout=timeout_s) as raw:
-                context = ssl.create_default_context()
-                context.check_hostname = False
-                context.verify_mode = ssl.CERT_NONE
-                with context.wrap_socket(raw, server_hostname=host) as tls:
-                    tls.sendall(
-                        b"GET / HTTP/1.1\r\nHost: " + host.encode() + b"\r\nConnection: close\r\n\r\n"
-                    )
-                    return "https"
-        except ssl.SSLError:
-            pass  # not TLS: see what it speaks in the clear below
-        except OSError:
-            return None
-    try:
-        with socket.create_connection((host, port), timeout=timeout_s) as sock:
-            sock.sendall(b"GET / HTTP/1.1\r\nHost: " + host.encode() + b"\r\nConnection: close\r\n\r\n")
-            head = sock.recv(_SNIFF_BYTES)
-    except OSError:
-        return None
-    if head.startswith(b"HTTP/1."):
-        return "http/1.1"
-    if head[:1] in (b"\x15", b"\x16") and head[1:2] == b"\x03":
-        return "tls"
-    if len(head) >= 9 and head[3] in (0x04, 0x07):  # HTTP/2 frame header: SETTINGS or GOAWAY
-        return "http/2"
-    return None

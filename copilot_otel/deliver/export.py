@@ -60,7 +60,7 @@ from ..common import display
 from ..common.ratelimit import RateLimitedLog
 from ..model.records import NUMBER_MAX, LogRecord, SpanRecord
 from ..settings.config import DEFAULT_MAX_REQUEST_BYTES, OtlpOptions
-from . import wire
+from . import probe, wire
 from .batcher import Packer, Part
 from .keep import Keeper
 from .outcome import BACKOFF_MAX_S, BACKOFF_START_S, Delivery, DeliveryStats, StopFlag
@@ -193,6 +193,8 @@ def _parse_retry_after(value: str | None) -> float | None:
 _RETRYABLE_HTTP = {408, 429, 500, 502, 503, 504}
 # Answers meaning "no such signal here" (Phoenix answers 405 to logs and metrics): not the records' fault.
 _UNSUPPORTED_HTTP = {404, 405, 415, 501}
+# How long a failed connection's port is asked what it speaks (a wrong port or protocol answers at once).
+_PROBE_S = 2.0
 # Answers about who we are, not what we sent: the same records would be accepted with the right credentials.
 _AUTH_HTTP = {401: "Unauthorized", 403: "Forbidden", 407: "Proxy Authentication Required"}
 
@@ -287,6 +289,14 @@ class HttpTransport:
             message = tls.failure(self._shown[signal], display.scrub(str(exc)), self._options[signal])
             return SendResult(ok=False, endpoint=True, message=message)
         except self._requests.ConnectionError:
+            # something that answers in another protocol is a wrong port or protocol, held and said, not retried
+            mismatch = probe.protocol_mismatch(
+                self._endpoints[signal], "http/protobuf", min(timeout, _PROBE_S)
+            )
+            if mismatch is not None:
+                return SendResult(
+                    ok=False, endpoint=True, message=f"no OTLP/HTTP at {self._shown[signal]}: {mismatch}"
+                )
             return SendResult(ok=False, retryable=True, message=f"cannot connect to {self._shown[signal]}")
         except self._requests.Timeout:
             return SendResult(
@@ -349,7 +359,8 @@ def _error_text(content_type: str | None, content: bytes, text: str) -> str:
             return str(status_pb2.Status.FromString(content).message)
         except DecodeError:
             pass
-    return text
+    page = probe.html_page(content_type, content)
+    return text if page is None else page
 
 
 def _short(value: object, limit: int = 200) -> str:
@@ -462,6 +473,7 @@ class GrpcTransport:
             for signal in Signal
         }
         self._endpoint = display.url(endpoint)  # what messages show; the channels have the real target
+        self._target = endpoint
         self._calls: dict[Signal, tuple[Any, Any]] = {
             Signal.TRACES: (
                 trace_service_pb2_grpc.TraceServiceStub(channel_of[Signal.TRACES]).Export,  # type: ignore[no-untyped-call]
@@ -513,6 +525,13 @@ class GrpcTransport:
                     message=tls.failure(self._endpoint, details, self._options[signal]),
                 )
             fix = self._endpoint_error(code, _short(details), signal)
+            if fix is None and code == "UNAVAILABLE" and "Failed parsing HTTP/2" in details:
+                # an HTTP/1 server (or something else) answered: a wrong port or protocol, never a passing outage
+                said = probe.protocol_mismatch(self._target, "grpc", min(timeout, _PROBE_S))
+                fix = f"no OTLP/gRPC at {self._endpoint}: " + (
+                    said
+                    or "that port does not speak gRPC (HTTP/2): is it the collector's gRPC port (usually 4317)?"
+                )
             if fix is not None:
                 return SendResult(ok=False, endpoint=True, message=fix)
             if code == "UNIMPLEMENTED":
