@@ -31,7 +31,7 @@ try:  # a Ctrl-C while the program is still loading (its first ~100 ms) is one l
     from .common import display
     from .common.errors import CopilotOtelError
     from .settings.config import AGENTS, Config, add_arguments, describe, did_you_mean, load_config
-    from .settings.moments import parse_moment
+    from .settings.moments import parse_window
     from .settings.report_defaults import PERIODS, PREMIUM_REQUEST_PRICE_USD
 except KeyboardInterrupt:
     raise SystemExit(_interrupted(sys.argv[1:])) from None
@@ -114,7 +114,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print one JSON document: the session's spans, or the session list",
     )
-    p.add_argument("--limit", type=int, default=20, help="sessions to list (default 20; 0: all)")
+    p.add_argument("--limit", type=_count, default=20, help="sessions to list (default 20; 0: all)")
     _add_agent_argument(p, "list only this agent's sessions")
     add_arguments(p, ["session_state", *_AGENTS, "config_file", "log_level", "runaway_turns"])
 
@@ -191,6 +191,17 @@ def _add_agent_argument(p: argparse.ArgumentParser, what: str) -> None:
     p.add_argument("--agent", choices=AGENTS, metavar="NAME", help=f"{what}: {', '.join(AGENTS)}")
 
 
+def _count(text: str) -> int:
+    """A ``--limit``: a whole number, 0 or more (a negative one used to be taken silently as "all")."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
+    return value
+
+
 def _add_window_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--since",
@@ -254,7 +265,7 @@ def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     p.add_argument("--tz", help="IANA time zone days are cut in, e.g. UTC (default: the local zone)")
     p.add_argument("--sort", help="key or a figure name, e.g. premium_requests (default: key for periods)")
     p.add_argument("--order", choices=["asc", "desc"], help="sort order (default: asc for key, else desc)")
-    p.add_argument("--limit", type=int, help="rows to show after sorting (the total counts all)")
+    p.add_argument("--limit", type=_count, help="rows to show after sorting (the total counts all)")
     p.add_argument(
         "--price",
         type=float,
@@ -431,8 +442,7 @@ def _replay(args: argparse.Namespace, config: Config) -> int:
     from .replay import Progress, replay  # each command's module is imported when it runs (start-up time)
 
     now_ns = time.time_ns()
-    since_ns = parse_moment(args.since, now_ns=now_ns, name="--since") if args.since else None
-    until_ns = parse_moment(args.until, now_ns=now_ns, end=True, name="--until") if args.until else None
+    since_ns, until_ns = parse_window(args.since, args.until, now_ns=now_ns)
     paths = args.paths  # none: every enabled agent's folder (replay discovers them)
     show_progress = not args.no_progress
     bar = None

@@ -527,3 +527,13 @@ def test_in_a_terminal_a_folder_name_is_shown_not_obeyed(home: Path, tmp_path: P
     assert "x␛]2;pwned" in screen and "␛[2J" in screen
     assert "pwned" not in title
     assert screen.count("copilot-otel live") == 1
+
+
+@pytest.mark.parametrize(
+    ("backlog", "said"), [(1, "backlog 1 span"), (0, "backlog 0 spans"), (2048, "2,048 spans")]
+)
+def test_the_daemon_line_says_its_backlog_in_good_english(backlog: int, said: str) -> None:
+    from copilot_otel.commands.live import DaemonState, _daemon_line
+
+    line = _daemon_line(DaemonState(True, pid=4242, open_prompts=1, backlog_spans=backlog)).plain
+    assert said in line and "1 open prompt," in line, line  # on main: "backlog 1 spans"

@@ -126,6 +126,19 @@ def test_report_refuses_a_bad_moment_in_one_line(capsys: pytest.CaptureFixture[s
     )
 
 
+def test_an_inverted_window_is_refused_by_report_and_replay(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # on main both answered as if the logs held nothing: "no sessions", exit 0
+    said = "copilot-otel: error: --since '2026-12-05' is not before --until '2026-12-01': nothing lies between them"
+    assert main(["report", str(CLI_GENERATED), "--since", "2026-12-05", "--until", "2026-12-01"]) == 2
+    assert capsys.readouterr().err.startswith(said)
+    code, out, err = _replayed(capsys, tmp_path, "--since", "2026-12-05", "--until", "2026-12-01")
+    assert (code, out) == (2, "") and err.startswith(said)
+    # a day is a whole day: --since and --until the same day is that day, not an empty window
+    assert main(["report", str(CLI_GENERATED), "--since", "2026-11-29", "--until", "2026-11-29"]) == 0
+
+
 @pytest.mark.parametrize("text", ["7d", "yesterday", "today", "20261101", "2026-11-01T09:00Z"])
 def test_backfill_takes_every_form(tmp_path: Path, text: str) -> None:
     env = {"HOME": str(tmp_path), "COPILOT_OTEL_BACKFILL": text}

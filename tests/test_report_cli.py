@@ -380,3 +380,32 @@ def test_the_quota_setting_is_reports_default(
     assert _json(capsys, "monthly", str(CLI_GENERATED), "--quota", "50")["report"]["quota"]["allowance"] == 50
     monkeypatch.delenv("COPILOT_OTEL_PREMIUM_QUOTA")
     assert _json(capsys, "monthly", str(CLI_GENERATED))["report"].get("quota") is None
+
+
+def test_the_estimated_footnote_explains_only_a_mark_on_the_screen(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A real capture whose usage records lack the cache-write count (as an older CLI's do): only that figure is
+    # estimated, and the 100-column table does not draw its column.
+    log = tmp_path / "events.jsonl"
+    text = (CLI_GENERATED / "multi-tool" / "events.jsonl").read_text()
+    log.write_text(re.sub(r',?"cacheWriteTokens":0', "", text))
+    assert _json(capsys, "session", str(log))["totals"]["estimated"] == ["cache_write_tokens"]
+    monkeypatch.setenv("COLUMNS", "100")
+    assert main(["report", str(log)]) == 0
+    out = capsys.readouterr().out
+    assert "~" not in out, out  # on main: "~ estimated: …" under a table with no "~" in it
+    assert main(["report", str(log), "--wide"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"~\d", out) and "~ estimated:" in out, out
+
+
+def test_the_local_zone_is_named_once_in_the_title(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "100")
+    assert main(["report", str(CLI_GENERATED / "multi-tool")]) == 0
+    title = capsys.readouterr().out.splitlines()[0]
+    assert "(local time, " in title and "((" not in title and "))" not in title, (
+        title
+    )  # on main: "(local (UTC))"

@@ -17,7 +17,7 @@ import pytest
 from copilot_otel.cli import main
 from copilot_otel.commands.show import TAIL_LIMIT_BYTES, last_event_ns
 from copilot_otel.model.timestamps import parse_timestamp
-from tests.conftest import CLI_GENERATED, read_events
+from tests.conftest import CLI_GENERATED, FIXTURES, read_events
 
 # Three sessions and when each really ended (their last events' own timestamps).
 SESSIONS = ("failing-tool", "resumed", "subagent")
@@ -134,3 +134,53 @@ def test_the_last_events_time_is_read_from_the_end_only(tmp_path: Path) -> None:
     assert last_event_ns(log) is None
     log.write_bytes(b"".join(lines) + filler[: TAIL_LIMIT_BYTES // 2])
     assert last_event_ns(log) == parse_timestamp(_last_event(CLI_GENERATED / "multi-tool"))
+
+
+def _codex_home(tmp_path: Path) -> Path:
+    """Every recorded Codex session in one ~/.codex: their thread ids are UUIDv7s whose first 8 characters (the
+    minute they started) are shared, so a listing needs longer prefixes to tell them apart."""
+    home = tmp_path / "codex-home"
+    for sessions in sorted((FIXTURES / "other-agents" / "codex").glob("*/sessions")):
+        shutil.copytree(sessions, home / "sessions", dirs_exist_ok=True)
+    return home
+
+
+def test_at_80_columns_ids_and_times_are_whole_and_every_printed_prefix_resolves(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    codex = _codex_home(tmp_path)
+    agents = ["--session-state", str(root), "--codex-home", str(codex), "--agents", "copilot,codex"]
+    # --limit and --agent leave sessions out; a prefix printed must still name one session among all of them
+    # (on main the ids were cut to "01a233e7-…" and the times to "12-01 23:…", and a prefix unique among the
+    # rows shown could be another session's too)
+    for extra in (["--limit", "3", "--agent", "codex"], ["--limit", "2"], []):
+        assert main(["show", *agents, *extra]) == 0
+        out = capsys.readouterr().out
+        rows = _rows(out)
+        assert rows and all(len(line) <= 80 for line in out.splitlines())
+        assert all("…" not in " ".join(row.split()[:3]) for row in rows), rows
+        for row in rows:
+            prefix = row.split()[2]
+            assert main(["show", *agents, prefix]) == 0, f"{prefix} printed but does not resolve"
+            assert capsys.readouterr().out.startswith("Session ")
+
+
+def test_a_session_of_another_year_is_dated_with_its_year(
+    root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fixture = CLI_GENERATED / "failing-tool"
+    log = root / _session_id(fixture) / "events.jsonl"
+    year = datetime.now().year
+    # the same capture, a year older (its events' own timestamps moved back: the listing reads those)
+    log.write_text(log.read_text().replace(f'"timestamp":"{year}-', f'"timestamp":"{year - 1}-'))
+    assert main(["show", "--session-state", str(root)]) == 0
+    rows = _rows(capsys.readouterr().out)
+    assert any(row.startswith(f"{year - 1}-") for row in rows), rows
+
+
+def test_a_negative_limit_is_refused(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["show", "--session-state", str(root), "--limit", "-1"])
+    assert exit_.value.code == 2  # on main: taken silently as "all"
+    assert "--limit: expected 0 or more, got -1" in capsys.readouterr().err

@@ -716,7 +716,7 @@ def _daemon_line(daemon: DaemonState | None) -> Any:
         return line.append("not running (copilot-otel run, or service install)", style="dim")
     line.append(f"running (pid {daemon.pid}), ", style="green")
     line.append(
-        f"{display.count(daemon.open_prompts, 'open prompt')}, backlog {daemon.backlog_spans:,} spans"
+        f"{display.count(daemon.open_prompts, 'open prompt')}, backlog {display.count(daemon.backlog_spans, 'span')}"
     )
     if daemon.last_export_ok_at:
         line.append(f", last export {display.duration(time.time() - daemon.last_export_ok_at)} ago")

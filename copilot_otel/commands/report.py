@@ -64,7 +64,7 @@ from ..pipeline.workers import by_size, log_bytes, process_pool
 from ..settings.config import Config, did_you_mean
 from ..settings.content import ContentPolicy
 from ..settings.moments import local_time as _local
-from ..settings.moments import parse_moment
+from ..settings.moments import parse_window
 from ..sources import AgentRoot, agent_roots
 from ..sources.sessions import SessionFile, resolve
 
@@ -294,7 +294,7 @@ def parse_zone(name: str | None) -> tzinfo | None:
 
 def _zone_name(zone: tzinfo | None) -> str:
     if zone is None:
-        return f"local ({datetime.now().astimezone().tzname()})"
+        return f"local time, {datetime.now().astimezone().tzname()}"  # titled "(local time, CET)", not nested
     return str(zone) if not isinstance(zone, timezone) else "UTC"
 
 
@@ -1210,7 +1210,10 @@ def render_table(report: Report, width: int, zone: tzinfo | None, layout: Layout
     for _, heading, _fmt in columns:
         table.add_column(heading, justify="right", no_wrap=True)
 
+    marked = False  # whether a drawn cell carries "~": the footnote explains only what is on the screen
+
     def cells(row: Row, style: str | None, label: str) -> list[Any]:
+        nonlocal marked
         out: list[Any] = [Text(label, style=style or "")]
         if last_active:
             text = _last_active(row.last_ns, zone, layout) if row.key != "total" and row.last_ns else ""
@@ -1221,6 +1224,7 @@ def render_table(report: Report, width: int, zone: tzinfo | None, layout: Layout
             text = fmt(row.value(name, report.price))
             if name in row.estimated or (name == "cost_usd" and "premium_requests" in row.estimated):
                 out.append(Text("~" + text, style="yellow"))
+                marked = True
             elif name == "failed_tool_calls" and row.value(name, report.price):
                 out.append(Text(text, style="red"))
             elif name == "runaway_detections" and row.value(name, report.price):
@@ -1240,7 +1244,7 @@ def render_table(report: Report, width: int, zone: tzinfo | None, layout: Layout
     notes: list[str] = []
     if report.matched_rows > len(report.rows):
         notes.append(f"{len(report.rows)} of {report.matched_rows} rows shown; the total counts all.")
-    if report.totals.estimated:
+    if marked:
         notes.append(
             "~ estimated: an older CLI's log, a killed session or a count out of range lacks the exact figure."
         )
@@ -1343,8 +1347,7 @@ def report(
     from rich.console import Console
 
     zone = parse_zone(tz)
-    since_ns = parse_moment(since, now_ns=now_ns, zone=zone, name="--since") if since else None
-    until_ns = parse_moment(until, now_ns=now_ns, zone=zone, end=True, name="--until") if until else None
+    since_ns, until_ns = parse_window(since, until, now_ns=now_ns, zone=zone)
     found = None
     if not paths:
         found = discover(config, agent=agent)

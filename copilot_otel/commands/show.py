@@ -254,6 +254,9 @@ class _Listing:
 
     shown: Sequence[tuple[SessionFile, int]]
     total: int
+    # Every session ``show <prefix>`` could resolve to, listed or not (``--limit`` and ``--agent`` leave some out):
+    # a short id printed must be no prefix of theirs either, or the prefix the listing offers would be ambiguous.
+    known: Sequence[SessionFile] = ()
 
     @property
     def more(self) -> int:
@@ -309,11 +312,14 @@ def _line_time_ns(line: bytes) -> int | None:
     return timestamp_ns(stamp, []) if stamp is not None else None
 
 
-def _newest(sessions: Sequence[SessionFile], limit: int) -> _Listing:
-    """The ``limit`` most recently active of ``sessions`` (all of them when ``limit`` is 0 or less)."""
+def _newest(
+    sessions: Sequence[SessionFile], limit: int, known: Sequence[SessionFile] | None = None
+) -> _Listing:
+    """The ``limit`` most recently active of ``sessions`` (all of them when ``limit`` is 0 or less); ``known``:
+    every session an id prefix could name (``sessions`` when not given)."""
     dated = [(session, last_event_ns(session.path) or _mtime_ns(session)) for session in sessions]
     dated.sort(key=lambda item: (item[1], item[0].session_id), reverse=True)
-    return _Listing(dated[:limit] if limit > 0 else dated, len(dated))
+    return _Listing(dated[:limit] if limit > 0 else dated, len(dated), sessions if known is None else known)
 
 
 def _recent(config: Config, limit: int, agent: str | None) -> tuple[_Listing, list[Path]]:
@@ -331,7 +337,11 @@ def _recent(config: Config, limit: int, agent: str | None) -> tuple[_Listing, li
     if not folders:
         raise SourceError(found.nothing_found())
     found.warn_unfolded()
-    return _newest([*found.sessions, *found.bad], limit), folders
+    known = None
+    if agent is not None:  # the other agents' sessions resolve too: the printed prefixes must not name them
+        every = discover(config)
+        known = [*every.sessions, *every.bad]
+    return _newest([*found.sessions, *found.bad], limit, known), folders
 
 
 def summarize(session: SessionFile, settings: FoldSettings, last_ns: int | None = None) -> SessionSummary:
@@ -387,12 +397,18 @@ def _print_listing(
     # On a terminal (or with COLUMNS set) the table fits the width, cutting titles and folders; piped, every row
     # is whole and as wide as it is (a script or `less -S` reads it), never padded to an assumed 80 columns.
     natural = not console.is_terminal and not os.environ.get("COLUMNS", "").strip()
-    short = _short_ids([session for session, _ in listing.shown])
+    short = _short_ids([session for session, _ in listing.shown], listing.known)
     # The agent column only where another agent's sessions are listed: a Copilot-only listing keeps its width.
     agents = {agent_of(session) for session, _ in listing.shown}
     with_agent = agents != {COPILOT}
+    now_year = datetime.now().year
+    stamps = {
+        session.path: datetime.fromtimestamp(last_ns / 1e9) for session, last_ns in listing.shown if last_ns
+    }
+    # the year only where a row is of another year: "11-29 17:12" is ambiguous across a new year, not within one
+    stamp_format = "%m-%d %H:%M" if all(t.year == now_year for t in stamps.values()) else "%Y-%m-%d %H:%M"
     fixed = {
-        "last active": 11,
+        "last active": len(datetime(2000, 1, 1).strftime(stamp_format)),
         "session": max(map(len, short.values())),
         **({"agent": max(map(len, agents))} if with_agent else {}),
         "prompts": 7,
@@ -400,15 +416,25 @@ def _print_listing(
         "tools": 5,
         "errors": 6,
     }
-    # Rich squeezes no-wrap columns unpredictably, so share out the width ourselves: 2 spaces between columns.
-    free = max(console.width - sum(fixed.values()) - 2 * (len(fixed) + 1), 20)
-    title_width, cwd_width = (None, None) if natural else (free * 3 // 5, free - free * 3 // 5)
+    # Rich squeezes no-wrap columns unpredictably (an id cut to "01a233e7-…" no longer resolves), so share out the
+    # width ourselves, 2 spaces between columns: the fixed columns whole, the rest to the title and the folder; on
+    # a narrow terminal the folder goes first, so the title keeps a readable width.
+    free = console.width - sum(fixed.values()) - 2 * (len(fixed) + 1)
+    with_cwd = natural or free >= _NARROW_FREE
+    title_width, cwd_width = (
+        (None, None)
+        if natural
+        else (free * 3 // 5, free - free * 3 // 5)
+        if with_cwd
+        else (max(free + 2, _TITLE_MIN), None)
+    )
     table.add_column("last active", no_wrap=True, width=fixed["last active"])
     table.add_column("session", no_wrap=True, width=fixed["session"])
     if with_agent:
         table.add_column("agent", no_wrap=True, width=None if natural else fixed["agent"])
     table.add_column("title", overflow="ellipsis", no_wrap=True, width=title_width)
-    table.add_column("cwd", overflow="ellipsis", no_wrap=True, width=cwd_width)
+    if with_cwd:
+        table.add_column("cwd", overflow="ellipsis", no_wrap=True, width=cwd_width)
     for name in ("prompts", "turns", "tools", "errors"):
         table.add_column(name, justify="right", no_wrap=True, width=fixed[name])
     running = 0
@@ -419,9 +445,7 @@ def _print_listing(
             when = Text("running", style="bold green")
         else:
             when = Text(
-                datetime.fromtimestamp(row.last_active_s).strftime("%m-%d %H:%M")
-                if row.last_active_s
-                else "?"
+                datetime.fromtimestamp(row.last_active_s).strftime(stamp_format) if row.last_active_s else "?"
             )
         if row.problem:
             table.add_row(
@@ -429,7 +453,7 @@ def _print_listing(
                 short[row.session.path],
                 *([agent_of(row.session)] if with_agent else []),
                 Text(row.problem, style="red"),
-                *[""] * 5,
+                *[""] * (5 if with_cwd else 4),
             )
             continue
         table.add_row(
@@ -437,7 +461,11 @@ def _print_listing(
             short[row.session.path],
             *([agent_of(row.session)] if with_agent else []),
             row.title or Text("(untitled)", style="dim"),
-            home_relative(row.cwd) if cwd_width is None else _tail(home_relative(row.cwd), cwd_width),
+            *(
+                [home_relative(row.cwd) if cwd_width is None else _tail(home_relative(row.cwd), cwd_width)]
+                if with_cwd
+                else []
+            ),
             str(row.prompts),
             str(row.turns),
             str(row.tool_calls),
@@ -466,17 +494,23 @@ def _print_listing(
         console.print(Text(note, style="dim"))
 
 
+# Below this many columns left for the title and the folder together, the listing drops the folder (80 columns
+# with the agent column leave 16); the title then keeps at least _TITLE_MIN.
+_NARROW_FREE = 24
+_TITLE_MIN = 10
+
 # A listing names a session by this many characters of its id at least (more when two shown ids share them: Codex's
 # thread ids are UUIDv7s, whose first characters are the time they started).
 SHORT_ID_CHARS = 8
 
 
-def _short_ids(sessions: Sequence[SessionFile]) -> dict[Path, str]:
+def _short_ids(sessions: Sequence[SessionFile], known: Sequence[SessionFile] = ()) -> dict[Path, str]:
     """Each session's id cut to the shortest prefix of at least :data:`SHORT_ID_CHARS` characters that no other
-    listed id starts with (what ``show <prefix>`` takes); sorted, each id only needs to differ from its
-    neighbours."""
+    known id starts with (what ``show <prefix>`` takes: the listed sessions' and ``known``'s, which ``--limit`` or
+    ``--agent`` left out); sorted, each id only needs to differ from its neighbours."""
+    pool = [*sessions, *known]
     # a sub-agent's thread read with its session is still an id show resolves: a short id must not name it too
-    ids = sorted({s.session_id for s in sessions} | {tid for s in sessions for tid in grouped_ids(s)})
+    ids = sorted({s.session_id for s in pool} | {tid for s in pool for tid in grouped_ids(s)})
 
     def shared(a: str, b: str) -> int:
         return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))

@@ -26,7 +26,7 @@ from datetime import date, datetime, timedelta, timezone, tzinfo
 
 from ..common.errors import ConfigError
 
-__all__ = ["FORMS", "local_time", "parse_moment", "parse_span"]
+__all__ = ["FORMS", "local_time", "parse_moment", "parse_span", "parse_window"]
 
 FORMS = (
     "a date (2026-11-01 or 20261101), a month (2026-11), a datetime (2026-11-01T09:00, …+01:00, …Z), "
@@ -58,6 +58,26 @@ def parse_moment(
     """
     first, after = parse_span(text, now_ns=now_ns, zone=zone, name=name)
     return after if end else first
+
+
+def parse_window(
+    since: str | None, until: str | None, *, now_ns: int, zone: tzinfo | None = None
+) -> tuple[int | None, int | None]:
+    """The ``--since``/``--until`` pair as Unix nanoseconds (``None`` where a flag is not given).
+
+    A window that ends before it starts is a mistake in the command, not an empty answer: a report or replay over it
+    would say "no sessions" and send the user looking for missing data.
+
+    Raises:
+        ConfigError: Either moment is none of the forms, or ``--until`` is not after ``--since``.
+    """
+    since_ns = parse_moment(since, now_ns=now_ns, zone=zone, name="--since") if since else None
+    until_ns = parse_moment(until, now_ns=now_ns, zone=zone, end=True, name="--until") if until else None
+    if since_ns is not None and until_ns is not None and until_ns <= since_ns:
+        raise ConfigError(
+            f"--since {since!r} is not before --until {until!r}: nothing lies between them (swap the two?)"
+        )
+    return since_ns, until_ns
 
 
 def parse_span(
