@@ -20,7 +20,7 @@ import pytest
 
 from tests import test_daemon
 from tests.daemon_process import assert_delivered_like_replay
-from tests.test_daemon import _lines, _status, _until, _write
+from tests.test_daemon import _lines, _status, _write
 
 env = test_daemon.env
 
@@ -62,7 +62,7 @@ def test_a_wall_clock_step_while_a_prompt_is_live(env: dict[str, Any], step: str
             stepped.add(updated)
         return len(stepped) >= 2
 
-    _until(stepped_twice, 30, "two status writes on the stepped clock")
+    d.until("two status writes on the stepped clock", stepped_twice, 30)
     _write(log, b"".join(lines[split:]))  # the prompt goes on and ends
     assert_delivered_like_replay(env["receiver"], [log], env["tmp"])
     assert d.terminate() == 0

@@ -22,6 +22,7 @@ from copilot_otel.daemon.state import DB_FILE, read_checkpoints
 from tests.conftest import CLI_GENERATED, FIXTURES
 from tests.daemon_process import DaemonProcess, assert_delivered_like_replay, expected_spans
 from tests.otlp_receiver import OtlpReceiver
+from tests.waiting import until
 
 
 @pytest.fixture
@@ -52,14 +53,6 @@ def env(tmp_path: Path, receiver: OtlpReceiver) -> Iterator[dict[str, Any]]:
 
 def _lines(name: str) -> list[bytes]:
     return (CLI_GENERATED / name / "events.jsonl").read_bytes().splitlines(keepends=True)
-
-
-def _until(condition: Any, timeout: float = 20.0, what: str = "the condition") -> None:
-    """Wait for ``condition()`` (a condition, never a time: the suite runs on busy machines)."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def _status(state: Path) -> dict[str, Any]:
@@ -108,7 +101,7 @@ def test_partial_line_then_sigkill_reads_the_line_once_whole(env: dict[str, Any]
     d = env["daemon"]()
     env["receiver"].wait_for(lambda r: len(r.spans()) >= 4, 15)
     state = env["state"]
-    _until(lambda: str(log) in read_checkpoints(state), what="a checkpoint before the partial line")
+    d.until("a checkpoint before the partial line", lambda: str(log) in read_checkpoints(state))
     d.kill()
     _write(log, lines[16][25:] + b"".join(lines[17:]))
     d2 = env["daemon"]()
@@ -178,7 +171,7 @@ def test_deleted_while_open_is_drained_then_forgotten(env: dict[str, Any]) -> No
 
 def test_session_folder_created_and_written_within_a_millisecond(env: dict[str, Any]) -> None:
     d = env["daemon"]()
-    _until(lambda: _status(env["state"]).get("scans", 0) >= 1, what="the first scan")  # the watch is up
+    d.until("the first scan", lambda: _status(env["state"]).get("scans", 0) >= 1)  # the watch is up
     folder = env["root"] / "fast"
     folder.mkdir()
     (folder / "events.jsonl").write_bytes(b"".join(_lines("plain-question")))
@@ -208,10 +201,12 @@ def test_two_thousand_session_folders(env: dict[str, Any]) -> None:
                 targets.append(os.readlink(fd))
         return sum(1 for t in targets if t.endswith("events.jsonl"))
 
-    deadline = time.monotonic() + FD_CHECK_S + 10
-    while open_logs() > MAX_OPEN_TAILERS and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert open_logs() <= MAX_OPEN_TAILERS
+    until(
+        lambda: open_logs() <= MAX_OPEN_TAILERS,
+        FD_CHECK_S + 10,
+        f"at most {MAX_OPEN_TAILERS} logs open after the descriptor check",
+        detail=lambda: f"{open_logs()} open",
+    )
     assert d.terminate() == 0
     roots = {s["trace_id"] for s in env["receiver"].spans() if s["parent_span_id"] is None}
     assert len(roots) == 2000
@@ -229,7 +224,7 @@ def test_collector_trouble_delivers_everything_after_recovery(env: dict[str, Any
     shutil.copytree(CLI_GENERATED / "failing-tool", env["root"] / "f")
     d = env["daemon"]()
     if fault == "refused":
-        _until(lambda: _status(env["state"]).get("retries", 0) >= 1, what="a refused export")
+        d.until("a refused export", lambda: _status(env["state"]).get("retries", 0) >= 1)
         receiver.start()  # back up on the same ports
     log = env["root"] / "f" / "events.jsonl"
     assert_delivered_like_replay(receiver, [log], env["tmp"], timeout=40)
@@ -358,7 +353,7 @@ def test_backfill_none_exports_only_what_is_written_from_now_on(env: dict[str, A
     old = time.time() - 7200
     os.utime(log, (old, old))  # history from two hours ago
     d = env["daemon"]("--backfill", "none")
-    _until(lambda: _status(env["state"]).get("files_tracked", 0) >= 1, what="the history found")
+    d.until("the history found", lambda: _status(env["state"]).get("files_tracked", 0) >= 1)
     assert env["receiver"].spans() == [], "history is not exported with --backfill none"
     _write(log, b"".join(lines[split:]))
     want = expected_spans([log], env["tmp"])

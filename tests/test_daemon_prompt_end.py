@@ -24,7 +24,6 @@ from tests.conftest import FIXTURES, SERIAL
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver
 from tests.test_daemon import _status as _status_file
-from tests.test_daemon import _until
 from tests.test_daemon_other_agents import _write_with_subagents
 from tests.webhook_receiver import WebhookReceiver
 
@@ -98,7 +97,9 @@ def test_finished_history_is_exported_at_once_and_lists_no_open_prompt(
             # The default idle timeout (30 minutes) closes nothing here: each root comes from its log.
             receiver.wait_for(lambda r: {s["span_id"] for s in r.spans()} >= set(want), 60)
             lines = sum(len(p.read_bytes().splitlines()) for p in logs)
-            _until(lambda: _status_file(state).get("lines_read", 0) >= lines, 30)
+            daemon.until(
+                "every line written to be read", lambda: _status_file(state).get("lines_read", 0) >= lines, 30
+            )
             status = orjson.loads(_status(state, "--json"))
             said = _status(state)
         finally:
@@ -146,7 +147,11 @@ def test_a_claude_code_prompt_written_live_is_exported_at_its_own_end(
         want = _replayed_roots(home.parent, tmp_path, ".claude")
         receiver.wait_for(lambda r: {s["span_id"] for s in r.spans()} >= set(want), 60)
         lines = sum(len(p.read_bytes().splitlines()) for p in written)
-        _until(lambda: _status_file(tmp_path / "state").get("lines_read", 0) >= lines, 30)
+        daemon.until(
+            "every line written to be read",
+            lambda: _status_file(tmp_path / "state").get("lines_read", 0) >= lines,
+            30,
+        )
         status = orjson.loads(_status(tmp_path / "state", "--json"))
     finally:
         assert daemon.terminate() == 0

@@ -24,6 +24,7 @@ from copilot_otel.sources.copilot import events
 from tests.conftest import CLI_GENERATED, fixture_copy, replay_into
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver, Signal
+from tests.waiting import until
 
 
 class Answer(NamedTuple):
@@ -147,12 +148,12 @@ def test_daemon_holds_data_while_the_endpoint_refuses_then_delivers_it_exactly_o
     d = DaemonProcess(root, state, endpoint, tmp_path / "daemon.log", "--protocol", protocol).start()
     try:
         # held: status says what to fix, nothing is accepted, dead-lettered or checkpointed
-        deadline = time.monotonic() + 30
-        status_json: dict[str, Any] = {}
-        while time.monotonic() < deadline and not status_json.get("endpoint_error"):
-            time.sleep(0.2)
+        def held() -> dict[str, Any] | None:
             path = state / "status.json"
-            status_json = json.loads(path.read_text()) if path.exists() else {}
+            doc: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+            return doc if doc.get("endpoint_error") else None
+
+        status_json = until(held, 30, "an endpoint error in status.json", detail=lambda: d.output()[-3000:])
         assert answer.hint in status_json["endpoint_error"] and status_json["dead_lettered"] == 0
         assert status_json["last_error"] == status_json["endpoint_error"]
         assert status_json["backlog_spans"] > 0
@@ -431,13 +432,17 @@ def test_shutdown_with_the_collector_down_keeps_its_deadline_and_counts_what_wai
     d = DaemonProcess(
         root, state, receiver.http_endpoint, tmp_path / "daemon.log", env={"COPILOT_OTEL_METRICS": "true"}
     ).start()
-    deadline = time.monotonic() + 30  # every line read, every record queued, retries under way
     status_file = state / "status.json"
-    while not status_file.exists() or json.loads(status_file.read_text())["backlog_spans"] != len(
-        spans
-    ) + len(logs):
-        assert time.monotonic() < deadline, "the daemon did not queue every record"
-        time.sleep(0.1)
+
+    def backlog() -> int | None:
+        return json.loads(status_file.read_text())["backlog_spans"] if status_file.exists() else None
+
+    until(  # every line read, every record queued, retries under way
+        lambda: backlog() == len(spans) + len(logs),
+        30,
+        f"the daemon to queue every record ({len(spans) + len(logs)})",
+        detail=lambda: f"backlog_spans: {backlog()}\n{d.output()[-2000:]}",
+    )
     rc = d.terminate(timeout=40)
     assert rc == 0
     out = d.output()

@@ -1,14 +1,15 @@
-"""Gemini CLI's sessions through the loop: the facts each scenario's ``checks.json`` states, found in the records.
+"""Gemini CLI's own loop rules, with its session file's own words: what no other source does.
 
-The checks were written by ``tests/otheragents/record_gemini.py`` from its scripted replies, never from the session
-file; here the real pipeline (reader → framer → the one loop) must arrive at them: one trace per human prompt, the
-main agent's model calls per prompt (one per reply, however often the CLI rewrote it: the replace-by-id rule),
-the tool calls by id with their outcomes, the tokens in the fold's meaning, and the sub-agent rooted under the
-``invoke_agent`` call that started it (rule A). Then live == replay (each log fed in pieces of 1, 7 and 4096
-bytes) and the framer's state: a snapshot taken after any line, restored, goes on as if never stopped.
+The facts every source shares (a trace per human prompt, the main agent's model calls per prompt, the tools by id
+with their outcomes, the tokens in the fold's meaning, how each prompt ended, the sub-agent under its
+``invoke_agent`` call, live == replay) are checked over Gemini's scenarios with the other sources' in
+``tests/test_loop_facts.py``. Here: the replace-by-id rule (a reply the CLI rewrote is one call), rule C (a trace
+per prompt message), the CLI's loop note, a cut tool call, a sub-agent whose spawn is not written yet, the framer's
+state (a snapshot taken after any line, restored, goes on as if never stopped), the reader on wrong shapes, the
+header sniff, and a reply with text that then asks for tools.
 
 The pipelines here are built with ``source=GEMINI`` and the framer's seed, as ``Pipeline.for_session`` builds them
-for a log :func:`~copilot_otel.sources.sniff` tells is Gemini's (the last tests hold the two the same).
+for a log :func:`~copilot_otel.sources.sniff` tells is Gemini's (the sniff test holds the two the same).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from copilot_otel.model import ids
 from copilot_otel.model.activity import AgentRun, ModelCall, PromptRun, Record, ToolCall
 from copilot_otel.model.inputs import Event
 from copilot_otel.model.records import BadLine
-from copilot_otel.pipeline import FRAME_KEY, FoldSettings, Pipeline, source_for
+from copilot_otel.pipeline import FRAME_KEY, FoldSettings, Pipeline
 from copilot_otel.settings.content import ContentKind, ContentPolicy
 from copilot_otel.sources import LogKind, Source, SourceLog, read_blob, sniff
 from copilot_otel.sources.gemini import reader as gm
@@ -57,58 +58,6 @@ def _fold(path: Path, settings: FoldSettings | None = None) -> list[Record]:
     fold = _pipeline(path, settings)
     records = [r for step in fold.feed_file(path) for r in step.records]
     return [*records, *fold.close("file_ended").records]
-
-
-def _outcomes(tools: list[ToolCall]) -> dict[str, str]:
-    return {t.call_id: "ok" if t.success else "failed" for t in tools}
-
-
-def test_every_scenario_is_recorded() -> None:
-    assert SCENARIOS == [
-        "abort-mid-tool", "denied-tool", "failing-tool", "multi-tool", "parallel-tools", "plain-question", "resumed",
-        "runaway", "runaway-distinct", "subagent",
-    ]  # fmt: skip
-    for name in SCENARIOS:
-        (main,) = _logs(name, LogKind.SESSION)
-        assert main.path.name.startswith("session-")
-        assert all(run["exit_code"] == 0 for run in _checks(name)["runs"])
-
-
-@pytest.mark.parametrize("name", SCENARIOS)
-def test_checks_hold(name: str) -> None:
-    c = _checks(name)
-    (main,) = _logs(name, LogKind.SESSION)
-    records = _fold(main.path)
-    runs = sorted((r for r in records if isinstance(r, PromptRun)), key=lambda r: r.start_ns)
-    calls = [r for r in records if isinstance(r, ModelCall)]
-    tools = [r for r in records if isinstance(r, ToolCall)]
-    # One trace per human prompt (the CLI's loop-detection note is none), with its own model calls.
-    assert len(runs) == len(c["human_prompts"])
-    assert len({r.trace_id for r in runs}) == len(runs) and all(r.human for r in runs)
-    per_trace = {r.trace_id: 0 for r in runs}
-    for call in calls:
-        per_trace[call.trace_id] += 1
-    assert list(per_trace.values()) == c["main_model_calls_per_prompt"]
-    assert [r.usage.calls for r in runs] == c["main_model_calls_per_prompt"]
-    assert {call.provider for call in calls} == ({"gcp.gemini"} if calls else set())
-    assert all(call.outcome == "ok" for call in calls)
-    # Each scripted call of the main agent, by the CLI's id, with its outcome (a shell exit 3 failed).
-    expected = {
-        t["id"]: t["expect"]
-        for t in c["scripted_tool_calls"]
-        if t["agent"] == "main" and t["expect"] != "unwritten"
-    }
-    assert _outcomes(tools) == expected
-    # Tokens: input includes the cached (as the Gemini API's does), output includes the thoughts.
-    usage = [u for u in c["scripted_usage"] if u["agent"] == "main"]
-    assert sum(r.usage.input or 0 for r in runs) == sum(u["input"] for u in usage)
-    assert sum(r.usage.output or 0 for r in runs) == sum(u["output"] + u["thoughts"] for u in usage)
-    assert sum(r.usage.cache_read or 0 for r in runs) == sum(u["cached"] for u in usage)
-    by_order = sorted(calls, key=lambda call: call.start_ns)
-    main_usage = sorted(usage, key=lambda u: (u["run"], u["step"]))
-    assert [(m.usage.input, m.usage.cache_read, m.usage.reasoning) for m in by_order] == [
-        (u["input"], u["cached"], u["thoughts"]) for u in main_usage
-    ]
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
@@ -160,31 +109,14 @@ def test_the_cli_loop_note_is_no_prompt() -> None:
     assert run.usage.calls == 4 and _checks("runaway")["cli_loop_stop"] == 5
 
 
-def test_rule_a_the_subagent_is_rooted_under_its_invoke_agent_call() -> None:
-    """The sub-agent's log, folded alone, hangs under the parent's ``invoke_agent`` tool span in the parent's
-    trace, with its own model calls and tools, and hands on its AgentRun (no PromptRun)."""
-    c = _checks("subagent")
+def test_the_generalist_sub_agents_log_names_its_parent_and_its_run_the_agent() -> None:
+    """The sub-agent's log is found as its parent session's, and the run it hands on (under the ``invoke_agent``
+    call, checked with every source's in ``tests/test_loop_facts.py``) is named by the agent the CLI ran."""
     (main,) = _logs("subagent", LogKind.SESSION)
     (sub,) = _logs("subagent", LogKind.SUBAGENT)
     assert sub.parent == main.path
-    parent = _fold(main.path)
-    (run,) = [r for r in parent if isinstance(r, PromptRun)]
-    spawning = {t.call_id: t for t in parent if isinstance(t, ToolCall)}
-    (spawn_id,) = [t["id"] for t in c["scripted_tool_calls"] if t["name"] == "invoke_agent"]
-    records = _fold(sub.path)
-    assert not any(isinstance(r, PromptRun) for r in records)
-    (agent,) = [r for r in records if isinstance(r, AgentRun)]
-    assert agent.trace_id == run.trace_id
-    assert agent.parent_span_id == spawning[spawn_id].span_id
-    assert agent.task_call_id == spawn_id and agent.outcome == "ok"
+    (agent,) = [r for r in _fold(sub.path) if isinstance(r, AgentRun)]
     assert (agent.name, agent.agent_id) == ("generalist", sub.agent_id)
-    own_calls = [r for r in records if isinstance(r, ModelCall)]
-    assert len(own_calls) == agent.usage.calls == c["subagent_model_calls"]["generalist"]
-    expected = {t["id"]: t["expect"] for t in c["scripted_tool_calls"] if t["agent"] == "generalist"}
-    assert _outcomes([r for r in records if isinstance(r, ToolCall)]) == expected
-    assert all(getattr(r, "trace_id", run.trace_id) == run.trace_id for r in records)
-    sub_usage = [u for u in c["scripted_usage"] if u["agent"] == "generalist"]
-    assert agent.usage.input == sum(u["input"] for u in sub_usage)
 
 
 def test_a_cut_tool_call_is_in_no_record() -> None:
@@ -226,20 +158,6 @@ def test_a_subagent_whose_spawn_is_not_written_yet_is_still_read(tmp_path: Path,
 
 def _all_logs() -> list[Path]:
     return [log.path for name in SCENARIOS for log in gm.scan(ROOT / name)]
-
-
-@pytest.mark.parametrize("path", _all_logs(), ids=lambda p: f"{p.parts[-5]}/{p.name[:20]}")
-def test_live_equals_replay(path: Path) -> None:
-    """Each log fed in pieces cut anywhere (as the CLI appends it) gives what the whole gives."""
-    whole = _fold(path)
-    assert whole
-    blob = path.read_bytes()
-    for size in (1, 7, 4096):
-        fold = _pipeline(path)
-        pieces = (blob[i : i + size] for i in range(0, len(blob), size))
-        live = [r for step in fold.feed_chunks(pieces) for r in step.records]
-        live += fold.close("file_ended").records
-        assert live == whole, size
 
 
 def _views(path: Path) -> list[Event]:
@@ -334,16 +252,13 @@ def test_the_reader_never_raises_on_wrong_shapes() -> None:
         assert isinstance(gm.read_line(bad, 0, 1, 1), BadLine)
 
 
-def test_sniff_tells_a_gemini_log_by_its_header_and_the_pipeline_reads_it_with_this_framer(
-    tmp_path: Path,
-) -> None:
+def test_sniff_tells_a_gemini_log_by_its_header_and_the_pipeline_folds_it_as_here(tmp_path: Path) -> None:
     """Every recorded log (a session's and a sub-agent's) opens with the header line (``sessionId``,
-    ``projectHash``, no ``type``): sniffed as Gemini's, folded by :data:`GEMINI` with its seed, as here."""
+    ``projectHash``, no ``type``), sniffed as Gemini's (with every source's, in ``tests/test_loop_facts.py``) and
+    folded by :data:`GEMINI` with its seed, as here."""
     logs = [log.path for name in SCENARIOS for log in gm.scan(ROOT / name)]
     assert any(gm.parent_session_of(path) for path in logs)  # a sub-agent's log among them
     for path in logs:
-        assert sniff(path) is Source.GEMINI, path
-        assert source_for(SessionFile.from_path(path)) is GEMINI
         fold = Pipeline.for_session(SessionFile.from_path(path), FoldSettings(), project=False)
         records = [r for step in fold.feed_file(path) for r in step.records]
         assert [*records, *fold.close("file_ended").records] == _fold(path), path
@@ -359,29 +274,6 @@ def test_sniff_tells_a_gemini_log_by_its_header_and_the_pipeline_reads_it_with_t
     typed = tmp_path / "typed.jsonl"
     typed.write_bytes(header[:-1] + b',"type":"user"}\n')
     assert sniff(typed) is Source.CLAUDE_CODE
-
-
-# ---------------------------------------------------------------------------------------------- where a prompt ends
-def _finished(checks: dict[str, Any]) -> list[bool]:
-    """Whether each prompt's loop ran to its answer, by what the recording did: a run not interrupted, whose
-    loop the CLI's own loop detection did not stop."""
-    return [not run["interrupted"] and checks["cli_loop_stop"] is None for run in checks["runs"]]
-
-
-@pytest.mark.parametrize("name", SCENARIOS)
-def test_a_prompt_that_ran_to_its_answer_is_a_completed_root(name: str) -> None:
-    """Issue 31.1: a prompt whose last reply is an answer (text, no tool call) is complete, also the last one of
-    a log (its end, held at the answer, is given up by the log's end), dated at the answer; one cut while its
-    tool ran (nothing of the call written) or stopped by the CLI's loop detection stays incomplete."""
-    (log,) = _logs(name, LogKind.SESSION)
-    runs = sorted((r for r in _fold(log.path) if isinstance(r, PromptRun)), key=lambda r: r.start_ns)
-    finished = _finished(_checks(name))
-    assert len(runs) == len(finished)
-    for run, done in zip(runs, finished, strict=True):
-        if done:
-            assert (run.outcome, run.incomplete_reason) == ("completed", None), name
-        else:
-            assert run.outcome == "incomplete" and run.incomplete_reason == "file_ended", name
 
 
 def test_a_reply_with_text_that_then_asks_for_tools_ends_nothing(tmp_path: Path) -> None:

@@ -15,9 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,6 +25,7 @@ from tests.conftest import CLI_GENERATED, replay_into
 from tests.daemon_process import ROOT, DaemonProcess
 from tests.doc_pages import page, says, section
 from tests.otlp_receiver import OtlpReceiver
+from tests.waiting import until
 
 SESSION = "0a000001-0000-4000-8000-000000000001"
 
@@ -34,13 +33,6 @@ SESSION = "0a000001-0000-4000-8000-000000000001"
 def _page_says(name: str, sentence: str) -> None:
     """The sentence a test holds is still on its page, word for word (line breaks aside)."""
     assert says(name, sentence), f"{name} no longer says: {sentence}"
-
-
-def _until(what: str, check: Callable[[], bool], daemon: DaemonProcess, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"no {what}: {daemon.output()[-3000:]}"
-        time.sleep(0.1)
 
 
 def _history(tmp_path: Path, *names: str) -> Path:
@@ -66,7 +58,7 @@ def test_the_daemon_stops_with_one_line_saying_what_it_delivered(
     _page_says("docs/operations.md", "exit 0. Its last line says what was delivered and what was not")
     daemon = DaemonProcess(_history(tmp_path), tmp_path / "state", receiver.http_endpoint, tmp_path / "d.log")
     daemon.start()
-    _until("spans", lambda: len(receiver.spans()) == 14 and len(receiver.logs()) == 4, daemon)
+    daemon.until("spans", lambda: len(receiver.spans()) == 14 and len(receiver.logs()) == 4)
     assert daemon.terminate() == 0
     last = daemon.output().strip().splitlines()[-1]
     assert last.endswith("stopped: delivered 14 spans and 4 log events in this run, nothing left waiting"), (
@@ -84,7 +76,7 @@ def test_a_daemon_stopped_with_the_collector_down_says_what_is_left_for_the_next
     receiver.stop()
     daemon = DaemonProcess(_history(tmp_path), tmp_path / "state", receiver.http_endpoint, tmp_path / "d.log")
     daemon.start()
-    _until("a retry", lambda: "retry so far" in daemon.output(), daemon)
+    daemon.until("a retry", lambda: "retry so far" in daemon.output())
     assert daemon.terminate(timeout=40) == 0
     out = daemon.output()
     assert "(1 retry so far)" in out and "retries so far)" not in out.split("(1 retry so far)")[0], out[
@@ -142,7 +134,7 @@ def test_a_corrupt_state_under_backfill_none_says_what_really_happens(
         _history(tmp_path), state, receiver.http_endpoint, tmp_path / "d.log", "--backfill", "none"
     ).start()
     status = state / "status.json"  # the first scan compared: what would be read again is read by then
-    _until("a scan", lambda: status.exists() and json.loads(status.read_text())["scans"] >= 1, daemon)
+    daemon.until("a scan", lambda: status.exists() and json.loads(status.read_text())["scans"] >= 1)
     assert daemon.terminate() == 0
     out = daemon.output()
     [said] = _lines_with(daemon, "is corrupt")
@@ -169,11 +161,11 @@ def test_a_traces_only_backend_the_daemon_names_each_refused_signal_once_and_kee
             tmp_path / "d.log",
             env={"COPILOT_OTEL_METRICS": "true", "OTEL_METRIC_EXPORT_INTERVAL": "300"},
         ).start()
-        _until("the spans", lambda: len(phoenix.spans()) == 14, daemon)
-        _until("metrics refused", lambda: "accept metrics" in daemon.output(), daemon)
+        daemon.until("the spans", lambda: len(phoenix.spans()) == 14)
+        daemon.until("metrics refused", lambda: "accept metrics" in daemon.output())
         refused = len(phoenix.request_log("metrics"))
-        _until(  # several more metric exports, each refused: still one line
-            "more metric exports", lambda: len(phoenix.request_log("metrics")) >= refused + 3, daemon
+        daemon.until(  # several more metric exports, each refused: still one line
+            "more metric exports", lambda: len(phoenix.request_log("metrics")) >= refused + 3
         )
         assert daemon.terminate() == 0
     logs = _lines_with(daemon, "does not accept logs")
@@ -221,18 +213,19 @@ def test_the_prometheus_endpoint_binds_to_loopback_unless_told(
         "0",
     ).start()
     try:
-        _until("the Prometheus line", lambda: "Prometheus metrics on " in daemon.output(), daemon)
+        daemon.until("the Prometheus line", lambda: "Prometheus metrics on " in daemon.output())
         [said] = _lines_with(daemon, "Prometheus metrics on ")
         url = said.split("Prometheus metrics on ", 1)[1].split()[0]
         assert url.startswith("http://127.0.0.1:") and url.endswith("/metrics"), said
-        _until("spans", lambda: len(receiver.spans()) == 14, daemon)
-        deadline = time.monotonic() + 20
-        while True:
+        daemon.until("spans", lambda: len(receiver.spans()) == 14)
+        scraped = [""]
+
+        def counted() -> str | None:
             with urllib.request.urlopen(url, timeout=5) as answer:
-                text = answer.read().decode()
-            if "copilot_otel_prompt_count_total{" in text or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
+                scraped[0] = answer.read().decode()
+            return scraped[0] if "copilot_otel_prompt_count_total{" in scraped[0] else None
+
+        text = until(counted, 20, "the prompt counter scraped", detail=lambda: scraped[0][-2000:])
     finally:
         assert daemon.terminate() == 0
     assert "copilot_otel_prompt_count_total{" in text and "copilot_otel_lines_read_total" in text, text[
@@ -261,7 +254,7 @@ def test_the_instance_id_is_stable_per_machine_and_state_directory(
         seen.append(instances())
     receiver.clear()
     daemon = DaemonProcess(root, tmp_path / "a", receiver.http_endpoint, tmp_path / "d.log").start()
-    _until("spans", lambda: len(receiver.spans()) == 14, daemon)
+    daemon.until("spans", lambda: len(receiver.spans()) == 14)
     assert daemon.terminate() == 0
     assert all(len(ids) == 1 for ids in seen) and seen[0] == seen[1] == instances() != seen[2], seen
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -19,6 +19,7 @@ from copilot_otel.cli import main
 from tests.conftest import CLI_GENERATED
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver
+from tests.waiting import until
 
 SESSION = "5e55105e-0000-4000-8000-00000000open"
 # The id the log's session.start gives (status names a session by it, not by its folder).
@@ -64,15 +65,13 @@ def test_status_says_starting_then_lists_the_open_prompts(
         out = capsys.readouterr().out
         assert out.startswith(f"copilot-otel daemon starting (pid {daemon.proc.pid}"), out  # type: ignore[union-attr]
         assert "No copilot-otel daemon is running" not in out
-        deadline = time.monotonic() + 20
-        while True:
-            status = (
-                orjson.loads((state / "status.json").read_bytes()) if (state / "status.json").exists() else {}
-            )
-            if status.get("open_prompts"):
-                break
-            assert time.monotonic() < deadline, daemon.output()[-2000:]
-            time.sleep(0.2)
+
+        def listed() -> dict[str, Any] | None:
+            path = state / "status.json"
+            doc: dict[str, Any] = orjson.loads(path.read_bytes()) if path.exists() else {}
+            return doc if doc.get("open_prompts") else None
+
+        status = until(listed, 20, "open prompts in status.json", detail=lambda: daemon.output()[-2000:])
         assert main(["status", "--state-dir", str(state)]) == 0
         out = capsys.readouterr().out
     finally:

@@ -13,7 +13,6 @@ import json
 import re
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from copilot_otel.common.errors import EndpointError, ExportError
 from tests.conftest import CLI_GENERATED
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver
+from tests.waiting import until
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
 
@@ -178,10 +178,12 @@ def test_daemon_holds_data_for_an_untrusted_collector_then_sends_every_signal_on
         root, state, endpoint, tmp_path / "a.log", "--protocol", protocol, env=untrusted
     ).start()
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not _status(state).get("endpoint_error"):
-            time.sleep(0.2)
-        status = _status(state)
+
+        def held() -> dict[str, object] | None:
+            doc = _status(state)
+            return doc if doc.get("endpoint_error") else None
+
+        status = until(held, 30, "an endpoint error in status.json", detail=lambda: d.output()[-3000:])
         assert "TLS with https://127.0.0.1:" in str(status["endpoint_error"])
         assert status["dead_lettered"] == 0 and int(str(status["backlog_spans"])) > 0
         assert tls_receiver.spans() == []
