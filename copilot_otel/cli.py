@@ -116,6 +116,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--limit", type=_count, default=20, help="sessions to list (default 20; 0: all)")
     _add_agent_argument(p, "list only this agent's sessions")
+    _add_repo_argument(p, "list only this repository's sessions")
     add_arguments(p, ["session_state", *_AGENTS, "config_file", "log_level", "runaway_turns"])
 
     _add_report_parser(sub)
@@ -200,6 +201,14 @@ def _count(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected 0 or more, got {value}")
     return value
+
+
+def _add_repo_argument(p: argparse.ArgumentParser, what: str) -> None:
+    p.add_argument(
+        "--repo",
+        metavar="NAME|PATH",
+        help=f"{what}: owner/name or name, or a folder (the working folder at or under it)",
+    )
 
 
 def _add_window_arguments(p: argparse.ArgumentParser) -> None:
@@ -301,6 +310,7 @@ def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     )
     progress.add_argument("--no-progress", action="store_true", help="never say how far reading has got")
     _add_agent_argument(p, "count only this agent's sessions ('report agent': a row per agent)")
+    _add_repo_argument(p, "count only this repository's sessions")
     add_arguments(p, ["session_state", *_AGENTS, "config_file", "log_level", "runaway_turns"])
 
 
@@ -387,7 +397,9 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
     if args.command == "show":
         from .commands.show import show
 
-        return show(config, args.session, as_json=args.json, limit=args.limit, agent=args.agent)
+        return show(
+            config, args.session, as_json=args.json, limit=args.limit, agent=args.agent, repo=args.repo
+        )
     if args.command == "report":
         import time
 
@@ -412,6 +424,7 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
             layout="wide" if args.wide else "compact" if args.compact else "fit",
             progress="never" if args.no_progress else "always" if args.progress else "terminal",
             agent=args.agent,
+            repo=args.repo,
         )
     if args.command == "live":
         from .commands.live import live

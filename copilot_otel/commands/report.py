@@ -97,6 +97,7 @@ __all__ = [
 ]
 
 from ..settings.report_defaults import PERIODS, PREMIUM_REQUEST_PRICE_USD, Period
+from ..settings.repos import RepoFilter
 
 logger = logging.getLogger(__name__)
 
@@ -231,6 +232,7 @@ class Report:
     quota_used: float | None = None
     quota_month: str | None = None
     breakdown: bool = False
+    repo: str | None = None  # the --repo filter as given
 
 
 def split_period(targets: Sequence[str], root: Path | None = None) -> tuple[Period, list[str]]:
@@ -493,6 +495,7 @@ class SessionPart:
     agent: str = COPILOT
     title: str | None = None  # the log's own title of the session
     cli_cost_usd: float | None = None  # the CLI's own cost of it
+    git_root: str | None = None  # with repository and cwd, what --repo matches
 
 
 def session_part(session: SessionRecords) -> SessionPart:
@@ -506,9 +509,10 @@ def session_part(session: SessionRecords) -> SessionPart:
             prompt = prompts.get(item.trace_id) if item.trace_id is not None else None
             item.model = (prompt.model if prompt else None) or session_model
     own = session.own_accounting
+    facts = _facts(prompts)
     return SessionPart(
         session.session_id, repo_key, repository, branch, cwd, items, session.agent, session.own_title,
-        own.cost_usd if own is not None else None,
+        own.cost_usd if own is not None else None, facts.git_root if facts is not None else None,
     )  # fmt: skip
 
 
@@ -524,6 +528,7 @@ class Cut:
     quota_start_ns: int
     breakdown: bool = False
     agent: str | None = None
+    repo: RepoFilter | None = None
 
 
 def make_cut(
@@ -535,6 +540,7 @@ def make_cut(
     now_ns: int,
     breakdown: bool = False,
     agent: str | None = None,
+    repo: RepoFilter | None = None,
 ) -> Cut:
     """A :class:`Cut` (``now_ns`` only says which month the quota counts).
 
@@ -542,6 +548,7 @@ def make_cut(
         breakdown: Each row's figures again per model (``--breakdown``, as ccusage's): not for ``model`` rows,
             which are models already.
         agent: Only this agent's sessions count (``--agent``); the quota still counts Copilot's month.
+        repo: Only this repository's sessions count (``--repo``); the quota, again, counts every session.
 
     Raises:
         ConfigError: ``period`` is not one of :data:`PERIODS`, or ``breakdown`` with ``model`` rows.
@@ -550,7 +557,7 @@ def make_cut(
         raise ConfigError(f"Expected period to be one of {', '.join(PERIODS)}, got {period!r}")
     if breakdown and period == "model":
         raise ConfigError("--breakdown splits each row by model; 'report model' rows are models already")
-    return Cut(period, zone, since_ns, until_ns, _quota_month_start(now_ns)[0], breakdown, agent)
+    return Cut(period, zone, since_ns, until_ns, _quota_month_start(now_ns)[0], breakdown, agent, repo)
 
 
 @dataclasses.dataclass
@@ -572,11 +579,14 @@ class Tally:
         """Add one session's contributions to the rows they fall in."""
         cut = self.cut
         period = cut.period
+        wanted = (cut.agent is None or part.agent == cut.agent) and (
+            cut.repo is None or cut.repo.matches(part.repository, part.git_root, part.cwd)
+        )
         for item in part.items:
             for name, value in item.figures:
                 if name == "premium_requests" and item.time_ns >= cut.quota_start_ns:
                     self.quota_used += value
-            if cut.agent is not None and part.agent != cut.agent:
+            if not wanted:
                 continue
             if cut.since_ns is not None and item.time_ns < cut.since_ns:
                 continue
@@ -714,6 +724,7 @@ def finish_report(
         quota_used=tally.quota_used if quota is not None else None,
         quota_month=_quota_month_start(now_ns)[1] if quota is not None else None,
         breakdown=cut.breakdown,
+        repo=cut.repo.given if cut.repo is not None else None,
     )
 
 
@@ -1023,6 +1034,7 @@ def render_json(report: Report, zone: tzinfo | None) -> dict[str, Any]:
             "since": _iso(report.since_ns, zone) if report.since_ns else None,
             "until": _iso(report.until_ns, zone) if report.until_ns else None,
             "price_per_premium_request_usd": report.price,
+            "repo": report.repo,
             "rows_matched": report.matched_rows,
             "quota": quota,
         },
@@ -1189,6 +1201,8 @@ def render_table(report: Report, width: int, zone: tzinfo | None, layout: Layout
     span = _span_label(report, zone)
     if span:
         title += f", {span}"
+    if report.repo:
+        title += f", repo {report.repo}"
     if report.breakdown:
         title += ", by model"
     table = Table(
@@ -1322,9 +1336,11 @@ def report(
     layout: Layout = "fit",
     progress: Literal["terminal", "always", "never"] = "terminal",
     agent: str | None = None,
+    repo: str | None = None,
 ) -> int:
     """Print a usage report of the session logs under ``paths`` (default: every enabled agent's folder, the
-    ``agents`` setting; ``agent``: only that agent's sessions count).
+    ``agents`` setting; ``agent``: only that agent's sessions count; ``repo``: only that repository's, by name or
+    path, :class:`~copilot_otel.settings.repos.RepoFilter`).
 
     ``paths`` are session folders, ``events.jsonl`` files, session-state roots, another agent's folder
     (``~/.claude``, ``~/.codex``, ``~/.gemini``), or session ids (and unique id prefixes) of any enabled agent, as ``show`` and
@@ -1367,6 +1383,7 @@ def report(
         now_ns=now_ns,
         breakdown=breakdown,
         agent=agent,
+        repo=RepoFilter.parse(repo) if repo else None,
     )
     terminal = sys.stderr.isatty()
     line = (

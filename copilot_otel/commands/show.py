@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -84,6 +84,7 @@ from ..model.timestamps import timestamp_ns
 from ..pipeline import fold_session, fold_settings
 from ..settings.config import Config
 from ..settings.content import ContentKind, ContentPolicy
+from ..settings.repos import RepoFilter
 from ..sources import Source, agent_roots, loop_source
 from ..sources.sessions import SessionFile, read_workspace, running_pid, session_title, unreadable_reason
 
@@ -100,7 +101,12 @@ TAIL_LIMIT_BYTES = 1024 * 1024
 
 
 def show(
-    config: Config, session: str | None, as_json: bool = False, limit: int = 20, agent: str | None = None
+    config: Config,
+    session: str | None,
+    as_json: bool = False,
+    limit: int = 20,
+    agent: str | None = None,
+    repo: str | None = None,
 ) -> int:
     """Show one session's prompts as trees, or list recent sessions when ``session`` is ``None``.
 
@@ -113,6 +119,8 @@ def show(
         as_json: Print the span records as JSON lines instead of drawing trees.
         limit: How many sessions the listing shows (0 or less: all of them).
         agent: List only this agent's sessions.
+        repo: List only this repository's sessions (a name or a path,
+            :class:`~copilot_otel.settings.repos.RepoFilter`): each candidate is read to learn where it ran.
 
     Returns:
         The exit code (0).
@@ -122,15 +130,16 @@ def show(
             session-state root is unreadable.
     """
     console = display.neutralise(Console(highlight=False, markup=False, emoji=False, soft_wrap=False))
+    keep = _of_repo(RepoFilter.parse(repo), fold_settings(config)) if repo else None
     if session is None:
-        listing, folders = _recent(config, limit, agent)
+        listing, folders = _recent(config, limit, agent, keep)
     else:
         roots = [root for root in agent_roots(config) if root.enabled]
         sessions = resolve_targets([session], config.session_state, others=roots)
         if len(sessions) == 1:
             return _show_one(console, sessions[0], config, as_json)
         # a whole session-state root or another agent's folder: list it rather than drawing hundreds of trees
-        listing, folders = _newest(_of_agent(sessions, agent), limit), [Path(session)]
+        listing, folders = _newest(_of_agent(sessions, agent), limit, keep=keep), [Path(session)]
     if as_json:
         # "session_state": the folder listed as before the other agents (the Copilot root, or the path given)
         state = config.session_state if session is None else Path(session)
@@ -313,16 +322,42 @@ def _line_time_ns(line: bytes) -> int | None:
 
 
 def _newest(
-    sessions: Sequence[SessionFile], limit: int, known: Sequence[SessionFile] | None = None
+    sessions: Sequence[SessionFile],
+    limit: int,
+    known: Sequence[SessionFile] | None = None,
+    keep: Callable[[SessionFile], bool] | None = None,
 ) -> _Listing:
-    """The ``limit`` most recently active of ``sessions`` (all of them when ``limit`` is 0 or less); ``known``:
-    every session an id prefix could name (``sessions`` when not given)."""
-    dated = [(session, last_event_ns(session.path) or _mtime_ns(session)) for session in sessions]
+    """The ``limit`` most recently active of ``sessions`` (all of them when ``limit`` is 0 or less) that ``keep``
+    keeps; ``known``: every session an id prefix could name (``sessions`` when not given)."""
+    kept = sessions if keep is None else [session for session in sessions if keep(session)]
+    dated = [(session, last_event_ns(session.path) or _mtime_ns(session)) for session in kept]
     dated.sort(key=lambda item: (item[1], item[0].session_id), reverse=True)
     return _Listing(dated[:limit] if limit > 0 else dated, len(dated), sessions if known is None else known)
 
 
-def _recent(config: Config, limit: int, agent: str | None) -> tuple[_Listing, list[Path]]:
+def _of_repo(repo: RepoFilter, settings: FoldSettings) -> Callable[[SessionFile], bool]:
+    """Whether a session ran in ``repo``, by the facts its log records (one that cannot be read is left out: where it
+    ran is unknown)."""
+
+    def keep(session: SessionFile) -> bool:
+        if unreadable_reason(session.path) or (
+            agent_of(session) != COPILOT and loop_source(Source(agent_of(session))) is None
+        ):
+            return False
+        try:
+            read = read_records(session, settings)
+        except SourceError:
+            return False
+        facts = read.prompts[-1].facts if read.prompts else None
+        cwd = (facts.cwd if facts else None) or read_workspace(session.folder).get("cwd")
+        return repo.matches(facts.repository if facts else None, facts.git_root if facts else None, cwd)
+
+    return keep
+
+
+def _recent(
+    config: Config, limit: int, agent: str | None, keep: Callable[[SessionFile], bool] | None = None
+) -> tuple[_Listing, list[Path]]:
     """The most recent sessions of every enabled agent's folder (only ``agent``'s when given), and the folders
     read. Sessions whose log cannot be read are listed too, with the reason (not left out).
 
@@ -341,7 +376,7 @@ def _recent(config: Config, limit: int, agent: str | None) -> tuple[_Listing, li
     if agent is not None:  # the other agents' sessions resolve too: the printed prefixes must not name them
         every = discover(config)
         known = [*every.sessions, *every.bad]
-    return _newest([*found.sessions, *found.bad], limit, known), folders
+    return _newest([*found.sessions, *found.bad], limit, known, keep), folders
 
 
 def summarize(session: SessionFile, settings: FoldSettings, last_ns: int | None = None) -> SessionSummary:
