@@ -29,7 +29,7 @@ try:  # a Ctrl-C while the program is still loading (its first ~100 ms) is one l
     from ._platform import text_streams
     from ._version import __version__
     from .common import display
-    from .common.errors import CopilotOtelError
+    from .common.errors import ConfigError, CopilotOtelError
     from .settings.config import AGENTS, Config, add_arguments, describe, did_you_mean, load_config
     from .settings.moments import parse_window
     from .settings.report_defaults import PERIODS, PREMIUM_REQUEST_PRICE_USD
@@ -309,6 +309,17 @@ def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         help="say how far reading has got on stderr even when it is no terminal (default: only on a terminal)",
     )
     progress.add_argument("--no-progress", action="store_true", help="never say how far reading has got")
+    p.add_argument(
+        "--live",
+        action="store_true",
+        help="report blocks: the active 5-hour windows, redrawn every --interval seconds until Ctrl-C",
+    )
+    p.add_argument(
+        "--interval",
+        type=float,
+        default=5.0,
+        help="report blocks --live: seconds between redraws (default 5)",
+    )
     _add_agent_argument(p, "count only this agent's sessions ('report agent': a row per agent)")
     _add_repo_argument(p, "count only this repository's sessions")
     add_arguments(p, ["session_state", *_AGENTS, "config_file", "log_level", "runaway_turns"])
@@ -406,6 +417,29 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
         from .commands.report import report, split_period
 
         period, paths = split_period(args.targets, config.session_state)
+        if period == "blocks":
+            from .commands.blocks import blocks
+
+            if args.csv or args.breakdown:
+                raise ConfigError("report blocks prints a table or --json (no --csv, no --breakdown)")
+            return blocks(
+                config,
+                paths,
+                since=args.since,
+                until=args.until,
+                tz=args.tz,
+                agent=args.agent,
+                repo=args.repo,
+                price=args.price,
+                output="json" if args.json else "table",
+                live=args.live,
+                interval_s=args.interval,
+                progress="never" if args.no_progress else "always" if args.progress else "terminal",
+            )
+        if args.live:
+            raise ConfigError(
+                "--live redraws 'report blocks'; for the other periods, see 'copilot-otel live'"
+            )
         return report(
             config,
             period,

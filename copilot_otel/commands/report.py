@@ -130,6 +130,7 @@ _FLOAT_FIGURES = frozenset({"premium_requests", "ai_units", "wall_time_s", "cost
 # session.shutdown's totalNanoAiu and the usage records' copilotUsage.totalNanoAiu are in billionths of an AIU.
 _NANO = 1e9
 _UNKNOWN = "(unknown)"
+HOUR_NS = 3600 * 10**9
 
 
 @dataclasses.dataclass
@@ -600,6 +601,10 @@ class Tally:
                 key = item.model or _UNKNOWN
             elif period == "agent":
                 key = part.agent
+            elif (
+                period == "blocks"
+            ):  # an hour of one agent's use; commands.blocks joins the hours into windows
+                key = f"{part.agent} {item.time_ns // HOUR_NS}"
             else:
                 day = _local(item.time_ns, cut.zone).date()
                 key = self._day_keys.get(day) or self._day_keys.setdefault(day, _period_key(day, period))
@@ -1317,6 +1322,54 @@ def _span_label(report: Report, zone: tzinfo | None) -> str:
     return ""
 
 
+def read_tally(
+    config: Config,
+    cut: Cut,
+    paths: Sequence[str] = (),
+    *,
+    read_since_ns: int | None = None,
+    progress: Literal["terminal", "always", "never"] = "terminal",
+) -> Tally:
+    """Read and add up what a report command asks for: the logs under ``paths``, or with none every enabled
+    agent's folder (only the cut's agent's when it names one), with how far reading has got on stderr (only on a
+    terminal, always, or never).
+
+    Raises:
+        SourceError: A path is not a session log, or (no path) no enabled agent's folder is there.
+    """
+    import sys
+
+    settings = dataclasses.replace(fold_settings(config), content=ContentPolicy())
+    terminal = sys.stderr.isatty()
+    line = (
+        ProgressLine(sys.stderr, terminal=terminal)
+        if progress == "always" or (progress == "terminal" and terminal)
+        else None
+    )
+    try:
+        if paths:
+            others = [root for root in agent_roots(config) if root.enabled]
+            return tally_logs(
+                paths, cut, settings, read_since_ns=read_since_ns, root=config.session_state, on_progress=line,
+                others=others,
+            )  # fmt: skip
+        found = discover(config, agent=cut.agent)
+        if not found.read:
+            raise SourceError(found.nothing_found())
+        found.warn_unfolded()
+        return tally_found(
+            found.sessions,
+            cut,
+            settings,
+            read_since_ns=read_since_ns,
+            skipped=found.unreadable,
+            on_progress=line,
+        )
+    finally:
+        if line is not None:
+            line.close()  # before the table: both may share one terminal
+
+
 def report(
     config: Config,
     period: Period = "daily",
@@ -1364,17 +1417,10 @@ def report(
 
     zone = parse_zone(tz)
     since_ns, until_ns = parse_window(since, until, now_ns=now_ns, zone=zone)
-    found = None
-    if not paths:
-        found = discover(config, agent=agent)
-        if not found.read:
-            raise SourceError(found.nothing_found())
-        found.warn_unfolded()
     # The quota counts this month whatever --since says, so the files of this month must be read too.
     read_since = since_ns
     if quota is not None and read_since is not None:
         read_since = min(read_since, _quota_month_start(now_ns)[0])
-    settings = dataclasses.replace(fold_settings(config), content=ContentPolicy())
     cut = make_cut(
         period,
         zone=zone,
@@ -1385,31 +1431,7 @@ def report(
         agent=agent,
         repo=RepoFilter.parse(repo) if repo else None,
     )
-    terminal = sys.stderr.isatty()
-    line = (
-        ProgressLine(sys.stderr, terminal=terminal)
-        if progress == "always" or (progress == "terminal" and terminal)
-        else None
-    )
-    try:
-        if found is None:
-            others = [root for root in agent_roots(config) if root.enabled]
-            tally = tally_logs(
-                paths, cut, settings, read_since_ns=read_since, root=config.session_state, on_progress=line,
-                others=others,
-            )  # fmt: skip
-        else:
-            tally = tally_found(
-                found.sessions,
-                cut,
-                settings,
-                read_since_ns=read_since,
-                skipped=found.unreadable,
-                on_progress=line,
-            )
-    finally:
-        if line is not None:
-            line.close()  # before the table: both may share one terminal
+    tally = read_tally(config, cut, paths, read_since_ns=read_since, progress=progress)
     built = finish_report(
         tally,
         now_ns=now_ns,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-Period = Literal["daily", "weekly", "monthly", "session", "repo", "model", "agent"]
-PERIODS: tuple[Period, ...] = ("daily", "weekly", "monthly", "session", "repo", "model", "agent")
+Period = Literal["daily", "weekly", "monthly", "session", "repo", "model", "agent", "blocks"]
+PERIODS: tuple[Period, ...] = ("daily", "weekly", "monthly", "session", "repo", "model", "agent", "blocks")
 
 # The public price of a premium request beyond the plan's allowance: "$0.04 USD per request" (GitHub Docs,
 # "Requests in GitHub Copilot" / "GitHub Copilot premium requests", billing since 2025-06-18; read 2026-12-01,
