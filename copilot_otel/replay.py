@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Set
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -401,6 +402,13 @@ def _replay_here(
             delivery.put(batch)
             batch = Batch()
 
+    def send(step: Step, source: str) -> int:
+        """Put a step's records in the batch (sent when full); returns its spans."""
+        spans = route(step.emissions, step.values_dropped, source, batch.spans, batch.logs)
+        if batch.full:
+            flush()
+        return spans
+
     try:
         done = 0  # sessions read: a sub-agent's log is part of one
         for session in sessions:
@@ -409,15 +417,9 @@ def _replay_here(
             report.sessions += counted
             source = str(session.path)
             fold = new_fold(session, settings, window)
-            for step in _skipping_unreadable(fold_events(session, fold), report, counted):
-                if step.drop is not None:
-                    router.dropped_line(source, step.drop)
-                    continue
-                report.spans += route(step.emissions, step.values_dropped, source, batch.spans, batch.logs)
-                if batch.full:
-                    flush()
-            # Lines with data, bad ones excepted (the same count the daemon reports for the same log).
-            router.read(fold.take_lines_read())
+            # Each line dropped, routed and counted as the daemon takes the same log's lines (Pipeline.take).
+            steps = _skipping_unreadable(fold_events(session, fold), report, counted)
+            report.spans += fold.take(steps, source, router, partial(send, source=source))
             router.not_read(source, fold.take_not_read(final=True))
             if on_progress is not None:
                 on_progress(

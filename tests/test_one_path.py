@@ -10,11 +10,17 @@ One difference is by design and masked: where a log simply ends with a prompt st
 ``file_ended`` while the daemon waits, sees that no CLI process owns the session any more, and closes it as
 ``owner_exited`` (or, for the legacy flat files that have no lock files, once they idled: ``idle_timeout``, set
 short here). Which spans are incomplete must still be the same.
+
+The lines neither reader can take are also written into a Copilot CLI log and a Claude Code log alone (a line over
+the length limit, a kind no reader reads, a torn last line without its newline): replay and the daemon take every
+step through ``Pipeline.take``, and must count each under the same reason (the daemon once left a torn last line
+uncounted).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -22,9 +28,11 @@ from typing import Any
 import pytest
 
 from copilot_otel.cli import main
+from copilot_otel.pipeline import MAX_LINE_BYTES
 from tests.conftest import CLI_GENERATED, FIXTURES, all_fixture_logs
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver
+from tests.waiting import until
 
 CLI_SHAPES = FIXTURES / "cli-shapes"
 
@@ -180,3 +188,82 @@ def test_bad_lines_cost_only_themselves(both: dict[str, Any]) -> None:
     assert "Traceback" not in both["daemon_log"]
     sessions_with_spans = {s["attributes"].get("session.id") for s in both["live"].spans()}
     assert len(sessions_with_spans) >= both["sessions"] - 1  # one public capture is only a session.start
+
+
+# Lines no reader can take, in a Copilot CLI log and in a Claude Code log (another reader, another framer), and a
+# last line torn by a CLI killed mid-write: each must be counted under the same reason by replay and the daemon.
+UNKNOWN_COPILOT = b'{"type":"some.future.event","data":{},"id":"f1","timestamp":"2026-11-29T17:11:30.055Z","parentId":null}\n'
+UNKNOWN_CLAUDE = b'{"type":"some-future-record","sessionId":"fd356df0-b044-4ac6-98a7-fac74578e4de"}\n'
+TORN_LAST_LINE = b'{"type":"assistant.message","data":{"content":"torn'
+
+
+def _too_long() -> bytes:
+    """A line one byte over the limit (dropped as ``too_long`` unread, by both)."""
+    return b'{"type":"x","data":"' + b"y" * (MAX_LINE_BYTES - 21) + b'"}\n'
+
+
+def _odd(log: Path, unknown: bytes) -> bytes:
+    lines = log.read_bytes().splitlines(keepends=True)
+    odd = (unknown, _too_long(), b"[1, 2, 3]\n", b"\xff\xfe not utf-8\n")
+    return b"".join(lines[:3]) + b"".join(odd) + b"".join(lines[3:]) + TORN_LAST_LINE
+
+
+def _dropped(doc: dict[str, Any]) -> int:
+    counts = doc.get("lines_dropped")
+    return sum(counts.values()) if isinstance(counts, dict) else 0
+
+
+def _line_counters(receiver: OtlpReceiver) -> dict[str, Any]:
+    return {
+        k: v
+        for k, v in _counters(receiver).items()
+        if k.startswith(("copilot_otel.lines.", "copilot_otel.values."))
+    }
+
+
+def test_odd_lines_are_dropped_and_counted_alike(tmp_path: Path) -> None:
+    """A line too long, one of a kind no reader reads, a bad one and a torn last line without its newline, in a
+    Copilot CLI log and a Claude Code log: replay and a real daemon count them under the same reasons, and the same
+    lines read (the daemon folds the torn last line once the file is quiet and no CLI holds it, as replay folds it
+    at the end of the file)."""
+    home = Path(os.environ["HOME"])
+    root = tmp_path / "session-state"
+    copilot = root / "odd-lines" / "events.jsonl"
+    copilot.parent.mkdir(parents=True)
+    copilot.write_bytes(_odd(CLI_GENERATED / "plain-question" / "events.jsonl", UNKNOWN_COPILOT))
+    (claude_source,) = (FIXTURES / "other-agents" / "claude-code" / "plain-question" / "projects").glob(
+        "*/*.jsonl"
+    )
+    claude = home / ".claude" / "projects" / claude_source.parent.name / claude_source.name
+    claude.parent.mkdir(parents=True)
+    claude.write_bytes(_odd(claude_source, UNKNOWN_CLAUDE))
+    metrics = {"COPILOT_OTEL_METRICS": "true", "OTEL_METRIC_EXPORT_INTERVAL": "3600000"}
+    with pytest.MonkeyPatch.context() as mp, OtlpReceiver() as replayed, OtlpReceiver() as live:
+        for name, value in metrics.items():
+            mp.setenv(name, value)
+        args = [
+            "replay",
+            str(root),
+            str(home / ".claude"),
+            "--endpoint",
+            replayed.http_endpoint,
+            "--no-progress",
+        ]
+        assert main([*args, "--state-dir", str(tmp_path / "replay-state")]) == 0
+        want = _line_counters(replayed)
+        drops = sum(v[0] for k, v in want.items() if k.startswith("copilot_otel.lines.dropped"))
+        assert drops == 2 * 4  # too long, not an object, not UTF-8, torn: in each log
+        daemon = DaemonProcess(
+            root, tmp_path / "state", live.http_endpoint, tmp_path / "daemon.log", env=metrics
+        ).start()
+        status = tmp_path / "state" / "status.json"
+        try:
+            until(
+                lambda: status.exists() and _dropped(json.loads(status.read_bytes() or b"{}")) >= drops,
+                60,
+                "the daemon counted the lines replay dropped",
+                detail=lambda: status.read_text() if status.exists() else "no status",
+            )
+        finally:
+            assert daemon.terminate() == 0  # the final metric export happens on the way out
+    assert _line_counters(live) == want

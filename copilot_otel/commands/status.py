@@ -15,7 +15,8 @@ that were not: a FIFO or device in their place, too large, unreadable; by reason
 after writes succeed again), ``state_writes_failing`` (failures since the last write that succeeded) and
 ``open_prompts`` (session id, start, last event, turns and tool calls of each prompt still open). The file is read
 here directly (it is informational, not a checkpoint) as the record the daemon writes
-(:class:`~copilot_otel.daemon.statusfile.DaemonStatus`: a key an older daemon did not write gets its default), and a
+(:class:`~copilot_otel.daemon.statusfile.DaemonStatus`, its open prompts and records not read typed rows: a key an
+older daemon did not write gets its default, and a count it did not write is shown as ``?``, never as 0), and a
 daemon counts as running only while the process it names is alive.
 
 A daemon that has just started has written no status yet (the first comes after a few seconds): when the
@@ -44,7 +45,14 @@ import orjson
 from .._platform import current, utf8_stdout
 from ..common import display
 from ..common.errors import StateError
-from ..daemon.statusfile import LOCK_FILE, STATUS_FILE, DaemonStatus, read_daemon_status
+from ..daemon.statusfile import (
+    LOCK_FILE,
+    STATUS_FILE,
+    DaemonStatus,
+    NotReadRow,
+    OpenPrompt,
+    read_daemon_status,
+)
 from ..daemon.statusfile import read_status as _read_status_file
 from ..settings.config import Config
 from ..settings.roots import AgentRoot, agent_roots, not_read_line
@@ -255,7 +263,7 @@ def find_state_dir(config: Config) -> Path:
     return config.state_dir
 
 
-def _print_open_prompts(console: Console, prompts: list[dict[str, Any]], now: float) -> None:
+def _print_open_prompts(console: Console, prompts: list[OpenPrompt], now: float) -> None:
     if not prompts:
         return
     from rich.table import Table
@@ -264,13 +272,12 @@ def _print_open_prompts(console: Console, prompts: list[dict[str, Any]], now: fl
     for column in ("session", "running for", "turns", "tool calls", "last event"):
         table.add_column(column, no_wrap=True)
     for row in prompts:
-        started = _number(row.get("started_at"))
-        last = _number(row.get("last_event_at"))
+        started, last = row.started_at, row.last_event_at
         table.add_row(
-            str(row.get("session_id", "?")),
+            row.session_id or "?",
             _span(now - started) if started else "?",
-            _count(row.get("turns")),
-            _count(row.get("tool_calls")),
+            _count(row.turns),
+            _count(row.tool_calls),
             f"{_span(now - last)} ago" if last else "?",
         )
     console.print(table)
@@ -303,7 +310,7 @@ def _table(status: DaemonStatus, now: float, dead_letters: str | None = None) ->
         table.add_row("file watching", Text(discovery, style="yellow" if "(" in discovery else ""))
     table.add_row("open prompts", _count(status.sessions_open_prompts))
     backlog = status.backlog_spans
-    table.add_row("backlog", Text(f"{backlog:,} spans waiting", style="yellow" if backlog else ""))
+    table.add_row("backlog", Text(f"{_count(backlog)} spans waiting", style="yellow" if backlog else ""))
     last_ok = status.last_export_ok_at
     if last_ok:
         table.add_row("last export", f"{_span(now - last_ok)} ago ({_when(last_ok)})")
@@ -314,9 +321,9 @@ def _table(status: DaemonStatus, now: float, dead_letters: str | None = None) ->
         f"{_count(status.spans_exported)} spans, {_count(status.logs_exported)} log events",
     )
     retries = status.retries
-    table.add_row("retries", Text(f"{retries:,}", style="yellow" if retries else ""))
+    table.add_row("retries", Text(_count(retries), style="yellow" if retries else ""))
     dead = status.dead_lettered
-    table.add_row("dead-lettered", Text(f"{dead:,}", style="red" if dead else ""))
+    table.add_row("dead-lettered", Text(_count(dead), style="red" if dead else ""))
     if dead_letters:
         table.add_row(
             "dead letters",
@@ -350,15 +357,9 @@ def _table(status: DaemonStatus, now: float, dead_letters: str | None = None) ->
     return table
 
 
-def _not_read_lines(rows: list[dict[str, Any]]) -> list[str]:
+def _not_read_lines(rows: list[NotReadRow]) -> list[str]:
     """``records_not_read`` as lines, one per agent and CLI version (the daemon's log says the same)."""
-    return [
-        not_read_line(
-            str(row.get("agent")), str(row.get("cli_version") or "") or None, map(str, row["kinds"])
-        )
-        for row in rows
-        if isinstance(row.get("kinds"), Mapping) and row["kinds"]
-    ]
+    return [not_read_line(row.agent or "?", row.cli_version or None, row.kinds) for row in rows if row.kinds]
 
 
 def _state_writes(status: DaemonStatus, now: float) -> Text | None:
@@ -392,9 +393,12 @@ def _count(value: object) -> str:
     return "?" if number is None else f"{int(number):,}"
 
 
-def _by_reason(counts: Mapping[str, int], style: str) -> Text:
+def _by_reason(counts: Mapping[str, int] | None, style: str) -> Text:
+    """Counts by reason: their total, and each reason's; ``?`` when the status lacks them (an older daemon's)."""
     from rich.text import Text
 
+    if counts is None:
+        return Text("?")
     if not counts:
         return Text("0")
     total = sum(counts.values())

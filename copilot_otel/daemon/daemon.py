@@ -64,7 +64,7 @@ from .housekeeping import (
     open_prompt_rows,
 )
 from .state import LoadOutcome, StateStore
-from .statusfile import DaemonStatus
+from .statusfile import DaemonStatus, not_read_rows
 from .tracker import MAX_OPEN_TAILERS, Tracker, open_tailer_cap
 
 __all__ = ["FD_CHECK_S", "MAX_OPEN_TAILERS", "Daemon", "open_tailer_cap", "run"]
@@ -422,7 +422,7 @@ class Daemon:
             side_files_refused=sidefiles.refusals(),
             runaway_interrupts=dict(actions.stats.interrupts) if actions is not None else None,
             notifications=dict(actions.stats.notifications) if actions is not None else None,
-            records_not_read=health.not_read_rows(),
+            records_not_read=not_read_rows(health.not_read),
         ).to_dict()
 
     def _write_status(self) -> None:

@@ -290,8 +290,14 @@ class FollowedFile:
         return spans
 
     def _feed(self, fold: Pipeline, lines: Sequence[TailItem], out: Outgoing) -> int:
-        """Fold a batch's lines: drops counted, what they complete routed; the lines read handed to the router."""
-        spans = 0
+        """Fold a batch's lines and take their steps as replay takes them (:meth:`Pipeline.take`: drops counted,
+        what they complete routed, the lines read handed to the router); returns the spans routed."""
+        return fold.take(
+            self._steps(fold, lines), self.key, self.router, lambda step: self._collect(step, out)
+        )
+
+    def _steps(self, fold: Pipeline, lines: Sequence[TailItem]) -> Iterator[Step]:
+        """The steps of a batch's lines, numbered across batches; a last line folded already is not folded again."""
         for item in lines:
             self.line_number += 1
             if self.fed_unterminated is not None and item.start == self.fed_unterminated:
@@ -300,13 +306,7 @@ class FollowedFile:
             if item.start == self._delivered_unterminated:
                 self.suppress_until = max(self.suppress_until, item.end)  # folded again, but delivered before
                 self._delivered_unterminated = None
-            step = fold.feed(item, self.line_number)
-            if step.drop is not None:
-                self.router.dropped_line(self.key, step.drop)
-                continue
-            spans += self._collect(step, out)
-        self.router.read(fold.take_lines_read())
-        return spans
+            yield fold.feed(item, self.line_number)
 
     def _end(self, fold: Pipeline, batch: TailBatch, out: Outgoing) -> int:
         """The file's content ended (deleted, replaced): a last line without its newline is dropped, the fold
@@ -365,15 +365,19 @@ class FollowedFile:
             self._log.warning(f"read:{self.key}", "cannot read %s: %s", self.key, exc)
             return ReadOutcome(Read.FAILED)
         self.tail_bytes = False
-        if item is None or isinstance(item, TooLong):
+        if item is None:
             return ReadOutcome(Read.READ)
         fold = self._fold()
-        step = fold.feed(item, self.line_number + 1)
-        if step.drop is not None:
-            return ReadOutcome(Read.READ)
-        self.router.read(fold.take_lines_read())
         out: Outgoing = []
-        self._collect(step, out)
+        # Taken as every line is (Pipeline.take): a bad or oversized last line is dropped and counted, as replay
+        # drops and counts it at the end of the file, and marked folded, so neither its newline nor a restart
+        # counts it again.
+        fold.take(
+            (fold.feed(item, self.line_number + 1),),
+            self.key,
+            self.router,
+            lambda step: self._collect(step, out),
+        )
         self.fed_unterminated, self._unterminated_end = item.start, item.end
         self._enqueue(out, self.tailer.offset, self.tailer.identity)
         return ReadOutcome(Read.READ)

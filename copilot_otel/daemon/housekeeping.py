@@ -13,7 +13,6 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..common.display import count
 from ..loop.agentloop import LiveStats
@@ -28,6 +27,7 @@ from ..projections.catalog import (
 )
 from ..sources.sessions import owner_pids, pid_alive
 from .followed import FollowedFile, Read
+from .statusfile import OpenPrompt
 from .tracker import Tracker
 
 __all__ = [
@@ -209,17 +209,17 @@ class Outcomes:
             self.prompts_closed[record.outcome] = self.prompts_closed.get(record.outcome, 0) + 1
 
 
-def open_prompt_rows(prompts: Iterable[LivePrompt]) -> list[dict[str, Any]]:
+def open_prompt_rows(prompts: Iterable[LivePrompt]) -> list[OpenPrompt]:
     """The prompts still open, for ``status`` (at most 50, the oldest first)."""
     ordered = sorted(prompts, key=lambda p: p.stats.started_ns)[:_STATUS_PROMPTS]
     return [
-        {
-            "session_id": p.session_id,
-            "started_at": p.stats.started_ns / 1e9,
-            "last_event_at": p.stats.last_event_ns / 1e9,
-            "turns": p.stats.turns,
-            "tool_calls": p.stats.tool_calls,
-        }
+        OpenPrompt(
+            p.session_id,
+            p.stats.started_ns / 1e9,
+            p.stats.last_event_ns / 1e9,
+            p.stats.turns,
+            p.stats.tool_calls,
+        )
         for p in ordered
     ]
 

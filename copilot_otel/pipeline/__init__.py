@@ -22,9 +22,9 @@ stage, the same loop and everything after it::
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import orjson
 
@@ -59,6 +59,7 @@ __all__ = [
     "READ_CHUNK_BYTES",
     "FoldSettings",
     "FoldedSession",
+    "LineCounts",
     "Pipeline",
     "RunawayThresholds",
     "Step",
@@ -151,6 +152,20 @@ class Step(NamedTuple):
 
 
 _NOTHING = Step()
+
+
+class LineCounts(Protocol):
+    """Where the lines of a log are counted as they are taken (:meth:`Pipeline.take`): the daemon's and replay's
+    router (:class:`~copilot_otel.deliver.route.Router`), ``show``'s list of the lines it could not read."""
+
+    def dropped_line(self, source: str, bad: BadLine) -> None:
+        """A line dropped whole, with its reason."""
+        ...
+
+    def read(self, lines: int) -> None:
+        """Lines with data taken since the last call, the dropped ones excepted."""
+        ...
+
 
 # The folder Copilot CLI keeps its sessions in (``~/.copilot/session-state``).
 COPILOT_ROOT = "session-state"
@@ -406,6 +421,27 @@ class Pipeline:
         self.bad_lines += 1
         return Step(drop=bad)
 
+    def take(
+        self, steps: Iterable[Step], source: str, counts: LineCounts, route: Callable[[Step], int]
+    ) -> int:
+        """Take the steps of this log's lines (and of its closing): the one place that decides what becomes of a
+        line, whoever read it (replay, the daemon, ``show``), so that no reader drops, routes or counts a line its
+        own way.
+
+        A dropped line goes to ``counts`` with its reason and nowhere else; a step that completed something or
+        lost a value goes to ``route`` (the reader's: replay's batch, the daemon's outbox); the lines read
+        (:meth:`take_lines_read`) go to ``counts`` once the steps are taken. Returns what ``route`` returned,
+        summed (the spans routed).
+        """
+        routed = 0
+        for step in steps:
+            if step.drop is not None:
+                counts.dropped_line(source, step.drop)
+            elif step is not _NOTHING:  # most lines complete nothing: no call for them
+                routed += route(step)
+        counts.read(self.take_lines_read())
+        return routed
+
     def take_lines_read(self) -> int:
         """The lines with data folded since the last call, bad ones excepted: the one count of lines read, which
         replay and the daemon hand their router for the same log (the daemon per read of a followed file, replay
@@ -624,10 +660,26 @@ def fold_events(
 def fold_session(session: SessionFile, settings: FoldSettings) -> FoldedSession:
     """Fold a whole session log in memory."""
     emissions: list[Emission] = []
-    bad: list[BadLine] = []
+    counts = _Kept()
     fold = new_fold(session, settings)
-    for step in fold_events(session, fold):
-        if step.drop is not None:
-            bad.append(step.drop)
+
+    def keep(step: Step) -> int:
         emissions.extend(step.emissions)
-    return FoldedSession(session, emissions, bad, fold.take_lines_read(), fold)
+        return len(step.emissions)
+
+    fold.take(fold_events(session, fold), str(session.path), counts, keep)
+    return FoldedSession(session, emissions, counts.bad_lines, counts.lines_read, fold)
+
+
+class _Kept:
+    """:class:`LineCounts` kept for the caller (``show``): the lines dropped, and the count of lines read."""
+
+    def __init__(self) -> None:
+        self.bad_lines: list[BadLine] = []
+        self.lines_read = 0
+
+    def dropped_line(self, source: str, bad: BadLine) -> None:
+        self.bad_lines.append(bad)
+
+    def read(self, lines: int) -> None:
+        self.lines_read += lines
