@@ -109,3 +109,14 @@ def test_status_shows_a_count_the_status_lacks_as_unknown_not_zero(
     assert rows["exported"] == "? spans, ? log events"
     assert rows["record kinds"] == "Codex CLI 0.9: 2 record kinds not read: k1, k2"
     assert rows["s-1"].split() == ["?", "?", "4", "?"]  # running for, turns, tool calls, last event
+
+
+def test_status_says_one_span_waiting_in_the_singular(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / STATUS_FILE).write_bytes(orjson.dumps({"pid": os.getpid(), "backlog_spans": 1}))
+    assert main(["status", "--state-dir", str(tmp_path)]) == 0
+    backlog = [line for line in capsys.readouterr().out.splitlines() if line.startswith("backlog")]
+    assert [line.split("  ", 1)[1].strip() for line in backlog] == [
+        "1 span waiting"
+    ]  # on main: "1 spans waiting"

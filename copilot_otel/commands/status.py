@@ -310,7 +310,8 @@ def _table(status: DaemonStatus, now: float, dead_letters: str | None = None) ->
         table.add_row("file watching", Text(discovery, style="yellow" if "(" in discovery else ""))
     table.add_row("open prompts", _count(status.sessions_open_prompts))
     backlog = status.backlog_spans
-    table.add_row("backlog", Text(f"{_count(backlog)} spans waiting", style="yellow" if backlog else ""))
+    waiting = "? spans" if backlog is None else display.count(backlog, "span")  # "1 span", never "1 spans"
+    table.add_row("backlog", Text(f"{waiting} waiting", style="yellow" if backlog else ""))
     last_ok = status.last_export_ok_at
     if last_ok:
         table.add_row("last export", f"{_span(now - last_ok)} ago ({_when(last_ok)})")

@@ -67,13 +67,6 @@ class Health:
     # Records of kinds their reader does not read (drift), per (agent, CLI version): records by kind.
     not_read: dict[tuple[str, str | None], dict[str, int]] = field(default_factory=dict)
 
-    def not_read_rows(self) -> list[dict[str, Any]]:
-        """:attr:`not_read` as ``status.json`` holds it (``records_not_read``): one row per agent and version."""
-        return [
-            {"agent": agent, "cli_version": version, "kinds": dict(sorted(kinds.items()))}
-            for (agent, version), kinds in sorted(self.not_read.items(), key=lambda item: str(item[0]))
-        ]
-
 
 class Router:
     """Route one session's steps: records to send into the caller's lists, points to ``metrics``, drops counted.
