@@ -38,7 +38,7 @@ from .model.activity import (
     Turn,
 )
 from .model.records import BadLine
-from .pipeline import COPILOT_ROOT, Pipeline
+from .pipeline import COPILOT_ROOT, KeptLines, Pipeline, Step, fold_events
 from .settings.config import SETTINGS, Config
 from .settings.roots import AGENT_TITLES
 from .sources import AgentRoot, LogKind, Source, SourceLog, agent_roots, loop_source, sniff
@@ -90,7 +90,8 @@ class SessionRecords:
         session: Which log (id, file, folder).
         records: Every activity record.
         drops: The lines that could not be read (each with its reason, offset and line number).
-        lines: Lines with data in the file.
+        lines: Lines with data read from the log and its sub-agents' logs, the dropped ones excepted (as replay
+            and the daemon count them).
     """
 
     session: SessionFile
@@ -187,14 +188,18 @@ def read_log(session: SessionFile, settings: FoldSettings | None = None) -> Sess
 def _read(session: SessionFile, settings: FoldSettings) -> SessionRecords:
     out = SessionRecords(session)
     out.subagent_files = sub_logs(session)
+    kept = KeptLines()
+
+    def keep(step: Step) -> int:
+        out.records.extend(step.records)
+        return 0
+
     for one in [session, *(SessionFile.from_path(path) for path in out.subagent_files)]:
         pipeline = Pipeline.for_session(one, settings, project=False)
-        for step in pipeline.feed_file(one.path):  # read in chunks: only the records are kept
-            if step.drop is not None:
-                out.drops.append(step.drop)
-            out.records.extend(step.records)
-        out.records.extend(pipeline.close("file_ended").records)
-        out.lines += pipeline.lines
+        # read in chunks, only the records kept; what becomes of each line is decided where replay and the daemon
+        # decide it (Pipeline.take), so the library counts a log's lines as they do
+        pipeline.take(fold_events(one, pipeline), str(one.path), kept, keep)
+    out.drops, out.lines = kept.bad_lines, kept.lines_read
     return out
 
 

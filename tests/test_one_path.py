@@ -267,3 +267,22 @@ def test_odd_lines_are_dropped_and_counted_alike(tmp_path: Path) -> None:
         finally:
             assert daemon.terminate() == 0  # the final metric export happens on the way out
     assert _line_counters(live) == want
+
+
+def test_the_library_counts_a_logs_odd_lines_as_replay_does(tmp_path: Path) -> None:
+    """The same odd lines read by the library (``read_session``, what ``report`` and ``live`` add up): its lines read
+    and dropped are replay's (on main the library counted the dropped lines among those read)."""
+    from copilot_otel.library import read_session
+
+    log = tmp_path / "odd-lines" / "events.jsonl"
+    log.parent.mkdir(parents=True)
+    log.write_bytes(_odd(CLI_GENERATED / "plain-question" / "events.jsonl", UNKNOWN_COPILOT))
+    with OtlpReceiver() as replayed, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("COPILOT_OTEL_METRICS", "true")
+        mp.setenv("OTEL_METRIC_EXPORT_INTERVAL", "3600000")
+        assert main(["replay", str(log), "--endpoint", replayed.http_endpoint, "--no-progress"]) == 0
+        counters = _line_counters(replayed)
+    read = read_session(log)
+    assert read.lines == sum(v[0] for k, v in counters.items() if k.startswith("copilot_otel.lines.read"))
+    dropped = sum(v[0] for k, v in counters.items() if k.startswith("copilot_otel.lines.dropped"))
+    assert len(read.drops) == dropped == 4

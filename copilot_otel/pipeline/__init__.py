@@ -59,6 +59,7 @@ __all__ = [
     "READ_CHUNK_BYTES",
     "FoldSettings",
     "FoldedSession",
+    "KeptLines",
     "LineCounts",
     "Pipeline",
     "RunawayThresholds",
@@ -660,7 +661,7 @@ def fold_events(
 def fold_session(session: SessionFile, settings: FoldSettings) -> FoldedSession:
     """Fold a whole session log in memory."""
     emissions: list[Emission] = []
-    counts = _Kept()
+    counts = KeptLines()
     fold = new_fold(session, settings)
 
     def keep(step: Step) -> int:
@@ -671,8 +672,9 @@ def fold_session(session: SessionFile, settings: FoldSettings) -> FoldedSession:
     return FoldedSession(session, emissions, counts.bad_lines, counts.lines_read, fold)
 
 
-class _Kept:
-    """:class:`LineCounts` kept for the caller (``show``): the lines dropped, and the count of lines read."""
+class KeptLines:
+    """:class:`LineCounts` kept for the caller (``show``, the library): the lines dropped, and the count of lines
+    read."""
 
     def __init__(self) -> None:
         self.bad_lines: list[BadLine] = []
