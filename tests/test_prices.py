@@ -23,7 +23,8 @@ from copilot_otel import library
 from copilot_otel.cli import main
 from copilot_otel.model.activity import ModelCall, Usage
 from copilot_otel.projections.prices import PROVIDERS, Cost, PriceTable, Unpriced, table_source
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, replay_into
+from tests.otlp_receiver import OtlpReceiver
 
 OTHER = FIXTURES / "other-agents"
 AGENT_SETS = ("claude-code", "claude-code-2.1.332", "codex", "gemini")
@@ -263,3 +264,32 @@ def test_json_and_csv_carry_the_cost_and_its_source(capsys: pytest.CaptureFixtur
         assert float(parsed["cost_usd"]) == pytest.approx(expected["cost_usd"])
         assert parsed["cost_source"] == ";".join(expected["cost_source"])
         assert parsed["unpriced_calls"] == ""
+
+
+def test_the_cost_reaches_a_real_otlp_receiver(receiver: OtlpReceiver) -> None:
+    """Replayed to a real OTLP receiver: each chat span carries its cost in OpenInference's and Langfuse's names,
+    the prompt's root its calls' sum, and the cost counter adds up by provider and model."""
+    (log,) = _logs(OTHER / "codex" / "multi-tool")
+    table = PriceTable()
+    costs = [c for c in map(table.cost, library.read_session(log).model_calls) if isinstance(c, Cost)]
+    assert costs
+    assert replay_into(receiver, log) == 0
+    chats = [s for s in receiver.spans() if s["attributes"].get("openinference.span.kind") == "LLM"]
+    assert sorted(s["attributes"]["llm.cost.total"] for s in chats) == pytest.approx(
+        sorted(c.total_usd for c in costs)
+    )
+    for span in chats:
+        attrs = span["attributes"]
+        assert attrs["llm.cost.prompt"] + attrs["llm.cost.completion"] == pytest.approx(
+            attrs["llm.cost.total"]
+        )
+        details = json.loads(attrs["langfuse.observation.cost_details"])
+        assert details["total"] == pytest.approx(attrs["llm.cost.total"])
+    roots = [s for s in receiver.spans() if s["parent_span_id"] is None]
+    assert sum(r["attributes"]["copilot_otel.prompt.cost_usd"] for r in roots) == pytest.approx(
+        sum(c.total_usd for c in costs)
+    )
+    points = [p for p in receiver.metrics() if p["name"] == "copilot_otel.cost"]
+    assert points and {p["attributes"]["gen_ai.provider.name"] for p in points} == {"openai"}
+    assert points[-1]["unit"] == "{USD}"
+    assert max(p["value"] for p in points) == pytest.approx(sum(c.total_usd for c in costs))

@@ -32,6 +32,10 @@ RUNAWAY_THRESHOLD: Final = "copilot_otel.runaway.threshold"
 TURNS_TOTAL: Final = "copilot_otel.prompt.turns_total"
 PROMPT_TOOL_CALLS: Final = "copilot_otel.prompt.tool_calls"
 PROMPT_OUTCOME: Final = "copilot_otel.prompt.outcome"
+# A prompt's cost in USD on its root span: its calls' priced per token (projections.prices), sub-agents' included,
+# and how many of its calls paid per token could not be priced (left out of the cost, never priced at 0).
+PROMPT_COST: Final = "copilot_otel.prompt.cost_usd"
+PROMPT_UNPRICED_CALLS: Final = "copilot_otel.prompt.unpriced_calls"
 CLI_VERSION: Final = "copilot_otel.cli.version"
 RUNAWAY_EVENT: Final = "copilot_otel.runaway.detected"
 TASK_COMPLETE_EVENT: Final = "copilot_otel.session.task_complete"
