@@ -293,3 +293,28 @@ def test_the_cost_reaches_a_real_otlp_receiver(receiver: OtlpReceiver) -> None:
     assert points and {p["attributes"]["gen_ai.provider.name"] for p in points} == {"openai"}
     assert points[-1]["unit"] == "{USD}"
     assert max(p["value"] for p in points) == pytest.approx(sum(c.total_usd for c in costs))
+
+
+def test_a_copilot_prompts_root_costs_its_sub_agents_calls_too(receiver: OtlpReceiver) -> None:
+    """Copilot CLI logs a sub-agent's calls in its parent's log: the root's cost is every chat of its trace."""
+    assert replay_into(receiver, FIXTURES / "cli-generated" / "subagent") == 0
+    spans = receiver.spans()
+    parent = {s["span_id"]: s["parent_span_id"] for s in spans}
+    agents = {
+        s["span_id"]
+        for s in spans
+        if s["parent_span_id"] is not None and s["name"].startswith("invoke_agent")
+    }
+
+    def under_an_agent(span_id: str | None) -> bool:
+        while span_id is not None:
+            if span_id in agents:
+                return True
+            span_id = parent.get(span_id)
+        return False
+
+    chats = [s for s in spans if "llm.cost.total" in s["attributes"]]
+    assert any(under_an_agent(c["parent_span_id"]) for c in chats)  # a sub-agent's call is priced
+    for root in (s for s in spans if s["parent_span_id"] is None):
+        mine = [c["attributes"]["llm.cost.total"] for c in chats if c["trace_id"] == root["trace_id"]]
+        assert root["attributes"]["copilot_otel.prompt.cost_usd"] == pytest.approx(sum(mine))

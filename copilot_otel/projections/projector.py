@@ -99,7 +99,8 @@ class Projector:
 
     def _cost(self, rec: ModelCall, attrs: Any, out: list[Emission]) -> None:
         """A call paid per token: its cost on its span (OpenInference's and Langfuse's names) and the cost
-        counter, added up for its prompt's root; a call that could not be priced is counted for the root."""
+        counter, added up for its prompt's root; a call that could not be priced is counted for the root. Only
+        this log's calls reach the root (a sub-agent's log of its own has its own projector)."""
         cost = _PRICES.cost(rec)
         if cost is None:
             return
