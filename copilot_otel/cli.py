@@ -32,7 +32,7 @@ try:  # a Ctrl-C while the program is still loading (its first ~100 ms) is one l
     from .common.errors import ConfigError, CopilotOtelError
     from .settings.config import AGENTS, Config, add_arguments, describe, did_you_mean, load_config
     from .settings.moments import parse_window
-    from .settings.report_defaults import PERIODS, PREMIUM_REQUEST_PRICE_USD
+    from .settings.report_defaults import PERIODS, PRICE_HELP, parse_prices
 except KeyboardInterrupt:
     raise SystemExit(_interrupted(sys.argv[1:])) from None
 
@@ -276,10 +276,7 @@ def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     p.add_argument("--order", choices=["asc", "desc"], help="sort order (default: asc for key, else desc)")
     p.add_argument("--limit", type=_count, help="rows to show after sorting (the total counts all)")
     p.add_argument(
-        "--price",
-        type=float,
-        default=PREMIUM_REQUEST_PRICE_USD,
-        help=f"USD per premium request (default {PREMIUM_REQUEST_PRICE_USD}, GitHub's public price)",
+        "--price", action="append", metavar="USD|MODEL=IN,OUT[,CACHE_RD[,CACHE_WR]]", help=PRICE_HELP
     )
     p.add_argument(
         "--quota",
@@ -416,6 +413,7 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
 
         from .commands.report import report, split_period
 
+        prices = parse_prices(args.price)  # a bad price is refused before any log is read
         period, paths = split_period(args.targets, config.session_state)
         if period == "blocks":
             from .commands.blocks import blocks
@@ -430,7 +428,7 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
                 tz=args.tz,
                 agent=args.agent,
                 repo=args.repo,
-                price=args.price,
+                prices=prices,
                 output="json" if args.json else "table",
                 live=args.live,
                 interval_s=args.interval,
@@ -450,7 +448,8 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
             sort=args.sort,
             order=args.order,
             limit=args.limit,
-            price=args.price,
+            price=prices.premium_request,
+            prices=prices,
             quota=args.quota if args.quota is not None else config.premium_quota,
             output="json" if args.json else "csv" if args.csv else "table",
             now_ns=time.time_ns(),

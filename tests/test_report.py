@@ -99,6 +99,29 @@ def _raw(events: list[dict[str, Any]]) -> dict[str, float]:
     }
 
 
+def _byok_cost(events: list[dict[str, Any]]) -> float:
+    """What a log's BYOK calls (``isByok``: paid per token to the user's provider) cost, by the price table's own
+    calculation (genai-prices' ``calc_price``) over each usage record's own tokens, at its time."""
+    import genai_prices
+
+    total = 0.0
+    for event in events:
+        if event["type"] != "session.usage_record" or not event["data"]["usage"].get("isByok"):
+            continue
+        u = event["data"]["usage"]
+        usage = genai_prices.Usage(
+            input_tokens=u["inputTokens"],
+            output_tokens=u["outputTokens"],
+            cache_read_tokens=u.get("cacheReadTokens", 0),
+            cache_write_tokens=u.get("cacheWriteTokens", 0),
+        )
+        price = genai_prices.calc_price(
+            usage, u["model"], provider_id=u["providerType"], genai_request_timestamp=_time(event)
+        )
+        total += float(price.total_price)
+    return total
+
+
 def _human_prompts(events: list[dict[str, Any]]) -> int:
     """cli-generated: every main-agent user.message is a prompt (sub-agents' task prompts carry agentId)."""
     return sum(1 for e in events if e["type"] == "user.message" and not e.get("agentId"))
@@ -115,7 +138,10 @@ def test_session_figures_equal_the_raw_log(folder: Path, capsys: pytest.CaptureF
         assert row[name] == pytest.approx(value), name
     assert row["prompts"] == _human_prompts(events)
     assert row["sessions"] == 1
-    assert row["cost_usd"] == pytest.approx(expected["premium_requests"] * 0.04)
+    # premium requests at their price, and the BYOK calls at the table's prices for their own tokens
+    assert row["cost_usd"] == pytest.approx(
+        expected["premium_requests"] * 0.04 + _byok_cost(events), abs=2e-6
+    )
     assert row["estimated"] == []
     # the usage records agree with the CLI's own session.shutdown totals (premium requests, tokens per model)
     last = [e["data"] for e in events if e["type"] == "session.shutdown"][-1]

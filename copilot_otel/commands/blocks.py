@@ -28,7 +28,7 @@ from rich.text import Text
 from ..common import display
 from ..settings.config import Config
 from ..settings.moments import local_time, parse_window
-from ..settings.report_defaults import PREMIUM_REQUEST_PRICE_USD
+from ..settings.report_defaults import Prices
 from ..settings.repos import RepoFilter
 from .report import HOUR_NS, Row, Tally, make_cut, parse_zone, read_tally
 
@@ -105,7 +105,7 @@ def blocks(
     tz: str | None = None,
     agent: str | None = None,
     repo: str | None = None,
-    price: float = PREMIUM_REQUEST_PRICE_USD,
+    prices: Prices | None = None,
     output: Literal["table", "json"] = "table",
     live: bool = False,
     interval_s: float = 5.0,
@@ -121,6 +121,8 @@ def blocks(
     """
     import orjson
 
+    prices = prices or Prices()
+    price = prices.premium_request
     zone = parse_zone(tz)
     console = display.neutralise(Console(highlight=False, markup=False, emoji=False, soft_wrap=False))
     repo_filter = RepoFilter.parse(repo) if repo else None
@@ -137,6 +139,7 @@ def blocks(
             now_ns=now_ns,
             agent=agent,
             repo=repo_filter,
+            prices=prices,
         )
         found = windows(read_tally(config, cut, paths, progress="never" if live else progress), now_ns)
         return [b for b in found if b.active] if live else found

@@ -28,7 +28,11 @@ Where each figure comes from (``docs/report.md`` says the same for users):
   shutdown has none, and its row is marked *estimated* for them.
 * ``runaway_detections``: :class:`~copilot_otel.model.activity.Detection` records.
 * ``wall_time_s``: each prompt's start to end, at its start.
-* ``cost_usd``: ``premium_requests`` x the price per premium request.
+* ``cost_usd``: each model call paid per token priced from its own tokens (Claude Code, Codex, Gemini CLI, and
+  Copilot CLI's BYOK calls: :class:`~copilot_otel.projections.prices.PriceTable`, genai-prices' table or
+  ``--price MODEL=...``), plus ``premium_requests`` x the price per premium request (Copilot CLI's own API).
+  ``cost_source`` says which of these a row's cost came from; a call the table cannot price is counted in
+  ``unpriced_calls`` (by model), never at 0.
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ from ..loop.agentloop import FoldSettings
 from ..model.activity import Detection, ModelCall, PromptRun, SessionFacts, SessionShutdown, ToolCall, Turn
 from ..pipeline import fold_settings
 from ..pipeline.workers import by_size, log_bytes, process_pool
+from ..projections.prices import OVERRIDE_SOURCE, Cost, PriceTable, Unpriced
 from ..settings.config import Config, did_you_mean
 from ..settings.content import ContentPolicy
 from ..settings.moments import local_time as _local
@@ -96,7 +101,7 @@ __all__ = [
     "tally_logs",
 ]
 
-from ..settings.report_defaults import PERIODS, PREMIUM_REQUEST_PRICE_USD, Period
+from ..settings.report_defaults import PERIODS, PREMIUM_REQUEST_PRICE_USD, Period, Prices
 from ..settings.repos import RepoFilter
 
 logger = logging.getLogger(__name__)
@@ -131,6 +136,11 @@ _FLOAT_FIGURES = frozenset({"premium_requests", "ai_units", "wall_time_s", "cost
 _NANO = 1e9
 _UNKNOWN = "(unknown)"
 HOUR_NS = 3600 * 10**9
+# The per-token cost is added up in whole billionths of a USD: integers add up the same in any order, so worker
+# processes merging their rows give the very figure one process does (floats differed in the 6th decimal).
+_COST_NANO_USD = "cost_nano_usd"
+# A row's cost_source for its premium requests (the per-token ones name their table, or --price).
+PREMIUM_SOURCE = "premium requests"
 
 
 @dataclasses.dataclass
@@ -150,6 +160,8 @@ class Row:
             ``gemini``).
         title, cli_cost_usd: The session's own title and the CLI's own cost of it, as its log says them
             (session rows; Claude Code's ``-n`` and ``cost-state``): beside our figures, never added to them.
+        cost_sources: Where the per-token part of ``cost_usd`` came from (``genai-prices 0.2.5``, ``--price``).
+        unpriced: Model calls paid per token that could not be priced, by model; ``unpriced_why``: why.
     """
 
     key: str
@@ -165,14 +177,23 @@ class Row:
     agents: set[str] = dataclasses.field(default_factory=set)
     title: str | None = None
     cli_cost_usd: float | None = None
+    cost_sources: set[str] = dataclasses.field(default_factory=set)
+    unpriced: dict[str, int] = dataclasses.field(default_factory=dict)
+    unpriced_why: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def value(self, name: str, price: float) -> float:
         """A figure's value, ``sessions`` and ``cost_usd`` included."""
         if name == "sessions":
             return len(self.session_ids)
         if name == "cost_usd":
-            return self.figures.get("premium_requests", 0.0) * price
+            per_token = self.figures.get(_COST_NANO_USD, 0.0) / _NANO
+            return per_token + self.figures.get("premium_requests", 0.0) * price
         return self.figures.get(name, 0.0)
+
+    def sources(self) -> list[str]:
+        """Where the row's ``cost_usd`` came from: the per-token prices' sources, then premium requests."""
+        premium = [PREMIUM_SOURCE] if self.figures.get("premium_requests", 0.0) else []
+        return sorted(self.cost_sources) + premium
 
     def merge(self, other: Row) -> None:
         """Add another row of the same key (from another worker's share of the logs)."""
@@ -183,6 +204,10 @@ class Row:
         self.title = self.title or other.title
         self.cli_cost_usd = self.cli_cost_usd if self.cli_cost_usd is not None else other.cli_cost_usd
         self.estimated |= other.estimated
+        self.cost_sources |= other.cost_sources
+        for model, calls in other.unpriced.items():
+            self.unpriced[model] = self.unpriced.get(model, 0) + calls
+        self.unpriced_why.update(other.unpriced_why)
         if other.first_ns:
             self.first_ns = other.first_ns if not self.first_ns else min(self.first_ns, other.first_ns)
         self.last_ns = max(self.last_ns, other.last_ns)
@@ -234,6 +259,8 @@ class Report:
     quota_month: str | None = None
     breakdown: bool = False
     repo: str | None = None  # the --repo filter as given
+    # The per-token prices' table and version (``genai-prices 0.2.5``), when any call was priced from it.
+    price_table: str | None = None
 
 
 def split_period(targets: Sequence[str], root: Path | None = None) -> tuple[Period, list[str]]:
@@ -318,15 +345,20 @@ class _Item:
     trace_id: int | None
     figures: tuple[tuple[str, float], ...]
     estimated: tuple[str, ...] = ()
+    cost: Cost | Unpriced | None = None  # a call paid per token: its cost (also in figures), or why none
 
 
-def session_items(session: SessionRecords) -> tuple[list[_Item], dict[int, PromptRun]]:
+def session_items(
+    session: SessionRecords, prices: PriceTable | None = None
+) -> tuple[list[_Item], dict[int, PromptRun]]:
     """What one session adds to a report, record by record (and its prompts by trace id).
 
     A log holds one or more runs of the CLI, each ended by a ``session.shutdown`` (but the last, if the CLI was
     killed). A run's tokens and premium requests come from its usage records when it has any, else from its
-    shutdown's growth, else (a killed run of an older CLI) from the messages' output tokens, estimated.
+    shutdown's growth, else (a killed run of an older CLI) from the messages' output tokens, estimated. A call
+    paid per token is priced from its own tokens by ``prices`` (default: the price table alone).
     """
+    prices = prices or _default_prices()
     prompts = {p.trace_id: p for p in session.records if isinstance(p, PromptRun)}
     shutdowns = [r for r in session.records if isinstance(r, SessionShutdown)]
     ends = sorted(r.time_ns for r in shutdowns)
@@ -358,7 +390,9 @@ def session_items(session: SessionRecords) -> tuple[list[_Item], dict[int, Promp
         elif isinstance(record, Detection):
             items.append(_Item(record.time_ns, None, record.trace_id, (("runaway_detections", 1),)))
         elif isinstance(record, ModelCall):
-            items.extend(_model_call_items(record, bisect_left(ends, record.start_ns), ends, runs_with_usage))
+            items.extend(
+                _model_call_items(record, bisect_left(ends, record.start_ns), ends, runs_with_usage, prices)
+            )
     items.extend(_shutdown_items(shutdowns, runs_with_usage, prompts))
     if not shutdowns:
         # A killed CLI writes no shutdown: the code-change totals are missing, the rest came from the records.
@@ -377,10 +411,12 @@ _USAGE_FIGURES = (
 
 
 def _model_call_items(
-    record: ModelCall, run: int, ends: Sequence[int], runs_with_usage: set[int]
+    record: ModelCall, run: int, ends: Sequence[int], runs_with_usage: set[int], prices: PriceTable
 ) -> list[_Item]:
     u = record.usage
     if record.calls:
+        cost = prices.cost(record)
+        nano_usd = round(cost.total_usd * _NANO) if isinstance(cost, Cost) else None
         premium = u.cost if record.initiator in (None, "user") else 0.0
         # Only what the call reported: a count the log did not give (None) adds nothing (unknown is not zero).
         given = (
@@ -391,11 +427,12 @@ def _model_call_items(
             ("reasoning_tokens", u.reasoning),
             ("premium_requests", premium),
             ("ai_units", u.nano_aiu / _NANO),
+            (_COST_NANO_USD, nano_usd),
         )
         figures = tuple((name, value) for name, value in given if value is not None)
         # A count the record lacked or held out of range makes the row's figure a lower bound: estimated.
         unknown = tuple(name for name, value in given[:4] if value is None)
-        return [_Item(record.start_ns, record.model, record.trace_id, figures, unknown)]
+        return [_Item(record.start_ns, record.model, record.trace_id, figures, unknown, cost)]
     if run < len(ends) or run in runs_with_usage:
         return []  # its run's shutdown totals (or the run's usage records) count it
     # A run with no usage record and no shutdown (older CLI, killed): only the output tokens the message states.
@@ -499,10 +536,22 @@ class SessionPart:
     git_root: str | None = None  # with repository and cwd, what --repo matches
 
 
-def session_part(session: SessionRecords) -> SessionPart:
+_PRICE_TABLES: dict[Prices, PriceTable] = {}
+
+
+def _default_prices(prices: Prices | None = None) -> PriceTable:
+    """One price table per ``--price`` (each process's own: its rates are worked out once, then reused)."""
+    key = prices or Prices()
+    table = _PRICE_TABLES.get(key)
+    if table is None:
+        table = _PRICE_TABLES[key] = PriceTable(dict(key.models))
+    return table
+
+
+def session_part(session: SessionRecords, prices: PriceTable | None = None) -> SessionPart:
     """A session's contributions (:func:`session_items`), each attributed to a model (its own, else its
-    prompt's, else the session's first)."""
-    items, prompts = session_items(session)
+    prompt's, else the session's first); ``prices`` prices the calls paid per token."""
+    items, prompts = session_items(session, prices)
     repo_key, repository, branch, cwd = _repo_key(_facts(prompts))
     session_model = next((p.model for p in prompts.values() if p.model), None)
     for item in items:
@@ -530,6 +579,7 @@ class Cut:
     breakdown: bool = False
     agent: str | None = None
     repo: RepoFilter | None = None
+    prices: Prices = dataclasses.field(default_factory=Prices)  # --price: per-token prices over the table's
 
 
 def make_cut(
@@ -542,6 +592,7 @@ def make_cut(
     breakdown: bool = False,
     agent: str | None = None,
     repo: RepoFilter | None = None,
+    prices: Prices | None = None,
 ) -> Cut:
     """A :class:`Cut` (``now_ns`` only says which month the quota counts).
 
@@ -550,6 +601,7 @@ def make_cut(
             which are models already.
         agent: Only this agent's sessions count (``--agent``); the quota still counts Copilot's month.
         repo: Only this repository's sessions count (``--repo``); the quota, again, counts every session.
+        prices: ``--price``: models priced per token at the user's prices rather than the table's.
 
     Raises:
         ConfigError: ``period`` is not one of :data:`PERIODS`, or ``breakdown`` with ``model`` rows.
@@ -558,7 +610,17 @@ def make_cut(
         raise ConfigError(f"Expected period to be one of {', '.join(PERIODS)}, got {period!r}")
     if breakdown and period == "model":
         raise ConfigError("--breakdown splits each row by model; 'report model' rows are models already")
-    return Cut(period, zone, since_ns, until_ns, _quota_month_start(now_ns)[0], breakdown, agent, repo)
+    return Cut(
+        period,
+        zone,
+        since_ns,
+        until_ns,
+        _quota_month_start(now_ns)[0],
+        breakdown,
+        agent,
+        prices=prices or Prices(),
+        repo=repo,
+    )
 
 
 @dataclasses.dataclass
@@ -627,6 +689,12 @@ class Tally:
                 target.estimated.update(item.estimated)
                 for name, value in item.figures:
                     target._add(name, value, item.time_ns)
+                cost = item.cost
+                if isinstance(cost, Cost):
+                    target.cost_sources.add(cost.source)
+                elif cost is not None:
+                    target.unpriced[cost.model] = target.unpriced.get(cost.model, 0) + 1
+                    target.unpriced_why[cost.model] = cost.reason
 
     def merge(self, other: Tally) -> None:
         """Add another tally of the same cut (a worker's share of the logs)."""
@@ -652,6 +720,7 @@ def build_report(
     descending: bool | None = None,
     limit: int | None = None,
     breakdown: bool = False,
+    prices: Prices | None = None,
 ) -> Report:
     """Add up sessions' records into a report's rows.
 
@@ -664,16 +733,19 @@ def build_report(
         now_ns: "Now", for the quota's month (injected so the same logs give the same report).
         price, quota, sort, descending, limit: As :func:`finish_report`.
         breakdown: Each row's figures again per model (:func:`make_cut`).
+        prices: ``--price``'s per-token prices (:func:`make_cut`); ``price`` stays the premium request's.
 
     Raises:
         ConfigError: An unknown period or sort key.
     """
     cut = make_cut(
-        period, zone=zone, since_ns=since_ns, until_ns=until_ns, now_ns=now_ns, breakdown=breakdown
-    )
+        period, zone=zone, since_ns=since_ns, until_ns=until_ns, now_ns=now_ns, breakdown=breakdown,
+        prices=prices,
+    )  # fmt: skip
     tally = Tally(cut)
+    table = _default_prices(cut.prices)
     for one in sessions:
-        tally.add(one if isinstance(one, SessionPart) else session_part(one))
+        tally.add(one if isinstance(one, SessionPart) else session_part(one, table))
     return finish_report(
         tally, now_ns=now_ns, price=price, quota=quota, sort=sort, descending=descending, limit=limit
     )
@@ -730,6 +802,7 @@ def finish_report(
         quota_month=_quota_month_start(now_ns)[1] if quota is not None else None,
         breakdown=cut.breakdown,
         repo=cut.repo.given if cut.repo is not None else None,
+        price_table=next((s for s in sorted(tally.totals.cost_sources) if s != OVERRIDE_SOURCE), None),
     )
 
 
@@ -938,7 +1011,7 @@ def _tally_chunk(
         except SourceError as exc:  # unreadable now (removed, permissions): the report is about the rest
             tally.skipped.append(str(exc))
         else:
-            tally.add(session_part(records))
+            tally.add(session_part(records, _default_prices(cut.prices)))
             lines = records.lines
         tally.sessions_read += 1
         tally.events_read += lines
@@ -1004,9 +1077,17 @@ def row_json(row: Row, report: Report, zone: tzinfo | None) -> dict[str, Any]:
     if report.period == "session":  # the log's own words (none for the total), after the columns above
         out["title"] = row.title
         out["cli_cost_usd"] = round(row.cli_cost_usd, 6) if row.cli_cost_usd is not None else None
+    _cost_json(out, row)
     if report.breakdown and row.key != "total":
         out["models"] = [_model_json(sub, report, zone) for sub in row.by_model(report.price)]
     return out
+
+
+def _cost_json(out: dict[str, Any], row: Row) -> None:
+    """Where ``cost_usd`` came from, and the calls left out of it (by model), after every other column: a CSV
+    read by column position keeps its columns."""
+    out["cost_source"] = row.sources()
+    out["unpriced_calls"] = dict(sorted(row.unpriced.items()))
 
 
 def _model_json(row: Row, report: Report, zone: tzinfo | None) -> dict[str, Any]:
@@ -1019,6 +1100,7 @@ def _model_json(row: Row, report: Report, zone: tzinfo | None) -> dict[str, Any]
     for name in FIGURES:
         out[name] = json_number(name, row.value(name, report.price))
     out["estimated"] = sorted(row.estimated)
+    _cost_json(out, row)
     return out
 
 
@@ -1040,6 +1122,7 @@ def render_json(report: Report, zone: tzinfo | None) -> dict[str, Any]:
             "until": _iso(report.until_ns, zone) if report.until_ns else None,
             "price_per_premium_request_usd": report.price,
             "repo": report.repo,
+            "price_table": report.price_table,
             "rows_matched": report.matched_rows,
             "quota": quota,
         },
@@ -1064,10 +1147,17 @@ def render_csv(report: Report, zone: tzinfo | None) -> str:
     writer = csv.DictWriter(buffer, fieldnames=list(rows[0]), lineterminator="\n", restval="")
     writer.writeheader()
     for one in rows:
-        writer.writerow(
-            {k: ";".join(v) if isinstance(v, list) else ("" if v is None else v) for k, v in one.items()}
-        )
+        writer.writerow({k: _csv_value(v) for k, v in one.items()})
     return buffer.getvalue()
+
+
+def _csv_value(value: Any) -> Any:
+    """A JSON value as one CSV cell: a list's items and a mapping's ``key=value`` pairs joined by ``;``."""
+    if isinstance(value, list):
+        return ";".join(value)
+    if isinstance(value, dict):
+        return ";".join(f"{k}={v}" for k, v in value.items())
+    return "" if value is None else value
 
 
 # Table columns: (figure, heading, width, formatter), in the order they are dropped last-first when the
@@ -1267,6 +1357,8 @@ def render_table(report: Report, width: int, zone: tzinfo | None, layout: Layout
         notes.append(
             "~ estimated: an older CLI's log, a killed session or a count out of range lacks the exact figure."
         )
+    if report.totals.unpriced:
+        notes.append(_unpriced_note(report.totals))
     left_out = [n for n, _, _ in _COLUMNS if n not in {c[0] for c in columns}]
     if left_out and layout != "compact":
         notes.append(f"{len(left_out)} more figures with a wider terminal, --wide or --json.")
@@ -1282,6 +1374,17 @@ def render_table(report: Report, width: int, zone: tzinfo | None, layout: Layout
             )
         )
     return Group(*parts)
+
+
+def _unpriced_note(totals: Row) -> str:
+    """``unpriced: 3 calls of model-x (not in genai-prices 0.2.5); cost $ leaves them out.``"""
+    said = ", ".join(
+        f"{display.count(calls, 'call')} of {model} ({totals.unpriced_why.get(model, 'no price')})"
+        for model, calls in sorted(totals.unpriced.items())
+    )
+    unknown = any(why.startswith("not in") for why in totals.unpriced_why.values())
+    hint = " (--price MODEL=INPUT,OUTPUT prices a model)" if unknown else ""
+    return f"unpriced: {said}; cost $ leaves them out{hint}."
 
 
 def _whose(report: Report) -> str:
@@ -1383,6 +1486,7 @@ def report(
     limit: int | None = None,
     price: float = PREMIUM_REQUEST_PRICE_USD,
     quota: float | None = None,
+    prices: Prices | None = None,
     output: Literal["table", "json", "csv"] = "table",
     now_ns: int,
     breakdown: bool = False,
@@ -1400,7 +1504,8 @@ def report(
     ``replay`` take them. The table is as wide as the
     terminal, :data:`PIPED_WIDTH` when stdout is no terminal, and every figure wide with ``layout="wide"``.
     ``progress``: how far reading has got, on stderr (:class:`ProgressLine`): only when stderr is a terminal,
-    always, or never.
+    always, or never. ``price`` is the premium request's; ``prices`` (``--price``) may also price models per token
+    instead of the price table.
 
     Returns:
         The exit code: 0, or 8 (:class:`~copilot_otel.common.errors.PartialError`) when sessions that could not be
@@ -1430,6 +1535,7 @@ def report(
         breakdown=breakdown,
         agent=agent,
         repo=RepoFilter.parse(repo) if repo else None,
+        prices=prices,
     )
     tally = read_tally(config, cut, paths, read_since_ns=read_since, progress=progress)
     built = finish_report(

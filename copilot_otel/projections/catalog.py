@@ -106,6 +106,7 @@ PROMPT_TOOL_CALLS: Final = ours.PROMPT_TOOL_CALLS  # the histogram has the attri
 SESSION_COUNT: Final = "copilot_otel.session.count"
 PREMIUM_REQUESTS: Final = "copilot_otel.premium_requests"
 NANO_AIU: Final = "copilot_otel.nano_aiu"
+COST: Final = "copilot_otel.cost"
 ERRORS: Final = "copilot_otel.errors"
 MODEL_CALL_RETRIES: Final = "copilot_otel.model_call.retries"
 SESSION_WARNINGS: Final = "copilot_otel.session.warnings"
@@ -268,6 +269,14 @@ METRICS: tuple[MetricSpec, ...] = (
         (REQUEST_MODEL,),
     ),
     MetricSpec(NANO_AIU, "{nano_aiu}", _C, "AI units used, in nano-AIU.", (REQUEST_MODEL,)),
+    MetricSpec(
+        COST,
+        "{USD}",  # a curly unit: Prometheus names the series copilot_otel_cost_total, with no unit suffix
+        _C,
+        "Cost of model calls paid per token, from each call's tokens at the price table's prices, by provider "
+        "and model (Copilot CLI's own calls are premium requests instead; a model not priced adds nothing).",
+        (PROVIDER, REQUEST_MODEL),
+    ),
     MetricSpec(ERRORS, "{error}", _C, "Session errors and aborts, by type.", (ERROR_TYPE,)),
     MetricSpec(
         MODEL_CALL_RETRIES,

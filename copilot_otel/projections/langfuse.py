@@ -16,6 +16,18 @@ OBSERVATION_TYPE: Final = "langfuse.observation.type"
 STATUS_MESSAGE: Final = "langfuse.observation.status_message"
 
 
+# A generation's cost in USD by usage type, as a JSON object (Langfuse's Python SDK,
+# LangfuseOtelSpanAttributes.OBSERVATION_COST_DETAILS = "langfuse.observation.cost_details"): given, Langfuse
+# takes it rather than inferring the cost from its own model prices.
+COST_DETAILS: Final = "langfuse.observation.cost_details"
+
+
+def cost(attrs: dict[str, Any], input_usd: float, output_usd: float) -> None:
+    """A call's cost (:mod:`.prices`): ``{"input": ..., "output": ..., "total": ...}``."""
+    total = input_usd + output_usd
+    attrs[COST_DETAILS] = f'{{"input": {input_usd!r}, "output": {output_usd!r}, "total": {total!r}}}'
+
+
 def failed(attrs: dict[str, Any], status_message: str) -> None:
     """Failed work shows as an ERROR observation with its message."""
     attrs[LEVEL] = "ERROR"

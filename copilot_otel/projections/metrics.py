@@ -30,6 +30,11 @@ def _m(out: list[Emission], name: str, value: float, attrs: dict[str, Any], offs
     out.append(Measurement(name, value, attrs, _KIND[name], offset))
 
 
+def measure(out: list[Emission], name: str, value: float, attrs: dict[str, Any], offset: int) -> None:
+    """One point of the instrument ``name`` (a figure worked out beside the records: a call's cost)."""
+    _m(out, name, value, attrs, offset)
+
+
 def session_event(out: list[Emission], event: str, offset: int) -> None:
     """A session started, resumed or shut down."""
     _m(out, catalog.SESSION_COUNT, 1, {ours.SESSION_EVENT: event}, offset)

@@ -38,6 +38,20 @@ def model_call(attrs: dict[str, Any], rec: ModelCall) -> None:
             attrs[key] = value
 
 
+# The cost of an LLM span in USD (openinference-semantic-conventions, SpanAttributes.LLM_COST_PROMPT,
+# LLM_COST_COMPLETION, LLM_COST_TOTAL: "llm.cost.prompt", "llm.cost.completion", "llm.cost.total").
+COST_PROMPT: Final = "llm.cost.prompt"
+COST_COMPLETION: Final = "llm.cost.completion"
+COST_TOTAL: Final = "llm.cost.total"
+
+
+def cost(attrs: dict[str, Any], input_usd: float, output_usd: float) -> None:
+    """A call's cost (:mod:`.prices`), which Phoenix shows and sums per trace."""
+    attrs[COST_PROMPT] = input_usd
+    attrs[COST_COMPLETION] = output_usd
+    attrs[COST_TOTAL] = input_usd + output_usd
+
+
 def tool_call(attrs: dict[str, Any], rec: ToolCall, result_on_spans: bool) -> None:
     attrs[SPAN_KIND] = "TOOL"
     attrs["tool.name"] = rec.name

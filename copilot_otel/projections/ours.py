@@ -32,6 +32,13 @@ RUNAWAY_THRESHOLD: Final = "copilot_otel.runaway.threshold"
 TURNS_TOTAL: Final = "copilot_otel.prompt.turns_total"
 PROMPT_TOOL_CALLS: Final = "copilot_otel.prompt.tool_calls"
 PROMPT_OUTCOME: Final = "copilot_otel.prompt.outcome"
+# A prompt's cost in USD on its root span: the calls of the prompt's own log priced per token (projections.prices),
+# and how many of them could not be priced (left out of the cost, never priced at 0). A Copilot CLI sub-agent's
+# calls are in its parent's log, so counted; Claude Code, Codex and Gemini CLI write a sub-agent's calls to a log of
+# its own, folded apart (the root is projected before them): their cost is on their own chat spans of the same
+# trace, which Phoenix and Langfuse add up per trace, but not in this attribute.
+PROMPT_COST: Final = "copilot_otel.prompt.cost_usd"
+PROMPT_UNPRICED_CALLS: Final = "copilot_otel.prompt.unpriced_calls"
 CLI_VERSION: Final = "copilot_otel.cli.version"
 RUNAWAY_EVENT: Final = "copilot_otel.runaway.detected"
 TASK_COMPLETE_EVENT: Final = "copilot_otel.session.task_complete"

@@ -31,7 +31,15 @@ from ..model.activity import (
 )
 from ..model.records import Emission
 from ..settings.content import ContentPolicy
-from . import copilot, genai, logs, metrics, ours, spans, vendors
+from . import catalog, copilot, genai, langfuse, logs, metrics, ours, spans, vendors
+from . import openinference as oi
+from .prices import Cost, PriceTable
+
+# One table for every session a process projects: each model's rates are worked out once.
+_PRICES = PriceTable()
+# Prompts whose calls' costs are being added up for their root span; past this many open at once (a daemon
+# following sessions whose prompts never end), the oldest are forgotten.
+_OPEN_PROMPTS_MAX = 64
 
 __all__ = ["Projector"]
 
@@ -56,6 +64,8 @@ class Projector:
         # The totals of the last shutdown during a prompt: its log event comes first, then the prompt's root
         # span carries the same totals as a span event (one slot: a shutdown closes its prompt at once).
         self._shutdown: tuple[SessionShutdown, dict[str, Any]] | None = None
+        # trace id -> [USD of its priced calls, its calls left unpriced, its calls priced]: the root says them.
+        self._prompt_costs: dict[int, list[float]] = {}
 
     def project(self, records: Iterable[Record]) -> list[Emission]:
         """Every span, log record and measurement the records make, in record order."""
@@ -80,16 +90,48 @@ class Projector:
     def _model_call(self, rec: ModelCall, out: list[Emission]) -> None:
         content = spans.chat_content(rec) if self._captures else {}
         error_type = genai.model_call_error(rec)  # the span's and the metrics' (worked out once)
-        out.append(spans.model_call(rec, content if self._spans_content else None, error_type, self._vocab))
+        span = spans.model_call(rec, content if self._spans_content else None, error_type, self._vocab)
+        out.append(span)
         if self._events_content:
             out.append(logs.inference_details(rec, content))
         metrics.model_call(out, rec, error_type)
+        self._cost(rec, span.attributes, out)
+
+    def _cost(self, rec: ModelCall, attrs: Any, out: list[Emission]) -> None:
+        """A call paid per token: its cost on its span (OpenInference's and Langfuse's names) and the cost
+        counter, added up for its prompt's root; a call that could not be priced is counted for the root. Only
+        this log's calls reach the root (a sub-agent's log of its own has its own projector)."""
+        cost = _PRICES.cost(rec)
+        if cost is None:
+            return
+        open_ = self._prompt_costs.get(rec.trace_id)
+        if open_ is None:
+            if len(self._prompt_costs) >= _OPEN_PROMPTS_MAX:
+                del self._prompt_costs[next(iter(self._prompt_costs))]
+            open_ = self._prompt_costs[rec.trace_id] = [0.0, 0, 0]
+        if isinstance(cost, Cost):
+            oi.cost(attrs, cost.input_usd, cost.output_usd)
+            langfuse.cost(attrs, cost.input_usd, cost.output_usd)
+            infer = {genai.PROVIDER: rec.provider, genai.REQUEST_MODEL: rec.model}
+            metrics.measure(out, catalog.COST, cost.total_usd, infer, rec.source_offset)
+            open_[0] += cost.total_usd
+            open_[2] += 1
+        else:
+            open_[1] += 1
 
     def _turn(self, rec: Turn, out: list[Emission]) -> None:
         out.append(spans.turn(rec, self._vocab))
 
     def _prompt_run(self, rec: PromptRun, out: list[Emission]) -> None:
-        out.append(spans.prompt_run(rec, self._shutdown_totals, self._vocab))
+        root = spans.prompt_run(rec, self._shutdown_totals, self._vocab)
+        costs = self._prompt_costs.pop(rec.trace_id, None)
+        if costs is not None:
+            attrs: Any = root.attributes
+            if costs[2]:  # a prompt none of whose calls could be priced has no cost, not 0
+                attrs[ours.PROMPT_COST] = costs[0]
+            if costs[1]:
+                attrs[ours.PROMPT_UNPRICED_CALLS] = int(costs[1])
+        out.append(root)
         metrics.prompt_run(out, rec, self._agent)
         out.append(logs.prompt_ended(rec, self._vocab))
 
