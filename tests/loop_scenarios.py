@@ -3,14 +3,17 @@ checks of every one, and what the agents' own loop tests look up.
 
 Each source's scenarios state what happened, written by whoever recorded them from the scripted model server and
 the CLI's own output, never from the session log: ``checks.json`` beside the Claude Code, Codex CLI and Gemini CLI
-scenarios (the shared set's form and the recorder's), and for GitHub Copilot CLI, which has no ``checks.json``,
-``_capture/meta.json`` with the facts ``tests/fixtures/cli-generated/README.md`` states, in :data:`COPILOT_FACTS`.
+scenarios (the shared set's form and the recorder's; Claude Code 2.1.332's is the recorder's with every request in
+order and each run's session, read as a scenario per session), and for GitHub Copilot CLI, which has no
+``checks.json``, ``_capture/meta.json`` with the facts ``tests/fixtures/cli-generated/README.md`` states, in
+:data:`COPILOT_FACTS`.
 A new agent's scenarios are one more reader of its form into :class:`Scenario`.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +29,7 @@ from copilot_otel.model.activity import (
     Turn,
 )
 from copilot_otel.pipeline import FoldSettings, Pipeline
-from copilot_otel.sources import LogKind
+from copilot_otel.sources import LogKind, SourceLog
 from copilot_otel.sources.claude_code import reader as cc
 from copilot_otel.sources.codex import reader as cx
 from copilot_otel.sources.codex.framer import PROVIDER as CODEX_PROVIDER
@@ -95,6 +98,7 @@ class Scenario:
     error_type: str | None = None  # the type of the error that ended a prompt (None: no error, or not known)
     ended_by_error: bool = False
     ends: list[End | None] | None = None  # per prompt, in order (None: the facts say nothing)
+    final_answer: bool | None = None  # the main agent's last reply was sent as its final answer
 
     @property
     def id(self) -> str:
@@ -276,6 +280,69 @@ def _recorded(
     )  # fmt: skip
 
 
+CC_332 = OTHER / "claude-code-2.1.332"
+_SCRIPT = re.compile(r"\[\[script:([\w-]+)\]\]")
+
+
+def _run_scripts(run: dict[str, Any]) -> set[str]:
+    """The scripts a run's prompt names (and the messages it was sent on its stdin: the queued prompts)."""
+    texts = [run["prompt"], *(m["text"] for m in run.get("stdin_messages", []))]
+    return {script for text in texts for script in _SCRIPT.findall(text)}
+
+
+def _claude_code_332() -> list[Scenario]:
+    """Claude Code 2.1.332's recordings: the recorder's form with what it writes anew, every request in order (its
+    script, the HTTP error or the stop reason sent), each run's session (a fork writes a new one: a scenario per
+    session, ``-run<n>`` for the run that wrote it) and its stdout's ``result`` lines. A failed attempt the CLI
+    retried is a model call of its own (an error), not its prompt's end; a prompt ends as its run's last ``result``
+    says (a background sub-agent's report has one of its own); a sub-agent's file is paired with the call that
+    started it by its ``.meta.json``."""
+    out = []
+    for path in sorted(CC_332.glob("*/checks.json")):
+        c = json.loads(path.read_text(encoding="utf-8"))
+        logs = cc.scan(path.parent)
+        mains = {log.session_id: log.path for log in logs if log.kind is LogKind.SESSION}
+        spawned = {a["spawned_by"]: a["script"] for a in c["subagents"]}
+        sessions = list(dict.fromkeys(run["session_id"] for run in c["runs"]))
+        for session in sessions:
+            runs = [run for run in c["runs"] if run["session_id"] == session]
+            scripts = set().union(*map(_run_scripts, runs))
+            requests = [r for r in c["requests"] if r["script"] in scripts]
+            per_run = [[r for r in requests if r["script"] in _run_scripts(run)] for run in runs]
+            children = [log for log in logs if log.kind is LogKind.SUBAGENT and log.session_id == session]
+            subagents = [_cc_332_sub(c, log, spawned) for log in children]
+            results = [[o for o in run.get("stdout", []) if o["type"] == "result"] for run in runs]
+            failed = any(rs and rs[-1]["is_error"] for rs in results)
+            name = (
+                c["scenario"] if len(sessions) == 1 else f"{c['scenario']}-run{c['runs'].index(runs[0]) + 1}"
+            )
+            out.append(
+                Scenario(
+                    "claude-code", f"2.1.332-{name}", mains[session], [mains[session], *(log.path for log in children)],
+                    len(runs), [len(rs) for rs in per_run], len(requests),
+                    {t["id"]: t["expect"] for t in c["scripted_tool_calls"] if t["script"] in scripts and t["answered"]},
+                    None, "anthropic", subagents,
+                    answered_per_prompt=[sum(r["http_error"] is None for r in rs) for rs in per_run],
+                    call_outcomes=Counter("ok" if r["http_error"] is None else "error" for r in requests),
+                    errors=None if failed else [], ended_by_error=failed,
+                    ends=[_cc_ends(rs[-1:])[0] if rs else None for rs in results],
+                    final_answer=requests[-1]["stop_reason"] == "end_turn",
+                )
+            )  # fmt: skip
+    return out
+
+
+def _cc_332_sub(c: dict[str, Any], log: SourceLog, spawned: dict[str, str]) -> Sub:
+    """A sub-agent's file, the call that started it by its ``.meta.json``, its script's answered requests and tools."""
+    meta = cc.read_meta(log.path)
+    assert meta is not None and meta.tool_use_id is not None, log.path
+    script = spawned[meta.tool_use_id]
+    tools = {
+        t["id"]: t["expect"] for t in c["scripted_tool_calls"] if t["script"] == script and t["answered"]
+    }
+    return Sub(log.path, meta.tool_use_id, c["requests_answered"][script], tools, log_id=log.agent_id)
+
+
 # ---------------------------------------------------------------------------------------------- Codex CLI
 def codex_first(path: Path) -> cx.SessionMeta:
     """A rollout's ``session_meta`` (its thread, and its parent's for a sub-agent's)."""
@@ -415,6 +482,7 @@ ALL = [
     *_copilot(),
     *_claude_code_shared(),
     *_claude_code_recorded(),
+    *_claude_code_332(),
     *_codex_shared(),
     *_codex_recorded(),
     *_gemini(),

@@ -2,13 +2,14 @@
 
 Every test asks one question of every scenario of every source (``tests/loop_scenarios.py`` reads each source's
 facts into the terms they share), through the real pipeline (reader → framer or translator → the one loop): one
-trace per human prompt, the main agent's model calls in their turns, the tool calls with their outcomes, the
-tokens, the compactions, the error that ended a prompt, how each prompt ended, each sub-agent under the call that
-started it, live == replay, the sniff, the library. A fact a source's recording does not state is not checked for
-it (``None`` in its :class:`~tests.loop_scenarios.Scenario`).
+trace per human prompt, the main agent's model calls in their turns and its last one the final answer, the tool
+calls with their outcomes, the tokens, the compactions, the error that ended a prompt, how each prompt ended, each
+sub-agent under the call that started it, live == replay, the sniff, the library. A fact a source's recording does
+not state is not checked for it (``None`` in its :class:`~tests.loop_scenarios.Scenario`).
 
 What only one agent does (its framer's state, its rules in the CLI's own words) is in that agent's file:
-``test_claude_code_loop.py``, ``test_codex_loop.py``, ``test_gemini_loop.py``; Copilot CLI's loop features in
+``test_claude_code_loop.py`` (and, for what Claude Code 2.1.332 writes anew, ``test_claude_code_332.py`` and
+``test_claude_code_332_loop.py``), ``test_codex_loop.py``, ``test_gemini_loop.py``; Copilot CLI's loop features in
 ``test_loop_features.py``, ``test_agentloop.py`` and ``test_fold_prompts.py``.
 """
 
@@ -52,7 +53,8 @@ from tests.loop_scenarios import (
     scenario,
 )
 
-EXPECTED_SCENARIOS = {"copilot": 11, "claude-code": 14, "codex": 14, "gemini": 10}
+# Claude Code: 9 of 2.1.197's shared set, 5 recorded; 12 sessions of 2.1.332's 11 recordings (a fork writes two).
+EXPECTED_SCENARIOS = {"copilot": 11, "claude-code": 26, "codex": 14, "gemini": 10}
 
 
 def test_every_recorded_scenario_of_every_source_is_checked() -> None:
@@ -71,8 +73,10 @@ def test_every_recorded_scenario_of_every_source_is_checked() -> None:
 
 def test_there_are_subagent_scenarios_of_every_source() -> None:
     assert WITH_SUBAGENTS == [
-        "claude-code/recorded-subagent-tools-fail", "claude-code/subagent", "codex/recorded-subagent-tools-fail",
-        "codex/subagent", "copilot/capi-subagent", "copilot/subagent", "gemini/subagent",
+        "claude-code/2.1.332-background-subagent", "claude-code/2.1.332-interactive-subagent",
+        "claude-code/2.1.332-parallel-subagents", "claude-code/recorded-subagent-tools-fail", "claude-code/subagent",
+        "codex/recorded-subagent-tools-fail", "codex/subagent", "copilot/capi-subagent", "copilot/subagent",
+        "gemini/subagent",
     ]  # fmt: skip
 
 
@@ -107,15 +111,20 @@ def test_the_main_agents_model_calls_per_prompt(sid: str) -> None:
 
 @pytest.mark.parametrize("sid", IDS)
 def test_each_model_call_is_in_a_turn_and_each_tool_under_a_turn(sid: str) -> None:
-    """A turn span per model call, the call inside it (a compaction's own call stands alone, under its prompt), and
-    each tool call under a turn of its trace (or, for Copilot, a sub-agent's run)."""
+    """A turn span per model call, the call inside it (a compaction's own call stands alone, under its prompt; a
+    failed attempt the CLI retried is under the call it was an attempt of), and each tool call under a turn of its
+    trace (or, for Copilot, a sub-agent's run)."""
     folded = fold(SCENARIOS[sid].main)
     calls = folded.of(ModelCall)
     turns = {t.span_id: t for t in folded.of(Turn)}
     standalone = [c for c in calls if c.origin == "compaction"]
-    assert len(turns) == len(calls) - len(standalone)
+    attempts = [c for c in calls if c.attempt is not None]
+    assert len(turns) == len(calls) - len(standalone) - len(attempts)
+    by_span = {c.span_id: c for c in calls}
     for call in calls:
-        if call not in standalone:
+        if call in attempts:
+            assert by_span[call.parent_span_id].trace_id == call.trace_id
+        elif call not in standalone:
             turn = turns[call.parent_span_id]
             assert turn.start_ns <= call.start_ns <= call.end_ns <= turn.end_ns
             assert turn.trace_id == call.trace_id
@@ -124,6 +133,15 @@ def test_each_model_call_is_in_a_turn_and_each_tool_under_a_turn(sid: str) -> No
         assert tool.parent_span_id in turns or tool.parent_span_id in agents, tool.name
         if tool.parent_span_id in turns:
             assert turns[tool.parent_span_id].trace_id == tool.trace_id
+
+
+@pytest.mark.parametrize("sid", sorted(i for i in IDS if SCENARIOS[i].final_answer is not None))
+def test_the_main_agents_last_model_call_is_its_final_answer(sid: str) -> None:
+    """Where the facts say how the main agent's last reply was sent (the recorder's requests, in order), its last
+    model call ends as it: the final answer (``end_turn``) has finish reason ``stop``."""
+    s = SCENARIOS[sid]
+    calls = sorted(fold(s.main).main_calls(), key=lambda call: call.start_ns)
+    assert (calls[-1].finish_reason == "stop") == s.final_answer
 
 
 @pytest.mark.parametrize("sid", IDS)
@@ -243,7 +261,7 @@ def test_a_subagent_is_rooted_under_the_call_that_started_it(sid: str) -> None:
     assert len(parent.of(AgentRun)) in (0, len(s.subagents))
     for sub in s.subagents:
         agent, records, counted = _subagent(sub, parent)
-        assert agent.trace_id == run.trace_id
+        assert agent.trace_id == run.trace_id == spawning[sub.spawned_by].trace_id
         assert agent.parent_span_id == spawning[sub.spawned_by].span_id
         assert agent.task_call_id == sub.spawned_by and agent.outcome.value == "ok"
         assert agent.end_ns > agent.start_ns
