@@ -164,6 +164,19 @@ def _parser() -> argparse.ArgumentParser:
     add_arguments(p, ["state_dir", "config_file", "log_level"])
     p.add_argument("--json", action="store_true", help="print the raw status as JSON")
 
+    p = sub.add_parser(
+        "statusline",
+        help="one short line for Claude Code's statusLine hook (reads the hook's JSON on stdin)",
+        description="The model, this session's cost, today's cost, the time left in the open 5-hour window and "
+        "whether the daemon is delivering, from figures a background refresh keeps (so it answers at once). "
+        'Configure it in ~/.claude/settings.json: {"statusLine": {"type": "command", "command": '
+        '"copilot-otel statusline"}}.',
+    )
+    p.add_argument("--refresh", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--session-id", help=argparse.SUPPRESS)
+    p.add_argument("--transcript", help=argparse.SUPPRESS)
+    add_arguments(p, ["state_dir", "session_state", *_AGENTS, "config_file", "log_level"])
+
     p = sub.add_parser("config", help="print the effective configuration and where each value comes from")
     add_arguments(p, None)
 
@@ -467,6 +480,17 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
         from .commands.doctor import doctor
 
         return doctor(config, timeout_s=args.timeout)
+    if args.command == "statusline":
+        from .commands import statusline
+
+        if args.refresh:
+            return statusline.refresh(config, args.session_id, args.transcript)
+        data = (
+            b""
+            if sys.stdin is None or sys.stdin.isatty()
+            else sys.stdin.buffer.read(statusline.MAX_INPUT_BYTES)
+        )
+        return statusline.statusline(config, data)
     if args.command == "status":
         from .commands.status import print_status
 

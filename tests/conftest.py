@@ -139,6 +139,16 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
+def utc_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A HOME of the test's own (not made: the test lays it out) and the UTC zone, for the commands that say what
+    happened "today" (``live``, ``statusline``)."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("TZ", "UTC")
+    return home
+
+
+@pytest.fixture
 def receiver() -> Iterator[OtlpReceiver]:
     """A real OTLP receiver (gRPC and HTTP) on 127.0.0.1."""
     with OtlpReceiver() as r:

@@ -260,11 +260,8 @@ def test_an_unreadable_log_is_left_out_and_named(tmp_path: Path) -> None:
 
 # ================================================================================== the command
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("TZ", "UTC")
-    return home
+def home(utc_home: Path) -> Path:
+    return utc_home
 
 
 def _now_history(home: Path) -> tuple[Path, dict[str, list[bytes]]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -165,3 +166,24 @@ def test_the_public_api_still_loads_on_first_use(_isolated_home: Path) -> None:
         timeout=60,
     )
     assert (proc.returncode, proc.stdout.strip()) == (0, "copilot_otel.library"), proc.stderr
+
+
+def test_the_statusline_answers_without_the_fold_the_prices_or_the_terminal_library(
+    _isolated_home: Path,
+) -> None:
+    """Claude Code waits for its statusLine command after every message: it prints from its cached figures (fresh
+    here, so no refresh starts) and loads no log reader, no price table (pydantic, ~0.5 s), no report, no rich."""
+    from datetime import datetime
+
+    state = _isolated_home / "state"
+    state.mkdir()
+    today = datetime.now().astimezone().date().isoformat()
+    (state / "statusline.json").write_text(
+        json.dumps({"day": today, "refreshed_at": time.time(), "today_cost_usd": 1.5, "sessions": {}})
+    )
+    modules, out = _run(_isolated_home, "statusline", "--state-dir", str(state))
+    assert "$1.50 today" in out
+    assert _loaded(modules, SENDING, SENDING_PREFIXES) == []
+    assert (
+        _loaded(modules, (*FOLDING, *READERS, "copilot_otel.commands.report"), ("genai_prices", "rich")) == []
+    )

@@ -23,6 +23,7 @@ Nothing else in the package calls an OS-specific function: only the modules here
 ``watch_stop``             what asks a daemon to stop: SIGTERM/SIGINT; Ctrl+Break and console close on Windows
 ``default_dirs``           where state and config live by default (XDG / Application Support / AppData)
 ``worker_start_method``    how replay starts worker processes (fork only on Linux)
+``spawn_detached``         a program left running on its own (``statusline``'s refresh): its own session / group
 ``service_manager``        which per-user service manager ``copilot-otel service`` drives
 ``user_id()``              the numeric user id (POSIX; ``None`` on Windows), for launchd's ``gui/<uid>``
 ``text_streams``           stdout/stderr that never fail on a cp1252 console (:mod:`._console`)

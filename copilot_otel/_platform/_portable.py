@@ -17,11 +17,11 @@ import socket
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._watch import DirWatcher, WatchSink
 
@@ -491,6 +491,32 @@ class Platform:
     def worker_start_method(self, protocol: str) -> str:
         """How replay starts worker processes: ``spawn`` (a fresh interpreter) unless forking is known safe."""
         return "spawn"
+
+    def spawn_detached(self, argv: Sequence[str]) -> None:
+        """Start ``argv`` and leave it running on its own: no standard streams, not waited for, apart from the
+        caller's process group (a hook runner that stops its command, as Claude Code stops a statusline command that
+        took too long, does not stop it)."""
+        import subprocess
+
+        _DETACHED.append(
+            subprocess.Popen(
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                close_fds=True,
+                **self._detach_options(),
+            )
+        )
+
+    def _detach_options(self) -> dict[str, Any]:
+        """``Popen`` options that put a child apart from the caller's group (POSIX: its own session)."""
+        return {"start_new_session": True}
+
+
+# The children spawn_detached started, kept referenced: a Popen collected while its process runs warns
+# (ResourceWarning), and the caller exits right after anyway.
+_DETACHED: list[Any] = []
 
 
 def _gvariant_string(text: str) -> str:

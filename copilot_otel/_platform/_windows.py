@@ -18,6 +18,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import platformdirs.windows
 
@@ -87,6 +88,11 @@ class Windows(Platform):
     # A console program in another console cannot be sent Ctrl+C (GenerateConsoleCtrlEvent reaches only the
     # caller's own console group), and TerminateProcess loses the session's shutdown: notify instead.
     can_interrupt = False
+
+    def _detach_options(self) -> dict[str, Any]:
+        # DETACHED_PROCESS (no console of its own or the caller's) | CREATE_NEW_PROCESS_GROUP (a Ctrl+C to the
+        # caller's group does not reach it); the values, since subprocess names them on Windows only.
+        return {"creationflags": 0x00000008 | 0x00000200}
 
     def send_interrupt(self, pid: int) -> None:
         raise OSError("Windows cannot send Ctrl+C to a program in another console")

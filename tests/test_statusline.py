@@ -1,0 +1,182 @@
+"""``copilot-otel statusline``: Claude Code's statusLine hook, driven as Claude Code drives it (issue 34, point 4).
+
+The real command (the console script, a process of its own) gets the hook's JSON on stdin and prints one line at
+once from the figures its background refresh keeps; the refresh (a real detached process) reads the logs as
+``report`` does. Its figures are checked against ``report``'s over the same home: a real Claude Code capture
+re-timed to have ended minutes ago (so it is today's, in an open 5-hour window), and a real daemon for the
+"delivering" part.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from copilot_otel.cli import main
+from copilot_otel.model.timestamps import parse_timestamp
+from tests.conftest import FIXTURES
+from tests.daemon_process import DaemonProcess
+from tests.otlp_receiver import OtlpReceiver
+from tests.test_cli_commands import _console_script
+from tests.waiting import until
+
+SCENARIO = FIXTURES / "other-agents" / "claude-code" / "multi-tool" / "projects"
+_STAMP = re.compile(rb'"timestamp":"([0-9T:.\-]+Z)"')
+
+
+def _retimed_claude(home: Path, end: datetime) -> tuple[str, Path]:
+    """The capture copied into ``home``'s ``~/.claude/projects``, every timestamp moved so its last is ``end``
+    (the rest of each line as the CLI wrote it). Returns its session id and log."""
+    (source,) = SCENARIO.glob("*/*.jsonl")
+    data = source.read_bytes()
+    last = max(parse_timestamp(m.decode()) for m in _STAMP.findall(data))
+    shift = int(end.timestamp() * 1e9) - last
+
+    def moved(match: re.Match[bytes]) -> bytes:
+        ns = parse_timestamp(match[1].decode()) + shift
+        stamp = datetime.fromtimestamp(ns / 1e9, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        return b'"timestamp":"' + stamp.encode() + b'"'
+
+    log = home / ".claude" / "projects" / source.parent.name / source.name
+    log.parent.mkdir(parents=True)
+    log.write_bytes(_STAMP.sub(moved, data))
+    return source.stem, log
+
+
+def _hook(session_id: str, log: Path) -> bytes:
+    """The statusLine hook's JSON as Claude Code documents it (model, the session, its transcript, its own cost)."""
+    return json.dumps(
+        {
+            "hook_event_name": "Status",
+            "session_id": session_id,
+            "transcript_path": str(log),
+            "cwd": "/home/dev/agents/projects/multi-tool",
+            "model": {"id": "claude-opus-5-5", "display_name": "Opus"},
+            "workspace": {"current_dir": "/home/dev/agents/projects/multi-tool"},
+            "version": "2.1.332",
+            "cost": {"total_cost_usd": 0.42, "total_duration_ms": 12000},
+        }
+    ).encode()
+
+
+def _statusline(home: Path, state: Path, stdin: bytes) -> tuple[float, str]:
+    started = time.monotonic()
+    done = subprocess.run(
+        [*_console_script(), "statusline", "--state-dir", str(state)],
+        input=stdin,
+        capture_output=True,
+        timeout=60,
+        env={**_env(home)},
+        check=False,
+    )
+    took = time.monotonic() - started
+    assert done.returncode == 0 and done.stderr == b"", done.stderr
+    (line,) = done.stdout.decode().splitlines()
+    return took, line
+
+
+def _env(home: Path) -> dict[str, str]:
+    import os
+
+    return {**os.environ, "HOME": str(home), "TZ": "UTC"}
+
+
+def _report(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
+    assert main(["report", *argv, "--json", "--tz", "UTC"]) == 0
+    doc: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return doc
+
+
+def test_the_line_shows_the_sessions_and_todays_cost_and_the_open_window_as_report_does(
+    utc_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    now = datetime.now(timezone.utc)
+    if now.hour == 0 and now.minute < 10:
+        pytest.skip(
+            "the capture re-timed to ten minutes ago would fall on yesterday"
+        )  # a minute's window a day
+    session_id, log = _retimed_claude(utc_home, now - timedelta(minutes=10))
+    state = tmp_path / "state"
+    stdin = _hook(session_id, log)
+
+    # first message: nothing worked out yet; the line comes at once and a refresh starts in the background
+    _, first = _statusline(utc_home, state, stdin)
+    assert first.startswith("Opus · $… session · $… today") and first.endswith("otel not running"), first
+    until(lambda: (state / "statusline.json").is_file(), 60, "the background refresh wrote its figures")
+
+    _, line = _statusline(utc_home, state, stdin)
+    session_cost = _report(capsys, "session", str(log))["totals"]["cost_usd"]
+    today = _report(capsys, "daily", "--since", "today")["totals"]["cost_usd"]
+    (window,) = [b for b in _blocks(capsys) if b["active"]]
+    assert session_cost > 0 and today >= session_cost
+    assert f"${session_cost:.2f} session" in line and f"${today:.2f} today" in line, line
+    left = re.search(r"(\d+)h(\d\d)m left in 5h window", line)
+    assert left is not None, line
+    assert abs(int(left[1]) * 3600 + int(left[2]) * 60 - window["seconds_left"]) <= 120
+
+
+def _blocks(capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
+    assert main(["report", "blocks", "--json", "--agent", "claude-code"]) == 0
+    blocks: list[dict[str, Any]] = json.loads(capsys.readouterr().out)["blocks"]
+    return blocks
+
+
+def test_a_grown_transcript_is_priced_again(utc_home: Path, tmp_path: Path) -> None:
+    session_id, log = _retimed_claude(utc_home, datetime.now(timezone.utc) - timedelta(minutes=10))
+    state = tmp_path / "state"
+    stdin = _hook(session_id, log)
+    _statusline(utc_home, state, stdin)
+    until(lambda: (state / "statusline.json").is_file(), 60, "the first refresh")
+    before = json.loads((state / "statusline.json").read_bytes())["sessions"][session_id]
+    # the CLI appends the next call (a copy of the last assistant record, as a next reply would be written)
+    last = [line for line in log.read_bytes().splitlines() if b'"type":"assistant"' in line][-1]
+    with log.open("ab") as out:
+        out.write(last.replace(b'"id":"msg_', b'"id":"msg_next') + b"\n")
+    _statusline(utc_home, state, stdin)
+
+    def priced_again() -> bool:
+        after = json.loads((state / "statusline.json").read_bytes())["sessions"][session_id]
+        return bool(after["signature"] != before["signature"] and after["cost_usd"] > before["cost_usd"])
+
+    until(priced_again, 60, "the grown transcript priced again")
+
+
+def test_it_says_a_running_daemon_is_delivering(utc_home: Path, tmp_path: Path) -> None:
+    session_id, log = _retimed_claude(utc_home, datetime.now(timezone.utc) - timedelta(minutes=10))
+    state = tmp_path / "state"
+    root = tmp_path / "session-state"
+    root.mkdir()
+    with OtlpReceiver() as receiver:
+        daemon = DaemonProcess(root, state, receiver.http_endpoint, tmp_path / "daemon.log").start()
+        try:
+            daemon.until(
+                "a span exported and the status written",
+                lambda: bool(receiver.spans()) and (state / "status.json").is_file(),
+            )
+            _, line = _statusline(utc_home, state, _hook(session_id, log))
+            assert line.endswith("otel delivering"), line
+        finally:
+            assert daemon.terminate() == 0
+    _, line = _statusline(utc_home, state, _hook(session_id, log))
+    assert line.endswith("otel not running"), line
+
+
+@pytest.mark.parametrize("stdin", [b"", b"not json", b"[1, 2]", b'{"model": 3, "session_id": null}'])
+def test_whatever_the_hook_sends_the_line_is_printed_and_the_exit_is_0(
+    utc_home: Path, tmp_path: Path, stdin: bytes
+) -> None:
+    (utc_home / ".claude" / "projects").mkdir(parents=True)
+    _, line = _statusline(utc_home, tmp_path / "state", stdin)
+    assert line.startswith("? · $… session · $… today") and line.endswith("otel not running"), line
+
+
+def test_the_hook_configuration_in_the_docs_is_the_command() -> None:
+    text = (Path(__file__).resolve().parent.parent / "docs" / "reports-and-live.md").read_text()
+    assert '{"statusLine": {"type": "command", "command": "copilot-otel statusline"}}' in text
