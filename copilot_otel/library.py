@@ -536,6 +536,7 @@ def _by_id(
     if not text or "/" in text or os.sep in text or os.path.lexists(os.path.expanduser(text)):
         return None
     theirs: list[SourceLog] = []
+    found: list[SessionFile] = []
     for other in others:
         if other.source is None or not other.found:
             continue
@@ -544,7 +545,14 @@ def _by_id(
         except SourceError as exc:  # that folder cannot be listed: the id may well be another agent's
             logger.debug("session ids not looked up in %s: %s", other.logs, exc)
             continue
-        theirs += [log for log in logs if _named_by(log, text)]  # a sub-agent's file: its session's id
+        named = [log for log in logs if _named_by(log, text)]  # a sub-agent's file: its session's id
+        if named and other.source is Source.CODEX and not subagents:
+            # a Codex session is read with its sub-agents' threads, as discovery groups them (show, report)
+            grouped = {s.session_id: s for s in _codex_sessions([_as_session(log) for log in logs])}
+            found += [grouped.get(log.session_id) or _as_session(log) for log in named]
+        else:
+            found += [_as_session(log) for log in named]
+        theirs += named
     if not theirs:
         return None
     mine = [s for s in scan_root(root) if s.session_id.startswith(text)] if root is not None else []
@@ -554,4 +562,4 @@ def _by_id(
         raise SourceError(
             f"session id prefix {text!r} is ambiguous: {names}{'…' if len(sessions) > 5 else ''}"
         )
-    return [_as_session(log) for log in theirs]
+    return found

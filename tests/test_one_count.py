@@ -121,3 +121,21 @@ def test_doctor_counts_sessions_as_report_does(
     line = next(line for line in capsys.readouterr().out.splitlines() if "Codex CLI logs" in line)
     sessions = _report(capsys, codex)["sessions"]
     assert line == f"ok   Codex CLI logs: {sessions} sessions in {codex / 'sessions'} (and 2 sub-agent files)"
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_show_by_id_counts_a_subagents_work_as_show_by_folder_does(
+    agent: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``show <session id>`` (what the listing offers) reads the session with its sub-agents' logs, as ``show
+    <folder>`` does: on main a Codex session named by id was read without its child threads (the sub-agent drawn
+    with "0 turns · 0 tool calls", the prompt short of the sub-agent's work)."""
+    monkeypatch.setenv("COLUMNS", "240")
+    home = RECORDED / agent / "subagent-tools-fail"
+    flags = [f"--{agent}-home", str(home), "--agents", agent]
+    assert main(["show", *flags, "--json"]) == 0
+    (session,) = json.loads(capsys.readouterr().out)["sessions"]
+    assert main(["show", *flags, session["session_id"]]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    by_id = [tuple(int(g or 0) for g in m.groups()) for line in lines if (m := _FACTS.search(line))]
+    assert by_id[:2] == list(_show(capsys, home)), lines
