@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         line = [*cli, "statusline", "--state-dir", str(state)]
         cache = state / "statusline.json"
         fresh = cache.read_bytes()
-        cases = {
+        cases: dict[str, Callable[[], float]] = {
             "python -c pass": lambda: _timed([sys.executable, "-c", "pass"], env),
             "copilot-otel --version": lambda: _timed([*cli, "--version"], env),
             "statusline, fresh figures": lambda: _timed(line, env, hook),

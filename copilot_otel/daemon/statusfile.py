@@ -11,14 +11,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-from ..common.errors import StateError
-from ..common.jsonobject import NotAJsonObject, json_object
+from .statusdoc import LOCK_FILE, STATUS_FILE, read_status
 
 __all__ = [
     "LOCK_FILE",
@@ -32,28 +30,6 @@ __all__ = [
 ]
 
 _Record = TypeVar("_Record", bound="DataclassInstance")
-
-LOCK_FILE = "lock"
-STATUS_FILE = "status.json"
-
-
-def read_status(state_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """Read the ``status.json`` a daemon wrote in ``state_dir``; ``None`` if there is none.
-
-    Raises:
-        StateError: The file exists but cannot be read or is not a JSON object.
-    """
-    path = Path(state_dir) / STATUS_FILE
-    try:
-        data = path.read_bytes()
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as exc:
-        raise StateError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    try:
-        return json_object(data)
-    except NotAJsonObject as exc:
-        raise StateError(f"{path} is {exc}") from exc
 
 
 @dataclass(frozen=True, slots=True)
