@@ -55,8 +55,7 @@ from ..common.errors import ConfigError, PartialError, SourceError, StateError
 from ..library import SessionRecords, read_session
 from ..loop.agentloop import FoldSettings
 from ..model.activity import PromptRun, Record
-from ..model.records import BadLine
-from ..pipeline import MAX_LINE_BYTES, Pipeline, Step, fold_settings, read_chunks, split_lines
+from ..pipeline import MAX_LINE_BYTES, KeptLines, Pipeline, Step, fold_settings, read_chunks, split_lines
 from ..settings.config import Config
 from ..settings.content import ContentPolicy
 from ..settings.moments import local_time
@@ -119,7 +118,7 @@ class _Followed:
     offset: int  # end of the last complete line folded
     inode: int
     records: list[Record] = dataclasses.field(default_factory=list)
-    drops: list[BadLine] = dataclasses.field(default_factory=list)
+    kept: KeptLines = dataclasses.field(default_factory=KeptLines)  # the lines dropped, and those read
 
     @classmethod
     def start(cls, session: SessionFile, settings: FoldSettings, inode: int) -> _Followed:
@@ -156,13 +155,18 @@ class _Followed:
     def session_records(self, session: SessionFile) -> SessionRecords:
         """What a read of the whole log would give now (its open work closed on a copy of the loop)."""
         closed = copy.deepcopy(self.pipeline.loop).close("file_ended")
-        return SessionRecords(session, [*self.records, *closed], list(self.drops), self.pipeline.lines)
+        return SessionRecords(
+            session, [*self.records, *closed], list(self.kept.bad_lines), self.kept.lines_read
+        )
 
     def _take(self, steps: Iterable[Step]) -> None:
-        for step in steps:
-            if step.drop is not None:
-                self.drops.append(step.drop)
+        """The steps taken where replay, the daemon and the library take them (:meth:`Pipeline.take`)."""
+
+        def keep(step: Step) -> int:
             self.records.extend(step.records)
+            return 0
+
+        self.pipeline.take(steps, "", self.kept, keep)
 
     def _complete(self, path: Path) -> Iterator[bytes]:
         """The log's bytes in chunks, up to its last newline (``offset`` ends there)."""
