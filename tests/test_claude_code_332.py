@@ -99,7 +99,7 @@ def test_every_recording_is_2_1_332s_and_each_session_is_a_loop_facts_scenario()
     ``test_loop_facts.py``."""
     assert sorted(SCENARIOS) == [
         "api-errors-retried", "background-subagent", "fork", "hook-refusal", "interactive-subagent", "multi-tool",
-        "parallel-subagents", "plain-question", "plan-mode-refusal", "queued-prompts", "titled-session",
+        "parallel-subagents", "plain-question", "plan-mode-refusal", "queued-prompts", "statusline", "titled-session",
     ]  # fmt: skip
     for s in SCENARIOS.values():
         assert s.checks["cli_version"] == "2.1.332 (Claude Code)"

@@ -54,7 +54,7 @@ from tests.loop_scenarios import (
 )
 
 # Claude Code: 9 of 2.1.197's shared set, 5 recorded; 12 sessions of 2.1.332's 11 recordings (a fork writes two).
-EXPECTED_SCENARIOS = {"copilot": 11, "claude-code": 26, "codex": 14, "gemini": 10}
+EXPECTED_SCENARIOS = {"copilot": 11, "claude-code": 27, "codex": 14, "gemini": 10}
 
 
 def test_every_recorded_scenario_of_every_source_is_checked() -> None:

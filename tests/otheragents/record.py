@@ -19,7 +19,8 @@ deletes a file leaves no trace of it otherwise; the last bytes read of a vanishe
 
 Claude Code has two scenario sets (``--set``): those first recorded with 2.1.197 (``recorded/``) and those of
 2.1.332 (background and parallel sub-agents, plan-mode and hook refusals, a fork, prompts queued on stdin, HTTP 429
-and 500 retried, a titled session, an interactive session driven in tmux), for which a run can fork
+and 500 retried, a titled session, an interactive session driven in tmux, what a status line command is
+given), for which a run can fork
 (``--resume <id> --fork-session``), set the permission mode or more arguments, feed stream-json on stdin while the
 prompt runs, or run the CLI interactively (no ``-p``: in a detached ``tmux`` session, its first-start questions
 answered in advance in ``~/.claude.json``, the prompt typed, ``/exit`` typed once the model server has been quiet
@@ -147,13 +148,19 @@ class Run:
 
 @dataclass
 class Scenario:
-    """``settings``: written to the project's ``.claude/settings.json`` (a hook) before the first run."""
+    """``settings``: written to the project's ``.claude/settings.json`` (a hook) before the first run;
+    ``status_line``: the user's ``~/.claude/settings.json`` names a ``statusLine`` command that keeps what the CLI
+    writes on its stdin, one line per invocation, and when (``_capture/statusline-input.jsonl``, ``checks.json``
+    ``status_line_runs``): what Claude Code passes to a status line, as written, not as documented; ``origin``: the
+    project's git remote ``origin`` (never fetched; the CLI names the repository it points to)."""
 
     name: str
     description: str
     scripts: tuple[Script, ...]
     runs: tuple[Run, ...]
     settings: dict[str, Any] | None = None
+    status_line: bool = False
+    origin: str | None = None
 
 
 def _bash(command: str, expect: str = "ok") -> Tool:
@@ -450,6 +457,25 @@ def claude_scenarios_2_1_332() -> list[Scenario]:
             "Interactive (no -p) in tmux: one prompt whose Agent call runs in the background; the sub-agent's Bash "
             "and answer, the notification's extra main-agent call; /exit typed 20 s after the last model reply.",
             *_background_agent("imain", "isub", Run("", interactive=True, linger_s=20.0)),
+        ),
+        Scenario(
+            "statusline",
+            "Interactive (no -p) in tmux with a statusLine command in the user's settings that keeps its stdin: "
+            "one prompt, Read src/greet.py, Bash sleep 2 and python3 src/app.py Ada, an answer (the sleep lets the "
+            "CLI run its status line while the prompt runs); /exit typed 8 s after the last model reply.",
+            (
+                Script(
+                    "status",
+                    (
+                        Step("Reading the greeter.", (Tool("Read", {"file_path": "{cwd}/src/greet.py"}),)),
+                        Step(None, (_bash("sleep 2 && python3 src/app.py Ada"),)),
+                    ),
+                    "It prints Hello, Ada.",
+                ),
+            ),
+            (Run(f"What does the app print for Ada? {marker('status')}", interactive=True),),
+            status_line=True,
+            origin="https://github.com/example/greeter.git",
         ),
     ]
 
@@ -912,7 +938,7 @@ def _chown_tree(path: Path, user: pwd.struct_passwd) -> None:
             os.chown(entry, user.pw_uid, user.pw_gid)
 
 
-def _project(folder: Path) -> None:
+def _project(folder: Path, origin: str | None = None) -> None:
     for rel, text in PROJECT_FILES.items():
         (folder / rel).parent.mkdir(parents=True, exist_ok=True)
         (folder / rel).write_text(text)
@@ -920,6 +946,8 @@ def _project(folder: Path) -> None:
     subprocess.run([*git, "init", "-q", "-b", "main"], cwd=folder, check=True)
     subprocess.run([*git, "add", "."], cwd=folder, check=True)
     subprocess.run([*git, "commit", "-qm", "init"], cwd=folder, check=True)
+    if origin is not None:
+        subprocess.run([*git, "remote", "add", "origin", origin], cwd=folder, check=True)
 
 
 class FileWatch:
@@ -974,6 +1002,25 @@ class FileWatch:
                 entry["gone_s"] = now
 
 
+def _status_line_runs(folder: Path, started: float) -> list[dict[str, Any]]:
+    """When each statusLine invocation ran (seconds from ``started``, as ``file_watch``, and the epoch time) and
+    whether its line is a JSON object."""
+    lines = (
+        (folder / STATUS_LINE_INPUT).read_text().splitlines() if (folder / STATUS_LINE_INPUT).exists() else []
+    )
+    times = (folder / STATUS_LINE_TIMES).read_text().split() if (folder / STATUS_LINE_TIMES).exists() else []
+    runs = []
+    for n, line in enumerate(lines):
+        try:
+            is_object = isinstance(json.loads(line), dict)
+        except ValueError:
+            is_object = False
+        at = float(times[n]) if n < len(times) else None  # epoch, as model-requests.jsonl's "time"
+        at_s = round(at - started, 3) if at is not None else None
+        runs.append({"at_s": at_s, "time": at, "json_object": is_object, "bytes": len(line.encode())})
+    return runs
+
+
 def _claude_json(session_id: str, stdout: str) -> tuple[str, list[dict[str, Any]]]:
     """The session id Claude Code's stream-json stdout names (``system``/``init``), and its ``result`` and
     ``system``/``api_retry`` lines in brief."""
@@ -1011,9 +1058,12 @@ def _user_message(text: str) -> bytes:
     return (json.dumps(message) + "\n").encode()
 
 
-def _interactive_config(home: Path, project: Path, api_key: str, version: str) -> None:
+def _interactive_config(
+    home: Path, project: Path, api_key: str, version: str, settings: Mapping[str, Any] | None = None
+) -> None:
     """What an interactive first start would ask (theme, trust of the folder, the API key, bypass mode),
-    answered in advance as the CLI itself stores the answers."""
+    answered in advance as the CLI itself stores the answers; ``settings``: more of the user's settings (the
+    status line runs only in a folder whose trust was accepted)."""
     (home / ".claude.json").write_text(
         json.dumps(
             {
@@ -1029,7 +1079,23 @@ def _interactive_config(home: Path, project: Path, api_key: str, version: str) -
         )
     )
     (home / ".claude").mkdir(exist_ok=True)
-    (home / ".claude" / "settings.json").write_text(json.dumps({"skipDangerousModePermissionPrompt": True}))
+    user_settings = {"skipDangerousModePermissionPrompt": True, **(settings or {})}
+    (home / ".claude" / "settings.json").write_text(json.dumps(user_settings, indent=1) + "\n")
+
+
+STATUS_LINE_INPUT = "statusline-input.jsonl"
+STATUS_LINE_TIMES = "statusline-times.txt"
+
+
+def _status_line_settings(folder: Path) -> dict[str, Any]:
+    """A ``statusLine`` command that appends its stdin to ``folder/statusline-input.jsonl`` as it came (the CLI
+    writes one JSON object and a newline; ``sed '$a\\'`` adds one only where it is missing), the epoch time to
+    ``statusline-times.txt``, and prints how many it kept (seen on the screen)."""
+    kept, times = shlex.quote(str(folder / STATUS_LINE_INPUT)), shlex.quote(str(folder / STATUS_LINE_TIMES))
+    command = (
+        f"sed -e '$a\\' >> {kept}; date +%s.%N >> {times}; echo \"statusline inputs kept: $(wc -l < {kept})\""
+    )
+    return {"statusLine": {"type": "command", "command": command}}
 
 
 def _tmux(user: pwd.struct_passwd, env: dict[str, str], socket: str, *args: str) -> str:
@@ -1109,10 +1175,12 @@ def record(
     user = ensure_user() if os.geteuid() == 0 else pwd.getpwuid(os.geteuid())
     base = work / cli / scenario.name
     shutil.rmtree(base, ignore_errors=True)
-    home, project = base / "home", base / "project"
+    home, project, status_dir = base / "home", base / "project", base / "statusline"
     home.mkdir(parents=True)
     project.mkdir(parents=True)
-    _project(project)
+    if scenario.status_line:
+        status_dir.mkdir()
+    _project(project, scenario.origin)
     if scenario.settings is not None:
         (project / ".claude").mkdir()
         (project / ".claude" / "settings.json").write_text(json.dumps(scenario.settings, indent=1) + "\n")
@@ -1154,7 +1222,8 @@ def record(
                 }
             )
             if any(run.interactive for run in scenario.runs):
-                _interactive_config(home, project, api_key, version.split()[0])
+                user_settings = _status_line_settings(status_dir) if scenario.status_line else None
+                _interactive_config(home, project, api_key, version.split()[0], user_settings)
         else:
             env["FAKE_OPENAI_API_KEY"] = "sk-fake-" + "x" * 40
             (home / ".codex").mkdir()
@@ -1286,6 +1355,10 @@ def record(
         (capture / "screens.txt").write_text("\n".join(screens))
     (capture / "stderr.txt").write_text("".join(stderr_all))
     (capture / "model-requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in requests))
+    status_line_runs = _status_line_runs(status_dir, watch.started) if scenario.status_line else None
+    if scenario.status_line:  # empty when the CLI never ran the command
+        kept = status_dir / STATUS_LINE_INPUT
+        (capture / STATUS_LINE_INPUT).write_bytes(kept.read_bytes() if kept.exists() else b"")
     vanished = {rel: e for rel, e in watch.files.items() if e["gone_s"] is not None}
     for rel in vanished:
         kept = capture / "vanished" / rel
@@ -1301,6 +1374,10 @@ def record(
         "human_prompts": [r.prompt for r in scenario.runs],
         "queued_prompts": [q.text for r in scenario.runs for q in r.queued],
         "project_settings": scenario.settings,
+        **({"git_origin": scenario.origin} if scenario.origin is not None else {}),
+        **({"user_settings": _status_line_settings(status_dir)} if scenario.status_line else {}),
+        # each statusLine invocation: seconds from the start, and whether what it was given is one JSON object
+        **({"status_line_runs": status_line_runs} if status_line_runs is not None else {}),
         "scripted_tool_calls": [
             {
                 "script": s.name,
