@@ -2,9 +2,10 @@
 
 The real command (the console script, a process of its own) gets the hook's JSON on stdin and prints one line at
 once from the figures its background refresh keeps; the refresh (a real detached process) reads the logs as
-``report`` does. Its figures are checked against ``report``'s over the same home: a real Claude Code capture
-re-timed to have ended minutes ago (so it is today's, in an open 5-hour window), and a real daemon for the
-"delivering" part.
+``report`` does. The hook's JSON is what real Claude Code 2.1.332 passed its statusLine command in an interactive
+session (``claude-code-2.1.332/statusline``), and the session is that one's log, re-timed to have ended minutes
+ago (so it is today's, in an open 5-hour window); its figures are checked against ``report``'s and against the
+CLI's own cost of the session; a real daemon for the "delivering" part.
 """
 
 from __future__ import annotations
@@ -27,7 +28,10 @@ from tests.otlp_receiver import OtlpReceiver
 from tests.test_cli_commands import _console_script
 from tests.waiting import until
 
-SCENARIO = FIXTURES / "other-agents" / "claude-code" / "multi-tool" / "projects"
+# A real interactive Claude Code 2.1.332 session with a statusLine command that kept what the CLI passed it.
+RECORDING = FIXTURES / "other-agents" / "claude-code-2.1.332" / "statusline"
+SCENARIO = RECORDING / "projects"
+HOOK_INPUTS = RECORDING / "_capture" / "statusline-input.jsonl"
 _STAMP = re.compile(rb'"timestamp":"([0-9T:.\-]+Z)"')
 
 
@@ -50,20 +54,13 @@ def _retimed_claude(home: Path, end: datetime) -> tuple[str, Path]:
     return source.stem, log
 
 
-def _hook(session_id: str, log: Path) -> bytes:
-    """The statusLine hook's JSON as Claude Code documents it (model, the session, its transcript, its own cost)."""
-    return json.dumps(
-        {
-            "hook_event_name": "Status",
-            "session_id": session_id,
-            "transcript_path": str(log),
-            "cwd": "/home/dev/agents/projects/multi-tool",
-            "model": {"id": "claude-opus-5-5", "display_name": "Opus"},
-            "workspace": {"current_dir": "/home/dev/agents/projects/multi-tool"},
-            "version": "2.1.332",
-            "cost": {"total_cost_usd": 0.42, "total_duration_ms": 12000},
-        }
-    ).encode()
+def _hook(session_id: str, log: Path, which: int = -1) -> bytes:
+    """What the CLI passed its statusLine command (``which``: the first, before any prompt, or the last), as it
+    passed it but for the transcript's path, which is where this test's home has the log."""
+    hook = json.loads(HOOK_INPUTS.read_bytes().splitlines()[which])
+    assert hook["session_id"] == session_id
+    hook["transcript_path"] = str(log)
+    return json.dumps(hook).encode()
 
 
 def _statusline(home: Path, state: Path, stdin: bytes) -> tuple[float, str]:
@@ -107,8 +104,8 @@ def test_the_line_shows_the_sessions_and_todays_cost_and_the_open_window_as_repo
     stdin = _hook(session_id, log)
 
     # first message: nothing worked out yet; the line comes at once and a refresh starts in the background
-    _, first = _statusline(utc_home, state, stdin)
-    assert first.startswith("Opus · $… session · $… today") and first.endswith("otel not running"), first
+    _, first = _statusline(utc_home, state, _hook(session_id, log, which=0))
+    assert first.startswith("Opus 5.5 · $… session · $… today") and first.endswith("otel not running"), first
     until(lambda: (state / "statusline.json").is_file(), 60, "the background refresh wrote its figures")
 
     _, line = _statusline(utc_home, state, stdin)
@@ -116,6 +113,8 @@ def test_the_line_shows_the_sessions_and_todays_cost_and_the_open_window_as_repo
     today = _report(capsys, "daily", "--since", "today")["totals"]["cost_usd"]
     (window,) = [b for b in _blocks(capsys) if b["active"]]
     assert session_cost > 0 and today >= session_cost
+    # priced from the log's tokens at the table's prices, it is the CLI's own figure for the session
+    assert session_cost == pytest.approx(json.loads(stdin)["cost"]["total_cost_usd"], abs=1e-6)
     assert f"${session_cost:.2f} session" in line and f"${today:.2f} today" in line, line
     left = re.search(r"(\d+)h(\d\d)m left in 5h window", line)
     assert left is not None, line
