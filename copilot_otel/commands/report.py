@@ -67,6 +67,7 @@ from ..settings.moments import local_time as _local
 from ..settings.moments import parse_window
 from ..sources import AgentRoot, agent_roots
 from ..sources.sessions import SessionFile, resolve
+from .report_cache import CACHE_FILE, PartCache, fingerprint
 
 __all__ = [
     "FIGURES",
@@ -84,6 +85,7 @@ __all__ = [
     "json_number",
     "make_cut",
     "parse_zone",
+    "part_cache",
     "render_csv",
     "render_json",
     "render_table",
@@ -774,6 +776,7 @@ def tally_logs(
     root: Path | None = None,
     on_progress: Callable[[ReadProgress], None] | None = None,
     others: Sequence[AgentRoot] = (),
+    cache: PartCache[SessionPart] | None = None,
 ) -> Tally:
     """Read and add up the session logs under ``targets``.
 
@@ -787,6 +790,8 @@ def tally_logs(
             prefix of one (the resolver ``show`` and ``replay`` use).
         on_progress: Called as sessions are read (each one in-process; each chunk with worker processes).
         others: Other agents' folders a session id is looked up in too (Claude Code's, Codex's).
+        cache: The sessions' parts kept from earlier reports (:func:`part_cache`): only the logs that changed
+            since are read.
 
     Raises:
         SourceError: A target is neither a readable path, a session log folder nor a known session id.
@@ -802,6 +807,7 @@ def tally_logs(
         skipped=skipped,
         on_progress=on_progress,
         workers=workers,
+        cache=cache,
     )
 
 
@@ -814,12 +820,13 @@ def tally_found(
     skipped: Sequence[Exception] = (),
     workers: int | None = None,
     on_progress: Callable[[ReadProgress], None] | None = None,
+    cache: PartCache[SessionPart] | None = None,
 ) -> Tally:
     """Add up session logs already found (:func:`tally_logs`; ``report`` with no path: every enabled agent's),
     those last written before ``read_since_ns`` (default: the cut's ``since``) left unopened; ``skipped``: the
-    sessions found but unreadable, said as left out."""
+    sessions found but unreadable, said as left out; ``cache``: as :func:`tally_logs`'s."""
     kept = _written_since(found, cut.since_ns if read_since_ns is None else read_since_ns)
-    tally = _tally_found(kept, cut, settings, workers, on_progress)
+    tally = _tally_found(kept, cut, settings, workers, on_progress, cache)
     tally.skipped[:0] = [str(exc) for exc in skipped]
     return tally
 
@@ -830,16 +837,33 @@ def _tally_found(
     settings: FoldSettings,
     workers: int | None,
     on_progress: Callable[[ReadProgress], None] | None = None,
+    cache: PartCache[SessionPart] | None = None,
 ) -> Tally:
+    tally = Tally(cut)
+    signatures: dict[Path, str] = {}
+    if cache is not None:  # the logs that did not change are added from the cache; the others read below
+        recalled = cache.recall(found)
+        for kept, lines in recalled.parts:
+            tally.add(kept)
+            tally.sessions_read += 1
+            tally.events_read += lines
+        found, signatures = recalled.todo, recalled.signatures
     sizes = [log_bytes(session) for session in found]
-    progress = ReadProgress(0, len(found), 0, sum(sizes))
+    progress = ReadProgress(
+        tally.sessions_read, tally.sessions_read + len(found), tally.events_read, sum(sizes)
+    )
+    if on_progress is not None and tally.sessions_read:
+        on_progress(progress)  # what the cache gave (all of it, when no log changed)
     count = workers if workers is not None else min(os.cpu_count() or 1, _MAX_WORKERS)
     if count <= 1 or progress.bytes_total < PARALLEL_MIN_BYTES:
-        return _tally_chunk(found, settings, cut, progress, on_progress)
-    tally = Tally(cut)
+        tally.merge(_tally_chunk(found, settings, cut, progress, on_progress, cache, signatures))
+        return tally
     # Started the way the platform seam says is safe (fork only on Linux; spawn on macOS and Windows).
     with process_pool(count) as pool:
-        futures = [pool.submit(_tally_chunk, chunk, settings, cut) for chunk in by_size(found, CHUNK_BYTES)]
+        futures = [
+            pool.submit(_tally_chunk, chunk, settings, cut, None, None, cache, _of(signatures, chunk))
+            for chunk in by_size(found, CHUNK_BYTES)
+        ]
         try:
             for future in as_completed(futures):
                 part = future.result()
@@ -924,8 +948,12 @@ def _tally_chunk(
     cut: Cut,
     progress: ReadProgress | None = None,
     on_progress: Callable[[ReadProgress], None] | None = None,
+    cache: PartCache[SessionPart] | None = None,
+    signatures: dict[Path, str] | None = None,
 ) -> Tally:
+    """Read and add up ``sessions``; with a ``cache``, keep the part of each log whose signature was taken."""
     tally = Tally(cut)
+    keep: list[tuple[SessionFile, str, SessionPart, int]] = []
     for session in sessions:
         lines = 0
         try:
@@ -933,15 +961,33 @@ def _tally_chunk(
         except SourceError as exc:  # unreadable now (removed, permissions): the report is about the rest
             tally.skipped.append(str(exc))
         else:
-            tally.add(session_part(records))
+            part = session_part(records)
+            tally.add(part)
             lines = records.lines
+            if signatures and session.path in signatures:
+                keep.append((session, signatures[session.path], part, lines))
         tally.sessions_read += 1
         tally.events_read += lines
         if progress is not None and on_progress is not None:
             progress.sessions_read += 1
             progress.events_read += lines
             on_progress(progress)
+    if cache is not None:
+        cache.keep(keep)
     return tally
+
+
+def _of(signatures: dict[Path, str], chunk: list[SessionFile]) -> dict[Path, str]:
+    """A chunk's share of the signatures (a worker process is sent only its own)."""
+    return {s.path: signatures[s.path] for s in chunk if s.path in signatures}
+
+
+def part_cache(config: Config, settings: FoldSettings) -> PartCache[SessionPart]:
+    """The cache of sessions' parts in ``config``'s state directory (:mod:`copilot_otel.commands.report_cache`),
+    valid for ``settings`` and this code."""
+    return PartCache(
+        config.state_dir / CACHE_FILE, fingerprint(settings, SessionPart, _Item), SessionPart, _Item
+    )
 
 
 def _wanted(
@@ -1337,6 +1383,7 @@ def report(
     progress: Literal["terminal", "always", "never"] = "terminal",
     agent: str | None = None,
     repo: str | None = None,
+    cache: bool = True,
 ) -> int:
     """Print a usage report of the session logs under ``paths`` (default: every enabled agent's folder, the
     ``agents`` setting; ``agent``: only that agent's sessions count; ``repo``: only that repository's, by name or
@@ -1347,7 +1394,9 @@ def report(
     ``replay`` take them. The table is as wide as the
     terminal, :data:`PIPED_WIDTH` when stdout is no terminal, and every figure wide with ``layout="wide"``.
     ``progress``: how far reading has got, on stderr (:class:`ProgressLine`): only when stderr is a terminal,
-    always, or never.
+    always, or never. ``cache``: keep each session's figures in the state directory and read again only the
+    logs that changed since (:mod:`copilot_otel.commands.report_cache`); ``False`` reads every log and keeps
+    nothing.
 
     Returns:
         The exit code: 0, or 8 (:class:`~copilot_otel.common.errors.PartialError`) when sessions that could not be
@@ -1391,12 +1440,13 @@ def report(
         if progress == "always" or (progress == "terminal" and terminal)
         else None
     )
+    kept = part_cache(config, settings) if cache else None
     try:
         if found is None:
             others = [root for root in agent_roots(config) if root.enabled]
             tally = tally_logs(
                 paths, cut, settings, read_since_ns=read_since, root=config.session_state, on_progress=line,
-                others=others,
+                others=others, cache=kept,
             )  # fmt: skip
         else:
             tally = tally_found(
@@ -1406,6 +1456,7 @@ def report(
                 read_since_ns=read_since,
                 skipped=found.unreadable,
                 on_progress=line,
+                cache=kept,
             )
     finally:
         if line is not None:
