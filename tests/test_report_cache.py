@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sqlite3
+import subprocess
+import sys
 from datetime import timezone
 from pathlib import Path
 from typing import Any
@@ -249,3 +252,31 @@ def test_worker_processes_fill_the_cache(tmp_path: Path, monkeypatch: pytest.Mon
     warm = report_module.finish_report(tally_logs(targets, cut, workers=2, cache=cache), now_ns=0)
     render = report_module.render_json
     assert render(filled, timezone.utc) == render(serial, timezone.utc) == render(warm, timezone.utc)
+
+
+def test_concurrent_reports_share_the_cache(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Reports started together (each filling the cache with every log) all answer, and leave a cache the next
+    one reads whole."""
+    targets = [str(p) for p in EVERY_AGENT]
+    state = tmp_path / "state"
+    expected = _report(capsys, tmp_path / "none", "session", *targets, "--no-cache")
+    command = [sys.executable, "-m", "copilot_otel", "report", "session", *targets, "--json", "--tz", "UTC"]
+    runs = [
+        subprocess.Popen(
+            [*command, "--state-dir", str(state)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=os.environ,
+        )
+        for _ in range(3)
+    ]
+    for run in runs:
+        out, err = run.communicate(timeout=120)
+        assert run.returncode == 0, err
+        assert json.loads(out) == expected
+    assert (
+        main(["report", "session", *targets, "--json", "--state-dir", str(state), "--log-level", "debug"])
+        == 0
+    )
+    kept = re.search(r"(\d+) of (\d+) sessions kept, 0 to read", capsys.readouterr().err)
+    assert kept is not None and kept.group(1) == kept.group(2)

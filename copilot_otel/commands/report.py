@@ -196,11 +196,16 @@ class Row:
             key=lambda r: (-r.value("premium_requests", price), -r.value("input_tokens", price), r.key),
         )
 
-    def _add(self, name: str, value: float, time_ns: int) -> None:
-        self.figures[name] = self.figures.get(name, 0.0) + value
+    def _add_figures(self, figures: Iterable[tuple[str, float]], time_ns: int) -> None:
+        """Add a record's figures at the record's time (all at once: a report over 100,000 events adds ~400,000
+        figures, and a call for each was a third of the time a report over the cache takes)."""
+        sums = self.figures
+        for name, value in figures:
+            sums[name] = sums.get(name, 0.0) + value
         if time_ns:
             self.first_ns = time_ns if not self.first_ns else min(self.first_ns, time_ns)
-            self.last_ns = max(self.last_ns, time_ns)
+            if time_ns > self.last_ns:
+                self.last_ns = time_ns
 
 
 def _merge_rows(rows: dict[str, Row], others: dict[str, Row]) -> None:
@@ -585,9 +590,10 @@ class Tally:
             cut.repo is None or cut.repo.matches(part.repository, part.git_root, part.cwd)
         )
         for item in part.items:
-            for name, value in item.figures:
-                if name == "premium_requests" and item.time_ns >= cut.quota_start_ns:
-                    self.quota_used += value
+            if item.time_ns >= cut.quota_start_ns:
+                for name, value in item.figures:
+                    if name == "premium_requests":
+                        self.quota_used += value
             if not wanted:
                 continue
             if cut.since_ns is not None and item.time_ns < cut.since_ns:
@@ -621,9 +627,10 @@ class Tally:
             for target in targets:
                 target.session_ids.add(part.session_id)
                 target.agents.add(part.agent)
-                target.estimated.update(item.estimated)
-                for name, value in item.figures:
-                    target._add(name, value, item.time_ns)
+                if item.estimated:
+                    target.estimated.update(item.estimated)
+                if item.figures:
+                    target._add_figures(item.figures, item.time_ns)
 
     def merge(self, other: Tally) -> None:
         """Add another tally of the same cut (a worker's share of the logs)."""
