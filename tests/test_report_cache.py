@@ -151,18 +151,23 @@ def test_other_fold_settings_read_every_log_again(tmp_path: Path, capsys: pytest
 
 
 def test_a_changed_source_file_reads_every_log_again(tmp_path: Path) -> None:
-    """A development checkout edited in place: the package's files' sizes and mtimes are in the fingerprint."""
+    """A development checkout edited in place: the package's files' sizes and mtimes are in the fingerprint (of a
+    copy here: touching the package itself would empty the caches of tests running beside this one)."""
+    package = tmp_path / "copilot_otel"
+    shutil.copytree(
+        Path(report_module.__file__).parent.parent, package, ignore=shutil.ignore_patterns("__pycache__")
+    )
     settings = FoldSettings()
-    before = fingerprint(settings, report_module.SessionPart)
-    source = Path(report_module.__file__)
+    before = fingerprint(settings, report_module.SessionPart, package=package)
+    assert fingerprint(FoldSettings(), report_module.SessionPart, package=package) == before  # stable
+    source = package / "commands" / "report.py"
     stat = source.stat()
-    try:
-        os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
-        assert fingerprint(settings, report_module.SessionPart) != before
-    finally:
-        os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    assert fingerprint(settings, report_module.SessionPart) == before
-    assert fingerprint(FoldSettings(), report_module.SessionPart) == before  # stable
+    os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    assert fingerprint(settings, report_module.SessionPart, package=package) != before
+    os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert fingerprint(settings, report_module.SessionPart, package=package) == before
+    source.write_text(source.read_text() + "\n")
+    assert fingerprint(settings, report_module.SessionPart, package=package) != before
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated"])

@@ -65,16 +65,16 @@ _PACKAGE = Path(__file__).resolve().parent.parent
 PartT = TypeVar("PartT")
 
 
-def fingerprint(settings: FoldSettings, *classes: type) -> str:
-    """What a part was computed under: this package (version, and its source files' sizes and mtimes, so an edit
-    of a development checkout counts), :data:`FORMAT`, ``settings`` and the fields of ``classes`` (the part's and
-    its items'), as a short hex digest."""
+def fingerprint(settings: FoldSettings, *classes: type, package: Path = _PACKAGE) -> str:
+    """What a part was computed under: this package (version, and the sizes and mtimes of the source files under
+    ``package``, so an edit of a development checkout counts), :data:`FORMAT`, ``settings`` and the fields of
+    ``classes`` (the part's and its items'), as a short hex digest."""
     hasher = hashlib.sha256()
     hasher.update(f"{FORMAT}\0{__version__}\0{_stable(settings)}\0".encode())
     for cls in classes:
         fields = [(f.name, str(f.type)) for f in dataclasses.fields(cls)]
         hasher.update(f"{cls.__qualname__}{fields}\0".encode())
-    for folder, _, names in sorted(os.walk(_PACKAGE)):
+    for folder, _, names in sorted(os.walk(package)):
         for name in sorted(names):
             if name.endswith(".py"):
                 with contextlib.suppress(OSError):
