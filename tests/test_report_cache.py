@@ -23,7 +23,7 @@ import pytest
 
 from copilot_otel.cli import main
 from copilot_otel.commands import report as report_module
-from copilot_otel.commands.report import make_cut, part_cache, session_part, tally_logs
+from copilot_otel.commands.report import SessionPart, make_cut, part_cache, session_part, tally_logs
 from copilot_otel.commands.report_cache import CACHE_FILE, fingerprint
 from copilot_otel.library import read_log, resolve_targets
 from copilot_otel.loop.agentloop import FoldSettings
@@ -235,13 +235,14 @@ def test_every_fixture_part_comes_back_equal(tmp_path: Path) -> None:
     """What the cache keeps is what it gives back, field by field, for every agent's sessions."""
     cache = part_cache(load_config({"state_dir": str(tmp_path)}), FoldSettings())
     found = resolve_targets([str(p) for p in EVERY_AGENT], None, [])
-    assert cache.recall(found).parts == []
-    recalled = cache.recall(found)
+    back: list[SessionPart] = []
+    recalled = cache.recall(found, lambda part, lines: back.append(part))
+    assert back == [] and recalled.kept == 0
     parts = {s.path: session_part(read_log(s)) for s in found}
     cache.keep((s, recalled.signatures[s.path], parts[s.path], 1) for s in found)
-    again = cache.recall(found)
-    assert again.todo == []
-    assert [part for part, _ in again.parts] == [parts[s.path] for s in found]
+    again = cache.recall(found, lambda part, lines: back.append(part))
+    assert again.todo == [] and again.kept == len(found)
+    assert back == [parts[s.path] for s in found]
 
 
 def test_worker_processes_fill_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -253,7 +254,7 @@ def test_worker_processes_fill_the_cache(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setattr(report_module, "CHUNK_BYTES", 256 * 1024)
     filled = report_module.finish_report(tally_logs(targets, cut, workers=2, cache=cache), now_ns=0)
     found = resolve_targets(targets, None, [])
-    assert cache.recall(found).todo == []  # each worker kept its share
+    assert cache.recall(found, lambda part, lines: None).todo == []  # each worker kept its share
     warm = report_module.finish_report(tally_logs(targets, cut, workers=2, cache=cache), now_ns=0)
     render = report_module.render_json
     assert render(filled, timezone.utc) == render(serial, timezone.utc) == render(warm, timezone.utc)

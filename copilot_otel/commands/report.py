@@ -849,11 +849,13 @@ def _tally_found(
     tally = Tally(cut)
     signatures: dict[Path, str] = {}
     if cache is not None:  # the logs that did not change are added from the cache; the others read below
-        recalled = cache.recall(found)
-        for kept, lines in recalled.parts:
+
+        def add(kept: SessionPart, lines: int) -> None:
             tally.add(kept)
             tally.sessions_read += 1
             tally.events_read += lines
+
+        recalled = cache.recall(found, add)
         found, signatures = recalled.todo, recalled.signatures
     sizes = [log_bytes(session) for session in found]
     progress = ReadProgress(
