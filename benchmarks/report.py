@@ -1,6 +1,16 @@
-"""``copilot-otel report`` on a large history, against ccusage's approach: a plain JSONL reader.
+"""``copilot-otel report`` on a large history, against ccusage's approach (a plain JSONL reader), and against the
+real ccusage on Claude Code logs.
 
     python benchmarks/report.py [--events 200000 | --history DIR] [--repeat 3]
+    python benchmarks/report.py --ccusage [--events 100000] [--repeat 5] [--ccusage-version 20.0.24]
+
+``--ccusage`` installs ccusage from the npm registry (``npm install`` into ``.cache/ccusage-<version>/`` under the
+repository, once; the version ``npm view ccusage version`` names, or the newest whose native package for this
+platform the registry has) and times, round-robin in one run, on one generated home of Claude Code logs
+(:func:`claude_home`): ``ccusage daily --json --offline`` (``--offline``: its bundled prices, no fetch), and
+``copilot-otel report daily --json`` with ``--no-cache`` (every log read), with an empty cache (every log read and
+kept), and with the cache filled (no log changed: the figures read back). Medians of ``--repeat`` runs; the
+script exits 1 when ccusage's token totals and ours differ (ours count cached input in ``input_tokens``).
 
 ccusage (the Claude Code usage reporter) reads each JSONL line with ``JSON.parse`` and sums the usage fields it
 finds, grouped by the line's date; the baseline here does the same for Copilot CLI logs: stdlib ``json`` (and
@@ -17,7 +27,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
+import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -33,6 +46,7 @@ import orjson
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import agent_history  # noqa: E402
 import history  # noqa: E402
 
 from copilot_otel.commands.report import finish_report, make_cut, render_json, tally_logs  # noqa: E402
@@ -73,10 +87,20 @@ def plain_reader(root: Path, loads: Callable[[bytes], Any]) -> tuple[dict[str, f
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="report.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--events", type=int, default=200_000)
+    parser.add_argument("--events", type=int, default=None, help="default 200,000 (100,000 with --ccusage)")
     parser.add_argument("--history", type=Path, default=None, help="an existing session-state root")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per variant; the best is shown")
+    parser.add_argument(
+        "--repeat", type=int, default=None, help="runs per variant (default 3; 5 with --ccusage)"
+    )
+    parser.add_argument(
+        "--ccusage", action="store_true", help="against the real ccusage, on Claude Code logs"
+    )
+    parser.add_argument("--ccusage-version", default=None, help="default: what the npm registry serves")
     args = parser.parse_args(argv)
+    if args.ccusage:
+        return against_ccusage(args.events or 100_000, args.repeat or 5, args.ccusage_version)
+    args.events = args.events or 200_000
+    args.repeat = args.repeat or 3
     work = Path(tempfile.mkdtemp(prefix="copilot-otel-report-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_"))}
     env["HOME"] = str(work / "home")
@@ -87,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
             history.generate(root, args.events)
         size = sum(p.stat().st_size for p in root.glob("*/events.jsonl"))
         script = Path(sys.executable).parent / "copilot-otel"
-        command = [str(script), "report", "daily", str(root), "--json", "--tz", "UTC"]
+        command = [str(script), "report", "daily", str(root), "--json", "--tz", "UTC", "--no-cache"]
 
         def cli() -> dict[str, Any]:
             done = subprocess.run(command, capture_output=True, check=True, env=env, timeout=600)
@@ -160,6 +184,177 @@ def main(argv: list[str] | None = None) -> int:
         f"report only: {totals['prompts']:,} prompts, {totals['turns']:,} turns, {totals['tool_calls']:,} tool "
         f"calls ({totals['failed_tool_calls']:,} failed), {totals['lines_added']:,} lines added"
     )
+    return 0 if ok else 1
+
+
+# ------------------------------------------------------------------------------------------ the real ccusage
+ROOT = HERE.parent
+# Claude Code's message and request ids (``msg_…``, ``req_…``): ccusage counts a message once per id pair.
+_MESSAGE_ID = re.compile(rb'"(msg|req)_')
+
+
+# Scenarios ccusage 20 counts otherwise than the logs say, left out so that both count the same work: a message
+# written over several lines without a request id (an aborted one) counted once per line, a resumed session's
+# earlier messages counted again.
+_CCUSAGE_DIFFERS = ("abort-mid-tool", "resumed", "subagent-tools-fail")
+
+
+def _differs(name: str) -> bool:
+    return any(f"-{scenario}-" in name for scenario in _CCUSAGE_DIFFERS)
+
+
+def claude_home(home: Path, events: int) -> agent_history.Stats:
+    """Claude Code's ``~/.claude/projects`` made of copies of its recorded scenarios (:mod:`agent_history`: UUIDs
+    replaced per copy) but :data:`_CCUSAGE_DIFFERS`, the message and request ids made unique per copy too: ccusage
+    counts a message once per (message id, request id), so copies sharing them would be one message to it and
+    several to us."""
+    files = agent_history.scenario_files("claude-code")
+    every = sum(blob.count(b"\n") for _, blob in files)
+    kept = sum(blob.count(b"\n") for name, blob in files if not _differs(name.split("/")[0]))
+    agent_history.generate(home / ".claude", "claude-code", -(-events * every // kept))
+    projects = home / ".claude" / "projects"
+    for folder in list(projects.iterdir()):
+        if _differs(folder.name):
+            shutil.rmtree(folder)
+    logs = sorted(projects.rglob("*.jsonl"))
+    lines = size = 0
+    for log in logs:
+        session = log.parent.parent.name if log.parent.name == "subagents" else log.stem  # its session's id
+        unique = b'"\\1_' + session.replace("-", "").encode() + b"_"
+        data = _MESSAGE_ID.sub(unique, log.read_bytes())
+        log.write_bytes(data)
+        lines += data.count(b"\n")
+        size += len(data)
+    return agent_history.Stats(len(logs), lines, size)
+
+
+def _npm(*args: str) -> str:
+    return subprocess.run(
+        ["npm", *args], capture_output=True, text=True, check=True, timeout=600
+    ).stdout.strip()
+
+
+def install_ccusage(version: str | None) -> tuple[Path, str]:
+    """ccusage from the npm registry into ``.cache/ccusage-<version>/`` (once), and its version. Its launcher runs
+    a native binary from ``@ccusage/ccusage-<platform>-<arch>``: when the registry lacks that package for the newest
+    ccusage, the newest version it has one for."""
+    if version is None:
+        version = _npm("view", "ccusage", "version")
+        arch = {"x86_64": "x64", "aarch64": "arm64", "arm64": "arm64", "AMD64": "x64"}.get(
+            platform.machine(), "x64"
+        )
+        system = {"linux": "linux", "darwin": "darwin", "win32": "win32"}.get(sys.platform, sys.platform)
+        try:
+            native = _npm("view", f"@ccusage/ccusage-{system}-{arch}@{version}", "version")
+        except subprocess.CalledProcessError:
+            native = _npm("view", f"@ccusage/ccusage-{system}-{arch}", "version")
+            print(
+                f"npm serves ccusage {version} but no native package of it for {system}-{arch}: using {native}"
+            )
+        version = native or version
+    prefix = ROOT / ".cache" / f"ccusage-{version}"
+    binary = prefix / "node_modules" / ".bin" / "ccusage"
+    if not binary.exists():
+        prefix.mkdir(parents=True, exist_ok=True)
+        _npm("install", "--prefix", str(prefix), "--no-audit", "--no-fund", f"ccusage@{version}")
+    said = subprocess.run(
+        [str(binary), "--version"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    return binary, said
+
+
+def against_ccusage(events: int, repeat: int, version: str | None) -> int:
+    """The real ccusage and ``copilot-otel report`` side by side on one generated home of Claude Code logs."""
+    ccusage, said = install_ccusage(version)
+    work = Path(tempfile.mkdtemp(prefix="copilot-otel-ccusage-"))
+    home, state = work / "home", work / "state"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "COPILOT_", "CLAUDE_", "XDG_"))}
+    env.update(HOME=str(home), TZ="UTC", NO_COLOR="1")
+    script = Path(sys.executable).parent / "copilot-otel"
+    ours = [
+        str(script),
+        "report",
+        "daily",
+        "--json",
+        "--tz",
+        "UTC",
+        "--agents",
+        "claude-code",
+        "--state-dir",
+        str(state),
+    ]
+    cache = state / "report-cache.db"
+
+    def run(command: list[str]) -> dict[str, Any]:
+        done = subprocess.run(command, capture_output=True, check=True, env=env, timeout=900)
+        doc: dict[str, Any] = json.loads(done.stdout)
+        return doc
+
+    def empty_cache() -> dict[str, Any]:
+        for stale in state.glob("report-cache.db*"):
+            stale.unlink()
+        return run(ours)
+
+    try:
+        stats = claude_home(home, events)
+        variants: dict[str, Callable[[], dict[str, Any]]] = {
+            f"ccusage daily --json --offline ({said})": lambda: run(
+                [str(ccusage), "daily", "--json", "--offline", "--timezone", "UTC"]
+            ),
+            "copilot-otel report daily --json --no-cache (every log read)": lambda: run(
+                [*ours, "--no-cache"]
+            ),
+            "copilot-otel report daily --json, empty cache (every log read and kept)": empty_cache,
+            "copilot-otel report daily --json, cache filled (no log changed)": lambda: run(ours),
+        }
+        times: dict[str, list[float]] = {name: [] for name in variants}
+        results: dict[str, dict[str, Any]] = {}
+        run(ours)  # warm-up: byte-code compiled, the cache filled, the files in the page cache
+        for _ in range(repeat):  # round-robin: the machine is shared, a load change hits every variant alike
+            for name, variant in variants.items():
+                if name.endswith("(no log changed)") and not cache.exists():
+                    run(ours)
+                started = time.perf_counter()
+                results[name] = variant()
+                times[name].append(time.perf_counter() - started)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    names = list(variants)
+    theirs, cold, filled, warm = (results[n] for n in names)
+    assert cold == filled == warm, "the cache changed the report"
+    median = {name: statistics.median(values) for name, values in times.items()}
+    base = median[names[0]]
+    sessions = cold["totals"]["sessions"]
+    print(
+        f"home: {stats.events:,} events, {sessions:,} sessions ({stats.files:,} files with sub-agents'), "
+        f"{stats.bytes / 1e6:.0f} MB of Claude Code logs ({datetime.now(timezone.utc):%Y-%m-%d}, {os.cpu_count()} CPUs, "
+        f"Python {sys.version.split()[0]}, node {subprocess.run(['node', '--version'], capture_output=True, text=True).stdout.strip()})\n"
+    )
+    # Each round's ratio to ccusage's time in the same round, and their median: a load change hits a round alike.
+    print(
+        f"| command | median s ({repeat} runs) | runs | x ccusage (medians) | x ccusage (median of each round's) |\n"
+        "|---|---|---|---|---|"
+    )
+    for name in names:
+        runs = ", ".join(f"{t:.2f}" for t in times[name])
+        paired = statistics.median(t / c for t, c in zip(times[name], times[names[0]], strict=True))
+        print(f"| {name} | {median[name]:.2f} | {runs} | {median[name] / base:.2f} | {paired:.2f} |")
+    print()
+    totals, their = cold["totals"], theirs["totals"]
+    pairs = (
+        (
+            "input tokens (ours count cached input in them)",
+            totals["input_tokens"],
+            their["inputTokens"] + their["cacheReadTokens"] + their["cacheCreationTokens"],
+        ),
+        ("output tokens", totals["output_tokens"], their["outputTokens"]),
+        ("cache read tokens", totals["cache_read_tokens"], their["cacheReadTokens"]),
+        ("cache write tokens", totals["cache_write_tokens"], their["cacheCreationTokens"]),
+    )
+    ok = True
+    for name, mine, other in pairs:
+        ok = ok and mine == other
+        print(f"{name}: copilot-otel {mine:,} / ccusage {other:,} {'ok' if mine == other else 'DIFFER'}")
     return 0 if ok else 1
 
 

@@ -330,9 +330,15 @@ def _add_report_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         default=5.0,
         help="report blocks --live: seconds between redraws (default 5)",
     )
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="read every log again and keep nothing (default: each session's figures are kept in the state "
+        "directory's report-cache.db and only the logs that changed since are read)",
+    )
     _add_agent_argument(p, "count only this agent's sessions ('report agent': a row per agent)")
     _add_repo_argument(p, "count only this repository's sessions")
-    add_arguments(p, ["session_state", *_AGENTS, "config_file", "log_level", "runaway_turns"])
+    add_arguments(p, ["session_state", *_AGENTS, "state_dir", "config_file", "log_level", "runaway_turns"])
 
 
 def _setup_logging(level: str) -> None:
@@ -471,6 +477,7 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
             progress="never" if args.no_progress else "always" if args.progress else "terminal",
             agent=args.agent,
             repo=args.repo,
+            cache=not args.no_cache,
         )
     if args.command == "live":
         from .commands.live import live
