@@ -500,3 +500,27 @@ def test_a_log_last_written_before_since_is_not_read(
     assert [r["key"] for r in doc["rows"]] == ["capi-multi-tool"]
     doc = _report(capsys, "session", str(root), "--tz", "UTC", "--since", "2025-12-31")
     assert sorted(r["key"] for r in doc["rows"]) == ["capi-multi-tool", "plain-question"]
+
+
+@pytest.mark.parametrize(
+    "zone", ["UTC", "Europe/Paris", "Asia/Kolkata", "Asia/Kathmandu", "America/St_Johns", "Australia/Eucla"]
+)
+@pytest.mark.parametrize("period", ["daily", "weekly", "monthly"])
+def test_a_records_day_by_its_quarter_hour_is_its_own_day(zone: str, period: str) -> None:
+    """Days are looked up by quarter hour of UTC time (a cached report adds up 100,000 records without a time
+    zone conversion each): every minute around the local midnights of a year (DST changes included), and of 1900
+    (local mean times: Paris +0:09:21), lands in the day its own time says."""
+    from zoneinfo import ZoneInfo
+
+    from copilot_otel.commands.report import Tally, make_cut
+
+    tz = ZoneInfo(zone)
+    for year in (2026, 1900):
+        cut = make_cut(period, zone=tz, now_ns=1_796_000_000 * 10**9)
+        by_quarter, direct = Tally(cut), Tally(cut)
+        for day in range(0, 366, 7):
+            midnight = datetime(year, 1, 1, tzinfo=tz) + timedelta(days=day)
+            start = int(midnight.timestamp()) * 10**9
+            for minute in range(-20, 21):
+                t = start + minute * 60 * 10**9 + 7 * 10**9
+                assert by_quarter._quarter_key(t) == direct._day_key(t), (zone, year, day, minute)

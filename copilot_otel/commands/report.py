@@ -138,6 +138,7 @@ _FLOAT_FIGURES = frozenset({"premium_requests", "ai_units", "wall_time_s", "cost
 _NANO = 1e9
 _UNKNOWN = "(unknown)"
 HOUR_NS = 3600 * 10**9
+_QUARTER_HOUR_NS = HOUR_NS // 4
 # The per-token cost is added up in whole billionths of a USD: integers add up the same in any order, so worker
 # processes merging their rows give the very figure one process does (floats differed in the 6th decimal).
 _COST_NANO_USD = "cost_nano_usd"
@@ -644,6 +645,24 @@ class Tally:
     sessions_read: int = 0
     events_read: int = 0
     _day_keys: dict[date, str] = dataclasses.field(default_factory=dict)
+    # A period's key by quarter hour of UTC time: today's zones' offsets are whole quarter hours, so their days
+    # (and DST changes) begin on one and a quarter hour falls in one day: no astimezone a record (0.3 s of a cached
+    # report over 100,000 events).
+    _quarter_keys: dict[int, str] = dataclasses.field(default_factory=dict)
+
+    def _quarter_key(self, time_ns: int) -> str:
+        """The period key of the quarter hour ``time_ns`` is in, kept when all of that quarter hour has one (a zone
+        whose day began inside it, an old local mean time, is worked out a record at a time)."""
+        quarter = time_ns // _QUARTER_HOUR_NS
+        first = self._day_key(quarter * _QUARTER_HOUR_NS)
+        if self._day_key((quarter + 1) * _QUARTER_HOUR_NS - 1) != first:
+            return self._day_key(time_ns)
+        self._quarter_keys[quarter] = first
+        return first
+
+    def _day_key(self, time_ns: int) -> str:
+        day = _local(time_ns, self.cut.zone).date()
+        return self._day_keys.get(day) or self._day_keys.setdefault(day, _period_key(day, self.cut.period))
 
     def add(self, part: SessionPart) -> None:
         """Add one session's contributions to the rows they fall in."""
@@ -676,8 +695,9 @@ class Tally:
             ):  # an hour of one agent's use; commands.blocks joins the hours into windows
                 key = f"{part.agent} {item.time_ns // HOUR_NS}"
             else:
-                day = _local(item.time_ns, cut.zone).date()
-                key = self._day_keys.get(day) or self._day_keys.setdefault(day, _period_key(day, period))
+                key = self._quarter_keys.get(item.time_ns // _QUARTER_HOUR_NS) or self._quarter_key(
+                    item.time_ns
+                )
             row = self.rows.get(key)
             if row is None:
                 row = self.rows[key] = Row(key)
