@@ -11,6 +11,7 @@ discovered as one hand over one scan.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import threading
@@ -58,7 +59,9 @@ def test_the_scan_finds_what_the_readers_scan_finds(agent: str) -> None:
         assert found, home
 
 
-def test_a_claude_code_tree_with_more_than_logs_in_it(tmp_path: Path) -> None:
+def test_a_claude_code_tree_with_more_than_logs_in_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """A session folder holds more than sub-agents (tool results the CLI spills); none of it is a log, nor is a
     ``.jsonl`` at the wrong depth; a link out of the tree is refused."""
     projects = tmp_path / "projects"
@@ -76,8 +79,12 @@ def test_a_claude_code_tree_with_more_than_logs_in_it(tmp_path: Path) -> None:
     outside.write_bytes(b"{}\n")
     (projects / "-home-dev-app" / "link.jsonl").symlink_to(outside)
     disc = Discovery(projects, lambda _: None, layout="claude-code")
-    assert disc.scan() == [str(session), str(sub)]
-    assert list(disc.refused) == [str(projects / "-home-dev-app" / "link.jsonl")]
+    with caplog.at_level(logging.WARNING, logger="copilot_otel.daemon.discover"):
+        assert disc.scan() == [str(session), str(sub)]
+    link = projects / "-home-dev-app" / "link.jsonl"
+    assert [r.getMessage() for r in caplog.records] == [
+        f"skipped {link}: it is a link that leads out of the agent's log folder; it is not read"
+    ]
 
 
 def _watched(tmp_path: Path, agent: str, changes: Changes, watcher: str = "platform") -> Discovery:
