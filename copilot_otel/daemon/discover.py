@@ -3,8 +3,8 @@
 Session logs live in ``<root>/<sessionId>/events.jsonl`` and, for old CLI versions, in flat
 ``<root>/<sessionId>.jsonl`` files; ``root`` is normally ``~/.copilot/session-state``.
 
-:meth:`Discovery.scan` lists them with ``os.scandir`` and one ``stat`` per session directory (no file
-content is read): it is the source of truth and the daemon calls it periodically (reliability rule 8).
+:meth:`Discovery.request_scan` lists them with ``os.scandir`` and one ``stat`` per session directory (no file
+content is read): it is the source of truth and the daemon asks for it periodically (reliability rule 8).
 :meth:`Discovery.start` adds low latency: the platform's watcher (:meth:`~._platform.Platform.dir_watcher`: one
 inotify descriptor with a watch on ``root`` and on each session folder on Linux, watchdog's FSEvents or
 ``ReadDirectoryChangesW`` tree watch elsewhere) leads to ``on_change(path)`` for every created, modified, moved or
@@ -530,15 +530,6 @@ class Discovery:
         """``mode`` with the reason it is degraded: ``"polling (inotify watches exhausted)"``."""
         return f"{self._mode} ({self.degraded})" if self.degraded and self._mode == "polling" else self._mode
 
-    def scan(self) -> list[str]:
-        """Every session log under ``root`` now, sorted: ``<id>/events.jsonl`` and legacy ``<id>.jsonl``.
-
-        One ``scandir`` of ``root`` plus one ``stat`` per session directory; no file is opened. A missing
-        ``root`` gives an empty list. Path strings, not ``Path`` objects: the daemon's periodic rescan of
-        thousands of idle sessions compares them with the keys it follows and builds a ``Path`` only for new ones.
-        """
-        return sorted(self._scan.stats())
-
     def start(self, *, background: bool = False) -> None:
         """Start watching and the supervisor thread that handles a late root, fallback polling and overflows.
 
@@ -576,6 +567,12 @@ class Discovery:
 
     def request_scan(self, deliver: Callable[[dict[str, _StatKey], float], None]) -> None:
         """Scan on discovery's thread and hand ``deliver`` the result and what it cost (seconds), soon.
+
+        The result: every session log under ``root`` now (``<id>/events.jsonl`` and legacy ``<id>.jsonl``), path →
+        the hash of its ``(inode, size, mtime_ns)``; one ``scandir`` of ``root`` plus one ``stat`` per session
+        directory, no file opened; a missing ``root`` gives an empty scan. Path strings, not ``Path`` objects: the
+        daemon's periodic rescan of thousands of idle sessions compares them with the keys it follows and builds a
+        ``Path`` only for new ones.
 
         A scan of 100,000 session folders takes a second or more; done here, the caller's loop keeps reading live
         logs meanwhile (it only compares the result, which is quick). Requests made while one waits are one scan.
