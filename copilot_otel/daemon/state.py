@@ -188,22 +188,6 @@ class StateStore:
                 self._pending[key] = None
         return existed
 
-    def all(self) -> dict[str, Checkpoint]:
-        """A copy of every checkpoint, keyed by path (every row and its context: start-up reads :meth:`settled`).
-
-        Raises:
-            StateError: The database cannot be read.
-        """
-        with self._lock:
-            pending = dict(self._pending)
-        out = self._database.all()
-        for key, entry in pending.items():
-            if entry is None:
-                out.pop(key, None)
-            else:
-                out[key] = entry[0]
-        return out
-
     def settled(self) -> tuple[dict[str, int], list[str]]:
         """The checkpoints split for start-up: those taken at their file's end with a stat (path → the hash of
         ``(inode, size, mtime_ns)``) and the paths of the others (pending changes included).
@@ -234,16 +218,6 @@ class StateStore:
                 else:
                     others.append(key)
         return known, others
-
-    def __len__(self) -> int:
-        """How many checkpoints there are (counted by the database, without reading a row)."""
-        with self._lock:
-            pending = dict(self._pending)
-        n = self._database.count()
-        for key, entry in pending.items():
-            stored = self._stored(key)
-            n += (entry is not None and not stored) - (entry is None and stored)
-        return n
 
     def flush(self, *, force: bool = False) -> bool:
         """Write the changed checkpoints in one durable transaction; a no-op returning True when nothing changed.

@@ -373,17 +373,6 @@ class Database:
                 is not None
             )
 
-    def all(self) -> dict[str, Checkpoint]:
-        """Every row, with its context.
-
-        Raises:
-            StateError: The database cannot be read.
-        """
-        with self._reading():
-            with self._lock:
-                rows = self.connection().execute(f"SELECT {', '.join(_COLUMNS)} FROM checkpoints").fetchall()
-            return {row[0]: _checkpoint(row) for row in rows}
-
     def settled(self) -> tuple[dict[str, int], list[str]]:
         """Start-up's split in one query, without building a checkpoint per row: the rows taken at their file's
         end with a stat (path → the hash of ``(inode, size, mtime_ns)``, as discovery's scan reports a log), and
@@ -428,16 +417,6 @@ class Database:
                 raise Corrupt(describe(exc)) from exc
             raise StateError(f"cannot read the checkpoints in {self.path}: {describe(exc)}") from exc
         return known, others
-
-    def count(self) -> int:
-        """How many rows there are (counted by the database, without reading a row).
-
-        Raises:
-            StateError: The database cannot be read.
-        """
-        with self._reading(), self._lock:
-            n: int = self.connection().execute("SELECT count(*) FROM checkpoints").fetchone()[0]
-        return n
 
     def commit(self, batch: Mapping[str, Pending], written_ns: int | None) -> None:
         """One transaction: the upserts and deletes of ``batch`` (and, with ``written_ns``, the meta row).
