@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import threading
 import time
 from collections.abc import Iterator
@@ -40,6 +41,14 @@ class Changes:
             self.paths.clear()
 
 
+def scanned(discovery: Discovery) -> list[str]:
+    """The session logs the daemon's scan (:meth:`Discovery.request_scan`) finds, sorted: answered at once before
+    ``start``, on discovery's thread after it."""
+    answers: queue.Queue[dict[str, int]] = queue.Queue()
+    discovery.request_scan(lambda stats, _cost_s: answers.put(stats))
+    return sorted(answers.get(timeout=20))
+
+
 def mode_of(discovery: Discovery) -> str:
     return discovery.mode  # (a call, so mypy does not narrow the property between two asserts)
 
@@ -73,11 +82,11 @@ def test_scan_finds_session_logs_and_legacy_files_only(root: Path) -> None:
     (root / "s4" / "events.jsonl").mkdir()  # not a regular file
     (root / "legacy.jsonl").write_bytes(b"{}\n")
     (root / "notes.txt").write_bytes(b"")
-    assert Discovery(root, lambda p: None).scan() == [
+    assert scanned(Discovery(root, lambda p: None)) == [
         str(root / "legacy.jsonl"),
         str(root / "s1" / "events.jsonl"),
     ]
-    assert Discovery(root / "missing", lambda p: None).scan() == []
+    assert scanned(Discovery(root / "missing", lambda p: None)) == []
 
 
 def test_scan_2000_session_dirs(root: Path) -> None:
@@ -92,11 +101,11 @@ def test_scan_2000_session_dirs(root: Path) -> None:
     timings = []
     for _ in range(5):
         t0 = time.perf_counter()
-        found = disc.scan()
+        found = scanned(disc)
         timings.append((time.perf_counter() - t0) * 1e3)
     assert len(found) == 2_050
     print(
-        f"\nscan() of 2,000 session dirs + 50 legacy files: "
+        f"\nscan of 2,000 session dirs + 50 legacy files: "
         f"best {min(timings):.1f} ms, worst {max(timings):.1f} ms"
     )
 
@@ -145,7 +154,7 @@ def test_legacy_flat_file_found_by_watcher(root: Path, changes: Changes, discove
     legacy = root / "0f1e2d3c.jsonl"
     legacy.write_bytes(b"{}\n")
     assert changes.wait_for(legacy)
-    assert discovery.scan() == [str(legacy)]
+    assert scanned(discovery) == [str(legacy)]
 
 
 def test_root_created_after_start(tmp_path: Path, changes: Changes) -> None:

@@ -11,6 +11,7 @@ discovered as one hand over one scan.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import threading
@@ -25,7 +26,7 @@ from copilot_otel.sources.claude_code import reader as claude_code
 from copilot_otel.sources.codex import reader as codex
 from copilot_otel.sources.gemini import reader as gemini
 from tests.conftest import FIXTURES
-from tests.test_discover import Changes, changes, mode_of
+from tests.test_discover import Changes, changes, mode_of, scanned
 from tests.waiting import until
 
 __all__ = ["changes"]
@@ -53,12 +54,14 @@ def test_the_scan_finds_what_the_readers_scan_finds(agent: str) -> None:
     homes = [home for home in HOMES[agent] if (home / logs).is_dir()]
     assert len(homes) >= 10
     for home in homes:
-        found = Discovery(home / logs, lambda _: None, layout=agent).scan()  # type: ignore[arg-type]
+        found = scanned(Discovery(home / logs, lambda _: None, layout=agent))  # type: ignore[arg-type]
         assert found == [str(log.path) for log in scan(home)], home
         assert found, home
 
 
-def test_a_claude_code_tree_with_more_than_logs_in_it(tmp_path: Path) -> None:
+def test_a_claude_code_tree_with_more_than_logs_in_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """A session folder holds more than sub-agents (tool results the CLI spills); none of it is a log, nor is a
     ``.jsonl`` at the wrong depth; a link out of the tree is refused."""
     projects = tmp_path / "projects"
@@ -76,8 +79,12 @@ def test_a_claude_code_tree_with_more_than_logs_in_it(tmp_path: Path) -> None:
     outside.write_bytes(b"{}\n")
     (projects / "-home-dev-app" / "link.jsonl").symlink_to(outside)
     disc = Discovery(projects, lambda _: None, layout="claude-code")
-    assert disc.scan() == [str(session), str(sub)]
-    assert list(disc.refused) == [str(projects / "-home-dev-app" / "link.jsonl")]
+    with caplog.at_level(logging.WARNING, logger="copilot_otel.daemon.discover"):
+        assert scanned(disc) == [str(session), str(sub)]
+    link = projects / "-home-dev-app" / "link.jsonl"
+    assert [r.getMessage() for r in caplog.records] == [
+        f"skipped {link}: it is a link that leads out of the agent's log folder; it is not read"
+    ]
 
 
 def _watched(tmp_path: Path, agent: str, changes: Changes, watcher: str = "platform") -> Discovery:
@@ -165,7 +172,7 @@ def test_a_gemini_session_and_its_sub_agent_in_folders_made_while_watched_are_re
             fh.write(b"{}\n")  # appended after the other file: its report would come first
         assert changes.wait_for(sub, timeout=5)
         assert other not in changes.paths
-        assert disc.scan() == [str(sub), str(session)]
+        assert scanned(disc) == [str(sub), str(session)]
         folder = os.path.join("project", "chats")
         _watches_only(
             disc, watcher, {"project", folder, os.path.join(folder, sub.parent.name)}

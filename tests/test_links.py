@@ -58,12 +58,21 @@ def test_discovery_follows_links_inside_the_folder_only(
     root = tmp_path / "session-state"
     paths = _layout(root, tmp_path / "elsewhere")
     discovery = Discovery(root, lambda _: None)
+    scans: list[dict[str, int]] = []
     with caplog.at_level(logging.WARNING, logger="copilot_otel.daemon.discover"):
-        found = discovery.scan_stats()
-        discovery.scan_stats()  # every scan finds them again: said once
-    assert set(found) == {str(paths["real"]), str(paths["in_tree"])}
-    assert set(discovery.refused) == {str(paths["link_out"]), str(paths["folder_out"]), str(paths["fifo"])}
+        discovery.request_scan(
+            lambda stats, _cost_s: scans.append(stats)
+        )  # the daemon's scan (not started: now)
+        discovery.request_scan(
+            lambda stats, _cost_s: scans.append(stats)
+        )  # every scan finds them again: said once
+    assert [set(found) for found in scans] == [{str(paths["real"]), str(paths["in_tree"])}] * 2
     skipped = [r.getMessage() for r in caplog.records if r.getMessage().startswith("skipped ")]
+    assert {m.removeprefix("skipped ").split(": ", 1)[0] for m in skipped} == {
+        str(paths["link_out"]),
+        str(paths["folder_out"]),
+        str(paths["fifo"]),
+    }
     assert len(skipped) == 3, skipped
     assert any("leads out of the session-state folder" in m and "linked-out" in m for m in skipped)
     assert any("not a regular file" in m and "fifo" in m for m in skipped)

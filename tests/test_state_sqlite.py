@@ -38,6 +38,7 @@ from copilot_otel.deliver.export import FileTransport, Signal
 from copilot_otel.deliver.sink import RotatingFile
 from copilot_otel.sources.tail import FileIdentity
 from tests.conftest import FIXTURES
+from tests.test_state import held
 
 ROOT = Path(__file__).resolve().parent.parent
 LEGACY = FIXTURES / "state"
@@ -79,7 +80,7 @@ def test_the_previous_versions_state_json_is_imported_once_and_kept(
     with caplog.at_level(logging.INFO, logger="copilot_otel.daemon.state"):
         store = StateStore(tmp_path)
     assert store.load_outcome is LoadOutcome.MIGRATED
-    assert store.all() == want
+    assert held(store) == set(want) and {path: store.get(path) for path in want} == want
     assert [r.getMessage() for r in caplog.records if "imported" in r.getMessage()] == [
         f"imported 3 checkpoints from {tmp_path / LEGACY_FILE} into {tmp_path / DB_FILE} "
         f"({LEGACY_FILE} is kept beside it and no longer read)"
@@ -104,7 +105,8 @@ def test_a_torn_state_json_imports_its_prev(tmp_path: Path) -> None:
     (tmp_path / LEGACY_PREV_FILE).write_bytes(good)
     store = StateStore(tmp_path)
     assert store.load_outcome is LoadOutcome.FROM_PREVIOUS
-    assert store.all() == _legacy_checkpoints(good)
+    want = _legacy_checkpoints(good)
+    assert held(store) == set(want) and {path: store.get(path) for path in want} == want
     store.close()
     assert (tmp_path / LEGACY_FILE).read_bytes() == torn and (
         tmp_path / LEGACY_PREV_FILE
@@ -118,7 +120,7 @@ def test_both_json_files_corrupt_start_empty_and_keep_them(
     (tmp_path / LEGACY_PREV_FILE).write_bytes(b'{"version":1,"checkpoints":')
     with caplog.at_level(logging.WARNING, logger="copilot_otel.daemon.state"):
         store = StateStore(tmp_path)
-    assert store.load_outcome is LoadOutcome.EMPTY_AFTER_CORRUPTION and len(store) == 0
+    assert store.load_outcome is LoadOutcome.EMPTY_AFTER_CORRUPTION and held(store) == set()
     assert "--backfill decides what" in caplog.text
     store.close()
     assert (tmp_path / LEGACY_FILE).exists() and (tmp_path / LEGACY_PREV_FILE).exists()
@@ -126,23 +128,32 @@ def test_both_json_files_corrupt_start_empty_and_keep_them(
 
 
 # ------------------------------------------------------------------------------------------------ the API
-def test_get_summaries_and_len_see_pending_changes_over_the_rows(tmp_path: Path) -> None:
+def test_get_and_settled_see_pending_changes_over_the_rows(tmp_path: Path) -> None:
+    """What start-up lists (:meth:`StateStore.settled`) and what it reads back (``get``) are the rows with the
+    changes not flushed yet laid over them."""
+    identity = FileIdentity(dev=64769, inode=7, fingerprint="0" * 32, fingerprint_len=1024)
+    at_end = Checkpoint(
+        identity, 50, 50, None, 1, size=50, mtime_ns=70
+    )  # taken at its file's end, with a stat
     with StateStore(tmp_path) as store:
-        for n in range(2_500):  # more than one page of summaries
+        for n in range(1_000):
             store.put(f"/s/{n:05d}", cp(n, {"n": n}))
+        store.put("/s/00004", at_end)
+        store.put("/s/00005", at_end)
         assert store.flush()
         store.put("/s/00001", cp(9_001, {"n": 9_001}))  # changed
         store.forget("/s/00002")  # deleted
-        store.put("/new", cp(9_002))  # added
+        store.put("/new", at_end)  # added
+        store.put("/s/00004", cp(4))  # no longer at its file's end
         assert store.get("/s/00001") == cp(9_001, {"n": 9_001}) and store.get("/s/00002") is None
         assert store.get("/s/00003") == cp(3, {"n": 3})  # from the database
-        summaries = dict(store.summaries())
-        assert len(summaries) == len(store) == 2_500
-        assert summaries["/s/00001"] == cp(9_001).summary and summaries["/new"] == cp(9_002).summary
-        assert summaries["/s/00003"].size == 39 and "/s/00002" not in summaries
+        known, others = store.settled()
+        assert known == {"/s/00005": hash((7, 50, 70)), "/new": hash((7, 50, 70))}  # a row, and a pending put
+        assert sorted(others) == [f"/s/{n:05d}" for n in range(1_000) if n not in (2, 5)]
+        assert len(known) + len(others) == 1_000
         assert store.forget("/new") and not store.forget("/new") and not store.forget("/nowhere")
-        assert len(store) == 2_499
-        assert stored_checkpoints(tmp_path) == 2_500  # not flushed yet
+        assert len(held(store)) == 999
+        assert stored_checkpoints(tmp_path) == 1_000  # not flushed yet
 
 
 def test_identities_beyond_64_bits_round_trip(tmp_path: Path) -> None:

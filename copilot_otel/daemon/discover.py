@@ -3,8 +3,8 @@
 Session logs live in ``<root>/<sessionId>/events.jsonl`` and, for old CLI versions, in flat
 ``<root>/<sessionId>.jsonl`` files; ``root`` is normally ``~/.copilot/session-state``.
 
-:meth:`Discovery.scan` lists them with ``os.scandir`` and one ``stat`` per session directory (no file
-content is read): it is the source of truth and the daemon calls it periodically (reliability rule 8).
+:meth:`Discovery.request_scan` lists them with ``os.scandir`` and one ``stat`` per session directory (no file
+content is read): it is the source of truth and the daemon asks for it periodically (reliability rule 8).
 :meth:`Discovery.start` adds low latency: the platform's watcher (:meth:`~._platform.Platform.dir_watcher`: one
 inotify descriptor with a watch on ``root`` and on each session folder on Linux, watchdog's FSEvents or
 ``ReadDirectoryChangesW`` tree watch elsewhere) leads to ``on_change(path)`` for every created, modified, moved or
@@ -90,14 +90,14 @@ _StatKey = int
 
 
 class _Scan:
-    """The truth: every session log under the root now, with its stat, and the ones refused (and why).
+    """The truth: every session log under the root now, with its stat (the ones refused are said once, with why).
 
     Its own piece because the daemon's periodic rescan, polling, the catch-up after a watch starts or events were lost,
     and a new folder's check all ask the same questions of the tree, with the same link rules."""
 
     def __init__(self, root: str) -> None:
         self.root = root
-        self.refused: dict[str, str] = {}
+        self._refused: set[str] = set()  # the paths said to be skipped
         self.errors = 0
         self._last_error_log = float("-inf")
         self._real_root: str | None = None
@@ -177,9 +177,9 @@ class _Scan:
 
     def refuse(self, path: str, why: str) -> None:
         """A session log that is not read: said once per path (every scan finds it again), and counted."""
-        if path in self.refused:
+        if path in self._refused:
             return
-        self.refused[path] = why
+        self._refused.add(path)
         logger.warning("skipped %s: %s; it is not read", path, why)
 
 
@@ -212,7 +212,6 @@ class _TreeScan:
         self._wants = wants
         self._is_log = is_log
         self._scan = _Scan(root)  # its link check, refusals and error reports
-        self.refused = self._scan.refused
 
     @property
     def errors(self) -> int:
@@ -467,8 +466,8 @@ class Discovery:
         watcher_factory: Builds the watcher from ``(root, sink)`` (default: :meth:`~._platform.Platform.dir_watcher`).
         observer_factory: Watch through watchdog with this observer instead (tests: a late or a real-path observer).
         on_resync: Called instead of reporting every session log one by one when a watch (or polling) starts or
-            events were lost: the caller compares a full :meth:`scan_stats` with what it knows (the daemon, which
-            knows 100,000 logs by their stat and would otherwise take 100,000 calls and ``stat``s at each start).
+            events were lost: the caller compares a full scan (:meth:`request_scan`) with what it knows (the daemon,
+            which knows 100,000 logs by their stat and would otherwise take 100,000 calls and ``stat``s at each start).
         layout: Whose logs ``root`` holds: Copilot's ``session-state`` (a folder per session, one level), Claude
             Code's ``projects`` (``<project>/<session>.jsonl`` and ``<project>/<session>/subagents/agent-*.jsonl``)
             or Codex's ``sessions`` (``YYYY/MM/DD/rollout-*.jsonl``); the deeper trees are watched to their depth.
@@ -531,25 +530,6 @@ class Discovery:
         """``mode`` with the reason it is degraded: ``"polling (inotify watches exhausted)"``."""
         return f"{self._mode} ({self.degraded})" if self.degraded and self._mode == "polling" else self._mode
 
-    @property
-    def refused(self) -> dict[str, str]:
-        """Session logs not read, and why (a link out of the folder, a FIFO): each said once."""
-        return self._scan.refused
-
-    def scan_stats(self) -> dict[str, int]:
-        """Every session log under ``root`` now, with the hash of its ``(inode, size, mtime_ns)``: what :meth:`scan`
-        lists, and what a caller that knows logs by their stat compares without a ``stat`` of its own."""
-        return self._scan.stats()
-
-    def scan(self) -> list[str]:
-        """Every session log under ``root`` now, sorted: ``<id>/events.jsonl`` and legacy ``<id>.jsonl``.
-
-        One ``scandir`` of ``root`` plus one ``stat`` per session directory; no file is opened. A missing
-        ``root`` gives an empty list. Path strings, not ``Path`` objects: the daemon's periodic rescan of
-        thousands of idle sessions compares them with the keys it follows and builds a ``Path`` only for new ones.
-        """
-        return sorted(self._scan.stats())
-
     def start(self, *, background: bool = False) -> None:
         """Start watching and the supervisor thread that handles a late root, fallback polling and overflows.
 
@@ -587,6 +567,12 @@ class Discovery:
 
     def request_scan(self, deliver: Callable[[dict[str, _StatKey], float], None]) -> None:
         """Scan on discovery's thread and hand ``deliver`` the result and what it cost (seconds), soon.
+
+        The result: every session log under ``root`` now (``<id>/events.jsonl`` and legacy ``<id>.jsonl``), path →
+        the hash of its ``(inode, size, mtime_ns)``; one ``scandir`` of ``root`` plus one ``stat`` per session
+        directory, no file opened; a missing ``root`` gives an empty scan. Path strings, not ``Path`` objects: the
+        daemon's periodic rescan of thousands of idle sessions compares them with the keys it follows and builds a
+        ``Path`` only for new ones.
 
         A scan of 100,000 session folders takes a second or more; done here, the caller's loop keeps reading live
         logs meanwhile (it only compares the result, which is quick). Requests made while one waits are one scan.
@@ -785,10 +771,6 @@ class Discoveries:
             return said.pop()
         return ", ".join(f"{part.layout} {part.description}" for part in there)
 
-    @property
-    def refused(self) -> dict[str, str]:
-        return {path: why for part in self.parts for path, why in part.refused.items()}
-
     def start(self, *, background: bool = False) -> None:
         for part in self.parts:
             part.start(background=background)
@@ -796,9 +778,6 @@ class Discoveries:
     def stop(self, timeout_s: float = 5.0) -> None:
         for part in self.parts:
             part.stop(timeout_s)
-
-    def scan_stats(self) -> dict[str, _StatKey]:
-        return {path: key for part in self.parts for path, key in part.scan_stats().items()}
 
     def request_scan(self, deliver: Callable[[dict[str, _StatKey], float], None]) -> None:
         """:meth:`Discovery.request_scan` of every folder, handed to ``deliver`` as one scan (their costs added)

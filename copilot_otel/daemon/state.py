@@ -20,7 +20,7 @@ checkpoint moved: 7.7 MB at 10,000 sessions, and 385 MB written in 30 s for one 
 ones. Now :meth:`StateStore.put` and :meth:`~StateStore.forget` only note the change in memory and
 :meth:`~StateStore.flush` writes the changed rows, upserts and deletes, in one transaction: one live session writes
 one row a second whatever the number of idle ones. The idle checkpoints stay on disk, not in memory: ``get`` reads
-the pending changes first, then the row (by its primary key), and start-up lists :meth:`~StateStore.summaries`
+the pending changes first, then the row (by its primary key), and start-up reads :meth:`~StateStore.settled`
 without the context dicts. A flush that fails keeps the pending rows in memory, is counted and logged
 (rate-limited) and retried by the next one (durability and failures: :mod:`copilot_otel.daemon.statedb`).
 
@@ -42,7 +42,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,6 @@ from ..common.files import write_new_file
 from .statedb import (
     DB_FILE,
     Checkpoint,
-    CheckpointSummary,
     Corrupt,
     Database,
     LoadOutcome,
@@ -76,7 +75,6 @@ __all__ = [
     "LOCK_FILE",
     "STATUS_FILE",
     "Checkpoint",
-    "CheckpointSummary",
     "LoadOutcome",
     "StateStore",
     "read_checkpoints",
@@ -190,39 +188,6 @@ class StateStore:
                 self._pending[key] = None
         return existed
 
-    def all(self) -> dict[str, Checkpoint]:
-        """A copy of every checkpoint, keyed by path (every row and its context: use :meth:`summaries` at
-        start-up).
-
-        Raises:
-            StateError: The database cannot be read.
-        """
-        with self._lock:
-            pending = dict(self._pending)
-        out = self._database.all()
-        for key, entry in pending.items():
-            if entry is None:
-                out.pop(key, None)
-            else:
-                out[key] = entry[0]
-        return out
-
-    def summaries(self) -> Iterator[tuple[str, CheckpointSummary]]:
-        """Every checkpoint without its context, as ``(path, summary)``: what start-up lists (100,000 rows are read
-        a page at a time, never held together).
-
-        Raises:
-            StateError: The database cannot be read.
-        """
-        with self._lock:
-            pending = dict(self._pending)
-        for key, summary in self._database.summaries():
-            if key not in pending:
-                yield key, summary
-        for key, entry in pending.items():
-            if entry is not None:
-                yield key, entry[0].summary
-
     def settled(self) -> tuple[dict[str, int], list[str]]:
         """The checkpoints split for start-up: those taken at their file's end with a stat (path → the hash of
         ``(inode, size, mtime_ns)``) and the paths of the others (pending changes included).
@@ -253,16 +218,6 @@ class StateStore:
                 else:
                     others.append(key)
         return known, others
-
-    def __len__(self) -> int:
-        """How many checkpoints there are (counted by the database, without reading a row)."""
-        with self._lock:
-            pending = dict(self._pending)
-        n = self._database.count()
-        for key, entry in pending.items():
-            stored = self._stored(key)
-            n += (entry is not None and not stored) - (entry is None and stored)
-        return n
 
     def flush(self, *, force: bool = False) -> bool:
         """Write the changed checkpoints in one durable transaction; a no-op returning True when nothing changed.

@@ -59,7 +59,6 @@ __all__ = [
     "READ_AS_BACKFILL_SAYS",
     "SCHEMA_VERSION",
     "Checkpoint",
-    "CheckpointSummary",
     "Corrupt",
     "Database",
     "LoadOutcome",
@@ -88,8 +87,6 @@ _BUSY_TIMEOUT_S = 0.1
 # After an automatic checkpoint the log is truncated to this (a large import or a burst would otherwise leave
 # a log of its size on disk).
 _WAL_SIZE_LIMIT = 4 * 1024 * 1024
-# Rows per query when summaries() pages through the table (no read transaction held across the caller's work).
-_PAGE_ROWS = 1_000
 # SQLite's primary result codes for a damaged or foreign file.
 _SQLITE_CORRUPT, _SQLITE_NOTADB = 11, 26
 # dev and inode are unsigned 64-bit (128-bit on ReFS); SQLite's INTEGER is signed: larger values are stored as
@@ -130,7 +127,8 @@ _COLUMNS = (
     "updated_ns",
     "context",
 )
-_SUMMARY_COLUMNS = ", ".join(_COLUMNS[:-1])
+# Every column but the context: what a row that fails the start-up scan's check is read again with, to say why.
+_NO_CONTEXT_COLUMNS = ", ".join(_COLUMNS[:-1])
 _UPSERT = (
     f"INSERT INTO checkpoints ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))}) "
     "ON CONFLICT (path) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS[1:])
@@ -151,18 +149,6 @@ READ_AS_BACKFILL_SAYS = (
 _LINK_HINT = (
     "it is a symbolic link; copilot-otel never writes through links in its state directory (remove it)"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class CheckpointSummary:
-    """A checkpoint without its context: what start-up needs to decide which files to follow (cheap to list)."""
-
-    identity: FileIdentity
-    safe_offset: int
-    acked_offset: int
-    size: int = 0
-    mtime_ns: int = 0
-    updated_ns: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,13 +175,6 @@ class Checkpoint:
     updated_ns: int = 0
     size: int = 0
     mtime_ns: int = 0
-
-    @property
-    def summary(self) -> CheckpointSummary:
-        """This checkpoint without its context."""
-        return CheckpointSummary(
-            self.identity, self.safe_offset, self.acked_offset, self.size, self.mtime_ns, self.updated_ns
-        )
 
 
 class LoadOutcome(str, enum.Enum):
@@ -394,42 +373,6 @@ class Database:
                 is not None
             )
 
-    def all(self) -> dict[str, Checkpoint]:
-        """Every row, with its context.
-
-        Raises:
-            StateError: The database cannot be read.
-        """
-        with self._reading():
-            with self._lock:
-                rows = self.connection().execute(f"SELECT {', '.join(_COLUMNS)} FROM checkpoints").fetchall()
-            return {row[0]: _checkpoint(row) for row in rows}
-
-    def summaries(self) -> Iterator[tuple[str, CheckpointSummary]]:
-        """Every row without its context, in path order, :data:`_PAGE_ROWS` a query (no lock or read transaction
-        held while the caller works on a page).
-
-        Raises:
-            StateError: The database cannot be read.
-        """
-        after = ""
-        while True:
-            with self._reading():
-                with self._lock:
-                    rows = (
-                        self.connection()
-                        .execute(
-                            f"SELECT {_SUMMARY_COLUMNS} FROM checkpoints WHERE path > ? ORDER BY path LIMIT ?",
-                            (after, _PAGE_ROWS),
-                        )
-                        .fetchall()
-                    )
-                page = [(row[0], _summary(row)) for row in rows]
-            yield from page
-            if len(rows) < _PAGE_ROWS:
-                break
-            after = rows[-1][0]
-
     def settled(self) -> tuple[dict[str, int], list[str]]:
         """Start-up's split in one query, without building a checkpoint per row: the rows taken at their file's
         end with a stat (path → the hash of ``(inode, size, mtime_ns)``, as discovery's scan reports a log), and
@@ -462,7 +405,7 @@ class Database:
                         and (inode.__class__ is int or (inode.__class__ is str and inode.isdecimal()))
                     ):
                         bad = conn.execute(
-                            f"SELECT {_SUMMARY_COLUMNS} FROM checkpoints WHERE path = ?", (path,)
+                            f"SELECT {_NO_CONTEXT_COLUMNS} FROM checkpoints WHERE path = ?", (path,)
                         )
                         _check(bad.fetchone())  # says what is wrong
                     if size and mtime_ns and safe == acked == size:
@@ -474,16 +417,6 @@ class Database:
                 raise Corrupt(describe(exc)) from exc
             raise StateError(f"cannot read the checkpoints in {self.path}: {describe(exc)}") from exc
         return known, others
-
-    def count(self) -> int:
-        """How many rows there are (counted by the database, without reading a row).
-
-        Raises:
-            StateError: The database cannot be read.
-        """
-        with self._reading(), self._lock:
-            n: int = self.connection().execute("SELECT count(*) FROM checkpoints").fetchone()[0]
-        return n
 
     def commit(self, batch: Mapping[str, Pending], written_ns: int | None) -> None:
         """One transaction: the upserts and deletes of ``batch`` (and, with ``written_ns``, the meta row).
@@ -800,11 +733,6 @@ def _check(row: tuple[Any, ...]) -> None:
 
 def _natural(value: object) -> bool:
     return type(value) is int and value >= 0
-
-
-def _summary(row: tuple[Any, ...]) -> CheckpointSummary:
-    _check(row)
-    return CheckpointSummary(_identity(row), row[5], row[6], row[7], row[8], row[9])
 
 
 def _checkpoint(row: tuple[Any, ...]) -> Checkpoint:

@@ -51,7 +51,6 @@ __all__ = [
 # the exporter's log lines name a record's session by them.
 CONVERSATION: Final = genai.CONVERSATION
 SESSION_ID: Final = genai.SESSION_ID
-OI_KIND: Final = oi.SPAN_KIND
 # A log record's event name as an attribute too, for backends that predate the LogRecord's event_name field
 # (the semantic conventions deprecate the attribute for that field; we write both).
 EVENT_NAME: Final = _EVENT_NAME

@@ -26,7 +26,6 @@ from ..model.activity import (
     UserMessage,
 )
 
-NS: Final = "github.copilot."
 TURN_ID: Final = "github.copilot.turn_id"
 INTERACTION_ID: Final = "github.copilot.interaction_id"
 TURN_COUNT: Final = "github.copilot.turn_count"

@@ -179,8 +179,9 @@ def undecodable(
 
 
 def decode(line: bytes, offset: int, end_offset: int, line_number: int) -> dict[str, Any] | BadLine:
-    """One line's JSON object with a non-empty string ``type`` (both sources have one), or why it is not one
-    (the reasons :func:`undecodable` gives, as Copilot's :mod:`.copilot.parse` does)."""
+    """One line's JSON object with a non-empty string ``type`` (Claude Code's and Codex's lines have one), or why
+    it is not one (the reasons :func:`undecodable` gives). Copilot's :func:`.copilot.parse.parse_line` makes the
+    same check written out, for speed (its comment says what the call cost): a change here is made there too."""
     try:
         obj = orjson.loads(line)
     except orjson.JSONDecodeError as exc:

@@ -67,8 +67,7 @@ from ...loop.neutral import (
     TurnEnded,
 )
 from ...model import ids
-from ...model import inputs as ev
-from ...model.inputs import Event
+from ...model.inputs import CompactionCall, Context, Event, ToolRequest, Usage
 from .. import LoopSource, Source, ToolOutcome
 from .reader import Compacted as CompactedRecord
 from .reader import (
@@ -238,7 +237,7 @@ class CodexFramer:
         out.append(
             SessionBegan("codex.session", f"session/{view.id}", view.time_ns, NO_DATA, None, view.offset,
                          view.end_offset, view.dropped, session_id=self.session_id, copilot_version=view.cli_version,
-                         producer="codex", context=ev.Context(view.cwd, None, None, view.branch, view.commit))
+                         producer="codex", context=Context(view.cwd, None, None, view.branch, view.commit))
         )  # fmt: skip
 
     def _task_started(self, view: TaskStarted, out: list[Event]) -> None:
@@ -361,7 +360,7 @@ class CodexFramer:
             u = call["usage"] or [None] * 5
             out.append(
                 self._compacted(view, call["time_ns"],
-                                ev.CompactionCall(u[0], u[1], u[2], u[3], self.model, duration))
+                                CompactionCall(u[0], u[1], u[2], u[3], self.model, duration))
             )  # fmt: skip
         else:
             self._emit_call(view, call, out)
@@ -374,11 +373,11 @@ class CodexFramer:
         out.append(TurnBegan("codex.turn", f"turn/{rid}", start, *where, turn_id=rid))
         u = call["usage"]
         if u is not None:
-            usage = ev.Usage(u[0], u[1], u[2], u[3], None, 0.0, self.model, rid, None, None, None, None, PROVIDER,
-                             u[4])  # fmt: skip
+            usage = Usage(u[0], u[1], u[2], u[3], None, 0.0, self.model, rid, None, None, None, None, PROVIDER,
+                          u[4])  # fmt: skip
             out.append(CallUsage("codex.usage", f"usage/{rid}", t, *where, usage=usage))
         calls = call["calls"]
-        requests = tuple([ev.ToolRequest(c["call_id"], c["name"], c["arguments"]) for c in calls])
+        requests = tuple([ToolRequest(c["call_id"], c["name"], c["arguments"]) for c in calls])
         out.append(
             Answered("codex.answer", f"answer/{rid}", t, *where, turn_id=rid, model=self.model, api_call_id=rid,
                      content="\n".join(call["texts"]) or None, tool_requests=requests)
@@ -427,7 +426,7 @@ class CodexFramer:
                       view.dropped, turn_id=rid)
         )  # fmt: skip
 
-    def _compacted(self, view: Event, time_ns: int, call: ev.CompactionCall | None) -> Compacted:
+    def _compacted(self, view: Event, time_ns: int, call: CompactionCall | None) -> Compacted:
         return Compacted(
             "codex.compact", view.id, time_ns, NO_DATA, None, view.offset, view.end_offset, view.dropped,
             call=call,

@@ -68,8 +68,7 @@ from ...loop.neutral import (
     prompt_end,
 )
 from ...model import ids
-from ...model import inputs as ev
-from ...model.inputs import Event
+from ...model.inputs import Event, ToolRequest, Usage
 from .. import LoopSource, ToolOutcome
 from .reader import (
     COMPLETE_TASK_TOOL,
@@ -290,7 +289,7 @@ class GeminiFramer:
         if tokens is None or self.usage_sent:
             return
         self.usage_sent = True
-        usage = ev.Usage(
+        usage = Usage(
             tokens.input + tokens.tool, tokens.output + tokens.thoughts, tokens.cached, None, None, 0.0, view.model,
             None, None, None, None, None, PROVIDER, tokens.thoughts,
         )  # fmt: skip
@@ -363,8 +362,8 @@ class GeminiFramer:
         return view.__class__ is UserMessage and view.id != self.prompt_id
 
 
-def _requests(calls: tuple[ToolCallRecord, ...]) -> tuple[ev.ToolRequest, ...]:
-    return tuple([ev.ToolRequest(c.id, c.name, c.args) for c in calls])
+def _requests(calls: tuple[ToolCallRecord, ...]) -> tuple[ToolRequest, ...]:
+    return tuple([ToolRequest(c.id, c.name, c.args) for c in calls])
 
 
 def _spawn_parent(parent: str | None, call: str | None, prompt_id: str | None) -> int:
