@@ -270,8 +270,10 @@ def subagent_logs(path: Path) -> list[Path]:
     they stay in the session's folder. None for any other log."""
     if gemini.is_session_log(path):
         return gemini.subagent_logs(path)
-    folder = path.with_suffix("") / "subagents"
-    if path.suffix != ".jsonl" or not folder.is_dir():
+    # as text, not pathlib: a cached report asks this of every log (5,000 Claude Code logs: 0.26 s with Path)
+    name = os.fspath(path)
+    folder = os.path.join(name[: -len(".jsonl")], "subagents")
+    if not name.endswith(".jsonl") or not os.path.isdir(folder):
         return []
     real = os.path.realpath(path.parent)
     try:
