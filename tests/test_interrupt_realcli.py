@@ -178,8 +178,11 @@ def test_interrupt_stops_an_autopilot_loop_across_continuations(
     print(
         f"autopilot: {model_turns} turns, {continuations} continuations before the interrupt (limit {turns})"
     )
+    # Stopped by the interrupt (an abort, before the CLI's own cap of 30 continuations), after the limit was
+    # passed. How many more turns the fake model's instant replies fit in before the daemon acts is the machine's
+    # load, not a property (18 of them on a busy CI machine): no bound on it.
     assert "abort" in [e["type"] for e in events]
-    assert turns <= model_turns <= turns + 2 and continuations < 30
+    assert model_turns >= turns and continuations < 30
     assert "interrupted" in daemon.output()
 
 
