@@ -54,8 +54,11 @@ class Background:
         """An ``Agent`` call's result: when it says its sub-agent runs on in the background, the prompt waits for
         that sub-agent's report."""
         result = view.tool_use_result
-        if isinstance(result, Mapping) and (
-            result.get("isAsync") is True or result.get("status") == _ASYNC_LAUNCHED
+        if (
+            result.__class__ is dict
+            and (  # decoded JSON: a dict or no object (not the costlier Mapping check)
+                result.get("isAsync") is True or result.get("status") == _ASYNC_LAUNCHED
+            )
         ):
             self.background += 1
 
