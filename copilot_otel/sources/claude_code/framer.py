@@ -210,7 +210,10 @@ class ClaudeCodeFramer:
         s = state or {}
         self.started: bool = bool(s.get("started", False))
         seed_ = s.get("seed")
-        self.seed: dict[str, Any] | None = dict(seed_) if isinstance(seed_, Mapping) else None
+        # None is the common value here (a new log): tested first, the Mapping check (an ABC's) is the costlier.
+        self.seed: dict[str, Any] | None = (
+            dict(seed_) if seed_ is not None and isinstance(seed_, Mapping) else None
+        )
         fork = s.get("fork")
         if self.seed is not None and "fork" in self.seed:
             fork, self.seed = self.seed["fork"], None  # a session's own log that is a fork: no sub-agent's
@@ -227,7 +230,9 @@ class ClaudeCodeFramer:
         # The open prompt's loop end, once seen: held until a record shows the loop is over (the module
         # docstring), then whether it was handed on.
         ending = s.get("ending")
-        self.ending: dict[str, Any] | None = dict(ending) if isinstance(ending, Mapping) else None
+        self.ending: dict[str, Any] | None = (
+            dict(ending) if ending is not None and isinstance(ending, Mapping) else None
+        )
         self.ended: bool = bool(s.get("ended", False))
         self.last_uuid: str | None = s.get("last_uuid")
         self.last_ns: int = int(s.get("last_ns", 0))

@@ -12,6 +12,7 @@ which ``promptId`` s are the open prompt's) is these records' alone.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -96,8 +97,9 @@ def rooted(view: UserRecord, seed: Mapping[str, Any], prompt_id: str) -> Rooted:
 
 
 def is_subagent_file(path: Path) -> bool:
-    name = path.name
-    return path.parent.name == "subagents" and name.startswith("agent-") and name.endswith(".jsonl")
+    # On the path's text (every log's fold asks): pathlib's name and parent build their parts on each call.
+    folder, name = os.path.split(path)
+    return name.startswith("agent-") and name.endswith(".jsonl") and os.path.basename(folder) == "subagents"
 
 
 def subagent_seed(path: Path) -> dict[str, Any]:
