@@ -54,6 +54,8 @@ _CONTENT_ONLY_TYPES = {
     ContentKind.SYSTEM_PROMPT: b"system.message",
     ContentKind.REASONING: b"assistant.reasoning",
 }
+# :attr:`FoldSettings.undecoded_types` by the content kinds captured.
+_UNDECODED: dict[frozenset[ContentKind], frozenset[bytes]] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,10 +67,15 @@ class FoldSettings:
 
     @property
     def undecoded_types(self) -> frozenset[bytes]:
-        """Event types parse may skip without decoding: those read only for content that is not captured."""
-        return frozenset(
-            event_type for kind, event_type in _CONTENT_ONLY_TYPES.items() if not self.content.allows(kind)
-        )
+        """Event types parse may skip without decoding: those read only for content that is not captured (worked
+        out once per set of captured kinds: every log's pipeline asks)."""
+        enabled = self.content.enabled
+        types = _UNDECODED.get(enabled)
+        if types is None:
+            types = _UNDECODED[enabled] = frozenset(
+                event_type for kind, event_type in _CONTENT_ONLY_TYPES.items() if kind not in enabled
+            )
+        return types
 
 
 # A handler folds one event of its class into the loop's state (see :class:`Translator`).

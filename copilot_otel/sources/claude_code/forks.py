@@ -30,7 +30,9 @@ class ForkCopy:
     __slots__ = ("copied", "copied_prompt", "fork")
 
     def __init__(self, fork: Any, state: Mapping[str, Any]) -> None:
-        self.fork: dict[str, Any] | None = dict(fork) if isinstance(fork, Mapping) else None
+        self.fork: dict[str, Any] | None = (
+            dict(fork) if fork is not None and isinstance(fork, Mapping) else None
+        )
         self.copied: int = int(state.get("copied", 0))  # records of the parent's history skipped so far
         self.copied_prompt: str | None = state.get("copied_prompt")  # the last copied prompt record's uuid
 

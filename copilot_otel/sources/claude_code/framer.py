@@ -118,7 +118,7 @@ from .reader import (
     UserRecord,
     _text_of,
     read_line,
-    tool_uses_of,
+    tool_requests_of,
 )
 from .retries import Retries
 from .selfreport import SelfReport
@@ -164,11 +164,13 @@ def _tool_ended(
         message = (_first_line(text) if refused_by else None) or "denied by a permission rule"
     elif outcome is ToolOutcome.FAILED:
         message = _first_line(text) or "tool failed"
+    denied = outcome is ToolOutcome.DENIED
+    # Positional, in the fields' order (call_id, success, error_code, error_message, exit_code, user_requested,
+    # result, sandboxed, file_edits, denied_by): one per tool call, and keywords cost more than the record.
     return ToolEnded("claude-code.tool_result", f"{view.id}/{call_id}", view.time_ns, NO_DATA, None, view.offset,
-                     view.end_offset, view.dropped, call_id=call_id, success=outcome is ToolOutcome.OK,
-                     error_code="denied" if outcome is ToolOutcome.DENIED else None, error_message=message,
-                     exit_code=_exit_code(message), result=text or None,
-                     denied_by=refused_by if outcome is ToolOutcome.DENIED else None)  # fmt: skip
+                     view.end_offset, view.dropped, call_id, outcome is ToolOutcome.OK, "denied" if denied else None,
+                     message, _exit_code(message), False, text or None, None, None,
+                     refused_by if denied else None)  # fmt: skip
 
 
 class ClaudeCodeFramer:
@@ -208,7 +210,10 @@ class ClaudeCodeFramer:
         s = state or {}
         self.started: bool = bool(s.get("started", False))
         seed_ = s.get("seed")
-        self.seed: dict[str, Any] | None = dict(seed_) if isinstance(seed_, Mapping) else None
+        # None is the common value here (a new log): tested first, the Mapping check (an ABC's) is the costlier.
+        self.seed: dict[str, Any] | None = (
+            dict(seed_) if seed_ is not None and isinstance(seed_, Mapping) else None
+        )
         fork = s.get("fork")
         if self.seed is not None and "fork" in self.seed:
             fork, self.seed = self.seed["fork"], None  # a session's own log that is a fork: no sub-agent's
@@ -225,7 +230,9 @@ class ClaudeCodeFramer:
         # The open prompt's loop end, once seen: held until a record shows the loop is over (the module
         # docstring), then whether it was handed on.
         ending = s.get("ending")
-        self.ending: dict[str, Any] | None = dict(ending) if isinstance(ending, Mapping) else None
+        self.ending: dict[str, Any] | None = (
+            dict(ending) if ending is not None and isinstance(ending, Mapping) else None
+        )
         self.ended: bool = bool(s.get("ended", False))
         self.last_uuid: str | None = s.get("last_uuid")
         self.last_ns: int = int(s.get("last_ns", 0))
@@ -255,8 +262,8 @@ class ClaudeCodeFramer:
                 {"id": h.id, "time_ns": h.time_ns, "offset": h.offset, "end_offset": h.end_offset,
                  "trigger": h.trigger, "pre_tokens": h.pre_tokens}
                 for h in self.held
-            ],
-            "starts": [dict(t) for t in self.starts],
+            ] if self.held else [],
+            "starts": [dict(t) for t in self.starts] if self.starts else [],
         }  # fmt: skip
         self.queue.snapshot(state)
         self.retries.snapshot(state)
@@ -335,7 +342,7 @@ class ClaudeCodeFramer:
     def may_open(self, view: Event) -> bool:
         """Whether ``view`` may open a prompt while one is open: a user record of a new ``promptId`` (the pipeline
         keeps the state before such a line for a restart)."""
-        return isinstance(view, UserRecord) and view.prompt_id not in (None, self.prompt_id)
+        return view.__class__ is UserRecord and view.prompt_id not in (None, self.prompt_id)
 
     # ------------------------------------------------------------------ records
     def _session(self, view: Record, out: list[Event]) -> None:
@@ -354,7 +361,7 @@ class ClaudeCodeFramer:
 
     def _user(self, view: UserRecord, out: list[Event]) -> None:
         prompt_id = view.prompt_id
-        kind = view.kind
+        kind, results = view.kind_and_results()
         if not self._own(prompt_id):
             if self.seed is None and view.meta and view.turn_companion:
                 self.background.companion = prompt_id  # goes with the next record of its promptId (15)
@@ -365,7 +372,7 @@ class ClaudeCodeFramer:
             self._open_prompt(view, prompt_id, kind, out)  # type: ignore[arg-type]
         if kind is UserKind.TOOL_RESULTS:
             refused_by = view.refused_by
-            for result in view.tool_results:
+            for result in results:
                 outcome = result.outcome
                 if refused_by is not None and result.is_error:
                     outcome = ToolOutcome.DENIED  # 2.1.332 says who refused (plan mode, a hook, …): rule 5
@@ -413,7 +420,7 @@ class ClaudeCodeFramer:
     def _assistant(self, view: AssistantRecord, out: list[Event]) -> None:
         t = view.time_ns
         # Each field read once: a record's fields are read from its JSON on every access.
-        model, content = view.model, view.content
+        model, content = view.reply()
         if model == SYNTHETIC_MODEL:
             if view.api_error:
                 # Rule B: the failed request is in no log and gets no span: close the last turn first. Its
@@ -426,8 +433,9 @@ class ClaudeCodeFramer:
                            message=_first_line(_text_of(content)), status_code=view.api_error_status)
                 )  # fmt: skip
             return
-        message_id = view.message_id or view.id
-        stop, request = view.stop_reason, view.request
+        message_id, stop = view.call_ids()
+        message_id = message_id or view.id
+        request = view.request
         if message_id != self.message_id:
             start = self.last_ns if view.parent_uuid == self.last_uuid and self.last_ns else t
             start = self.retries.began(start)  # the call began with its first failed attempt (11)
@@ -436,7 +444,7 @@ class ClaudeCodeFramer:
             self.message_id, self.turn_open = message_id, True
             out.append(
                 TurnBegan("claude-code.turn", f"turn/{message_id}", start, NO_DATA, None, view.offset,
-                          view.end_offset, view.dropped, turn_id=message_id)
+                          view.end_offset, view.dropped, message_id)
             )  # fmt: skip
             self.retries.hand_on(out)
             usage = view.usage
@@ -445,23 +453,22 @@ class ClaudeCodeFramer:
                 out.append(
                     CallUsage("claude-code.usage", f"usage/{message_id}", t, NO_DATA, None, view.offset,
                               view.end_offset, view.dropped,
-                              usage=ev.Usage(usage.input_tokens + cache_read + cache_write, usage.output_tokens,
-                                             cache_read, cache_write, None, 0.0, model, request,
-                                             _FINISH.get(stop, stop) if stop else None, None, None, None,
-                                             PROVIDER))
+                              ev.Usage(usage.input_tokens + cache_read + cache_write, usage.output_tokens,
+                                       cache_read, cache_write, None, 0.0, model, request,
+                                       _FINISH.get(stop, stop) if stop else None, None, None, None, PROVIDER))
                 )  # fmt: skip
-        uses = tool_uses_of(content)
+        uses = tool_requests_of(content)
         text = _text_of(content)
+        # Positional, in the fields' order (turn_id, model, api_call_id, output_tokens, content, reasoning_text,
+        # tool_requests): one per assistant record.
         out.append(
             Answered("claude-code.assistant", view.id, t, NO_DATA, None, view.offset, view.end_offset,
-                     view.dropped, turn_id=message_id, model=model, api_call_id=request,
-                     content=text or None,
-                     tool_requests=tuple([ev.ToolRequest(u.id, u.name, u.input) for u in uses]))
+                     view.dropped, message_id, model, request, None, text or None, None, uses)
         )  # fmt: skip
         if uses:
             self.starts.extend(
-                {"id": use.id or view.id, "time_ns": t, "offset": view.offset, "end_offset": view.end_offset,
-                 "call_id": use.id, "name": use.name, "arguments": use.input}
+                {"id": use.call_id or view.id, "time_ns": t, "offset": view.offset, "end_offset": view.end_offset,
+                 "call_id": use.call_id, "name": use.name, "arguments": use.arguments}
                 for use in uses
             )  # fmt: skip
         elif stop in _FINAL:
@@ -495,7 +502,7 @@ class ClaudeCodeFramer:
         for t in self.starts:
             out.append(
                 ToolBegan("claude-code.tool_use", t["id"], t["time_ns"], NO_DATA, None, t["offset"], t["end_offset"],
-                          view.dropped, call_id=t["call_id"], name=t["name"], arguments=t["arguments"])
+                          view.dropped, t["call_id"], t["name"], t["arguments"])
             )  # fmt: skip
         self.starts = []
 
@@ -550,7 +557,7 @@ class ClaudeCodeFramer:
         self.turn_open = False
         out.append(
             TurnEnded("claude-code.turn_end", f"turn-end/{self.message_id}", time_ns, NO_DATA, None, view.offset,
-                      view.end_offset, view.dropped, turn_id=self.message_id)
+                      view.end_offset, view.dropped, self.message_id)
         )  # fmt: skip
 
 

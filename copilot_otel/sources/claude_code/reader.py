@@ -48,9 +48,11 @@ from typing import Any
 
 import orjson
 
-from ...model.inputs import Dropped, Event
+from ..._platform import current
+from ...model.inputs import Dropped, Event, ToolRequest
 from ...model.records import BadLine, RecordBase, record
-from .. import LogKind, Source, SourceLog, ToolOutcome, decode, source_root, time_of, walk_logs
+from ...model.timestamps import timestamp_ns
+from .. import LogKind, Source, SourceLog, ToolOutcome, decode, source_root, walk_logs
 from ..fields import (
     _dict,
     _float,
@@ -87,6 +89,7 @@ __all__ = [
     "read_line",
     "read_meta",
     "scan",
+    "tool_requests_of",
     "tool_uses_of",
 ]
 
@@ -233,16 +236,28 @@ def read_fork(path: Path) -> ForkOrigin | None:
 
 
 def _read_capped(path: Path, limit: int) -> bytes | None:
-    """Up to ``limit`` bytes of a regular file (never a FIFO or device in a log's place); ``None`` if none."""
+    """Up to ``limit`` bytes of a regular file (never a FIFO or device in a log's place); ``None`` if none.
+
+    Every session log's head is read so (:func:`read_fork`): a descriptor, not a file object (which costs a
+    ``stat`` before, and a buffer and a terminal check in its open), and the file's size, not ``limit``, asked
+    for (a read of a large limit allocates it first: a 14 kB log's head read with 256 kB asked for cost 3x the
+    read of its size).
+    """
     try:
-        if not path.is_file():
-            return None
-        with open(path, "rb") as f:
-            # Read what the file holds, not ``limit``: a read of a large limit allocates it first (a 14 kB log's
-            # head read with 256 kB asked for cost 3x the read of its size).
-            return f.read(min(limit, os.fstat(f.fileno()).st_size))
+        fd = current.open_regular(path)  # NotARegularFile (an OSError) for a FIFO or device: nothing read
     except OSError:
         return None
+    try:
+        left = min(limit, os.fstat(fd).st_size)
+        parts: list[bytes] = []
+        while left > 0 and (chunk := os.read(fd, left)):
+            parts.append(chunk)
+            left -= len(chunk)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 # ---------------------------------------------------------------------------------------------- nested values
@@ -294,6 +309,17 @@ def _text_of(content: Any) -> str:
     return ""
 
 
+def tool_requests_of(content: Any) -> tuple[ToolRequest, ...]:
+    """The ``tool_use`` blocks of an assistant record's ``content`` as the loop's tool requests (what
+    :func:`tool_uses_of` reads, without a view of each block between)."""
+    return tuple(
+        [
+            ToolRequest(_str(b.get("id")), _str(b.get("name")), b.get("input"))
+            for b in _blocks(content, "tool_use")
+        ]
+    )
+
+
 def tool_uses_of(content: Any) -> tuple[ToolUse, ...]:
     """The ``tool_use`` blocks of an assistant record's ``content`` (for a reader that holds the content already)."""
     return tuple(
@@ -308,6 +334,12 @@ def _blocks(content: Any, kind: str) -> list[Mapping[str, Any]]:
     if not isinstance(content, list):
         return []
     return [b for b in content if isinstance(b, dict) and b.get("type") == kind]
+
+
+def _tool_results(blocks: list[Mapping[str, Any]]) -> tuple[ToolResult, ...]:
+    return tuple(
+        [ToolResult(_str(b.get("tool_use_id")), b.get("is_error") is True, b.get("content")) for b in blocks]
+    )
 
 
 # ---------------------------------------------------------------------------------------------- records
@@ -372,27 +404,29 @@ class UserRecord(Record):
 
     @property
     def tool_results(self) -> tuple[ToolResult, ...]:
-        return tuple(
-            [
-                ToolResult(_str(b.get("tool_use_id")), b.get("is_error") is True, b.get("content"))
-                for b in _blocks(self.content, "tool_result")
-            ]
-        )
+        return _tool_results(_blocks(self.content, "tool_result"))
 
     @property
     def kind(self) -> UserKind:
+        return self.kind_and_results()[0]
+
+    def kind_and_results(self) -> tuple[UserKind, tuple[ToolResult, ...]]:
+        """:attr:`kind` and, for tool results, :attr:`tool_results` (else none), from one read of the content:
+        the framer asks both of every ``user`` record."""
         if self.compact_summary:
-            return UserKind.COMPACT_SUMMARY
+            return UserKind.COMPACT_SUMMARY, ()
         if self.meta:
-            return UserKind.META
-        if _blocks(self.content, "tool_result"):
-            return UserKind.TOOL_RESULTS
-        text = _text_of(self.content).lstrip()
+            return UserKind.META, ()
+        content = self.content
+        results = _blocks(content, "tool_result")
+        if results:
+            return UserKind.TOOL_RESULTS, _tool_results(results)
+        text = _text_of(content).lstrip()
         if text.startswith(_COMMAND_PREFIXES):
-            return UserKind.COMMAND
+            return UserKind.COMMAND, ()
         if text.startswith(_INTERRUPT_NOTE):
-            return UserKind.INTERRUPT
-        return UserKind.PROMPT
+            return UserKind.INTERRUPT, ()
+        return UserKind.PROMPT, ()
 
     @property
     def plain_text(self) -> str:
@@ -489,6 +523,35 @@ class AssistantRecord(Record):
     def request(self) -> str | None:
         """The request's id: ``requestId``, else ``requestRef``."""
         return self.request_id or self.request_ref
+
+    def reply(self) -> tuple[str | None, Any]:
+        """:attr:`model` and :attr:`content` from one look at ``message`` (the framer reads both of every assistant
+        record): the same values, a model of the wrong type read through its field, which notes it."""
+        message = self.data.get("message")
+        if message.__class__ is not dict:
+            return self.model, self.content
+        model = message.get("model")
+        if model.__class__ is str:
+            model = model or None
+        elif model is not None:
+            model = self.model
+        return model, message.get("content")
+
+    def call_ids(self) -> tuple[str | None, str | None]:
+        """:attr:`message_id` and :attr:`stop_reason` from one look at ``message``, as :meth:`reply` reads."""
+        message = self.data.get("message")
+        if message.__class__ is not dict:
+            return self.message_id, self.stop_reason
+        message_id, stop = message.get("id"), message.get("stop_reason")
+        if message_id.__class__ is str:
+            message_id = message_id or None
+        elif message_id is not None:
+            message_id = self.message_id
+        if stop.__class__ is str:
+            stop = stop or None
+        elif stop is not None:
+            stop = self.stop_reason
+        return message_id, stop
 
     @property
     def synthetic(self) -> bool:
@@ -683,10 +746,11 @@ def read_line(line: bytes, offset: int, end_offset: int, line_number: int) -> Ev
         note_not_read(dropped, kind, obj.get("version"))
     elif cls is SystemRecord or cls is Attachment or cls is QueueOperation:
         _note_sub_kind(obj, kind, dropped)
+    ts = obj.get("timestamp")  # time_of, inlined: one call less per line
     return cls(
         kind,
         uuid if isinstance(uuid, str) and uuid else f"offset-{offset}",
-        time_of(obj.get("timestamp"), dropped),
+        0 if ts is None else (timestamp_ns(ts, dropped) or 0),
         obj,
         agent if isinstance(agent, str) and agent else None,
         offset,

@@ -28,7 +28,9 @@ class Retries:
     def __init__(self, state: Mapping[str, Any]) -> None:
         # The last ``api-request`` (its time and model): the start of the attempt an ``api_error`` ends.
         request = state.get("request")
-        self.request: dict[str, Any] | None = dict(request) if isinstance(request, Mapping) else None
+        self.request: dict[str, Any] | None = (
+            dict(request) if request is not None and isinstance(request, Mapping) else None
+        )
         # Failed attempts of the next model call, until its turn begins (or the CLI gives up on it).
         self.attempts: list[dict[str, Any]] = [dict(a) for a in state.get("attempts", ())]
 

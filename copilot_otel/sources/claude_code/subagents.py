@@ -12,6 +12,7 @@ which ``promptId`` s are the open prompt's) is these records' alone.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -54,8 +55,11 @@ class Background:
         """An ``Agent`` call's result: when it says its sub-agent runs on in the background, the prompt waits for
         that sub-agent's report."""
         result = view.tool_use_result
-        if isinstance(result, Mapping) and (
-            result.get("isAsync") is True or result.get("status") == _ASYNC_LAUNCHED
+        if (
+            result.__class__ is dict
+            and (  # decoded JSON: a dict or no object (not the costlier Mapping check)
+                result.get("isAsync") is True or result.get("status") == _ASYNC_LAUNCHED
+            )
         ):
             self.background += 1
 
@@ -93,8 +97,9 @@ def rooted(view: UserRecord, seed: Mapping[str, Any], prompt_id: str) -> Rooted:
 
 
 def is_subagent_file(path: Path) -> bool:
-    name = path.name
-    return path.parent.name == "subagents" and name.startswith("agent-") and name.endswith(".jsonl")
+    # On the path's text (every log's fold asks): pathlib's name and parent build their parts on each call.
+    folder, name = os.path.split(path)
+    return name.startswith("agent-") and name.endswith(".jsonl") and os.path.basename(folder) == "subagents"
 
 
 def subagent_seed(path: Path) -> dict[str, Any]:
