@@ -506,7 +506,7 @@ def test_a_log_last_written_before_since_is_not_read(
     "zone", ["UTC", "Europe/Paris", "Asia/Kolkata", "Asia/Kathmandu", "America/St_Johns", "Australia/Eucla"]
 )
 @pytest.mark.parametrize("period", ["daily", "weekly", "monthly"])
-def test_a_records_day_by_its_quarter_hour_is_its_own_day(zone: str, period: str) -> None:
+def test_a_records_day_by_its_quarter_hour_is_its_own_day(zone: str, period: Period) -> None:
     """Days are looked up by quarter hour of UTC time (a cached report adds up 100,000 records without a time
     zone conversion each): every minute around the local midnights of a year (DST changes included), and of 1900
     (local mean times: Paris +0:09:21), lands in the day its own time says."""
