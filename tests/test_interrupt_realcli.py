@@ -178,12 +178,14 @@ def test_interrupt_stops_an_autopilot_loop_across_continuations(
     print(
         f"autopilot: {model_turns} turns, {continuations} continuations before the interrupt (limit {turns})"
     )
-    # Stopped by the interrupt (an abort, before the CLI's own cap of 30 continuations), after the limit was
-    # passed. How many more turns the fake model's instant replies fit in before the daemon acts is the machine's
-    # load, not a property (18 of them on a busy CI machine): no bound on it.
-    assert "abort" in [e["type"] for e in events]
+    print("the log ends:", [e["type"] for e in events][-6:])
+    # Stopped by the interrupt, after the limit was passed and before the CLI's own cap of 30 continuations. How
+    # many more turns the fake model's instant replies fit in before the daemon acts is the machine's load, not a
+    # property (18 of them on a busy CI machine): no bound on it. Nor on how the CLI records the signal: mid-turn
+    # it writes an "abort"; landing between a continuation and its turn, the CLI exits without one (seen once in
+    # a loaded run: 14 continuations, no abort, the daemon's interrupt logged).
     assert model_turns >= turns and continuations < 30
-    assert "interrupted" in daemon.output()
+    assert "interrupted: send SIGINT" in daemon.output()
 
 
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux")
