@@ -25,6 +25,7 @@ try:  # a Ctrl-C while the program is still loading (its first ~100 ms) is one l
     import logging
     from collections.abc import Sequence
     from datetime import datetime
+    from typing import Literal
 
     from ._platform import text_streams
     from ._version import __version__
@@ -433,6 +434,9 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
         from .commands.report import report, split_period
 
         prices = parse_prices(args.price)  # a bad price is refused before any log is read
+        progress: Literal["terminal", "always", "never"] = (
+            "never" if args.no_progress else "always" if args.progress else "terminal"
+        )
         period, paths = split_period(args.targets, config.session_state)
         if period == "blocks":
             from .commands.blocks import blocks
@@ -451,7 +455,7 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
                 output="json" if args.json else "table",
                 live=args.live,
                 interval_s=args.interval,
-                progress="never" if args.no_progress else "always" if args.progress else "terminal",
+                progress=progress,
             )
         if args.live:
             raise ConfigError(
@@ -474,7 +478,7 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
             now_ns=time.time_ns(),
             breakdown=args.breakdown,
             layout="wide" if args.wide else "compact" if args.compact else "fit",
-            progress="never" if args.no_progress else "always" if args.progress else "terminal",
+            progress=progress,
             agent=args.agent,
             repo=args.repo,
             cache=not args.no_cache,

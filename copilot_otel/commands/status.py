@@ -45,6 +45,7 @@ import orjson
 from .._platform import current, utf8_stdout
 from ..common import display
 from ..common.errors import StateError
+from ..daemon.statusdoc import daemon_alive
 from ..daemon.statusfile import (
     LOCK_FILE,
     STATUS_FILE,
@@ -95,7 +96,7 @@ def print_status(config: Config, as_json: bool = False) -> int:
     # The typed status for what is shown; ``--json`` prints the document as the daemon wrote it.
     status = DaemonStatus.from_dict(raw) if raw is not None else None
     pid = status.pid if status is not None else None
-    running = _alive(pid)
+    running = daemon_alive(pid)
     starting = None if running else _lock_owner(state_dir)
     if starting is not None:
         # Started a moment ago: the lock is held, the first status is not written yet.
@@ -223,10 +224,6 @@ def _root_json(root: AgentRoot) -> dict[str, Any]:
     }
 
 
-def _alive(pid: object) -> bool:
-    return isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 and current.process_alive(pid)
-
-
 def _lock_owner(state_dir: Path) -> int | None:
     """The live process named by the state dir's lock (a daemon holds it from its first moment), if any."""
     lock = state_dir / LOCK_FILE
@@ -245,7 +242,7 @@ def _running_in(state_dir: Path) -> bool:
         status = read_daemon_status(state_dir)
     except StateError:
         return False
-    return _alive(status.pid if status else None) or _lock_owner(state_dir) is not None
+    return daemon_alive(status.pid if status else None) or _lock_owner(state_dir) is not None
 
 
 def find_state_dir(config: Config) -> Path:

@@ -31,7 +31,7 @@ import orjson
 from .._platform import LockHeld, current
 from ..common import display
 from ..common.errors import CopilotOtelError, StateError
-from ..daemon.statusdoc import read_status
+from ..daemon.statusdoc import daemon_alive, read_status
 from ..settings.config import Config
 
 __all__ = ["CACHE_FILE", "FRESH_S", "Hook", "line", "read_hook", "refresh", "statusline"]
@@ -127,12 +127,8 @@ def _daemon_word(state_dir: Path) -> str:
         status = read_status(state_dir)
     except StateError:  # a status being written, damaged: the line is no place to say why (`status` says it)
         return "?"
-    pid = status.get("pid") if status is not None else None
-    if (
-        not isinstance(pid, int) or isinstance(pid, bool) or not current.process_alive(pid)
-    ):  # as `status` decides
+    if status is None or not daemon_alive(status.get("pid")):  # as `status` decides it
         return "not running"
-    assert status is not None
     if status.get("endpoint_error"):
         return "held (endpoint)"
     if status.get("backlog_spans") and status.get("last_error"):

@@ -9,10 +9,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .._platform import current
 from ..common.errors import StateError
 from ..common.jsonobject import NotAJsonObject, json_object
 
-__all__ = ["LOCK_FILE", "STATUS_FILE", "read_status"]
+__all__ = ["LOCK_FILE", "STATUS_FILE", "daemon_alive", "read_status"]
 
 LOCK_FILE = "lock"
 STATUS_FILE = "status.json"
@@ -35,3 +36,8 @@ def read_status(state_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
         return json_object(data)
     except NotAJsonObject as exc:
         raise StateError(f"{path} is {exc}") from exc
+
+
+def daemon_alive(pid: object) -> bool:
+    """Whether the pid a status names (any JSON value: an older or damaged file's) is a live process."""
+    return isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 and current.process_alive(pid)
