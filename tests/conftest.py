@@ -10,8 +10,10 @@ import json
 import os
 import shutil
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -138,14 +140,40 @@ def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+def midday_zone() -> str:
+    """A POSIX ``TZ`` with a whole-hour offset in which it is now about noon.
+
+    The commands that say what happened "today" (``live``, ``statusline``) cut the day in the local zone; a test
+    that writes a session "ten minutes ago" and expects it today fails in the first minutes after midnight in a
+    fixed zone (it did, on CI at 00:07 UTC). In this zone midnight is about twelve hours away, whenever the test
+    runs. The offset is -11..+12 hours; POSIX writes it with the sign inverted."""
+    shift = 12 - datetime.now(timezone.utc).hour
+    return f"NOON{-shift:+d}"
+
+
 @pytest.fixture
-def utc_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A HOME of the test's own (not made: the test lays it out) and the UTC zone, for the commands that say what
-    happened "today" (``live``, ``statusline``)."""
+def midday_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A HOME of the test's own (not made: the test lays it out) and a local zone in which it is now about noon
+    (:func:`midday_zone`), set for this process too (``time.tzset``) and for the commands it starts."""
     home = tmp_path / "home"
     monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("TZ", "UTC")
-    return home
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = midday_zone()
+    _tzset()
+    try:
+        yield home
+    finally:
+        if before is None:
+            os.environ.pop("TZ", None)
+        else:
+            os.environ["TZ"] = before
+        _tzset()
+
+
+def _tzset() -> None:
+    """The C library's zone read again from ``TZ`` (POSIX only: Windows has no ``time.tzset``)."""
+    if hasattr(time, "tzset"):
+        time.tzset()
 
 
 @pytest.fixture

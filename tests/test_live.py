@@ -80,12 +80,12 @@ def _write(root: Path, fixture: str, lines: list[bytes], mtime_ns: int | None = 
     return log
 
 
-def _history(root: Path, now_ns: int = NOW_NS) -> dict[str, list[bytes]]:
-    """The three sessions, finished minutes before ``now_ns``, their logs written then."""
+def _history(root: Path, now_ns: int = NOW_NS, step_ns: int = MINUTE_NS) -> dict[str, list[bytes]]:
+    """The three sessions, finished ``10``, ``9`` and ``8`` steps before ``now_ns``, their logs written then."""
     root.mkdir(parents=True, exist_ok=True)
     out = {}
     for index, fixture in enumerate(SESSIONS):
-        end = now_ns - (10 - index) * MINUTE_NS
+        end = now_ns - (10 - index) * step_ns
         out[fixture] = _retimed(fixture, root, end)
         _write(root, fixture, out[fixture], end)
     return out
@@ -260,13 +260,27 @@ def test_an_unreadable_log_is_left_out_and_named(tmp_path: Path) -> None:
 
 # ================================================================================== the command
 @pytest.fixture
-def home(utc_home: Path) -> Path:
-    return utc_home
+def home(midday_home: Path) -> Path:
+    return midday_home
 
 
 def _now_history(home: Path) -> tuple[Path, dict[str, list[bytes]]]:
+    """The three sessions minutes ago, in today's local day (``midday_home``) and in this UTC month (the quota's).
+
+    In the first minutes of a UTC month the steps shrink so the sessions (each under a second long) still start
+    in it; in its first seconds the test waits until they fit."""
     root = home / ".copilot" / "session-state"
-    return root, _history(root, time.time_ns())
+    until(lambda: _since_month_start() > 30 * 10**9, 40, "a UTC month old enough to hold three sessions")
+    step = min(MINUTE_NS, (_since_month_start() - 5 * 10**9) // 10)
+    return root, _history(root, time.time_ns(), step)
+
+
+def _since_month_start() -> int:
+    now = datetime.now(timezone.utc)
+    return (
+        time.time_ns()
+        - int(now.replace(day=1, hour=0, minute=0, second=0, microsecond=0).timestamp()) * 10**9
+    )
 
 
 def test_json_once_is_one_object(home: Path, capfd: pytest.CaptureFixture[str]) -> None:
@@ -315,7 +329,7 @@ def _console_script() -> list[str]:
 
 
 def _env(home: Path) -> dict[str, str]:
-    return {**os.environ, "HOME": str(home), "TZ": "UTC", "COLUMNS": "100"}
+    return {**os.environ, "HOME": str(home), "COLUMNS": "100"}
 
 
 def test_off_a_terminal_it_prints_one_snapshot(home: Path) -> None:
@@ -420,7 +434,7 @@ class _Pane:
         self.base = ["tmux", "-L", f"copilot-otel-live-{os.getpid()}-{tmp_path.name}", "-f", str(conf)]
         script = 'trap : INT; "$@"; echo "copilot-otel exited with status $?"; sleep 30'
         command = ["sh", "-c", script, "sh", *argv]
-        env = ["-e", f"HOME={home}", "-e", "TZ=UTC", "-e", "COLUMNS=", "-e", "LINES="]
+        env = ["-e", f"HOME={home}", "-e", f"TZ={os.environ['TZ']}", "-e", "COLUMNS=", "-e", "LINES="]
         shell = " ".join("'" + p.replace("'", "'\\''") + "'" for p in command)
         subprocess.run(
             [*self.base, "new-session", "-d", "-x", str(width), "-y", str(height), *env, shell],

@@ -82,33 +82,29 @@ def _statusline(home: Path, state: Path, stdin: bytes) -> tuple[float, str]:
 def _env(home: Path) -> dict[str, str]:
     import os
 
-    return {**os.environ, "HOME": str(home), "TZ": "UTC"}
+    return {**os.environ, "HOME": str(home)}
 
 
 def _report(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
-    assert main(["report", *argv, "--json", "--tz", "UTC"]) == 0
+    assert main(["report", *argv, "--json"]) == 0  # "today" in the local zone, as the line's
     doc: dict[str, Any] = json.loads(capsys.readouterr().out)
     return doc
 
 
 def test_the_line_shows_the_sessions_and_todays_cost_and_the_open_window_as_report_does(
-    utc_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    midday_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     now = datetime.now(timezone.utc)
-    if now.hour == 0 and now.minute < 10:
-        pytest.skip(
-            "the capture re-timed to ten minutes ago would fall on yesterday"
-        )  # a minute's window a day
-    session_id, log = _retimed_claude(utc_home, now - timedelta(minutes=10))
+    session_id, log = _retimed_claude(midday_home, now - timedelta(minutes=10))
     state = tmp_path / "state"
     stdin = _hook(session_id, log)
 
     # first message: nothing worked out yet; the line comes at once and a refresh starts in the background
-    _, first = _statusline(utc_home, state, _hook(session_id, log, which=0))
+    _, first = _statusline(midday_home, state, _hook(session_id, log, which=0))
     assert first.startswith("Opus 5.5 · $… session · $… today") and first.endswith("otel not running"), first
     until(lambda: (state / "statusline.json").is_file(), 60, "the background refresh wrote its figures")
 
-    _, line = _statusline(utc_home, state, stdin)
+    _, line = _statusline(midday_home, state, stdin)
     session_cost = _report(capsys, "session", str(log))["totals"]["cost_usd"]
     today = _report(capsys, "daily", "--since", "today")["totals"]["cost_usd"]
     (window,) = [b for b in _blocks(capsys) if b["active"]]
@@ -127,18 +123,18 @@ def _blocks(capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
     return blocks
 
 
-def test_a_grown_transcript_is_priced_again(utc_home: Path, tmp_path: Path) -> None:
-    session_id, log = _retimed_claude(utc_home, datetime.now(timezone.utc) - timedelta(minutes=10))
+def test_a_grown_transcript_is_priced_again(midday_home: Path, tmp_path: Path) -> None:
+    session_id, log = _retimed_claude(midday_home, datetime.now(timezone.utc) - timedelta(minutes=10))
     state = tmp_path / "state"
     stdin = _hook(session_id, log)
-    _statusline(utc_home, state, stdin)
+    _statusline(midday_home, state, stdin)
     until(lambda: (state / "statusline.json").is_file(), 60, "the first refresh")
     before = json.loads((state / "statusline.json").read_bytes())["sessions"][session_id]
     # the CLI appends the next call (a copy of the last assistant record, as a next reply would be written)
     last = [line for line in log.read_bytes().splitlines() if b'"type":"assistant"' in line][-1]
     with log.open("ab") as out:
         out.write(last.replace(b'"id":"msg_', b'"id":"msg_next') + b"\n")
-    _statusline(utc_home, state, stdin)
+    _statusline(midday_home, state, stdin)
 
     def priced_again() -> bool:
         after = json.loads((state / "statusline.json").read_bytes())["sessions"][session_id]
@@ -147,8 +143,8 @@ def test_a_grown_transcript_is_priced_again(utc_home: Path, tmp_path: Path) -> N
     until(priced_again, 60, "the grown transcript priced again")
 
 
-def test_it_says_a_running_daemon_is_delivering(utc_home: Path, tmp_path: Path) -> None:
-    session_id, log = _retimed_claude(utc_home, datetime.now(timezone.utc) - timedelta(minutes=10))
+def test_it_says_a_running_daemon_is_delivering(midday_home: Path, tmp_path: Path) -> None:
+    session_id, log = _retimed_claude(midday_home, datetime.now(timezone.utc) - timedelta(minutes=10))
     state = tmp_path / "state"
     root = tmp_path / "session-state"
     root.mkdir()
@@ -159,20 +155,20 @@ def test_it_says_a_running_daemon_is_delivering(utc_home: Path, tmp_path: Path) 
                 "a span exported and the status written",
                 lambda: bool(receiver.spans()) and (state / "status.json").is_file(),
             )
-            _, line = _statusline(utc_home, state, _hook(session_id, log))
+            _, line = _statusline(midday_home, state, _hook(session_id, log))
             assert line.endswith("otel delivering"), line
         finally:
             assert daemon.terminate() == 0
-    _, line = _statusline(utc_home, state, _hook(session_id, log))
+    _, line = _statusline(midday_home, state, _hook(session_id, log))
     assert line.endswith("otel not running"), line
 
 
 @pytest.mark.parametrize("stdin", [b"", b"not json", b"[1, 2]", b'{"model": 3, "session_id": null}'])
 def test_whatever_the_hook_sends_the_line_is_printed_and_the_exit_is_0(
-    utc_home: Path, tmp_path: Path, stdin: bytes
+    midday_home: Path, tmp_path: Path, stdin: bytes
 ) -> None:
-    (utc_home / ".claude" / "projects").mkdir(parents=True)
-    _, line = _statusline(utc_home, tmp_path / "state", stdin)
+    (midday_home / ".claude" / "projects").mkdir(parents=True)
+    _, line = _statusline(midday_home, tmp_path / "state", stdin)
     assert line.startswith("? · $… session · $… today") and line.endswith("otel not running"), line
 
 
