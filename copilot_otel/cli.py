@@ -8,17 +8,7 @@ from __future__ import annotations
 
 import sys
 
-
-def _interrupted(argv: list[str]) -> int:
-    """A Ctrl-C that came before the command could handle it: one line, and the exit code the README promises.
-
-    ``run`` stops on Ctrl-C and exits 0 (README, "Guarantees"): stopping it that early is no failure, nothing was
-    read yet. Every other command exits 130 (128 + SIGINT, what a shell reports for a Ctrl-C): it did not finish.
-    """
-    print("copilot-otel: interrupted", file=sys.stderr)
-    command = next((word for word in argv if not word.startswith("-")), None)
-    return 0 if command == "run" else 130
-
+from .common.errors import interrupted as _interrupted
 
 try:  # a Ctrl-C while the program is still loading (its first ~100 ms) is one line too, not a traceback
     import argparse
@@ -496,12 +486,12 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
 
         if args.refresh:
             return statusline.refresh(config, args.session_id, args.transcript)
-        data = (
-            b""
-            if sys.stdin is None or sys.stdin.isatty()
-            else sys.stdin.buffer.read(statusline.MAX_INPUT_BYTES)
+        given = (
+            config.config_file if config.config_file.is_file() else None
+        )  # a default file not there: no flag
+        return statusline.answer(
+            config.state_dir, None if given is None else str(given), statusline.read_stdin()
         )
-        return statusline.statusline(config, data)
     if args.command == "status":
         from .commands.status import print_status
 

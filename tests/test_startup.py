@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -187,3 +188,88 @@ def test_the_statusline_answers_without_the_fold_the_prices_or_the_terminal_libr
     assert (
         _loaded(modules, (*FOLDING, *READERS, "copilot_otel.commands.report"), ("genai_prices", "rich")) == []
     )
+
+
+# What the console script runs (``copilot_otel.entry``), as the probe above runs the CLI.
+ENTRY_PROBE = """
+import contextlib, io, json, sys
+from copilot_otel.entry import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    code = main(sys.argv[1:])
+print(json.dumps({"code": code, "modules": sorted(sys.modules), "out": out.getvalue()}))
+"""
+# What the hook's short path does without: the CLI and its settings table, the platform's classes (threads, sockets,
+# ctypes), the lock and process libraries, and the standard modules the rest of the package pays for first.
+HOOK_NEVER = (
+    "copilot_otel.cli",
+    "copilot_otel.settings.config",
+    "copilot_otel._platform._portable",
+    "orjson",
+    "filelock",
+    "psutil",
+    "dataclasses",
+    "logging",
+    "argparse",
+    "tomllib",
+)
+
+
+def test_the_statusline_hook_takes_the_short_path(_isolated_home: Path) -> None:
+    """``copilot-otel statusline`` as Claude Code runs it (the console script's ``entry``, fresh figures, the
+    hook's JSON on stdin): the line, from a handful of our modules. Each module it must not load is first shown
+    not loaded by a bare interpreter, so the assertion can fail. A flag the short path does not take goes to the
+    CLI."""
+    from datetime import datetime
+
+    state = _isolated_home / "state"
+    state.mkdir()
+    today = datetime.now().astimezone().date().isoformat()
+    (state / "statusline.json").write_text(
+        json.dumps({"day": today, "refreshed_at": time.time(), "today_cost_usd": 1.5, "sessions": {}})
+    )
+    env = {"HOME": str(_isolated_home), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
+    bare = subprocess.run(
+        [sys.executable, "-c", "import json, sys; print(json.dumps(sorted(sys.modules)))"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert _loaded(set(json.loads(bare.stdout)), HOOK_NEVER) == []
+
+    def run(*argv: str) -> dict[str, Any]:
+        proc = subprocess.run(
+            [sys.executable, "-c", ENTRY_PROBE, *argv],
+            env=env,
+            cwd=_isolated_home,
+            input=json.dumps({"model": {"id": "opus"}}),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == 0, proc.stderr
+        result: dict[str, Any] = json.loads(proc.stdout.splitlines()[-1])
+        return result
+
+    short = run("statusline", "--state-dir", str(state))
+    assert short["code"] == 0 and short["out"].startswith("opus · $… session · $1.50 today"), short["out"]
+    assert "copilot_otel.commands.statusline" in short["modules"]
+    assert _loaded(set(short["modules"]), HOOK_NEVER) == []
+    through_cli = run("statusline", f"--state-dir={state}", "--log-level", "debug")
+    assert through_cli["code"] == 0 and "copilot_otel.cli" in through_cli["modules"]
+    # Both paths write the line as UTF-8 for Claude Code, even into a pipe whose code page lacks "·" and "…"
+    # (a Windows console's cp1252, as PYTHONIOENCODING makes it here; the CLI's text layer would spell them -, ...).
+    for argv in (["--state-dir", str(state)], [f"--state-dir={state}", "--log-level", "debug"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "copilot_otel", "statusline", *argv],
+            env={**env, "PYTHONIOENCODING": "cp1252"},
+            input=b"{}",
+            capture_output=True,
+            timeout=60,
+        )
+        assert (proc.returncode, proc.stdout.decode()) == (
+            0,
+            "? · $… session · $1.50 today · otel not running\n",
+        )

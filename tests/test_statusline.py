@@ -175,3 +175,95 @@ def test_whatever_the_hook_sends_the_line_is_printed_and_the_exit_is_0(
 def test_the_hook_configuration_in_the_docs_is_the_command() -> None:
     text = (Path(__file__).resolve().parent.parent / "docs" / "reports-and-live.md").read_text()
     assert '{"statusLine": {"type": "command", "command": "copilot-otel statusline"}}' in text
+
+
+# ============================================================ the hook's short path finds the state directory
+def _file(path: Path, text: str) -> str:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return str(path)
+
+
+# (flags, environment, files to write (relative to the home) -> the state directory the settings table resolves)
+_WHERE_CASES: dict[str, tuple[dict[str, str], dict[str, str], dict[str, str]]] = {
+    "default": ({}, {}, {}),
+    "xdg state home": ({}, {"XDG_STATE_HOME": "/xdg/state"}, {}),
+    "relative xdg ignored": ({}, {"XDG_STATE_HOME": "rel/state"}, {}),
+    "env": ({}, {"COPILOT_OTEL_STATE_DIR": "~/from-env"}, {}),
+    "blank env ignored": ({}, {"COPILOT_OTEL_STATE_DIR": "  "}, {}),
+    "flag over env": ({"--state-dir": " /flag/state "}, {"COPILOT_OTEL_STATE_DIR": "/env/state"}, {}),
+    "default config file": ({}, {}, {".config/copilot-otel/config.toml": 'state_dir = "~/from-file"\n'}),
+    "config file without the key": ({}, {}, {".config/copilot-otel/config.toml": "log_level = 'debug'\n"}),
+    "xdg config home": (
+        {},
+        {"XDG_CONFIG_HOME": "{home}/xdg"},
+        {"xdg/copilot-otel/config.toml": 'state_dir = "/from/xdg/file"\n'},
+    ),
+    "env over file": (
+        {},
+        {"COPILOT_OTEL_STATE_DIR": "/env/state"},
+        {".config/copilot-otel/config.toml": 'state_dir = "/file/state"\n'},
+    ),
+    "config flag": ({"--config": "{home}/c.toml"}, {}, {"c.toml": "state_dir = 'relative/state'\n"}),
+    "config env": ({}, {"COPILOT_OTEL_CONFIG": "~/c.toml"}, {"c.toml": "state_dir = '~'\n"}),
+}
+
+
+@pytest.mark.parametrize("case", list(_WHERE_CASES))
+def test_the_hooks_short_path_finds_the_state_directory_the_settings_find(tmp_path: Path, case: str) -> None:
+    """:func:`copilot_otel.settings.locate.state_dir` (what the console script's hook path reads instead of the
+    whole settings table) against :func:`load_config` on the same flags, environment and files."""
+    from copilot_otel.settings import locate
+    from copilot_otel.settings.config import load_config
+
+    home = tmp_path / "home"
+    home.mkdir()
+    flags, env, files = (
+        {k: v.replace("{home}", str(home)) for k, v in part.items()} for part in _WHERE_CASES[case]
+    )
+    for name, text in files.items():
+        _file(home / name, text)
+    env = {"HOME": str(home), **env}
+    cli = {"state_dir": flags.get("--state-dir"), "config_file": flags.get("--config")}
+    assert locate.state_dir(flags, env) == load_config(cli, env).state_dir
+
+
+@pytest.mark.parametrize(
+    ("flags", "config"),
+    [
+        ({"--config": "{home}/missing.toml"}, None),
+        ({}, "state_dir = [\n"),  # not TOML
+        ({}, "state_dir = 3\n"),  # not a path
+    ],
+    ids=["missing given file", "not toml", "not a path"],
+)
+def test_what_the_short_path_cannot_settle_the_cli_says(
+    tmp_path: Path, flags: dict[str, str], config: str | None
+) -> None:
+    """The quick reading gives up (``Unsettled``) where the table raises, and the command, through the console
+    script, then says the table's one-line error and its exit code, as before there was a short path."""
+    from copilot_otel.common.errors import ConfigError
+    from copilot_otel.settings import locate
+    from copilot_otel.settings.config import load_config
+
+    home = tmp_path / "home"
+    home.mkdir()
+    flags = {k: v.replace("{home}", str(home)) for k, v in flags.items()}
+    if config is not None:
+        _file(home / ".config" / "copilot-otel" / "config.toml", config)
+    env = {"HOME": str(home)}
+    with pytest.raises(locate.Unsettled):
+        locate.state_dir(flags, env)
+    with pytest.raises(ConfigError):
+        load_config({"config_file": flags.get("--config")}, env)
+    argv = [f"{flag}={value}" for flag, value in flags.items()]
+    done = subprocess.run(
+        [*_console_script(), "statusline", *argv],
+        input=b"{}",
+        capture_output=True,
+        timeout=60,
+        env={**_env(home), "HOME": str(home)},
+        check=False,
+    )
+    (said,) = done.stderr.decode().splitlines()
+    assert done.returncode == 2 and said.startswith("copilot-otel: ") and "config file" in said.lower(), said

@@ -30,6 +30,10 @@ Nothing else in the package calls an OS-specific function: only the modules here
 ``single_keys``            key presses one at a time (termios cbreak / msvcrt), for ``live`` (:mod:`._keys`)
 =========================  =========================================================================
 
+The names are imported on first use (PEP 562): ``statusline``'s hook, which Claude Code waits for after every
+message, imports only :mod:`._quick` (default folders, a detached start, a pid's liveness), whose functions the
+classes below call for those three decisions.
+
 Implementations: :class:`~._linux.Linux`, :class:`~._darwin.Darwin` (both :class:`~._posix.Posix`) and
 :class:`~._windows.Windows`, each built on :class:`~._portable.Platform`, which uses only calls every OS has.
 Where ``os`` lacks the POSIX calls (the CI's "no POSIX" run, ``.ci/no_posix``) that portable base is used as it
@@ -39,19 +43,28 @@ is, so the code paths Windows shares with it run on Linux too. Every module here
 from __future__ import annotations
 
 import sys
+from importlib import import_module
 
-from ._console import can_encode_glyphs, text_streams, utf8_stdout
-from ._keys import single_keys
-from ._portable import (
-    DefaultDirs,
-    DirWatcher,
-    LockHeld,
-    NotARegularFile,
-    Platform,
-    ProcessFacts,
-    ServiceManager,
-    WatchSink,
-)
+# Not `from typing import TYPE_CHECKING`: the statusline hook's path imports this package and pays for nothing else.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ._console import can_encode_glyphs, text_streams, utf8_stdout
+    from ._keys import single_keys
+    from ._portable import (
+        DefaultDirs,
+        DirWatcher,
+        LockHeld,
+        NotARegularFile,
+        Platform,
+        ProcessFacts,
+        ServiceManager,
+        WatchSink,
+    )
+
+    current: Platform
+    """The implementation in use on this machine."""
 
 __all__ = [
     "DefaultDirs",
@@ -71,9 +84,30 @@ __all__ = [
     "utf8_stdout",
 ]
 
+# Where each name is defined: imported on first use (PEP 562), as the package's own public API is. Every
+# ``copilot_otel._platform.<module>`` import runs this file first, and the statusline hook imports only
+# :mod:`._quick` (its threads, sockets, ctypes and record types would cost it a third of its time).
+_WHERE = {
+    **dict.fromkeys(("can_encode_glyphs", "text_streams", "utf8_stdout"), "._console"),
+    "single_keys": "._keys",
+    **{name: "._portable" for name in __all__ if name[0].isupper()},  # the types: all the portable seam's
+}
+
+
+def __getattr__(name: str) -> Any:
+    """``current`` (built once, on first use) and the names above, from their modules."""
+    if name == "current":
+        value = for_platform(sys.platform)
+    elif name in _WHERE:
+        value = getattr(import_module(_WHERE[name], __name__), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # the next use finds it without this call
+    return value
+
 
 def launchd_domains(uid: int) -> list[str]:
-    """The launchd domains a per-user agent may live in (macOS; imported on use: it needs platformdirs.macos)."""
+    """The launchd domains a per-user agent may live in (macOS; imported on use)."""
     from ._darwin import launchd_domains as domains
 
     return domains(uid)
@@ -91,6 +125,8 @@ def for_platform(name: str) -> Platform:
     from ._posix import posix_calls_present
 
     if not posix_calls_present():
+        from ._portable import Platform
+
         return Platform()
     if name == "darwin":
         from ._darwin import Darwin
@@ -99,7 +135,3 @@ def for_platform(name: str) -> Platform:
     from ._linux import Linux
 
     return Linux()
-
-
-current: Platform = for_platform(sys.platform)
-"""The implementation in use on this machine."""

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from pathlib import Path
 
-import platformdirs.macos
-
-from ._portable import APP_NAME, DefaultDirs, Platform, ServiceManager
+from . import _quick
+from ._portable import DefaultDirs, ServiceManager
 from ._posix import Posix
 
 __all__ = ["Darwin", "launchd_domains"]
@@ -21,19 +19,9 @@ class Darwin(Posix):
     service_manager: ServiceManager | None = "launchd"
 
     def default_dirs(self, env: Mapping[str, str]) -> DefaultDirs:
-        """``~/Library/Application Support/copilot-otel`` for state and config (as platformdirs says), unless an
-        XDG variable names a directory, or an earlier version's ``~/.local/state`` / ``~/.config`` one exists
-        (so an upgrade never moves anyone's checkpoints)."""
-        xdg = Platform.default_dirs(self, env)
-        apple = platformdirs.macos.MacOS(APP_NAME, appauthor=False)
-        return DefaultDirs(
-            xdg.state
-            if env.get("XDG_STATE_HOME", "").strip() or xdg.state.is_dir()
-            else Path(apple.user_state_dir),
-            xdg.config
-            if env.get("XDG_CONFIG_HOME", "").strip() or xdg.config.is_dir()
-            else Path(apple.user_config_dir),
-        )
+        """``~/Library/Application Support/copilot-otel``, unless XDG or an earlier version's folders say
+        otherwise (:func:`._quick.default_dirs`)."""
+        return DefaultDirs(*_quick.default_dirs(env, "darwin"))
 
     def notification_command(
         self, title: str, body: str, find: Callable[[str], str | None]

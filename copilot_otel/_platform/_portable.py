@@ -21,8 +21,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
+from . import _quick
+from ._quick import APP_NAME
 from ._watch import DirWatcher, WatchSink
 
 if TYPE_CHECKING:  # imported where used: replay, show and report never lock or look at processes (~65 ms)
@@ -40,7 +42,6 @@ __all__ = [
     "WatchSink",
 ]
 
-APP_NAME = "copilot-otel"
 ServiceManager = Literal["systemd", "launchd", "task-scheduler"]
 StopHandler = Callable[[str], None]  # called on a thread of its own, never in a signal handler
 # A process created this long after its ``inuse`` lock file was written cannot be the one that wrote it
@@ -471,52 +472,22 @@ class Platform:
     # -- defaults ------------------------------------------------------------------------------------
 
     def home(self, env: Mapping[str, str]) -> Path:
-        """The user's home directory under ``env`` (``HOME``, else the OS's idea of it)."""
-        value = env.get("HOME", "").strip()
-        return Path(value) if value else Path.home()
+        """The user's home directory under ``env`` (``HOME``, else the OS's idea of it): :func:`._quick.home`."""
+        return _quick.home(env)
 
     def default_dirs(self, env: Mapping[str, str]) -> DefaultDirs:
-        """XDG base directories: ``$XDG_STATE_HOME`` / ``$XDG_CONFIG_HOME`` when absolute, else ``~/.local/state``
-        and ``~/.config``."""
-        return DefaultDirs(
-            self._xdg(env, "XDG_STATE_HOME", ".local/state") / APP_NAME,
-            self._xdg(env, "XDG_CONFIG_HOME", ".config") / APP_NAME,
-        )
-
-    def _xdg(self, env: Mapping[str, str], var: str, fallback: str) -> Path:
-        """``$var`` when it is an absolute path (the XDG spec ignores relative ones), else ``~/<fallback>``."""
-        value = env.get(var, "").strip()
-        return Path(value) if value and os.path.isabs(value) else self.home(env) / fallback
+        """XDG base directories (:func:`._quick.default_dirs`): ``$XDG_STATE_HOME`` / ``$XDG_CONFIG_HOME`` when
+        absolute, else ``~/.local/state`` and ``~/.config``."""
+        return DefaultDirs(*_quick.default_dirs(env, "xdg"))
 
     def worker_start_method(self, protocol: str) -> str:
         """How replay starts worker processes: ``spawn`` (a fresh interpreter) unless forking is known safe."""
         return "spawn"
 
     def spawn_detached(self, argv: Sequence[str]) -> None:
-        """Start ``argv`` and leave it running on its own: no standard streams, not waited for, apart from the
-        caller's process group (a hook runner that stops its command, as Claude Code stops a statusline command that
-        took too long, does not stop it)."""
-        import subprocess
-
-        _DETACHED.append(
-            subprocess.Popen(
-                list(argv),
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                close_fds=True,
-                **self._detach_options(),
-            )
-        )
-
-    def _detach_options(self) -> dict[str, Any]:
-        """``Popen`` options that put a child apart from the caller's group (POSIX: its own session)."""
-        return {"start_new_session": True}
-
-
-# The children spawn_detached started, kept referenced: a Popen collected while its process runs warns
-# (ResourceWarning), and the caller exits right after anyway.
-_DETACHED: list[Any] = []
+        """Start ``argv`` and leave it running on its own, apart from the caller's process group
+        (:func:`._quick.spawn_detached`: POSIX, its own session)."""
+        _quick.spawn_detached(argv)
 
 
 def _gvariant_string(text: str) -> str:

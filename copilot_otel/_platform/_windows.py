@@ -16,13 +16,11 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
-import platformdirs.windows
-
-from ._portable import APP_NAME, DefaultDirs, Platform, ServiceManager, StopHandler
+from . import _quick
+from ._portable import DefaultDirs, Platform, ServiceManager, StopHandler
 
 __all__ = ["CONSOLE_EVENTS", "Windows"]
 
@@ -65,34 +63,20 @@ class Windows(Platform):
     service_manager: ServiceManager | None = "task-scheduler"
 
     def home(self, env: Mapping[str, str]) -> Path:
-        """``%USERPROFILE%`` first: that is where Copilot CLI (Node's ``os.homedir()``) puts ``.copilot``, while
-        ``HOME`` is often an MSYS/Git Bash path set for other tools."""
-        for var in ("USERPROFILE", "HOME"):
-            value = env.get(var, "").strip()
-            if value:
-                return Path(value)
-        return Path.home()
+        """``%USERPROFILE%`` first, then ``HOME`` (:func:`._quick.home`)."""
+        return _quick.home(env, windows=True)
 
     def default_dirs(self, env: Mapping[str, str]) -> DefaultDirs:
-        r"""State in ``%LOCALAPPDATA%\copilot-otel`` (machine-local), config in ``%APPDATA%\copilot-otel`` (roams
-        with the profile), as platformdirs resolves them; an explicit ``XDG_STATE_HOME``/``XDG_CONFIG_HOME`` wins."""
-        xdg = Platform.default_dirs(self, env)
-        state = xdg.state if env.get("XDG_STATE_HOME", "").strip() else None
-        config = xdg.config if env.get("XDG_CONFIG_HOME", "").strip() else None
-        return DefaultDirs(
-            state or Path(platformdirs.windows.Windows(APP_NAME, appauthor=False).user_state_dir),
-            config
-            or Path(platformdirs.windows.Windows(APP_NAME, appauthor=False, roaming=True).user_config_dir),
-        )
+        r"""``%LOCALAPPDATA%\copilot-otel`` and ``%APPDATA%\copilot-otel`` (:func:`._quick.default_dirs`)."""
+        return DefaultDirs(*_quick.default_dirs(env, "windows"))
 
     # A console program in another console cannot be sent Ctrl+C (GenerateConsoleCtrlEvent reaches only the
     # caller's own console group), and TerminateProcess loses the session's shutdown: notify instead.
     can_interrupt = False
 
-    def _detach_options(self) -> dict[str, Any]:
-        # DETACHED_PROCESS (no console of its own or the caller's) | CREATE_NEW_PROCESS_GROUP (a Ctrl+C to the
-        # caller's group does not reach it); the values, since subprocess names them on Windows only.
-        return {"creationflags": 0x00000008 | 0x00000200}
+    def spawn_detached(self, argv: Sequence[str]) -> None:
+        """Detached and in a process group of its own (:func:`._quick.spawn_detached`)."""
+        _quick.spawn_detached(argv, windows=True)
 
     def send_interrupt(self, pid: int) -> None:
         raise OSError("Windows cannot send Ctrl+C to a program in another console")

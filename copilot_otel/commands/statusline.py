@@ -13,28 +13,38 @@ hook waits): it prints what the last *refresh* worked out (``statusline.json`` i
 that is older than the session's transcript, than today or than :data:`FRESH_S`, starts one refresh in the
 background (``statusline --refresh``, one at a time: it holds ``statusline.lock``), whose figures the next message
 shows. A refresh reads as ``report`` reads (the same fold, prices and windows).
+
+The console script answers the hook without the CLI (:mod:`copilot_otel.entry` calls :func:`hook`): the state
+directory found by the settings' rule without their table (:mod:`copilot_otel.settings.locate`), the platform's
+three calls from :mod:`copilot_otel._platform._quick`, the standard library's JSON. What this module imports at its
+top is the hook's whole cost (``tests/test_startup.py`` holds it); the refresh imports the rest when it runs.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import time
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
-import orjson
-
-from .._platform import LockHeld, current
+from .._platform import _quick
+from .._platform._console import utf8_stdout
 from ..common import display
-from ..common.errors import CopilotOtelError, StateError
+from ..common.errors import StateError
 from ..daemon.statusdoc import daemon_alive, read_status
-from ..settings.config import Config
+from ..settings import locate
 
-__all__ = ["CACHE_FILE", "FRESH_S", "Hook", "line", "read_hook", "refresh", "statusline"]
+# Not `from typing import TYPE_CHECKING`: the hook's path (see copilot_otel.entry) imports only what it runs.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ..settings.config import Config
+
+__all__ = ["CACHE_FILE", "FRESH_S", "Hook", "answer", "hook", "line", "read_hook", "refresh"]
 
 CACHE_FILE = "statusline.json"
 LOCK_FILE = "statusline.lock"
@@ -46,22 +56,32 @@ MAX_INPUT_BYTES = 1 << 20
 KEEP_SESSIONS = 50
 
 
-@dataclass(frozen=True, slots=True)
 class Hook:
-    """What the statusLine hook said of the session (each part may be missing: an older CLI, a test)."""
+    """What the statusLine hook said of the session (each part may be missing: an older CLI, a test). A plain
+    class: a dataclass would cost the hook's path the import of :mod:`dataclasses` (~8 ms)."""
 
-    session_id: str | None = None
-    transcript: str | None = None
-    model: str | None = None
-    cli_cost_usd: float | None = None
+    __slots__ = ("cli_cost_usd", "model", "session_id", "transcript")
+
+    def __init__(
+        self,
+        session_id: str | None = None,
+        transcript: str | None = None,
+        model: str | None = None,
+        cli_cost_usd: float | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.transcript = transcript
+        self.model = model
+        self.cli_cost_usd = cli_cost_usd
 
 
 def read_hook(data: bytes) -> Hook:
     """The hook's JSON, read leniently: what is missing or of another type is ``None``, never an error (a status
-    line that fails blanks the user's line)."""
+    line that fails blanks the user's line). The standard library's parser: a few kB, and orjson's import alone
+    would cost the hook ~15 ms."""
     try:
-        doc = orjson.loads(data[:MAX_INPUT_BYTES])
-    except orjson.JSONDecodeError:
+        doc = json.loads(data[:MAX_INPUT_BYTES])
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, nested too deep
         return Hook()
     if not isinstance(doc, dict):
         return Hook()
@@ -100,8 +120,8 @@ def _signature(path: str | None) -> list[int] | None:
 
 def _read_cache(state_dir: Path) -> dict[str, Any]:
     try:
-        doc = orjson.loads((state_dir / CACHE_FILE).read_bytes())
-    except (OSError, orjson.JSONDecodeError):
+        doc = json.loads((state_dir / CACHE_FILE).read_bytes())
+    except (OSError, ValueError, RecursionError):
         return {}
     return doc if isinstance(doc, dict) else {}
 
@@ -153,14 +173,37 @@ def line(hook: Hook, cache: dict[str, Any], daemon: str, now_s: float) -> str:
     return " · ".join(parts)
 
 
-def statusline(config: Config, data: bytes) -> int:
-    """The hook's answer (the fast path): the line from the cached figures, and a refresh started if they are
-    stale. Always exits 0 with a line: Claude Code blanks the line of a command that fails."""
+def hook(flags: dict[str, str]) -> int | None:
+    """The hook's short path (:mod:`copilot_otel.entry`): the state directory ``flags`` and the environment select
+    (:func:`copilot_otel.settings.locate.state_dir`), the hook's JSON from standard input, the line. ``None`` when
+    the quick reading cannot settle the state directory: the CLI's path then loads every setting."""
+    try:
+        state_dir = locate.state_dir(flags)
+    except locate.Unsettled:
+        return None
+    return answer(state_dir, flags.get(locate.CONFIG_FLAG), read_stdin())
+
+
+def read_stdin() -> bytes:
+    """What the hook passed on standard input (nothing from a terminal: a person trying the command)."""
+    if sys.stdin is None or sys.stdin.isatty():
+        return b""
+    return sys.stdin.buffer.read(MAX_INPUT_BYTES)
+
+
+def answer(state_dir: Path, config_file: str | None, data: bytes) -> int:
+    """The hook's answer: the line from the cached figures, and a refresh started if they are stale. Always
+    exits 0 with a line: Claude Code blanks the line of a command that fails.
+
+    A stale line starts ``statusline --refresh`` in the background with the same state directory and
+    ``config_file`` (the environment is inherited). It is started even while another refresh runs: the refresh
+    takes ``statusline.lock`` without waiting and exits at once when it is held, so one runs at a time, and
+    the hook never pays for the lock library's import.
+    """
     hook = read_hook(data)
-    state_dir = config.state_dir
     now_s = time.time()
     cache = _read_cache(state_dir)
-    if stale(cache, hook, now_s) and not _refreshing(state_dir):
+    if stale(cache, hook, now_s):
         argv = [
             sys.executable,
             "-m",
@@ -172,31 +215,25 @@ def statusline(config: Config, data: bytes) -> int:
         ]
         argv += ["--session-id", hook.session_id] if hook.session_id else []
         argv += ["--transcript", hook.transcript] if hook.transcript else []
-        # the settings the refresh reads as this process did (the environment is inherited; a default file that
-        # is not there is no flag to give)
-        argv += ["--config", str(config.config_file)] if config.config_file.is_file() else []
-        # a refresh that cannot start: the line is still printed from what is cached; the next message tries again
+        argv += [locate.CONFIG_FLAG, config_file] if config_file else []
+        # a refresh that cannot start: the line is still printed; the next message tries again
         with contextlib.suppress(OSError):
-            current.spawn_detached(argv)
-    sys.stdout.write(display.printable(line(hook, cache, _daemon_word(state_dir), now_s)) + "\n")
+            _quick.spawn_detached(argv, windows=_quick.dirs_kind() == "windows")
+    # UTF-8 whatever the console's code page, as --json is: the reader is Claude Code, not a terminal (a cp1252
+    # pipe on Windows would otherwise get its "·" as byte 0xB7, or the CLI's ASCII spellings).
+    out = utf8_stdout()
+    out.write((display.printable(line(hook, cache, _daemon_word(state_dir), now_s)) + "\n").encode())
+    out.flush()
     return 0
-
-
-def _refreshing(state_dir: Path) -> bool:
-    """Whether a refresh holds the lock now (so no second one is started)."""
-    try:
-        lock = current.lock_exclusive(state_dir / LOCK_FILE)
-    except LockHeld:
-        return True
-    except OSError:
-        return False  # no state directory yet: the refresh makes it
-    lock.release()
-    return False
 
 
 def refresh(config: Config, session_id: str | None, transcript: str | None) -> int:
     """Work out the figures the line shows and write them to :data:`CACHE_FILE` (atomically; one refresh at a
     time). Returns 0, or 0 at once when another refresh runs."""
+    import orjson
+
+    from .._platform import LockHeld, current
+    from ..common.errors import CopilotOtelError
     from .blocks import BLOCK_NS, windows
     from .report import HOUR_NS, Cut, make_cut, read_tally
 

@@ -16,14 +16,16 @@ Two kinds of text reach the user that must not be shown as they are (see ``docs/
 
 from __future__ import annotations
 
-import logging
 import re
 from functools import cache
 from pathlib import PurePath
-from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
+# Not `from typing import TYPE_CHECKING`: `statusline`'s hook imports this module and pays for nothing else.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import logging
+    from typing import Any
+
     from rich.console import Console, RenderHook
 
 __all__ = [
@@ -73,6 +75,8 @@ def url(value: str) -> str:
 
     A value that is not a URL (a bare ``host:port`` for gRPC) gets the same treatment for a ``user@`` part.
     """
+    from urllib.parse import urlsplit, urlunsplit  # on use: `statusline`'s hook imports this module
+
     parts = urlsplit(value if "://" in value else f"//{value}")
     netloc = parts.netloc
     if "@" in netloc:
@@ -84,6 +88,8 @@ def url(value: str) -> str:
 def webhook(value: str) -> str:
     """A webhook URL as a message may show it: scheme and host only (a Slack or Teams webhook's path is its
     credential)."""
+    from urllib.parse import urlsplit
+
     parts = urlsplit(value)
     return f"{parts.scheme}://{parts.hostname}/{MASK}"
 
@@ -175,10 +181,14 @@ def _safe(value: Any) -> Any:
     return value
 
 
-class SafeLogFilter(logging.Filter):
+class SafeLogFilter:
     """Neutralises every record a handler writes: control characters made visible and URL credentials masked,
     in the message and in each argument (a folder name, an exception text), so a log line can neither carry a
-    secret nor drive the terminal or journal viewer that shows it."""
+    secret nor drive the terminal or journal viewer that shows it.
+
+    A filter is anything with this ``filter`` method (:meth:`logging.Handler.addFilter`); not a subclass of
+    :class:`logging.Filter`, so that importing this module does not import :mod:`logging` (``statusline``'s
+    hook, which logs nothing, imports it)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         record.msg = printable(scrub(record.msg)) if isinstance(record.msg, str) else _safe(record.msg)
@@ -187,5 +197,7 @@ class SafeLogFilter(logging.Filter):
         elif isinstance(record.args, dict):
             record.args = {key: _safe(arg) for key, arg in record.args.items()}
         if record.exc_info and not record.exc_text:
+            import logging
+
             record.exc_text = printable(scrub(logging.Formatter().formatException(record.exc_info)))
         return True

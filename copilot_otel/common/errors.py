@@ -12,9 +12,24 @@ The library raises these; only the CLI turns them into one line of text and an e
         ├── EndpointError       the endpoint refused us (credentials, path), not the data
         └── RejectedError       some records were dead-lettered, could not be encoded or were rejected in a
                                 partial success; the rest arrived
+
+A Ctrl-C that comes before a command can handle it is no exception of ours: :func:`interrupted` is what it means.
 """
 
 from __future__ import annotations
+
+import sys
+
+
+def interrupted(argv: list[str]) -> int:
+    """A Ctrl-C that came before the command could handle it: one line, and the exit code the README promises.
+
+    ``run`` stops on Ctrl-C and exits 0 (README, "Guarantees"): stopping it that early is no failure, nothing was
+    read yet. Every other command exits 130 (128 + SIGINT, what a shell reports for a Ctrl-C): it did not finish.
+    """
+    print("copilot-otel: interrupted", file=sys.stderr)
+    command = next((word for word in argv if not word.startswith("-")), None)
+    return 0 if command == "run" else 130
 
 
 class CopilotOtelError(Exception):

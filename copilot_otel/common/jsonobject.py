@@ -14,7 +14,11 @@ was written by the ``json`` module, and must read back exact (orjson reads such 
 from __future__ import annotations
 
 import json
-from typing import Any
+
+# Not `from typing import …`: `statusline`'s hook imports this module and pays for nothing else.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["NotAJsonObject", "json_object"]
 

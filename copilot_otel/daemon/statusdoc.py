@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
-from .._platform import current
+from .._platform import _quick
 from ..common.errors import StateError
 from ..common.jsonobject import NotAJsonObject, json_object
+
+# Not `from typing import …`: `statusline`'s hook imports this module and pays for nothing else.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["LOCK_FILE", "STATUS_FILE", "daemon_alive", "read_status"]
 
@@ -39,5 +43,6 @@ def read_status(state_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
 
 
 def daemon_alive(pid: object) -> bool:
-    """Whether the pid a status names (any JSON value: an older or damaged file's) is a live process."""
-    return isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 and current.process_alive(pid)
+    """Whether the pid a status names (any JSON value: an older or damaged file's) is a live process (the one
+    check, for ``status`` and ``statusline``: :func:`~copilot_otel._platform._quick.pid_alive`)."""
+    return isinstance(pid, int) and not isinstance(pid, bool) and _quick.pid_alive(pid)

@@ -33,7 +33,6 @@ from and quotes it, e.g. ``Expected OTEL_EXPORTER_OTLP_PROTOCOL to be one of grp
 from __future__ import annotations
 
 import argparse
-import importlib
 import math
 import os
 import re
@@ -42,7 +41,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
-from types import MappingProxyType, ModuleType
+from types import MappingProxyType
 from typing import Any, Generic, Literal, TypeVar, get_args
 from urllib.parse import urlsplit
 
@@ -62,24 +61,13 @@ from .content import (
     ContentKind,
     ContentPolicy,
 )
+from .locate import CONFIG_ENV, CONFIG_FLAG, STATE_DIR_ENV, STATE_DIR_FLAG, expand, home, toml_module
 from .moments import FORMS, parse_moment
 from .policy import RunawayPolicy as _RunawayPolicy
 from .policy import parse_policy as _parse_policy
 from .policy import parse_repositories as _parse_repositories
 
-
-def _toml_module() -> ModuleType | None:
-    """``tomllib`` (3.11+), else the ``tomli`` backport if installed, else ``None``: no config file support
-    (flags and env vars still work; a config file that exists is a ConfigError)."""
-    for name in ("tomllib", "tomli"):
-        try:
-            return importlib.import_module(name)
-        except ModuleNotFoundError:  # Python 3.10 without tomli
-            continue
-    return None
-
-
-_toml = _toml_module()
+_toml = toml_module()
 
 __all__ = [
     "SETTINGS",
@@ -247,14 +235,11 @@ class Setting(Generic[T]):
 
 
 def _home(env: Env) -> Path:
-    return current.home(env)  # HOME; on Windows USERPROFILE first (where Copilot CLI puts .copilot)
+    return home(env)  # HOME; on Windows USERPROFILE first (where Copilot CLI puts .copilot)
 
 
 def _expand(text: str, env: Env) -> Path:
-    """``~`` expansion against ``env``'s ``HOME`` (so tests control it); the OS expands ``~user``."""
-    if text == "~" or text.startswith("~/"):
-        return _home(env) / text[2:]
-    return Path(text).expanduser()
+    return expand(text, env)
 
 
 def _text(raw: object, expected: str) -> str:
@@ -526,8 +511,8 @@ SETTINGS: tuple[Setting[Any], ...] = (
         _path,
         default_from_env=_default_config_file,
         default_help="$XDG_CONFIG_HOME/copilot-otel/config.toml or ~/.config/copilot-otel/config.toml",
-        flags=("--config",),
-        env_vars=("COPILOT_OTEL_CONFIG",),
+        flags=(CONFIG_FLAG,),
+        env_vars=(CONFIG_ENV,),
         file=False,
         metavar="PATH",
     ),
@@ -588,8 +573,8 @@ SETTINGS: tuple[Setting[Any], ...] = (
         _path,
         default_from_env=_default_state_dir,
         default_help="$XDG_STATE_HOME/copilot-otel or ~/.local/state/copilot-otel",
-        flags=("--state-dir",),
-        env_vars=("COPILOT_OTEL_STATE_DIR",),
+        flags=(STATE_DIR_FLAG,),
+        env_vars=(STATE_DIR_ENV,),
         metavar="PATH",
     ),
     Setting(
