@@ -55,7 +55,10 @@ def main(argv: list[str] | None = None) -> int:
         log.parent.mkdir(parents=True)
         shutil.copy(source, log)
         state = Path(tmp) / "state"
-        env = {**os.environ, "HOME": str(home)}
+        # Bytecode written and used, as an installed package's is (compiled at install): with
+        # PYTHONDONTWRITEBYTECODE set, a module edited since its last compile would be compiled again on every run.
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"HOME": str(home)}
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "copilot_otel")], env=env, check=True)
         hook = json.dumps(
             {"session_id": source.stem, "transcript_path": str(log), "model": {"display_name": "Opus"}}
         ).encode()

@@ -107,8 +107,10 @@ def _config_args(flags: list[str]) -> dict[str, str]:
 
 
 @needs_tmux
-def test_blocks_live_in_a_terminal_shows_the_active_window_and_quits_on_ctrl_c(tmp_path: Path) -> None:
-    home = tmp_path / "home"
+def test_blocks_live_in_a_terminal_shows_the_active_window_and_quits_on_ctrl_c(
+    tmp_path: Path, midday_home: Path
+) -> None:
+    home = midday_home
     root, _ = _now_history(home)  # three Copilot sessions that ended minutes ago
     live = _retimed("capi-subagent", root, time.time_ns())
     _write(root, "capi-subagent", live)

@@ -434,7 +434,16 @@ class _Pane:
         self.base = ["tmux", "-L", f"copilot-otel-live-{os.getpid()}-{tmp_path.name}", "-f", str(conf)]
         script = 'trap : INT; "$@"; echo "copilot-otel exited with status $?"; sleep 30'
         command = ["sh", "-c", script, "sh", *argv]
-        env = ["-e", f"HOME={home}", "-e", f"TZ={os.environ['TZ']}", "-e", "COLUMNS=", "-e", "LINES="]
+        env = [
+            "-e",
+            f"HOME={home}",
+            "-e",
+            f"TZ={os.environ.get('TZ', 'UTC')}",
+            "-e",
+            "COLUMNS=",
+            "-e",
+            "LINES=",
+        ]
         shell = " ".join("'" + p.replace("'", "'\\''") + "'" for p in command)
         subprocess.run(
             [*self.base, "new-session", "-d", "-x", str(width), "-y", str(height), *env, shell],

@@ -158,6 +158,40 @@ def test_lock_names_its_holder_and_dies_with_it(tmp_path: Path) -> None:
     current.lock_exclusive(tmp_path / "lock").release()
 
 
+def test_a_lock_recently_taken_by_a_running_process_is_seen_without_a_lock_call(tmp_path: Path) -> None:
+    """What ``statusline``'s hook asks before it starts a refresh (``_quick.recently_locked``): the lock taken by
+    another process (the real lock, in a real one), a file older than asked about, the file marked released while
+    its holder still runs, then that holder gone."""
+    from copilot_otel._platform import _quick
+
+    lock = tmp_path / "statusline.lock"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from copilot_otel._platform import current; "
+            f"held = current.lock_exclusive({str(lock)!r}); print('held', flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        assert _quick.lock_owner(lock) == str(holder.pid)
+        assert _quick.recently_locked(lock, time.time() - 60)
+        assert not _quick.recently_locked(lock, time.time() + 60), "taken before the moment asked about"
+        _quick.mark_released(lock)  # what the refresh does just before it releases the lock
+        assert not _quick.recently_locked(lock, time.time() - 60), "released, though its process still runs"
+        os.utime(lock)  # as if taken again just now: its pid alone decides below
+        assert _quick.recently_locked(lock, time.time() - 60)
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    assert not _quick.recently_locked(lock, time.time() - 60), "its holder is gone"
+    assert not _quick.recently_locked(tmp_path / "missing.lock", 0)
+
+
 # ============================================================================================ processes
 def test_process_liveness_and_identity(sleeper: subprocess.Popen[str]) -> None:
     assert current.process_alive(sleeper.pid)

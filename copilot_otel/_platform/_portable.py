@@ -50,8 +50,6 @@ _START_SLACK_S = 2.0
 # os.replace over a file that another process has open without share-delete (an indexer, antivirus, `status`
 # reading status.json) fails on Windows with a sharing violation for a few milliseconds: retry for this long.
 _REPLACE_RETRY_S = 1.0
-# The pid starts at byte 1 of the lock file: byte 0 is the one Windows locks, unreadable by others while held.
-_PID_OFFSET = 1
 # The error text of a refused link (OSError's own for ELOOP, "Too many levels of symbolic links", misleads).
 _LINK_REFUSED = (
     "is a symbolic link; copilot-otel never writes through links in its state directory (remove it)"
@@ -274,14 +272,8 @@ class Platform:
         return lock
 
     def read_lock_owner(self, path: str | os.PathLike[str]) -> str:
-        """The pid written in a lock file, or ``"unknown"``."""
-        try:
-            with open(path, "rb") as fh:
-                fh.seek(_PID_OFFSET)
-                text = fh.read(32).decode("ascii", "replace").strip()
-        except OSError:
-            return "unknown"
-        return text if text.isdigit() else "unknown"
+        """The pid written in a lock file, or ``"unknown"`` (:func:`._quick.lock_owner`)."""
+        return _quick.lock_owner(path)
 
     # -- processes -----------------------------------------------------------------------------------
 
@@ -510,7 +502,7 @@ def _regular_or_closed(path: str | os.PathLike[str], fd: int) -> int:
 
 def _write_pid(fd: int) -> None:
     """filelock's ``on_acquired``: the holder's pid, for the "already running (pid N)" message."""
-    payload = b"\n" * _PID_OFFSET + f"{os.getpid()}\n".encode()
+    payload = b"\n" * _quick.PID_OFFSET + f"{os.getpid()}\n".encode()
     os.lseek(fd, 0, os.SEEK_SET)
     os.write(fd, payload)
     os.ftruncate(fd, len(payload))

@@ -9,6 +9,7 @@ its own (:func:`spawn_detached`) and whether a pid is a live process (:func:`pid
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -22,9 +23,22 @@ if TYPE_CHECKING:
     #: Whose convention the default folders follow: XDG (Linux, and any OS without its own), macOS's, Windows'.
     DirsKind = Literal["xdg", "darwin", "windows"]
 
-__all__ = ["APP_NAME", "default_dirs", "dirs_kind", "home", "pid_alive", "spawn_detached"]
+__all__ = [
+    "APP_NAME",
+    "PID_OFFSET",
+    "default_dirs",
+    "dirs_kind",
+    "home",
+    "lock_owner",
+    "mark_released",
+    "pid_alive",
+    "recently_locked",
+    "spawn_detached",
+]
 
 APP_NAME = "copilot-otel"
+# The pid starts at byte 1 of a lock file of ours: byte 0 is the one Windows locks, unreadable by others while held.
+PID_OFFSET = 1
 
 
 def dirs_kind(name: str = sys.platform) -> DirsKind:
@@ -129,3 +143,36 @@ def pid_alive(pid: int) -> bool:
     except OSError:  # ProcessLookupError: no such process
         return False
     return True
+
+
+def lock_owner(path: str | os.PathLike[str]) -> str:
+    """The pid the last holder wrote in a lock file of ours (at :data:`PID_OFFSET`), or ``"unknown"``."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(PID_OFFSET)
+            text = fh.read(32).decode("ascii", "replace").strip()
+    except OSError:
+        return "unknown"
+    return text if text.isdigit() else "unknown"
+
+
+def recently_locked(path: str | os.PathLike[str], since_s: float) -> bool:
+    """Whether a lock file of ours was taken after ``since_s`` (Unix seconds, its mtime: taking it writes the pid)
+    by a process that still runs, without a lock call of its own (the lock library's import alone would cost the
+    statusline hook more than the rest of its path). A holder that has just released it while still exiting
+    counts, and a pid reused after that can count only until ``since_s`` passes the file's time."""
+    try:
+        if os.stat(path).st_mtime < since_s:
+            return False
+    except OSError:
+        return False
+    owner = lock_owner(path)
+    return owner.isdigit() and pid_alive(int(owner))
+
+
+def mark_released(path: str | os.PathLike[str]) -> None:
+    """Set a lock file's time back to 1970 before its holder releases it: :func:`recently_locked` says it is
+    free from then on, although the holder's process may take a while yet to exit. (A file whose time cannot be
+    set is left as it is: the pid check still ends with the process.)"""
+    with contextlib.suppress(OSError):
+        os.utime(path, (0, 0))

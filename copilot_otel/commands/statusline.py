@@ -54,6 +54,11 @@ FRESH_S = 60.0
 MAX_INPUT_BYTES = 1 << 20
 # Sessions whose cost the cache keeps (the most recently refreshed).
 KEEP_SESSIONS = 50
+# A refresh that took its lock longer ago than this is not waited for (it takes about a second; a pid that names
+# another program by now is not taken for it).
+REFRESH_MAX_S = 120.0
+# How many times a refresh reads a transcript that keeps growing while it is read (the next message then shows it).
+REFRESH_ROUNDS = 3
 
 
 class Hook:
@@ -196,14 +201,15 @@ def answer(state_dir: Path, config_file: str | None, data: bytes) -> int:
     exits 0 with a line: Claude Code blanks the line of a command that fails.
 
     A stale line starts ``statusline --refresh`` in the background with the same state directory and
-    ``config_file`` (the environment is inherited). It is started even while another refresh runs: the refresh
-    takes ``statusline.lock`` without waiting and exits at once when it is held, so one runs at a time, and
-    the hook never pays for the lock library's import.
+    ``config_file`` (the environment is inherited), unless a refresh runs already: one that took
+    ``statusline.lock`` less than :data:`REFRESH_MAX_S` ago and whose process still runs (read from the lock
+    file, without the lock library's import). The refresh itself takes the lock without waiting and exits at
+    once when it is held, so one runs at a time whatever this check says.
     """
     hook = read_hook(data)
     now_s = time.time()
     cache = _read_cache(state_dir)
-    if stale(cache, hook, now_s):
+    if stale(cache, hook, now_s) and not _quick.recently_locked(state_dir / LOCK_FILE, now_s - REFRESH_MAX_S):
         argv = [
             sys.executable,
             "-m",
@@ -229,62 +235,80 @@ def answer(state_dir: Path, config_file: str | None, data: bytes) -> int:
 
 def refresh(config: Config, session_id: str | None, transcript: str | None) -> int:
     """Work out the figures the line shows and write them to :data:`CACHE_FILE` (atomically; one refresh at a
-    time). Returns 0, or 0 at once when another refresh runs."""
-    import orjson
+    time). Returns 0, or 0 at once when another refresh runs.
 
+    A transcript that grew while it was read (the next message came meanwhile, whose hook saw this refresh run and
+    started none) is read again, up to :data:`REFRESH_ROUNDS` times. Before the lock is released its file's time
+    is set back (:func:`~copilot_otel._platform._quick.mark_released`), so a hook from then on starts a refresh
+    although this process has not exited yet.
+    """
     from .._platform import LockHeld, current
-    from ..common.errors import CopilotOtelError
-    from .blocks import BLOCK_NS, windows
-    from .report import HOUR_NS, Cut, make_cut, read_tally
 
     state_dir = config.state_dir
     state_dir.mkdir(
         mode=0o700, parents=True, exist_ok=True
     )  # the daemon's state directory, made as it makes it
+    lock_path = state_dir / LOCK_FILE
     try:
-        lock = current.lock_exclusive(state_dir / LOCK_FILE)
+        lock = current.lock_exclusive(lock_path)
     except LockHeld:
         return 0
     try:
-        now_ns = time.time_ns()
-        today = datetime.now().astimezone().replace(hour=0, minute=0, second=0, microsecond=0)
-        today_ns = int(today.timestamp()) * 10**9
-        cache = _read_cache(state_dir)
-        sessions = cache.get("sessions") if cache.get("day") == _today() else None
-        sessions = dict(sessions) if isinstance(sessions, dict) else {}
-
-        def cost(cut: Cut, paths: list[str], since_ns: int | None) -> float | None:
-            try:
-                tally = read_tally(config, cut, paths, read_since_ns=since_ns, progress="never")
-            except CopilotOtelError:  # no agent's folder, a transcript gone: unknown, said as "$…"
-                return None
-            return tally.totals.value("cost_usd", cut.prices.premium_request)
-
-        daily = make_cut("daily", since_ns=today_ns, now_ns=now_ns)
-        today_cost = cost(daily, [], today_ns)
-        if session_id is not None and transcript is not None and os.path.isfile(transcript):
-            signature = _signature(
-                transcript
-            )  # before reading: a line written meanwhile makes it stale again
-            whole = make_cut("session", now_ns=now_ns)
-            sessions[session_id] = {"cost_usd": cost(whole, [transcript], None), "signature": signature}
-        window = make_cut("blocks", since_ns=now_ns - BLOCK_NS - HOUR_NS, now_ns=now_ns, agent="claude-code")
-        try:
-            tally = read_tally(config, window, [], read_since_ns=window.since_ns, progress="never")
-            open_windows = [b for b in windows(tally, now_ns) if b.active]
-        except CopilotOtelError:
-            open_windows = []
-        kept = dict(list(sessions.items())[-KEEP_SESSIONS:])
-        doc = {
-            "day": _today(),
-            "refreshed_at": now_ns / 1e9,
-            "today_cost_usd": today_cost,
-            "sessions": kept,
-            "window_end": open_windows[-1].end_ns / 1e9 if open_windows else None,
-        }
-        temporary = state_dir / f".{CACHE_FILE}.{os.getpid()}"
-        temporary.write_bytes(orjson.dumps(doc))
-        current.replace(temporary, state_dir / CACHE_FILE)
+        for _ in range(REFRESH_ROUNDS):
+            read = _signature(transcript) if session_id is not None else None
+            _write_figures(config, session_id, transcript)
+            if read is None or _signature(transcript) == read:
+                break
     finally:
+        _quick.mark_released(lock_path)
         lock.release()
     return 0
+
+
+def _write_figures(config: Config, session_id: str | None, transcript: str | None) -> None:
+    """One reading of the figures (today's cost, the session's, the open window), written to :data:`CACHE_FILE`."""
+    import orjson
+
+    from .._platform import current
+    from ..common.errors import CopilotOtelError
+    from .blocks import BLOCK_NS, windows
+    from .report import HOUR_NS, Cut, make_cut, read_tally
+
+    state_dir = config.state_dir
+    now_ns = time.time_ns()
+    today = datetime.now().astimezone().replace(hour=0, minute=0, second=0, microsecond=0)
+    today_ns = int(today.timestamp()) * 10**9
+    cache = _read_cache(state_dir)
+    sessions = cache.get("sessions") if cache.get("day") == _today() else None
+    sessions = dict(sessions) if isinstance(sessions, dict) else {}
+
+    def cost(cut: Cut, paths: list[str], since_ns: int | None) -> float | None:
+        try:
+            tally = read_tally(config, cut, paths, read_since_ns=since_ns, progress="never")
+        except CopilotOtelError:  # no agent's folder, a transcript gone: unknown, said as "$…"
+            return None
+        return tally.totals.value("cost_usd", cut.prices.premium_request)
+
+    daily = make_cut("daily", since_ns=today_ns, now_ns=now_ns)
+    today_cost = cost(daily, [], today_ns)
+    if session_id is not None and transcript is not None and os.path.isfile(transcript):
+        signature = _signature(transcript)  # before reading: a line written meanwhile makes it stale again
+        whole = make_cut("session", now_ns=now_ns)
+        sessions[session_id] = {"cost_usd": cost(whole, [transcript], None), "signature": signature}
+    window = make_cut("blocks", since_ns=now_ns - BLOCK_NS - HOUR_NS, now_ns=now_ns, agent="claude-code")
+    try:
+        tally = read_tally(config, window, [], read_since_ns=window.since_ns, progress="never")
+        open_windows = [b for b in windows(tally, now_ns) if b.active]
+    except CopilotOtelError:
+        open_windows = []
+    kept = dict(list(sessions.items())[-KEEP_SESSIONS:])
+    doc = {
+        "day": _today(),
+        "refreshed_at": now_ns / 1e9,
+        "today_cost_usd": today_cost,
+        "sessions": kept,
+        "window_end": open_windows[-1].end_ns / 1e9 if open_windows else None,
+    }
+    temporary = state_dir / f".{CACHE_FILE}.{os.getpid()}"
+    temporary.write_bytes(orjson.dumps(doc))
+    current.replace(temporary, state_dir / CACHE_FILE)
