@@ -32,8 +32,8 @@ def hook_flags(args: list[str]) -> dict[str, str] | None:
             return None
         if not equals:
             value = next(words, "")
-            if not value or value.startswith("-"):
-                return None
+        if not value.strip() or value.startswith("-"):  # a value argparse would refuse or take otherwise
+            return None
         flags[flag] = value
     return flags
 

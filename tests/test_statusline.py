@@ -267,3 +267,27 @@ def test_what_the_short_path_cannot_settle_the_cli_says(
     )
     (said,) = done.stderr.decode().splitlines()
     assert done.returncode == 2 and said.startswith("copilot-otel: ") and "config file" in said.lower(), said
+
+
+@pytest.mark.parametrize(
+    ("argv", "short"),
+    [
+        ([], {}),
+        (["--state-dir", "s"], {"--state-dir": "s"}),
+        (["--state-dir=s", "--config", "c.toml"], {"--state-dir": "s", "--config": "c.toml"}),
+        (["--config="], None),  # an empty value: the CLI says what is wrong with it
+        (["--config"], None),
+        (["--state-dir", "a", "--state-dir", "b"], None),
+        (["--refresh"], None),
+        (["--help"], None),
+        (["--state-dir", "--config"], None),
+    ],
+)
+def test_what_the_console_script_answers_on_the_hooks_short_path(
+    argv: list[str], short: dict[str, str] | None
+) -> None:
+    """``statusline`` with only ``--state-dir``/``--config`` (each once, with a value) takes the short path; any
+    other word goes to the CLI, which parses it (``--help``, ``--refresh``, a mistake)."""
+    from copilot_otel.entry import hook_flags
+
+    assert hook_flags(argv) == short
