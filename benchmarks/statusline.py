@@ -58,7 +58,9 @@ def main(argv: list[str] | None = None) -> int:
         # Bytecode written and used, as an installed package's is (compiled at install): with
         # PYTHONDONTWRITEBYTECODE set, a module edited since its last compile would be compiled again on every run.
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"} | {"HOME": str(home)}
-        subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "copilot_otel")], env=env, check=True)
+        subprocess.run(
+            [sys.executable, "-m", "compileall", "-q", str(ROOT / "copilot_otel")], env=env, check=True
+        )
         hook = json.dumps(
             {"session_id": source.stem, "transcript_path": str(log), "model": {"display_name": "Opus"}}
         ).encode()
