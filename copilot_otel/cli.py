@@ -15,6 +15,7 @@ try:  # a Ctrl-C while the program is still loading (its first ~100 ms) is one l
     import logging
     from collections.abc import Sequence
     from datetime import datetime
+    from pathlib import Path
     from typing import Literal
 
     from ._platform import text_streams
@@ -391,6 +392,12 @@ def _main(argv: Sequence[str] | None) -> int:
         return _dispatch(args, config)
     except CopilotOtelError as exc:
         print(f"copilot-otel: error: {display.message(str(exc))}", file=sys.stderr)
+        if isinstance(exc, ConfigError) and args.command == "statusline" and args.refresh and args.state_dir:
+            from .commands.statusline import record_problem
+
+            record_problem(
+                Path(args.state_dir), str(exc)
+            )  # started in the background: nobody reads its stderr
         return exc.exit_code
     except KeyboardInterrupt:
         return _interrupted(list(sys.argv[1:] if argv is None else argv))

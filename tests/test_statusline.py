@@ -291,3 +291,31 @@ def test_what_the_console_script_answers_on_the_hooks_short_path(
     from copilot_otel.entry import hook_flags
 
     assert hook_flags(argv) == short
+
+
+def test_a_wrong_setting_is_said_on_the_line(midday_home: Path, tmp_path: Path) -> None:
+    """A setting the short path does not read (here the log level) is wrong: the hook still answers at once, its
+    background refresh (the whole settings table) refuses to run, and the next line says what to fix instead of
+    showing ``$…`` for ever."""
+    (midday_home / ".claude" / "projects").mkdir(parents=True)
+    state = tmp_path / "state"
+    env = {**_env(midday_home), "COPILOT_OTEL_LOG_LEVEL": "chatty"}
+
+    def hook_line() -> str:
+        done = subprocess.run(
+            [*_console_script(), "statusline", "--state-dir", str(state)],
+            input=b'{"session_id": "s1", "model": {"display_name": "Opus"}}',
+            capture_output=True,
+            timeout=60,
+            env=env,
+            check=False,
+        )
+        assert done.returncode == 0 and done.stderr == b"", done.stderr
+        (said,) = done.stdout.decode().splitlines()
+        return said
+
+    assert hook_line() == "Opus · $… session · $… today · otel not running"
+    until(lambda: (state / "statusline.json").is_file(), 60, "the refresh's word")
+    said = hook_line()
+    assert said.startswith("Opus · copilot-otel settings: ") and "COPILOT_OTEL_LOG_LEVEL" in said, said
+    assert said.endswith("(copilot-otel config)"), said

@@ -57,6 +57,8 @@ KEEP_SESSIONS = 50
 # A refresh that took its lock longer ago than this is not waited for (it takes about a second; a pid that names
 # another program by now is not taken for it).
 REFRESH_MAX_S = 120.0
+# How much of a settings problem the line shows (Claude Code shows one line; `copilot-otel config` says it all).
+PROBLEM_CHARS = 100
 # How many times a refresh reads a transcript that keeps growing while it is read (the next message then shows it).
 REFRESH_ROUNDS = 3
 
@@ -174,6 +176,10 @@ def line(hook: Hook, cache: dict[str, Any], daemon: str, now_s: float) -> str:
     end = cache.get("window_end")
     if isinstance(end, (int, float)) and end > now_s:
         parts.append(f"{display.duration(end - now_s)} left in 5h window")
+    problem = cache.get("problem")
+    if isinstance(problem, str) and problem:  # the refresh could not run: what to fix, not figures
+        said = problem if len(problem) <= PROBLEM_CHARS else problem[: PROBLEM_CHARS - 1] + "…"
+        return " · ".join([*parts[:1], f"copilot-otel settings: {said} (copilot-otel config)"])
     parts.append(f"otel {daemon}")
     return " · ".join(parts)
 
@@ -263,6 +269,22 @@ def refresh(config: Config, session_id: str | None, transcript: str | None) -> i
         _quick.mark_released(lock_path)
         lock.release()
     return 0
+
+
+def record_problem(state_dir: Path, problem: str) -> None:
+    """A refresh that could not run because a setting is wrong (one the hook's short path does not read: it
+    answers from its cached figures whatever the others say) writes what is wrong where the line reads its figures,
+    so the line says what to fix instead of showing ``$…`` forever. The next refresh that runs replaces it."""
+    import orjson
+
+    from .._platform import current
+
+    doc = {"day": _today(), "refreshed_at": time.time(), "problem": problem}
+    temporary = state_dir / f".{CACHE_FILE}.{os.getpid()}"
+    with contextlib.suppress(OSError):  # no state directory to write in: the line keeps saying "$…"
+        state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # as the refresh makes it
+        temporary.write_bytes(orjson.dumps(doc))
+        current.replace(temporary, state_dir / CACHE_FILE)
 
 
 def _write_figures(config: Config, session_id: str | None, transcript: str | None) -> None:
