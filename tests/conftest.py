@@ -6,9 +6,11 @@ Nothing of ours is mocked. The environment is scrubbed at import so a developer'
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -181,3 +183,26 @@ def receiver() -> Iterator[OtlpReceiver]:
     """A real OTLP receiver (gRPC and HTTP) on 127.0.0.1."""
     with OtlpReceiver() as r:
         yield r
+
+
+@contextlib.contextmanager
+def lock_held_elsewhere(path: Path) -> Iterator[int]:
+    """The real lock of ours (``current.lock_exclusive``) on ``path``, held by another process (as a running
+    daemon or statusline refresh holds it) until the block ends, when that process is killed; yields its pid."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from copilot_otel._platform import current; "
+            f"held = current.lock_exclusive({str(path)!r}); print('held', flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        yield holder.pid
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)

@@ -25,7 +25,7 @@ from copilot_otel._platform._linux import Linux
 from copilot_otel._platform._windows import Windows
 from copilot_otel.daemon.discover import Discovery
 from copilot_otel.sources.sessions import owner_pids, pid_alive
-from tests.conftest import CLI_GENERATED
+from tests.conftest import CLI_GENERATED, lock_held_elsewhere
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver
 from tests.test_discover import Changes
@@ -165,29 +165,17 @@ def test_a_lock_recently_taken_by_a_running_process_is_seen_without_a_lock_call(
     from copilot_otel._platform import _quick
 
     lock = tmp_path / "statusline.lock"
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from copilot_otel._platform import current; "
-            f"held = current.lock_exclusive({str(lock)!r}); print('held', flush=True); sys.stdin.read()",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
-        assert _quick.lock_owner(lock) == str(holder.pid)
+    with lock_held_elsewhere(lock) as pid:
+        assert _quick.lock_owner(lock) == str(pid)
         assert _quick.recently_locked(lock, time.time() - 60)
         assert not _quick.recently_locked(lock, time.time() + 60), "taken before the moment asked about"
         _quick.mark_released(lock)  # what the refresh does just before it releases the lock
         assert not _quick.recently_locked(lock, time.time() - 60), "released, though its process still runs"
-        os.utime(lock)  # as if taken again just now: its pid alone decides below
+        assert (
+            _quick.lock_owner(lock) == "unknown" and lock.stat().st_mtime == 0
+        )  # both said, either suffices
+        lock.write_text(f"\n{pid}\n")  # as if taken again just now: its pid alone decides below
         assert _quick.recently_locked(lock, time.time() - 60)
-    finally:
-        holder.kill()
-        holder.wait(timeout=30)
     assert not _quick.recently_locked(lock, time.time() - 60), "its holder is gone"
     assert not _quick.recently_locked(tmp_path / "missing.lock", 0)
 

@@ -22,7 +22,7 @@ import pytest
 
 from copilot_otel.cli import main
 from copilot_otel.model.timestamps import parse_timestamp
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, lock_held_elsewhere
 from tests.daemon_process import DaemonProcess
 from tests.otlp_receiver import OtlpReceiver
 from tests.test_cli_commands import _console_script
@@ -293,29 +293,84 @@ def test_what_the_console_script_answers_on_the_hooks_short_path(
     assert hook_flags(argv) == short
 
 
-def test_a_wrong_setting_is_said_on_the_line(midday_home: Path, tmp_path: Path) -> None:
-    """A setting the short path does not read (here the log level) is wrong: the hook still answers at once, its
-    background refresh (the whole settings table) refuses to run, and the next line says what to fix instead of
-    showing ``$…`` for ever."""
+def _hook_line(home: Path, state: Path, env: dict[str, str], session_id: str = "s1") -> str:
+    """The line the console script prints for a hook that names ``session_id`` (exit 0, nothing on stderr)."""
+    done = subprocess.run(
+        [*_console_script(), "statusline", "--state-dir", str(state)],
+        input=json.dumps({"session_id": session_id, "model": {"display_name": "Opus"}}).encode(),
+        capture_output=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0 and done.stderr == b"", done.stderr
+    (said,) = done.stdout.decode().splitlines()
+    return said
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("COPILOT_OTEL_LOG_LEVEL", "chatty"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "https://alice:s3cret@collector.example:99999"),  # a password in it
+    ],
+)
+def test_a_wrong_setting_is_said_on_the_line(
+    midday_home: Path, tmp_path: Path, variable: str, value: str
+) -> None:
+    """A setting the short path does not read is wrong: the hook still answers at once, its background refresh
+    (the whole settings table) refuses to run, and the next line says what to fix instead of showing ``$…`` for
+    ever; a URL's password is masked there and in the file it is read from."""
     (midday_home / ".claude" / "projects").mkdir(parents=True)
     state = tmp_path / "state"
-    env = {**_env(midday_home), "COPILOT_OTEL_LOG_LEVEL": "chatty"}
-
-    def hook_line() -> str:
-        done = subprocess.run(
-            [*_console_script(), "statusline", "--state-dir", str(state)],
-            input=b'{"session_id": "s1", "model": {"display_name": "Opus"}}',
-            capture_output=True,
-            timeout=60,
-            env=env,
-            check=False,
-        )
-        assert done.returncode == 0 and done.stderr == b"", done.stderr
-        (said,) = done.stdout.decode().splitlines()
-        return said
-
-    assert hook_line() == "Opus · $… session · $… today · otel not running"
+    env = {**_env(midday_home), variable: value}
+    assert _hook_line(midday_home, state, env) == "Opus · $… session · $… today · otel not running"
     until(lambda: (state / "statusline.json").is_file(), 60, "the refresh's word")
-    said = hook_line()
-    assert said.startswith("Opus · copilot-otel settings: ") and "COPILOT_OTEL_LOG_LEVEL" in said, said
+    said = _hook_line(midday_home, state, env)
+    assert said.startswith("Opus · copilot-otel settings: ") and variable in said, said
     assert said.endswith("(copilot-otel config)"), said
+    assert "s3cret" not in said and b"s3cret" not in (state / "statusline.json").read_bytes()
+
+
+def test_a_hook_while_a_refresh_runs_leaves_its_session_to_it(midday_home: Path, tmp_path: Path) -> None:
+    """The lock held by another process (as a running refresh holds it): the hook starts no second refresh but
+    leaves its session as a request; the refresh started once the lock is free takes the request with it."""
+    session_id, log = _retimed_claude(midday_home, datetime.now(timezone.utc) - timedelta(minutes=10))
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    with lock_held_elsewhere(state / "statusline.lock"):
+        _statusline(midday_home, state, _hook(session_id, log))
+        (request,) = state.glob("statusline.request.*.json")
+        assert json.loads(request.read_bytes()) == {"session_id": session_id, "transcript": str(log)}
+        assert not (state / "statusline.json").exists(), "no refresh ran beside the holder"
+    # the lock free: another session's hook starts a refresh, which takes the request left for this one
+    _statusline(midday_home, state, json.dumps({"session_id": "another", "model": {"id": "opus"}}).encode())
+
+    def priced() -> bool:
+        figures = (
+            json.loads((state / "statusline.json").read_bytes())
+            if (state / "statusline.json").exists()
+            else {}
+        )
+        return session_id in figures.get("sessions", {})
+
+    until(priced, 60, "the request priced by the next refresh")
+    assert not list(state.glob("statusline.request.*.json")), "taken"
+
+
+@pytest.mark.parametrize("pid", [4294967296, 99999999999999999999, -3, "12", True])
+def test_a_damaged_status_or_lock_is_no_running_process(
+    midday_home: Path, tmp_path: Path, pid: object
+) -> None:
+    """A pid no OS gives (a damaged ``status.json`` or lock file) is no process: the line says the daemon is not
+    running and no refresh runs, never a traceback that blanks the line (``os.kill`` raises OverflowError)."""
+    from copilot_otel._platform import _quick
+
+    (midday_home / ".claude" / "projects").mkdir(parents=True)
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    (state / "status.json").write_text(json.dumps({"pid": pid}))
+    (state / "statusline.lock").write_text(f"\n{pid}\n")
+    assert not _quick.recently_locked(state / "statusline.lock", 0)
+    _, line = _statusline(midday_home, state, b"{}")
+    assert line.endswith("otel not running"), line

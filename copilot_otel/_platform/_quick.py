@@ -37,6 +37,8 @@ __all__ = [
 ]
 
 APP_NAME = "copilot-otel"
+# The largest pid any OS gives (Windows' are DWORDs; Linux's at most 2**22): a larger number is no process.
+MAX_PID = 2**32 - 1
 # The pid starts at byte 1 of a lock file of ours: byte 0 is the one Windows locks, unreadable by others while held.
 PID_OFFSET = 1
 
@@ -130,7 +132,7 @@ def pid_alive(pid: int) -> bool:
     """Whether process ``pid`` exists (a pid that is someone else's counts). POSIX: ``kill(pid, 0)``, which sends
     nothing (what ``psutil.pid_exists`` does there); on Windows, where ``os.kill(pid, 0)`` would send Ctrl+C,
     :func:`psutil.pid_exists`."""
-    if pid <= 0:
+    if not 0 < pid <= MAX_PID:  # a damaged status or lock file: os.kill would raise OverflowError
         return False
     if sys.platform == "win32" or not hasattr(os, "kill"):
         import psutil
@@ -171,8 +173,14 @@ def recently_locked(path: str | os.PathLike[str], since_s: float) -> bool:
 
 
 def mark_released(path: str | os.PathLike[str]) -> None:
-    """Set a lock file's time back to 1970 before its holder releases it: :func:`recently_locked` says it is
-    free from then on, although the holder's process may take a while yet to exit. (A file whose time cannot be
-    set is left as it is: the pid check still ends with the process.)"""
+    """Blank the pid in a lock file and set its time back to 1970 before its holder releases it:
+    :func:`recently_locked` says it is free from then on, although the holder's process may take a while yet to
+    exit. The pid bytes are past the one byte Windows locks. (A file that cannot be written is left as it is: the
+    pid check still ends with the process.)"""
+    with contextlib.suppress(OSError), open(path, "r+b") as fh:
+        fh.seek(PID_OFFSET)
+        size = len(fh.read(32))
+        fh.seek(PID_OFFSET)
+        fh.write(b" " * size)  # no pid: lock_owner says "unknown" (Windows may date the file anew on close)
     with contextlib.suppress(OSError):
         os.utime(path, (0, 0))

@@ -11,8 +11,8 @@ delivering. Configured once, in ``~/.claude/settings.json``::
 It has to answer at once, so it never reads a log nor loads the price table (which alone takes longer than the
 hook waits): it prints what the last *refresh* worked out (``statusline.json`` in the state directory) and, when
 that is older than the session's transcript, than today or than :data:`FRESH_S`, starts one refresh in the
-background (``statusline --refresh``, one at a time: it holds ``statusline.lock``), whose figures the next message
-shows. A refresh reads as ``report`` reads (the same fold, prices and windows).
+background (``statusline --refresh``, one at a time: it holds ``statusline.lock``; a hook that finds one running
+leaves its session to it as a request), whose figures the next message shows. A refresh reads as ``report`` reads (the same fold, prices and windows).
 
 The console script answers the hook without the CLI (:mod:`copilot_otel.entry` calls :func:`hook`): the state
 directory found by the settings' rule without their table (:mod:`copilot_otel.settings.locate`), the platform's
@@ -59,8 +59,12 @@ KEEP_SESSIONS = 50
 REFRESH_MAX_S = 120.0
 # How much of a settings problem the line shows (Claude Code shows one line; `copilot-otel config` says it all).
 PROBLEM_CHARS = 100
-# How many times a refresh reads a transcript that keeps growing while it is read (the next message then shows it).
-REFRESH_ROUNDS = 3
+# How many rounds a refresh reads while transcripts grow and requests come (the next message then shows the rest).
+REFRESH_ROUNDS = 5
+# How many times a refresh takes the lock again for requests left while it released it.
+REFRESH_HOLDS = 3
+# The files a hook leaves for the running refresh (one a session): ``statusline.request.<session id>.json``.
+REQUEST_PREFIX = "statusline.request."
 
 
 class Hook:
@@ -141,7 +145,9 @@ def stale(cache: dict[str, Any], hook: Hook, now_s: float) -> bool:
     """Whether the cached figures are older than what they are about."""
     if cache.get("day") != _today() or now_s - float(cache.get("refreshed_at") or 0) > FRESH_S:
         return True
-    if hook.session_id is None:
+    if hook.session_id is None or cache.get(
+        "problem"
+    ):  # a wrong setting: asked again after FRESH_S, not each time
         return False
     session = (cache.get("sessions") or {}).get(hook.session_id)
     return not isinstance(session, dict) or session.get("signature") != _signature(hook.transcript)
@@ -203,50 +209,97 @@ def read_stdin() -> bytes:
 
 
 def answer(state_dir: Path, config_file: str | None, data: bytes) -> int:
-    """The hook's answer: the line from the cached figures, and a refresh started if they are stale. Always
+    """The hook's answer: the line from the cached figures, and a refresh asked for if they are stale. Always
     exits 0 with a line: Claude Code blanks the line of a command that fails.
 
     A stale line starts ``statusline --refresh`` in the background with the same state directory and
-    ``config_file`` (the environment is inherited), unless a refresh runs already: one that took
-    ``statusline.lock`` less than :data:`REFRESH_MAX_S` ago and whose process still runs (read from the lock
-    file, without the lock library's import). The refresh itself takes the lock without waiting and exits at
-    once when it is held, so one runs at a time whatever this check says.
+    ``config_file`` (the environment is inherited), unless a refresh runs already (one that took
+    ``statusline.lock`` less than :data:`REFRESH_MAX_S` ago and whose process still runs, read from the lock file
+    without the lock library's import): then this session is left as a request (:func:`_ask`) that the running
+    refresh takes before it ends. Asked, then looked at again: a refresh that ended meanwhile is started anew.
     """
     hook = read_hook(data)
     now_s = time.time()
     cache = _read_cache(state_dir)
-    if stale(cache, hook, now_s) and not _quick.recently_locked(state_dir / LOCK_FILE, now_s - REFRESH_MAX_S):
-        argv = [
-            sys.executable,
-            "-m",
-            "copilot_otel",
-            "statusline",
-            "--refresh",
-            "--state-dir",
-            str(state_dir),
-        ]
-        argv += ["--session-id", hook.session_id] if hook.session_id else []
-        argv += ["--transcript", hook.transcript] if hook.transcript else []
-        argv += [locate.CONFIG_FLAG, config_file] if config_file else []
+    if stale(cache, hook, now_s) and not _handed_over(state_dir, hook, now_s):
+        argv = [sys.executable, "-m", "copilot_otel", "statusline", "--refresh", f"--state-dir={state_dir}"]
+        argv += (
+            [f"--session-id={hook.session_id}"] if hook.session_id else []
+        )  # "=": a value may start with "-"
+        argv += [f"--transcript={hook.transcript}"] if hook.transcript else []
+        argv += [f"{locate.CONFIG_FLAG}={config_file}"] if config_file else []
         # a refresh that cannot start: the line is still printed; the next message tries again
         with contextlib.suppress(OSError):
             _quick.spawn_detached(argv, windows=_quick.dirs_kind() == "windows")
     # UTF-8 whatever the console's code page, as --json is: the reader is Claude Code, not a terminal (a cp1252
     # pipe on Windows would otherwise get its "·" as byte 0xB7, or the CLI's ASCII spellings).
-    out = utf8_stdout()
-    out.write((display.printable(line(hook, cache, _daemon_word(state_dir), now_s)) + "\n").encode())
-    out.flush()
+    try:
+        out = utf8_stdout()
+        out.write((display.printable(line(hook, cache, _daemon_word(state_dir), now_s)) + "\n").encode())
+        out.flush()
+    except BrokenPipeError:  # the reader went away: nothing to say to anyone
+        pass
     return 0
+
+
+def _running(state_dir: Path, now_s: float) -> bool:
+    return _quick.recently_locked(state_dir / LOCK_FILE, now_s - REFRESH_MAX_S)
+
+
+def _handed_over(state_dir: Path, hook: Hook, now_s: float) -> bool:
+    """Whether a running refresh has this session's request (left by :func:`_ask`) and will price it."""
+    if not _running(state_dir, now_s):
+        return False
+    _ask(state_dir, hook.session_id, hook.transcript)
+    # The refresh looks for requests after it has marked its lock released: still running now, it will see this.
+    return _running(state_dir, time.time())
+
+
+def _request_name(session_id: str | None) -> str:
+    key = "".join(c for c in (session_id or "") if c.isalnum() or c in "-_")[:64] or "any"
+    return f"{REQUEST_PREFIX}{key}.json"
+
+
+def _ask(state_dir: Path, session_id: str | None, transcript: str | None) -> None:
+    """Leave a request for the running refresh: this session (and today's figures) to price. One file a session,
+    replaced whole; the refresh removes each one it takes."""
+    path = state_dir / _request_name(session_id)
+    temporary = state_dir / f".{path.name}.{os.getpid()}"
+    with contextlib.suppress(OSError):  # no request: the next message asks again
+        temporary.write_text(json.dumps({"session_id": session_id, "transcript": transcript}))
+        os.replace(temporary, path)
+
+
+def _take_requests(state_dir: Path) -> dict[str, str | None]:
+    """The sessions the requests ask for (``{session_id: transcript}``; ``""`` for today's figures alone), each
+    request removed as it is read: one asked for again after that is read in the next round."""
+    asked: dict[str, str | None] = {}
+    for path in state_dir.glob(f"{REQUEST_PREFIX}*.json"):
+        try:
+            doc = json.loads(path.read_bytes())
+            path.unlink()
+        except (OSError, ValueError, RecursionError):
+            continue
+        if isinstance(doc, dict):
+            session = doc.get("session_id")
+            transcript = doc.get("transcript")
+            asked[session if isinstance(session, str) else ""] = (
+                transcript if isinstance(transcript, str) else None
+            )
+    return asked
 
 
 def refresh(config: Config, session_id: str | None, transcript: str | None) -> int:
     """Work out the figures the line shows and write them to :data:`CACHE_FILE` (atomically; one refresh at a
     time). Returns 0, or 0 at once when another refresh runs.
 
-    A transcript that grew while it was read (the next message came meanwhile, whose hook saw this refresh run and
-    started none) is read again, up to :data:`REFRESH_ROUNDS` times. Before the lock is released its file's time
-    is set back (:func:`~copilot_otel._platform._quick.mark_released`), so a hook from then on starts a refresh
-    although this process has not exited yet.
+    Each round also prices what other hooks asked for while it ran (:func:`_ask`: another session, or the next
+    message of this one), and a transcript that grew while it was read is read again, up to
+    :data:`REFRESH_ROUNDS` rounds. Before the lock is released it is marked so
+    (:func:`~copilot_otel._platform._quick.mark_released`): a hook from then on starts a refresh although this
+    process has not exited yet, and a request left just before that is taken after the release, the lock taken
+    again (up to :data:`REFRESH_HOLDS` times). A refresh that finds the lock held leaves its session as a request
+    and looks once more, so the holder or itself prices it.
     """
     from .._platform import LockHeld, current
 
@@ -255,19 +308,33 @@ def refresh(config: Config, session_id: str | None, transcript: str | None) -> i
         mode=0o700, parents=True, exist_ok=True
     )  # the daemon's state directory, made as it makes it
     lock_path = state_dir / LOCK_FILE
-    try:
-        lock = current.lock_exclusive(lock_path)
-    except LockHeld:
-        return 0
-    try:
-        for _ in range(REFRESH_ROUNDS):
-            read = _signature(transcript) if session_id is not None else None
-            _write_figures(config, session_id, transcript)
-            if read is None or _signature(transcript) == read:
-                break
-    finally:
-        _quick.mark_released(lock_path)
-        lock.release()
+    wanted: dict[str, str | None] = {session_id or "": transcript}
+    asked = False
+    for _ in range(REFRESH_HOLDS):
+        try:
+            lock = current.lock_exclusive(lock_path)
+        except LockHeld:
+            if asked:  # still held after the request was left: its holder will see the request
+                return 0
+            _ask(state_dir, session_id, transcript)
+            asked = True
+            continue
+        try:
+            for _ in range(REFRESH_ROUNDS):
+                wanted |= _take_requests(state_dir)
+                read = {name: _signature(path) for name, path in wanted.items()}
+                _write_figures(config, wanted)
+                grown = {name: path for name, path in wanted.items() if _signature(path) != read[name]}
+                wanted = {}
+                if not grown and not any(state_dir.glob(f"{REQUEST_PREFIX}*.json")):
+                    break
+                wanted = grown
+        finally:
+            _quick.mark_released(lock_path)
+            lock.release()
+        # A hook that saw the lock held just before it was marked released left a request: take it too.
+        if not wanted and not any(state_dir.glob(f"{REQUEST_PREFIX}*.json")):
+            break
     return 0
 
 
@@ -279,7 +346,11 @@ def record_problem(state_dir: Path, problem: str) -> None:
 
     from .._platform import current
 
-    doc = {"day": _today(), "refreshed_at": time.time(), "problem": problem}
+    doc = {
+        "day": _today(),
+        "refreshed_at": time.time(),
+        "problem": display.scrub(problem),
+    }  # a URL's password
     temporary = state_dir / f".{CACHE_FILE}.{os.getpid()}"
     with contextlib.suppress(OSError):  # no state directory to write in: the line keeps saying "$…"
         state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # as the refresh makes it
@@ -287,8 +358,9 @@ def record_problem(state_dir: Path, problem: str) -> None:
         current.replace(temporary, state_dir / CACHE_FILE)
 
 
-def _write_figures(config: Config, session_id: str | None, transcript: str | None) -> None:
-    """One reading of the figures (today's cost, the session's, the open window), written to :data:`CACHE_FILE`."""
+def _write_figures(config: Config, wanted: dict[str, str | None]) -> None:
+    """One reading of the figures (today's cost, each ``wanted`` session's from its transcript, the open window),
+    written to :data:`CACHE_FILE`."""
     import orjson
 
     from .._platform import current
@@ -313,10 +385,13 @@ def _write_figures(config: Config, session_id: str | None, transcript: str | Non
 
     daily = make_cut("daily", since_ns=today_ns, now_ns=now_ns)
     today_cost = cost(daily, [], today_ns)
-    if session_id is not None and transcript is not None and os.path.isfile(transcript):
-        signature = _signature(transcript)  # before reading: a line written meanwhile makes it stale again
-        whole = make_cut("session", now_ns=now_ns)
-        sessions[session_id] = {"cost_usd": cost(whole, [transcript], None), "signature": signature}
+    for session_id, transcript in wanted.items():
+        if session_id and transcript is not None and os.path.isfile(transcript):
+            signature = _signature(
+                transcript
+            )  # before reading: a line written meanwhile makes it stale again
+            whole = make_cut("session", now_ns=now_ns)
+            sessions[session_id] = {"cost_usd": cost(whole, [transcript], None), "signature": signature}
     window = make_cut("blocks", since_ns=now_ns - BLOCK_NS - HOUR_NS, now_ns=now_ns, agent="claude-code")
     try:
         tally = read_tally(config, window, [], read_since_ns=window.since_ns, progress="never")
