@@ -222,10 +222,9 @@ def answer(state_dir: Path, config_file: str | None, data: bytes) -> int:
     now_s = time.time()
     cache = _read_cache(state_dir)
     if stale(cache, hook, now_s) and not _handed_over(state_dir, hook, now_s):
+        # each value after "=": one that starts with "-" (a folder, a session id) is not taken for a flag
         argv = [sys.executable, "-m", "copilot_otel", "statusline", "--refresh", f"--state-dir={state_dir}"]
-        argv += (
-            [f"--session-id={hook.session_id}"] if hook.session_id else []
-        )  # "=": a value may start with "-"
+        argv += [f"--session-id={hook.session_id}"] if hook.session_id else []
         argv += [f"--transcript={hook.transcript}"] if hook.transcript else []
         argv += [f"{locate.CONFIG_FLAG}={config_file}"] if config_file else []
         # a refresh that cannot start: the line is still printed; the next message tries again
