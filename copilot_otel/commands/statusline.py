@@ -65,6 +65,8 @@ REFRESH_ROUNDS = 5
 REFRESH_HOLDS = 3
 # The files a hook leaves for the running refresh (one a session): ``statusline.request.<session id>.json``.
 REQUEST_PREFIX = "statusline.request."
+# A request that does not parse after this long was left half-written (its hook died): it is removed.
+REQUEST_WRITE_S = 10.0
 
 
 class Hook:
@@ -263,10 +265,10 @@ def _ask(state_dir: Path, session_id: str | None, transcript: str | None) -> Non
     """Leave a request for the running refresh: this session (and today's figures) to price. One file a session,
     replaced whole; the refresh removes each one it takes."""
     path = state_dir / _request_name(session_id)
-    temporary = state_dir / f".{path.name}.{os.getpid()}"
     with contextlib.suppress(OSError):  # no request: the next message asks again
-        temporary.write_text(json.dumps({"session_id": session_id, "transcript": transcript}))
-        os.replace(temporary, path)
+        # written in place, one small write (no rename: the platform's, with its Windows retries, is not imported
+        # here); a refresh that reads it half-written leaves it for its next round
+        path.write_text(json.dumps({"session_id": session_id, "transcript": transcript}))
 
 
 def _take_requests(state_dir: Path) -> dict[str, str | None]:
@@ -275,9 +277,15 @@ def _take_requests(state_dir: Path) -> dict[str, str | None]:
     asked: dict[str, str | None] = {}
     for path in state_dir.glob(f"{REQUEST_PREFIX}*.json"):
         try:
-            doc = json.loads(path.read_bytes())
+            data = path.read_bytes()
+            doc = json.loads(data)
             path.unlink()
-        except (OSError, ValueError, RecursionError):
+        except (ValueError, RecursionError):  # being written, or left half-written by a hook that died
+            with contextlib.suppress(OSError):
+                if time.time() - path.stat().st_mtime > REQUEST_WRITE_S:
+                    path.unlink()
+            continue
+        except OSError:
             continue
         if isinstance(doc, dict):
             session = doc.get("session_id")
