@@ -395,9 +395,8 @@ def _main(argv: Sequence[str] | None) -> int:
         if isinstance(exc, ConfigError) and args.command == "statusline" and args.refresh and args.state_dir:
             from .commands.statusline import record_problem
 
-            record_problem(
-                Path(args.state_dir), str(exc)
-            )  # started in the background: nobody reads its stderr
+            # started in the background: nobody reads its stderr, the line says it
+            record_problem(Path(args.state_dir), str(exc))
         return exc.exit_code
     except KeyboardInterrupt:
         return _interrupted(list(sys.argv[1:] if argv is None else argv))
@@ -493,12 +492,9 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
 
         if args.refresh:
             return statusline.refresh(config, args.session_id, args.transcript)
-        given = (
-            config.config_file if config.config_file.is_file() else None
-        )  # a default file not there: no flag
-        return statusline.answer(
-            config.state_dir, None if given is None else str(given), statusline.read_stdin()
-        )
+        # a default config file that is not there is no flag to give the refresh
+        given = str(config.config_file) if config.config_file.is_file() else None
+        return statusline.answer(config.state_dir, given, statusline.read_stdin())
     if args.command == "status":
         from .commands.status import print_status
 

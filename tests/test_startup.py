@@ -15,7 +15,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -37,30 +36,44 @@ FOLDING = (
     "copilot_otel.library",
 )
 
+# Runs ``main`` of the module it is formatted with (the CLI's, or the console script's ``entry``) and lists the
+# modules loaded.
 PROBE = """
 import contextlib, io, json, sys
-from copilot_otel.cli import main
+from copilot_otel.{module} import main
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
     try:
         code = main(sys.argv[1:])
     except SystemExit as exc:  # --help
         code = exc.code
-print(json.dumps({"code": code, "modules": sorted(sys.modules), "out": out.getvalue()}))
+print(json.dumps({{"code": code, "modules": sorted(sys.modules), "out": out.getvalue()}}))
 """
 
 
-def _run(home: Path, *argv: str, code: int = 0) -> tuple[set[str], str]:
-    """The modules loaded by running ``copilot-otel ARGV`` in a fresh interpreter (exit code ``code``), and what
-    it printed (to a pipe: not a terminal)."""
-    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
+def _run(
+    home: Path, *argv: str, code: int = 0, module: str = "cli", stdin: str | None = None
+) -> tuple[set[str], str]:
+    """The modules loaded by running ``copilot-otel ARGV`` in a fresh interpreter (exit code ``code``; through
+    ``module``'s ``main``: the CLI's, or the console script's ``entry``), and what it printed (to a pipe: not a
+    terminal)."""
     proc = subprocess.run(
-        [sys.executable, "-c", PROBE, *argv], env=env, cwd=home, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", PROBE.format(module=module), *argv],
+        env=_probe_env(home),
+        cwd=home,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout.splitlines()[-1])
     assert (result["code"] or 0) == code, (argv, result["code"], proc.stderr)
     return set(result["modules"]), result["out"]
+
+
+def _probe_env(home: Path) -> dict[str, str]:
+    return {"HOME": str(home), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
 
 
 def _modules_after(home: Path, *argv: str, code: int = 0) -> set[str]:
@@ -190,15 +203,6 @@ def test_the_statusline_answers_without_the_fold_the_prices_or_the_terminal_libr
     )
 
 
-# What the console script runs (``copilot_otel.entry``), as the probe above runs the CLI.
-ENTRY_PROBE = """
-import contextlib, io, json, sys
-from copilot_otel.entry import main
-out = io.StringIO()
-with contextlib.redirect_stdout(out):
-    code = main(sys.argv[1:])
-print(json.dumps({"code": code, "modules": sorted(sys.modules), "out": out.getvalue()}))
-"""
 # What the hook's short path does without: the CLI and its settings table, the platform's classes (threads, sockets,
 # ctypes), the lock and process libraries, and the standard modules the rest of the package pays for first.
 HOOK_NEVER = (
@@ -228,7 +232,7 @@ def test_the_statusline_hook_takes_the_short_path(_isolated_home: Path) -> None:
     (state / "statusline.json").write_text(
         json.dumps({"day": today, "refreshed_at": time.time(), "today_cost_usd": 1.5, "sessions": {}})
     )
-    env = {"HOME": str(_isolated_home), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
+    env = _probe_env(_isolated_home)
     bare = subprocess.run(
         [sys.executable, "-c", "import json, sys; print(json.dumps(sorted(sys.modules)))"],
         env=env,
@@ -238,27 +242,14 @@ def test_the_statusline_hook_takes_the_short_path(_isolated_home: Path) -> None:
         check=True,
     )
     assert _loaded(set(json.loads(bare.stdout)), HOOK_NEVER) == []
-
-    def run(*argv: str) -> dict[str, Any]:
-        proc = subprocess.run(
-            [sys.executable, "-c", ENTRY_PROBE, *argv],
-            env=env,
-            cwd=_isolated_home,
-            input=json.dumps({"model": {"id": "opus"}}),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert proc.returncode == 0, proc.stderr
-        result: dict[str, Any] = json.loads(proc.stdout.splitlines()[-1])
-        return result
-
-    short = run("statusline", "--state-dir", str(state))
-    assert short["code"] == 0 and short["out"].startswith("opus · $… session · $1.50 today"), short["out"]
-    assert "copilot_otel.commands.statusline" in short["modules"]
-    assert _loaded(set(short["modules"]), HOOK_NEVER) == []
-    through_cli = run("statusline", f"--state-dir={state}", "--log-level", "debug")
-    assert through_cli["code"] == 0 and "copilot_otel.cli" in through_cli["modules"]
+    hook = json.dumps({"model": {"id": "opus"}})
+    modules, out = _run(_isolated_home, "statusline", "--state-dir", str(state), module="entry", stdin=hook)
+    assert out.startswith("opus · $… session · $1.50 today"), out
+    assert "copilot_otel.commands.statusline" in modules
+    assert _loaded(modules, HOOK_NEVER) == []
+    through_cli = ("statusline", f"--state-dir={state}", "--log-level", "debug")
+    modules, _ = _run(_isolated_home, *through_cli, module="entry", stdin=hook)
+    assert "copilot_otel.cli" in modules
     # Both paths write the line as UTF-8 for Claude Code, even into a pipe whose code page lacks "·" and "…"
     # (a Windows console's cp1252, as PYTHONIOENCODING makes it here; the CLI's text layer would spell them -, ...).
     for argv in (["--state-dir", str(state)], [f"--state-dir={state}", "--log-level", "debug"]):

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -63,20 +62,20 @@ def _hook(session_id: str, log: Path, which: int = -1) -> bytes:
     return json.dumps(hook).encode()
 
 
-def _statusline(home: Path, state: Path, stdin: bytes) -> tuple[float, str]:
-    started = time.monotonic()
+def _statusline(home: Path, state: Path, stdin: bytes, **env: str) -> str:
+    """The line the console script prints for ``stdin`` (exit 0, nothing on stderr), ``env`` added to the
+    environment."""
     done = subprocess.run(
         [*_console_script(), "statusline", "--state-dir", str(state)],
         input=stdin,
         capture_output=True,
         timeout=60,
-        env={**_env(home)},
+        env={**_env(home), **env},
         check=False,
     )
-    took = time.monotonic() - started
     assert done.returncode == 0 and done.stderr == b"", done.stderr
     (line,) = done.stdout.decode().splitlines()
-    return took, line
+    return line
 
 
 def _env(home: Path) -> dict[str, str]:
@@ -100,11 +99,11 @@ def test_the_line_shows_the_sessions_and_todays_cost_and_the_open_window_as_repo
     stdin = _hook(session_id, log)
 
     # first message: nothing worked out yet; the line comes at once and a refresh starts in the background
-    _, first = _statusline(midday_home, state, _hook(session_id, log, which=0))
+    first = _statusline(midday_home, state, _hook(session_id, log, which=0))
     assert first.startswith("Opus 5.5 · $… session · $… today") and first.endswith("otel not running"), first
     until(lambda: (state / "statusline.json").is_file(), 60, "the background refresh wrote its figures")
 
-    _, line = _statusline(midday_home, state, stdin)
+    line = _statusline(midday_home, state, stdin)
     session_cost = _report(capsys, "session", str(log))["totals"]["cost_usd"]
     today = _report(capsys, "daily", "--since", "today")["totals"]["cost_usd"]
     (window,) = [b for b in _blocks(capsys) if b["active"]]
@@ -155,11 +154,11 @@ def test_it_says_a_running_daemon_is_delivering(midday_home: Path, tmp_path: Pat
                 "a span exported and the status written",
                 lambda: bool(receiver.spans()) and (state / "status.json").is_file(),
             )
-            _, line = _statusline(midday_home, state, _hook(session_id, log))
+            line = _statusline(midday_home, state, _hook(session_id, log))
             assert line.endswith("otel delivering"), line
         finally:
             assert daemon.terminate() == 0
-    _, line = _statusline(midday_home, state, _hook(session_id, log))
+    line = _statusline(midday_home, state, _hook(session_id, log))
     assert line.endswith("otel not running"), line
 
 
@@ -168,7 +167,7 @@ def test_whatever_the_hook_sends_the_line_is_printed_and_the_exit_is_0(
     midday_home: Path, tmp_path: Path, stdin: bytes
 ) -> None:
     (midday_home / ".claude" / "projects").mkdir(parents=True)
-    _, line = _statusline(midday_home, tmp_path / "state", stdin)
+    line = _statusline(midday_home, tmp_path / "state", stdin)
     assert line.startswith("? · $… session · $… today") and line.endswith("otel not running"), line
 
 
@@ -293,21 +292,6 @@ def test_what_the_console_script_answers_on_the_hooks_short_path(
     assert hook_flags(argv) == short
 
 
-def _hook_line(home: Path, state: Path, env: dict[str, str], session_id: str = "s1") -> str:
-    """The line the console script prints for a hook that names ``session_id`` (exit 0, nothing on stderr)."""
-    done = subprocess.run(
-        [*_console_script(), "statusline", "--state-dir", str(state)],
-        input=json.dumps({"session_id": session_id, "model": {"display_name": "Opus"}}).encode(),
-        capture_output=True,
-        timeout=60,
-        env=env,
-        check=False,
-    )
-    assert done.returncode == 0 and done.stderr == b"", done.stderr
-    (said,) = done.stdout.decode().splitlines()
-    return said
-
-
 @pytest.mark.parametrize(
     ("variable", "value"),
     [
@@ -323,10 +307,12 @@ def test_a_wrong_setting_is_said_on_the_line(
     ever; a URL's password is masked there and in the file it is read from."""
     (midday_home / ".claude" / "projects").mkdir(parents=True)
     state = tmp_path / "state"
-    env = {**_env(midday_home), variable: value}
-    assert _hook_line(midday_home, state, env) == "Opus · $… session · $… today · otel not running"
+    hook = b'{"session_id": "s1", "model": {"display_name": "Opus"}}'
+    assert _statusline(midday_home, state, hook, **{variable: value}) == (
+        "Opus · $… session · $… today · otel not running"
+    )
     until(lambda: (state / "statusline.json").is_file(), 60, "the refresh's word")
-    said = _hook_line(midday_home, state, env)
+    said = _statusline(midday_home, state, hook, **{variable: value})
     assert said.startswith("Opus · copilot-otel settings: ") and variable in said, said
     assert said.endswith("(copilot-otel config)"), said
     assert "s3cret" not in said and b"s3cret" not in (state / "statusline.json").read_bytes()
@@ -372,5 +358,5 @@ def test_a_damaged_status_or_lock_is_no_running_process(
     (state / "status.json").write_text(json.dumps({"pid": pid}))
     (state / "statusline.lock").write_text(f"\n{pid}\n")
     assert not _quick.recently_locked(state / "statusline.lock", 0)
-    _, line = _statusline(midday_home, state, b"{}")
+    line = _statusline(midday_home, state, b"{}")
     assert line.endswith("otel not running"), line

@@ -12,7 +12,8 @@ It has to answer at once, so it never reads a log nor loads the price table (whi
 hook waits): it prints what the last *refresh* worked out (``statusline.json`` in the state directory) and, when
 that is older than the session's transcript, than today or than :data:`FRESH_S`, starts one refresh in the
 background (``statusline --refresh``, one at a time: it holds ``statusline.lock``; a hook that finds one running
-leaves its session to it as a request), whose figures the next message shows. A refresh reads as ``report`` reads (the same fold, prices and windows).
+leaves its session to it as a request), whose figures the next message shows. A refresh reads as ``report`` reads
+(the same fold, prices and windows).
 
 The console script answers the hook without the CLI (:mod:`copilot_otel.entry` calls :func:`hook`): the state
 directory found by the settings' rule without their table (:mod:`copilot_otel.settings.locate`), the platform's
@@ -40,6 +41,7 @@ from ..settings import locate
 # Not `from typing import TYPE_CHECKING`: the hook's path (see copilot_otel.entry) imports only what it runs.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
     from ..settings.config import Config
@@ -147,9 +149,8 @@ def stale(cache: dict[str, Any], hook: Hook, now_s: float) -> bool:
     """Whether the cached figures are older than what they are about."""
     if cache.get("day") != _today() or now_s - float(cache.get("refreshed_at") or 0) > FRESH_S:
         return True
-    if hook.session_id is None or cache.get(
-        "problem"
-    ):  # a wrong setting: asked again after FRESH_S, not each time
+    # A wrong setting (the refresh's word instead of figures) is asked about again after FRESH_S, not each time.
+    if hook.session_id is None or cache.get("problem"):
         return False
     session = (cache.get("sessions") or {}).get(hook.session_id)
     return not isinstance(session, dict) or session.get("signature") != _signature(hook.transcript)
@@ -271,14 +272,18 @@ def _ask(state_dir: Path, session_id: str | None, transcript: str | None) -> Non
         path.write_text(json.dumps({"session_id": session_id, "transcript": transcript}))
 
 
+def _requests(state_dir: Path) -> Iterator[Path]:
+    """The requests hooks left (:func:`_ask`) and no refresh has taken yet."""
+    return state_dir.glob(f"{REQUEST_PREFIX}*.json")
+
+
 def _take_requests(state_dir: Path) -> dict[str, str | None]:
     """The sessions the requests ask for (``{session_id: transcript}``; ``""`` for today's figures alone), each
     request removed as it is read: one asked for again after that is read in the next round."""
     asked: dict[str, str | None] = {}
-    for path in state_dir.glob(f"{REQUEST_PREFIX}*.json"):
+    for path in _requests(state_dir):
         try:
-            data = path.read_bytes()
-            doc = json.loads(data)
+            doc = json.loads(path.read_bytes())
             path.unlink()
         except (ValueError, RecursionError):  # being written, or left half-written by a hook that died
             with contextlib.suppress(OSError):
@@ -311,9 +316,8 @@ def refresh(config: Config, session_id: str | None, transcript: str | None) -> i
     from .._platform import LockHeld, current
 
     state_dir = config.state_dir
-    state_dir.mkdir(
-        mode=0o700, parents=True, exist_ok=True
-    )  # the daemon's state directory, made as it makes it
+    # the daemon's state directory, made as it makes it
+    state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     lock_path = state_dir / LOCK_FILE
     wanted: dict[str, str | None] = {session_id or "": transcript}
     asked = False
@@ -331,16 +335,15 @@ def refresh(config: Config, session_id: str | None, transcript: str | None) -> i
                 wanted |= _take_requests(state_dir)
                 read = {name: _signature(path) for name, path in wanted.items()}
                 _write_figures(config, wanted)
-                grown = {name: path for name, path in wanted.items() if _signature(path) != read[name]}
-                wanted = {}
-                if not grown and not any(state_dir.glob(f"{REQUEST_PREFIX}*.json")):
+                # what grew while it was read: read again
+                wanted = {name: path for name, path in wanted.items() if _signature(path) != read[name]}
+                if not wanted and not any(_requests(state_dir)):
                     break
-                wanted = grown
         finally:
             _quick.mark_released(lock_path)
             lock.release()
         # A hook that saw the lock held just before it was marked released left a request: take it too.
-        if not wanted and not any(state_dir.glob(f"{REQUEST_PREFIX}*.json")):
+        if not wanted and not any(_requests(state_dir)):
             break
     return 0
 
@@ -349,28 +352,30 @@ def record_problem(state_dir: Path, problem: str) -> None:
     """A refresh that could not run because a setting is wrong (one the hook's short path does not read: it
     answers from its cached figures whatever the others say) writes what is wrong where the line reads its figures,
     so the line says what to fix instead of showing ``$…`` forever. The next refresh that runs replaces it."""
-    import orjson
-
-    from .._platform import current
-
     doc = {
         "day": _today(),
         "refreshed_at": time.time(),
         "problem": display.scrub(problem),
     }  # a URL's password
-    temporary = state_dir / f".{CACHE_FILE}.{os.getpid()}"
     with contextlib.suppress(OSError):  # no state directory to write in: the line keeps saying "$…"
         state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # as the refresh makes it
-        temporary.write_bytes(orjson.dumps(doc))
-        current.replace(temporary, state_dir / CACHE_FILE)
+        _write_cache(state_dir, doc)
+
+
+def _write_cache(state_dir: Path, doc: dict[str, Any]) -> None:
+    """:data:`CACHE_FILE` replaced whole (a hook never reads half of it)."""
+    import orjson
+
+    from .._platform import current
+
+    temporary = state_dir / f".{CACHE_FILE}.{os.getpid()}"
+    temporary.write_bytes(orjson.dumps(doc))
+    current.replace(temporary, state_dir / CACHE_FILE)
 
 
 def _write_figures(config: Config, wanted: dict[str, str | None]) -> None:
     """One reading of the figures (today's cost, each ``wanted`` session's from its transcript, the open window),
     written to :data:`CACHE_FILE`."""
-    import orjson
-
-    from .._platform import current
     from ..common.errors import CopilotOtelError
     from .blocks import BLOCK_NS, windows
     from .report import HOUR_NS, Cut, make_cut, read_tally
@@ -394,9 +399,8 @@ def _write_figures(config: Config, wanted: dict[str, str | None]) -> None:
     today_cost = cost(daily, [], today_ns)
     for session_id, transcript in wanted.items():
         if session_id and transcript is not None and os.path.isfile(transcript):
-            signature = _signature(
-                transcript
-            )  # before reading: a line written meanwhile makes it stale again
+            # before reading: a line written meanwhile makes it stale again
+            signature = _signature(transcript)
             whole = make_cut("session", now_ns=now_ns)
             sessions[session_id] = {"cost_usd": cost(whole, [transcript], None), "signature": signature}
     window = make_cut("blocks", since_ns=now_ns - BLOCK_NS - HOUR_NS, now_ns=now_ns, agent="claude-code")
@@ -413,6 +417,4 @@ def _write_figures(config: Config, wanted: dict[str, str | None]) -> None:
         "sessions": kept,
         "window_end": open_windows[-1].end_ns / 1e9 if open_windows else None,
     }
-    temporary = state_dir / f".{CACHE_FILE}.{os.getpid()}"
-    temporary.write_bytes(orjson.dumps(doc))
-    current.replace(temporary, state_dir / CACHE_FILE)
+    _write_cache(state_dir, doc)

@@ -45,7 +45,6 @@ from types import MappingProxyType
 from typing import Any, Generic, Literal, TypeVar, get_args
 from urllib.parse import urlsplit
 
-from .._platform import current
 from ..common import display
 from ..common.errors import ConfigError
 from .content import (
@@ -61,7 +60,17 @@ from .content import (
     ContentKind,
     ContentPolicy,
 )
-from .locate import CONFIG_ENV, CONFIG_FLAG, STATE_DIR_ENV, STATE_DIR_FLAG, expand, home, toml_module
+from .locate import (
+    CONFIG_ENV,
+    CONFIG_FLAG,
+    CONFIG_NAME,
+    STATE_DIR_ENV,
+    STATE_DIR_FLAG,
+    default_dirs,
+    expand,
+    home,
+    toml_module,
+)
 from .moments import FORMS, parse_moment
 from .policy import RunawayPolicy as _RunawayPolicy
 from .policy import parse_policy as _parse_policy
@@ -234,14 +243,6 @@ class Setting(Generic[T]):
 # --- parsers ------------------------------------------------------------------------------------------------
 
 
-def _home(env: Env) -> Path:
-    return home(env)  # HOME; on Windows USERPROFILE first (where Copilot CLI puts .copilot)
-
-
-def _expand(text: str, env: Env) -> Path:
-    return expand(text, env)
-
-
 def _text(raw: object, expected: str) -> str:
     if isinstance(raw, os.PathLike):
         raw = os.fspath(raw)
@@ -339,7 +340,7 @@ def _string(raw: object, env: Env) -> str:
 
 
 def _path(raw: object, env: Env) -> Path:
-    return _expand(_text(raw, "a path"), env)
+    return expand(_text(raw, "a path"), env)
 
 
 # A DNS name (letters, digits, "-", "_", dots), an IPv4 address, or an IPv6 one (urlsplit strips its brackets).
@@ -387,7 +388,7 @@ def _timeout_millis(raw: object, env: Env) -> float:
 
 def _file(raw: object, env: Env) -> Path:
     """A file that must exist when the setting is read (a CA or client certificate, a key)."""
-    path = _expand(_text(raw, "a path to a file"), env)
+    path = expand(_text(raw, "a path to a file"), env)
     if not path.is_file():
         raise _Invalid("a path to an existing file")
     return path
@@ -430,7 +431,7 @@ def _repositories(raw: object, env: Env) -> tuple[str, ...]:
 
 def _default_session_state(env: Env) -> Path:
     copilot_home = env.get("COPILOT_HOME", "").strip()
-    base = _expand(copilot_home, env) if copilot_home else _home(env) / ".copilot"
+    base = expand(copilot_home, env) if copilot_home else home(env) / ".copilot"
     return base / "session-state"
 
 
@@ -442,8 +443,8 @@ def _other_home(variable: str, folder: str, *, names_home: bool = False) -> Call
     def default(env: Env) -> Path:
         value = env.get(variable, "").strip()
         if not value:
-            return _home(env) / folder
-        return _expand(value, env) / folder if names_home else _expand(value, env)
+            return home(env) / folder
+        return expand(value, env) / folder if names_home else expand(value, env)
 
     return default
 
@@ -464,12 +465,13 @@ def _agents(raw: object, env: Env) -> tuple[Agent, ...]:
 
 
 def _default_state_dir(env: Env) -> Path:
-    # XDG on Linux (as always); ~/Library/Application Support on macOS, %LOCALAPPDATA% on Windows.
-    return current.default_dirs(env).state
+    return default_dirs(env)[
+        0
+    ]  # XDG on Linux; ~/Library/Application Support on macOS, %LOCALAPPDATA% on Windows
 
 
 def _default_config_file(env: Env) -> Path:
-    return current.default_dirs(env).config / "config.toml"
+    return default_dirs(env)[1] / CONFIG_NAME
 
 
 # --- the table ----------------------------------------------------------------------------------------------

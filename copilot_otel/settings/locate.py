@@ -22,9 +22,11 @@ from .._platform import _quick
 __all__ = [
     "CONFIG_ENV",
     "CONFIG_FLAG",
+    "CONFIG_NAME",
     "STATE_DIR_ENV",
     "STATE_DIR_FLAG",
     "Unsettled",
+    "default_dirs",
     "expand",
     "state_dir",
     "toml_module",
@@ -34,6 +36,7 @@ CONFIG_FLAG = "--config"
 CONFIG_ENV = "COPILOT_OTEL_CONFIG"
 STATE_DIR_FLAG = "--state-dir"
 STATE_DIR_ENV = "COPILOT_OTEL_STATE_DIR"
+CONFIG_NAME = "config.toml"
 
 
 class Unsettled(Exception):
@@ -43,6 +46,12 @@ class Unsettled(Exception):
 def home(env: Mapping[str, str]) -> Path:
     """``HOME``; on Windows ``USERPROFILE`` first (where Copilot CLI puts ``.copilot``)."""
     return _quick.home(env, windows=_quick.dirs_kind() == "windows")
+
+
+def default_dirs(env: Mapping[str, str]) -> tuple[Path, Path]:
+    """``(state, config)`` folders when no setting names them: XDG on Linux, ~/Library/Application Support on
+    macOS, %LOCALAPPDATA% / %APPDATA% on Windows (:func:`copilot_otel._platform._quick.default_dirs`)."""
+    return _quick.default_dirs(env, _quick.dirs_kind())
 
 
 def expand(text: str, env: Mapping[str, str]) -> Path:
@@ -82,9 +91,9 @@ def state_dir(flags: Mapping[str, str], env: Mapping[str, str] | None = None) ->
     given = _given(flags, STATE_DIR_FLAG, env, STATE_DIR_ENV)
     if given is not None:
         return expand(given, env)
-    state, config = _quick.default_dirs(env, _quick.dirs_kind())
+    state, config = default_dirs(env)
     named = _given(flags, CONFIG_FLAG, env, CONFIG_ENV)
-    path = expand(named, env) if named is not None else config / "config.toml"
+    path = expand(named, env) if named is not None else config / CONFIG_NAME
     try:
         data = path.read_bytes()
     except FileNotFoundError:
