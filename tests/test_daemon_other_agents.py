@@ -113,6 +113,8 @@ IDLE_TIMEOUT_S = "6"
 # The restart test waits up to a status period (5 s) before stopping: its prompts must not idle out meanwhile.
 RESTART_IDLE_TIMEOUT_S = "15"
 INCOMPLETE_REASON = "copilot_otel.incomplete.reason"
+# A root's part of its cost its sub-agents' own logs made (read live when each ended, as replay reads them).
+_SUBAGENT_COST = "copilot_otel.prompt.subagent_cost_usd"
 
 
 def _claude_home() -> Path:
@@ -276,6 +278,9 @@ def test_claude_code_logs_written_live_are_exported_as_replay_exports_them(
         assert daemon.terminate() == 0
     agents = [s for s in want.values() if s["attributes"].get("gen_ai.operation.name") == "invoke_agent"]
     assert any(s["parent_span_id"] is not None for s in agents), "a sub-agent, under its parent's tool call"
+    assert any(_SUBAGENT_COST in s["attributes"] for s in want.values()), (
+        "a root costs its sub-agents' logs too"
+    )
     out = daemon.output()
     assert f"following {home / 'projects'} (copilot, codex, gemini not installed" in out, out[:2000]
     assert "Traceback" not in out and " ERROR " not in out
@@ -441,9 +446,12 @@ def test_codex_rollouts_written_live_are_exported_as_replay_exports_them(
             for name in ("subagent", "compaction", "failing-tool")
             for p in _write_codex(OTHER / "codex" / name, home)
         ]
-        _assert_live_is_replay(receiver, written, tmp_path)
+        want = _assert_live_is_replay(receiver, written, tmp_path)
     finally:
         assert daemon.terminate() == 0
+    assert any(_SUBAGENT_COST in s["attributes"] for s in want.values()), (
+        "a root costs its sub-agents' logs too"
+    )
 
 
 # ---------------------------------------------------------------------------------------------- Gemini CLI
@@ -501,6 +509,9 @@ def test_gemini_logs_written_live_are_exported_as_replay_exports_them(
     agents = [s for s in want.values() if s["name"] == "invoke_agent generalist"]
     assert len(agents) == 1 and agents[0]["parent_span_id"] is not None, (
         "the sub-agent under its parent's call"
+    )
+    assert any(_SUBAGENT_COST in s["attributes"] for s in want.values()), (
+        "a root costs its sub-agents' logs too"
     )
     out = daemon.output()
     assert f"{home / 'tmp'} appeared: following its sessions" in out, out[:3000]

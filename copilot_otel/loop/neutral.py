@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..model.activity import SubagentCall
 from ..model.inputs import CompactionCall, Context, Envelope, Event, ToolRequest, Usage
 from ..model.records import record
 from . import agents, notes, prompts, session, tools, turns
@@ -36,6 +37,7 @@ __all__ = [
     "SessionBegan",
     "SpawnEnded",
     "Spawned",
+    "SubagentDone",
     "ToolBegan",
     "ToolEnded",
     "TurnBegan",
@@ -246,6 +248,21 @@ class SpawnEnded(Event):
     error_type: str | None = None
 
 
+@record
+class SubagentDone(Event):
+    """A sub-agent whose work is in a log of its own is done (Claude Code: its ``Agent`` call's result, or its
+    background task's report; Codex: its thread's final state; Gemini CLI: its ``invoke_agent`` call's end): its
+    calls count for the prompt's cost (:func:`.agents.on_subagent_done`).
+
+    The framer names the log (``log``: what its source's ``subagent_log`` finds it by, beside the parent's log);
+    the pipeline reads it and gives the calls it holds (``calls``); ``None`` until then, and when it could not be
+    read. The fold itself reads no file.
+    """
+
+    log: str = ""
+    calls: tuple[SubagentCall, ...] | None = None
+
+
 def end_held_at(event: Event, time_ns: int | None = None) -> dict[str, Any]:
     """A prompt's end seen at ``event`` (dated ``time_ns``, else the event's) but held until the log shows it is one,
     as plain JSON values for a framer's snapshot; :func:`prompt_end` makes it the event."""
@@ -290,6 +307,7 @@ NEUTRAL = Translator(
         PromptEnded: on_prompt_end,
         Spawned: agents.on_spawned,
         SpawnEnded: agents.on_spawn_ended,
+        SubagentDone: agents.on_subagent_done,
     },
     keeps_unanswered=frozenset({Failed, Aborted, Compacted}),
 )
@@ -313,6 +331,7 @@ if TYPE_CHECKING:  # each neutral event is the input its handler reads: mypy che
         root_ended: RootEnded,
         spawned: Spawned,
         spawn_ended: SpawnEnded,
+        subagent_done: SubagentDone,
         attempt: AttemptFailed,
         continued: Continued,
         reported: SelfReported,
@@ -320,10 +339,11 @@ if TYPE_CHECKING:  # each neutral event is the input its handler reads: mypy che
         __: tuple[
             agents.SpawnInput,
             agents.SpawnEndInput,
+            agents.SubagentDoneInput,
             inputs.AttemptInput,
             inputs.ContinuedInput,
             inputs.SelfReportInput,
-        ] = (spawned, spawn_ended, attempt, continued, reported)
+        ] = (spawned, spawn_ended, subagent_done, attempt, continued, reported)
         _: tuple[
             inputs.SessionStartInput,
             inputs.PromptInput,

@@ -60,6 +60,7 @@ __all__ = [
     "SessionStarted",
     "SessionWarning",
     "SkillInvoked",
+    "SubagentCall",
     "TaskComplete",
     "ToolCall",
     "ToolRequest",
@@ -466,6 +467,23 @@ class ModelCall(RecordBase):
 
 
 @record
+class SubagentCall(RecordBase):
+    """A model call a sub-agent made in a log of its own (Claude Code's ``subagents/agent-<id>.jsonl``, a Codex
+    thread's rollout, Gemini CLI's ``chats/<session>/<agent>.jsonl``), as the prompt that ran the sub-agent counts
+    it: that log's own fold makes its span, and the prompt's root adds its cost, so the root costs its whole trace
+    as a Copilot CLI prompt's does (whose sub-agents write into its own log). The fields are the call's
+    :class:`ModelCall` ones that price it."""
+
+    trace_id: int
+    span_id: int
+    provider: str
+    model: str
+    start_ns: int
+    usage: Usage
+    calls: int
+
+
+@record
 class ToolCall(RecordBase):
     """One tool execution, from ``tool.execution_start`` to its completion (or to what cut it short).
 
@@ -672,6 +690,10 @@ class PromptRun(RecordBase):
     # span id); ``copied_records``: the records of that history the log held again, skipped.
     continues: tuple[int, int] | None = None
     copied_records: int = 0
+    # The model calls its sub-agents made in logs of their own (read when each ended: ``SubagentCall``), and how
+    # many ended sub-agents' logs could not be read (missing, refused): the root's cost leaves those out, and says so.
+    subagent_calls: tuple[SubagentCall, ...] = ()
+    subagents_unread: int = 0
 
 
 # ---------------------------------------------------------------------------------------------- session events

@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 import orjson
@@ -32,7 +33,8 @@ from .._platform import current
 from ..common.errors import SourceError
 from ..loop.agentloop import AgentLoop, FoldSettings, LiveStats, RunawayThresholds, SessionContext
 from ..loop.core import COPILOT_AGENT
-from ..model.activity import CloseReason, Record
+from ..loop.neutral import SubagentDone
+from ..model.activity import CloseReason, Record, SubagentCall
 from ..model.inputs import Event
 from ..model.records import BadLine, DropReason, Emission, NotRead
 from ..projections import Projector
@@ -52,6 +54,7 @@ from ..sources.tail import (
     TailItem,
     TooLong,
 )
+from .subagents import read_calls
 from .window import PromptWindow
 
 __all__ = [
@@ -237,6 +240,9 @@ class Pipeline:
             the loop still sees every event, so the prompts kept are the same as in a full read.
         source: Another agent's reader, framer and translator (:func:`source_for`); ``None``: Copilot CLI's.
         first_frame: That framer's state at the log's start (what its ``seed`` read beside the log).
+        path: The log's file, where its source finds its sub-agents' own logs (``None``: a log given as bytes,
+            whose sub-agents are said unread).
+        depth: How many sub-agents' logs this one is read under (0: a log read for itself).
     """
 
     def __init__(
@@ -250,8 +256,15 @@ class Pipeline:
         window: PromptWindow | None = None,
         source: LoopSource | None = None,
         first_frame: Mapping[str, Any] | None = None,
+        path: Path | None = None,
+        depth: int = 0,
     ) -> None:
         self.source = source
+        self.path = path
+        self.depth = depth
+        # The calls of the sub-agents' logs this fold read (theirs read under them too): what a parent's fold
+        # reading this log as a sub-agent's counts besides its model calls.
+        self.subagent_calls: list[SubagentCall] = []
         self._framer: Framer | None = None
         if source is None:
             self.loop = AgentLoop(session_id, COPILOT, settings, context)
@@ -297,6 +310,7 @@ class Pipeline:
         context: Mapping[str, Any] | None = None,
         project: bool = True,
         window: PromptWindow | None = None,
+        depth: int = 0,
     ) -> Pipeline:
         """The pipeline of one session log: the one way replay, the daemon, ``show`` and the library build it.
 
@@ -318,6 +332,8 @@ class Pipeline:
             window=window,
             source=source,
             first_frame={"seed": seed} if seed is not None else None,
+            path=session.path,
+            depth=depth,
         )
 
     def feed(self, item: TailItem, line_number: int | None = None) -> Step:
@@ -498,6 +514,8 @@ class Pipeline:
             else None
         )
         for event in framer.frame(view):  # type: ignore[arg-type]  # an Event
+            if event.__class__ is SubagentDone:
+                event = read_calls(self, event)  # the one file a fold reads besides its log
             records.extend(loop.feed(event, end))
         if (loop.current is not current or loop.pending_at is not None) and not _frame_at_open(
             loop, before, framer

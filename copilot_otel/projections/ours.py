@@ -32,12 +32,14 @@ RUNAWAY_THRESHOLD: Final = "copilot_otel.runaway.threshold"
 TURNS_TOTAL: Final = "copilot_otel.prompt.turns_total"
 PROMPT_TOOL_CALLS: Final = "copilot_otel.prompt.tool_calls"
 PROMPT_OUTCOME: Final = "copilot_otel.prompt.outcome"
-# A prompt's cost in USD on its root span: the calls of the prompt's own log priced per token (projections.prices),
-# and how many of them could not be priced (left out of the cost, never priced at 0). A Copilot CLI sub-agent's
-# calls are in its parent's log, so counted; Claude Code, Codex and Gemini CLI write a sub-agent's calls to a log of
-# its own, folded apart (the root is projected before them): their cost is on their own chat spans of the same
-# trace, which Phoenix and Langfuse add up per trace, but not in this attribute.
+# A prompt's cost in USD on its root span: every call of its trace priced per token (projections.prices), and how
+# many of them could not be priced (left out of the cost, never priced at 0). A Copilot CLI sub-agent's calls are in
+# its parent's log; Claude Code, Codex and Gemini CLI write a sub-agent's calls to a log of its own, which the
+# parent's fold reads when the sub-agent ends (their spans stay that log's fold's): the part of the cost they make
+# is said apart, and so are ended sub-agents whose logs could not be read (the cost leaves them out).
 PROMPT_COST: Final = "copilot_otel.prompt.cost_usd"
+PROMPT_SUBAGENT_COST: Final = "copilot_otel.prompt.subagent_cost_usd"
+PROMPT_SUBAGENTS_UNREAD: Final = "copilot_otel.prompt.subagents_unread"
 PROMPT_UNPRICED_CALLS: Final = "copilot_otel.prompt.unpriced_calls"
 CLI_VERSION: Final = "copilot_otel.cli.version"
 RUNAWAY_EVENT: Final = "copilot_otel.runaway.detected"

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any, Final
 
-from ..model.activity import ModelCall, Usage
+from ..model.activity import ModelCall, SubagentCall, Usage
 from ..settings.report_defaults import TokenPrice
 
 __all__ = ["OVERRIDE_SOURCE", "OWN_API", "PROVIDERS", "Cost", "PriceTable", "Unpriced", "table_source"]
@@ -174,7 +174,7 @@ class PriceTable:
         # id of a model's price period -> (the price object, kept alive so its id stays its own; its rates)
         self._periods: dict[int, tuple[Any, _Tiers]] = {}
 
-    def cost(self, rec: ModelCall) -> Cost | Unpriced | None:
+    def cost(self, rec: ModelCall | SubagentCall) -> Cost | Unpriced | None:
         """The call's cost; ``None`` when it is not paid per token (Copilot CLI's own API) or no usage record
         says its tokens (a failed call, an older CLI's)."""
         if rec.provider == OWN_API or not rec.calls:

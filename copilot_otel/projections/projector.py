@@ -99,8 +99,8 @@ class Projector:
 
     def _cost(self, rec: ModelCall, attrs: Any, out: list[Emission]) -> None:
         """A call paid per token: its cost on its span (OpenInference's and Langfuse's names) and the cost
-        counter, added up for its prompt's root; a call that could not be priced is counted for the root. Only
-        this log's calls reach the root (a sub-agent's log of its own has its own projector)."""
+        counter, added up for its prompt's root; a call that could not be priced is counted for the root (a
+        sub-agent's log of its own has its own projector: its calls reach the root with the prompt's record)."""
         cost = _PRICES.cost(rec)
         if cost is None:
             return
@@ -125,15 +125,39 @@ class Projector:
     def _prompt_run(self, rec: PromptRun, out: list[Emission]) -> None:
         root = spans.prompt_run(rec, self._shutdown_totals, self._vocab)
         costs = self._prompt_costs.pop(rec.trace_id, None)
+        if rec.subagent_calls:
+            costs = self._subagent_costs(rec, costs, root.attributes)
         if costs is not None:
             attrs: Any = root.attributes
             if costs[2]:  # a prompt none of whose calls could be priced has no cost, not 0
                 attrs[ours.PROMPT_COST] = costs[0]
             if costs[1]:
                 attrs[ours.PROMPT_UNPRICED_CALLS] = int(costs[1])
+        if rec.subagents_unread:
+            root.attributes[ours.PROMPT_SUBAGENTS_UNREAD] = rec.subagents_unread  # type: ignore[index]
         out.append(root)
         metrics.prompt_run(out, rec, self._agent)
         out.append(logs.prompt_ended(rec, self._vocab))
+
+    @staticmethod
+    def _subagent_costs(rec: PromptRun, costs: list[float] | None, attrs: Any) -> list[float]:
+        """The prompt's costs with its sub-agents' calls made in logs of their own (their spans, and the cost
+        counter's points, are those logs' folds'): the root's cost is its whole trace's, their part said apart."""
+        costs = costs if costs is not None else [0.0, 0, 0]
+        usd = 0.0
+        priced = 0
+        for call in rec.subagent_calls:
+            cost = _PRICES.cost(call)
+            if isinstance(cost, Cost):
+                usd += cost.total_usd
+                priced += 1
+            elif cost is not None:
+                costs[1] += 1
+        if priced:
+            costs[0] += usd
+            costs[2] += priced
+            attrs[ours.PROMPT_SUBAGENT_COST] = usd
+        return costs
 
     def _agent_run(self, rec: AgentRun, out: list[Emission]) -> None:
         out.append(spans.agent_run(rec, self._vocab))

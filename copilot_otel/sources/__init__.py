@@ -246,6 +246,9 @@ class LoopSource:
         translator: Which loop handler folds each event the framer gives.
         seed: What a log needs from beside it, read once when its fold starts (a Claude Code sub-agent's
             ``.meta.json``): the framer's first state under ``seed``; ``None``: nothing.
+        subagent_log: Where a sub-agent's own log is, from its parent's log and the name the framer gives it in
+            :class:`~copilot_otel.loop.neutral.SubagentDone` (``None``: no such file could be its); the pipeline
+            reads it for the sub-agent's calls. ``None``: the source's sub-agents write into their parent's log.
     """
 
     source: Source
@@ -253,6 +256,7 @@ class LoopSource:
     framer: Callable[[Mapping[str, Any] | None], Framer]
     translator: Translator
     seed: Callable[[Path], Mapping[str, Any] | None] | None = None
+    subagent_log: Callable[[Path, str], Path | None] | None = None
 
 
 # Each source's framer module and the name of its LoopSource there; imported when a log of that source is read

@@ -123,7 +123,7 @@ from .reader import (
 from .retries import Retries
 from .selfreport import SelfReport
 from .steering import Queue
-from .subagents import Background, is_subagent_file, rooted, subagent_seed
+from .subagents import Background, is_subagent_file, rooted, subagent_log, subagent_seed
 
 __all__ = ["CLAUDE_CODE", "PROVIDER", "ClaudeCodeFramer", "seed"]
 
@@ -380,7 +380,7 @@ class ClaudeCodeFramer:
                     self._abort(view, out)  # the abort cancels the tool, as Copilot's abort ends open work
                 else:
                     out.append(_tool_ended(view, result.tool_use_id, outcome, result.content, refused_by))
-            self.background.launched(view)
+            self.background.launched(view, out)
         elif kind is UserKind.INTERRUPT:
             self._abort(view, out)
 
@@ -568,4 +568,4 @@ def seed(path: Path) -> dict[str, Any] | None:
 
 
 # Claude Code's log through the loop: its reader, this framer and the neutral events' translator.
-CLAUDE_CODE = LoopSource(Source.CLAUDE_CODE, read_line, ClaudeCodeFramer, NEUTRAL, seed)
+CLAUDE_CODE = LoopSource(Source.CLAUDE_CODE, read_line, ClaudeCodeFramer, NEUTRAL, seed, subagent_log)

@@ -108,6 +108,9 @@ _INTERRUPT_NOTE = "[Request interrupted by user"
 # A background task's report (2.1.332): ``<task-notification><task-id>…<tool-use-id>toolu_…</tool-use-id>…``.
 _TASK_NOTIFICATION = "task-notification"
 _NOTIFIED_CALL = re.compile(r"<tool-use-id>([^<]{1,200})</tool-use-id>")
+_NOTIFIED_TASK = re.compile(r"<task-id>([^<]{1,200})</task-id>")
+# ``toolUseResult.status`` of an ``Agent`` call that started its sub-agent in the background.
+_ASYNC_LAUNCHED = "async_launched"
 # Wrappers of a local command's records (``/compact``): not what the human typed.
 _COMMAND_PREFIXES = ("<command-name>", "<local-command-stdout>", "<local-command-caveat>")
 
@@ -445,6 +448,12 @@ class UserRecord(Record):
         )
 
     @property
+    def notified_task_id(self) -> str | None:
+        """The task a task notification reports on (``<task-id>``): a background sub-agent's agent id."""
+        match = _NOTIFIED_TASK.search(_text_of(self.content))
+        return match.group(1) if match is not None else None
+
+    @property
     def notified_call_id(self) -> str | None:
         """The ``Agent`` call whose background sub-agent a task notification reports on (``<tool-use-id>``)."""
         match = _NOTIFIED_CALL.search(_text_of(self.content))
@@ -488,6 +497,18 @@ class UserRecord(Record):
     def subagent_id(self) -> str | None:
         """The sub-agent an ``Agent`` call's result names (``toolUseResult.agentId``)."""
         return _str(_dict(self.tool_use_result).get("agentId"))
+
+    @property
+    def subagent_launched(self) -> bool:
+        """An ``Agent`` call's result that says its sub-agent runs on in the background (2.1.332: ``isAsync`` /
+        ``status`` ``async_launched``): it reports back later, with a task notification."""
+        result = self.tool_use_result
+        return (
+            result.__class__ is dict
+            and (  # decoded JSON: a dict or no object (not the costlier Mapping check)
+                result.get("isAsync") is True or result.get("status") == _ASYNC_LAUNCHED
+            )
+        )
 
     @property
     def subagent_tokens(self) -> int | None:

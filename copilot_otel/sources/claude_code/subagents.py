@@ -13,21 +13,23 @@ which ``promptId`` s are the open prompt's) is these records' alone.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ...loop.neutral import NO_DATA, PromptSubmitted, Rooted
+from ...loop.neutral import NO_DATA, PromptSubmitted, Rooted, SubagentDone
 from ...model import ids
 from ...model.inputs import Event
+from ..sessions import stays_inside
 from .reader import SystemRecord, UserRecord, read_meta
 
-__all__ = ["Background", "rooted", "subagent_seed"]
+__all__ = ["Background", "rooted", "subagent_log", "subagent_seed"]
 
 # The source of a background task's report, injected into the prompt that started the task.
 _NOTIFICATION_SOURCE = "task-notification"
-# ``toolUseResult.status`` of an ``Agent`` call that started its sub-agent in the background.
-_ASYNC_LAUNCHED = "async_launched"
+# An agent id as Claude Code writes it (``a7573f4966d31bc03``): a sub-agent's log is named by it.
+_AGENT_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 
 class Background:
@@ -51,17 +53,13 @@ class Background:
         """A new prompt opens: nothing of it runs in the background yet."""
         self.aliases, self.companion, self.background = [], None, 0
 
-    def launched(self, view: UserRecord) -> None:
+    def launched(self, view: UserRecord, out: list[Event]) -> None:
         """An ``Agent`` call's result: when it says its sub-agent runs on in the background, the prompt waits for
-        that sub-agent's report."""
-        result = view.tool_use_result
-        if (
-            result.__class__ is dict
-            and (  # decoded JSON: a dict or no object (not the costlier Mapping check)
-                result.get("isAsync") is True or result.get("status") == _ASYNC_LAUNCHED
-            )
-        ):
+        that sub-agent's report; otherwise the sub-agent it names is done (its log is read for its calls)."""
+        if view.subagent_launched:
             self.background += 1
+        elif (agent := view.subagent_id) is not None:
+            out.append(_done(view, agent))
 
     def still_running(self, view: SystemRecord) -> None:
         """``turn_duration`` says background sub-agents of the loop still run: the prompt waits for their reports,
@@ -81,6 +79,26 @@ class Background:
                             view.offset, view.end_offset, view.dropped, content=view.plain_text or None,
                             source=_NOTIFICATION_SOURCE)
         )  # fmt: skip
+        agent = view.notified_task_id
+        if agent is not None:
+            out.append(_done(view, agent))
+
+
+def _done(view: UserRecord, agent: str) -> SubagentDone:
+    """The sub-agent ``agent`` is done: its own log holds its calls (:func:`subagent_log` finds it)."""
+    return SubagentDone("claude-code.subagent_done", f"subagent-done/{view.id}/{agent}", view.time_ns, NO_DATA,
+                        None, view.offset, view.end_offset, view.dropped, log=agent)  # fmt: skip
+
+
+def subagent_log(parent: Path, agent_id: str) -> Path | None:
+    """The log of the sub-agent ``agent_id`` started by the log ``parent``: ``<session>/subagents/agent-<id>.jsonl``
+    beside a session's log, the same folder beside a sub-agent's own; ``None`` for an id no agent has (the id is
+    the log's data: never a way into another folder), or a link out of the parent's folder."""
+    if _AGENT_ID.fullmatch(agent_id) is None:
+        return None
+    folder = parent.parent if is_subagent_file(parent) else parent.parent / parent.stem / "subagents"
+    path = folder / f"agent-{agent_id}.jsonl"
+    return path if stays_inside(path, os.path.realpath(parent.parent)) else None
 
 
 def rooted(view: UserRecord, seed: Mapping[str, Any], prompt_id: str) -> Rooted:

@@ -61,6 +61,7 @@ from ...loop.neutral import (
     SessionBegan,
     Spawned,
     SpawnEnded,
+    SubagentDone,
     ToolBegan,
     ToolEnded,
     TurnBegan,
@@ -83,6 +84,7 @@ from .reader import (
     TurnAborted,
     TurnContext,
     read_line,
+    thread_log,
 )
 
 __all__ = ["CODEX", "PROVIDER", "CodexFramer"]
@@ -499,6 +501,10 @@ class CodexFramer:
                        view.end_offset, view.dropped, agent_key=thread,
                        error_type=None if end == _COMPLETED else end)
         )  # fmt: skip
+        out.append(
+            SubagentDone("codex.subagent_done", f"subagent-done/{thread}", view.time_ns, NO_DATA, None,
+                         view.offset, view.end_offset, view.dropped, log=thread)
+        )  # fmt: skip  # its rollout holds its calls
 
     def may_open(self, view: Event) -> bool:
         """Whether ``view`` may open a prompt while one is open: any record once a task waits for its prompt, and
@@ -508,4 +514,4 @@ class CodexFramer:
 
 # Codex CLI's rollout through the loop: its reader, this framer and the neutral events' translator (a rollout
 # needs nothing from beside it: a sub-agent's says whose it is in its first record).
-CODEX = LoopSource(Source.CODEX, read_line, CodexFramer, NEUTRAL)
+CODEX = LoopSource(Source.CODEX, read_line, CodexFramer, NEUTRAL, subagent_log=thread_log)

@@ -30,6 +30,7 @@ What the records say, as observed:
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -41,6 +42,7 @@ from ...model.inputs import Dropped, Event
 from ...model.records import BadLine, RecordBase, record
 from .. import LogKind, Source, SourceLog, ToolOutcome, decode, source_root, time_of, walk_logs
 from ..fields import _dict, _int, _str, count, note_not_read, note_version, raw, text
+from ..sessions import stays_inside
 from ..sidefiles import read_head
 
 __all__ = [
@@ -102,6 +104,26 @@ def thread_id(path: Path) -> str | None:
     """A rollout's thread id, from its file name (``rollout-<time>-<thread id>.jsonl``); ``None``: not a rollout."""
     log = _log_of(path.parent, path.name)
     return None if log is None else log.session_id
+
+
+_THREAD = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+
+
+def thread_log(parent: Path, thread: str) -> Path | None:
+    """The rollout of the thread ``thread`` (a sub-agent the rollout ``parent`` spawned): in the parent's date
+    folder, else in any date folder of the same ``sessions`` folder (a thread spawned before midnight and begun
+    after). ``None`` when there is none, or ``thread`` is no thread id (it is the log's data: never a pattern or a
+    way into another folder); a link out of ``sessions`` is not followed."""
+    if _THREAD.fullmatch(thread) is None:
+        return None
+    name = f"rollout-*-{thread}.jsonl"
+    found = sorted(parent.parent.glob(name))
+    bound = parent.parent
+    if not found and len(parent.parents) > 3 and parent.parents[3].name == SESSIONS:
+        bound = parent.parents[3]
+        found = sorted(bound.glob(f"*/*/*/{name}"))
+    real = os.path.realpath(bound)
+    return next((path for path in found if stays_inside(path, real)), None)
 
 
 def _log_of(folder: Path, name: str) -> SourceLog | None:

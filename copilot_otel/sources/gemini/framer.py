@@ -60,6 +60,7 @@ from ...loop.neutral import (
     Rooted,
     RootEnded,
     SessionBegan,
+    SubagentDone,
     ToolBegan,
     ToolEnded,
     TurnBegan,
@@ -81,6 +82,7 @@ from .reader import (
     UserMessage,
     read_line,
     spawn_of,
+    subagent_log,
 )
 
 __all__ = ["GEMINI", "PROVIDER", "GeminiFramer", "seed"]
@@ -336,6 +338,11 @@ class GeminiFramer:
                           exit_code=call.exit_code, result=call.result_text)
             )  # fmt: skip
             finished = finished or (ok and call.name == COMPLETE_TASK_TOOL)
+            if call.agent_id is not None:  # an invoke_agent call names its sub-agent once that has ended
+                out.append(
+                    SubagentDone("gemini.subagent_done", f"subagent-done/{view.id}/{call.id}", t, NO_DATA, None,
+                                 view.offset, view.end_offset, view.dropped, log=call.agent_id)
+                )  # fmt: skip
         if finished and self.seed is not None:
             # A sub-agent's complete_task: its work is done.
             end = self.turn_last_ns
@@ -393,4 +400,4 @@ def seed(path: Path) -> dict[str, Any] | None:
 
 
 # Gemini CLI's log through the loop: its reader, this framer and the neutral events' translator.
-GEMINI = LoopSource(SOURCE, read_line, GeminiFramer, NEUTRAL, seed)
+GEMINI = LoopSource(SOURCE, read_line, GeminiFramer, NEUTRAL, seed, subagent_log)

@@ -158,6 +158,13 @@ def subagent_logs(path: Path) -> list[Path]:
     return sorted(log for log in logs if stays_inside(log, real))
 
 
+def subagent_log(parent: Path, agent_id: str) -> Path | None:
+    """The log of the sub-agent ``agent_id`` the session log ``parent`` ran (``chats/<session id>/<agent id>.jsonl``,
+    one of :func:`subagent_logs`); ``None`` when there is none."""
+    name = agent_id + ".jsonl"
+    return next((log for log in subagent_logs(parent) if log.name == name), None)
+
+
 def parent_session_of(path: Path) -> str | None:
     """A sub-agent log's parent session id (its folder's name, ``chats/<id>/<agent>.jsonl``); ``None`` for a
     session's own log."""

@@ -1,0 +1,172 @@
+"""A prompt's cost on its root is its whole trace's, the calls its sub-agents made in logs of their own included.
+
+Claude Code, Codex and Gemini CLI write a sub-agent's work to a log of its own, which is folded apart (its spans
+hang in the parent's trace). When the parent's log says the sub-agent ended, the parent's pipeline reads that log
+for its calls, and the root adds their cost (``copilot_otel.prompt.subagent_cost_usd`` says that part). Every
+scenario of the three agents is replayed whole into a real OTLP receiver and each root held to the chat spans of
+its trace. What cannot be read is said on the root (``copilot_otel.prompt.subagents_unread``), never guessed: a
+missing log, a FIFO in its place, an id that would lead out of the folder, a log that names itself.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from copilot_otel.sources.claude_code.subagents import subagent_log
+from copilot_otel.sources.codex.reader import thread_log
+from tests.conftest import FIXTURES, replay_into
+from tests.otlp_receiver import OtlpReceiver
+from tests.test_golden import SOURCES
+
+SUBAGENT_COST = "copilot_otel.prompt.subagent_cost_usd"
+UNREAD = "copilot_otel.prompt.subagents_unread"
+COST = "copilot_otel.prompt.cost_usd"
+CLAUDE_SUBAGENT = FIXTURES / "other-agents" / "claude-code" / "subagent"
+
+
+def _replays() -> list[Any]:
+    return [
+        pytest.param(paths, id=f"{agent}:{name}")
+        for agent in ("claude-code", "codex", "gemini")
+        for name, paths in sorted(SOURCES[agent].replays.items())
+    ]
+
+
+def _roots_and_chats(spans: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    roots = [s for s in spans if s["parent_span_id"] is None]
+    chats = [s for s in spans if s["attributes"].get("openinference.span.kind") == "LLM"]
+    return roots, chats
+
+
+def _trace_cost(root: dict[str, Any], chats: list[dict[str, Any]]) -> float:
+    """What the chat spans of the root's trace cost, each as its own span says."""
+    return float(
+        sum(
+            c["attributes"]["llm.cost.total"]
+            for c in chats
+            if c["trace_id"] == root["trace_id"] and "llm.cost.total" in c["attributes"]
+        )
+    )
+
+
+@pytest.mark.parametrize("paths", _replays())
+def test_a_prompts_root_costs_every_chat_of_its_trace(paths: list[Path], receiver: OtlpReceiver) -> None:
+    """Each root costs what its trace's chat spans cost (a sub-agent's among them); the part its sub-agents made
+    is the cost of the chats under its sub-agents' logs, and nothing is said unread."""
+    assert replay_into(receiver, *paths) == 0
+    roots, chats = _roots_and_chats(receiver.spans())
+    assert roots
+    for root in roots:
+        attrs = root["attributes"]
+        assert attrs.get(COST, 0.0) == pytest.approx(_trace_cost(root, chats)), root["name"]
+        assert UNREAD not in attrs
+
+
+@pytest.mark.parametrize(
+    "paths",
+    [p for p in _replays() if "subagent" in p.id],
+)
+def test_the_sub_agents_part_is_said_apart(paths: list[Path], receiver: OtlpReceiver) -> None:
+    """Every scenario with a sub-agent (5 of Claude Code, 2 of Codex, 1 of Gemini CLI): the root says how much of
+    its cost its sub-agents' own logs made, which is more than nothing and less than the whole."""
+    assert replay_into(receiver, *paths) == 0
+    roots, _ = _roots_and_chats(receiver.spans())
+    parts = [
+        (r["attributes"][SUBAGENT_COST], r["attributes"][COST])
+        for r in roots
+        if SUBAGENT_COST in r["attributes"]
+    ]
+    assert parts, "a root with its sub-agents' part"
+    for part, whole in parts:
+        assert 0 < part < whole
+
+
+def _claude_copy(tmp_path: Path) -> tuple[Path, Path]:
+    """The Claude Code [subagent] scenario's ``projects`` copied: (the copy, the sub-agent's log in it)."""
+    home = tmp_path / "claude"
+    shutil.copytree(CLAUDE_SUBAGENT / "projects", home / "projects")
+    (log,) = (home / "projects").glob("*/*/subagents/agent-*.jsonl")
+    return home, log
+
+
+def test_a_sub_agents_missing_log_is_said_unread(tmp_path: Path, receiver: OtlpReceiver) -> None:
+    """The sub-agent's log is gone (deleted, not synced): the root costs what is known (its own calls) and says one
+    sub-agent unread, instead of a cost that looks whole."""
+    home, log = _claude_copy(tmp_path)
+    log.unlink()
+    assert replay_into(receiver, home / "projects") == 0
+    roots, chats = _roots_and_chats(receiver.spans())
+    (root,) = roots
+    assert root["attributes"][UNREAD] == 1
+    assert SUBAGENT_COST not in root["attributes"]
+    assert root["attributes"][COST] == pytest.approx(_trace_cost(root, chats))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="a FIFO is a POSIX file type")
+def test_a_fifo_in_a_sub_agents_place_is_not_waited_for(tmp_path: Path, receiver: OtlpReceiver) -> None:
+    """A FIFO where the sub-agent's log should be (anyone who can write in the folder can make one): its ``open``
+    would wait for a writer for ever. The replay ends, says which file it skipped and why, and the root says the
+    sub-agent unread."""
+    home, log = _claude_copy(tmp_path)
+    log.unlink()
+    os.mkfifo(log)
+    done = subprocess.run(
+        [sys.executable, "-m", "copilot_otel", "replay", str(home / "projects"), "--endpoint",
+         receiver.http_endpoint, "--no-progress", "--state-dir", str(tmp_path / "state")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"skipped {log} (a sub-agent's log): it is a FIFO" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+    (root,) = [s for s in receiver.spans() if s["parent_span_id"] is None]
+    assert root["attributes"][UNREAD] == 1
+
+
+def test_a_sub_agents_log_that_names_itself_is_read_to_a_bound_and_counted_once(
+    tmp_path: Path, receiver: OtlpReceiver
+) -> None:
+    """A sub-agent's log that says it ran itself as a sub-agent (its parent's ``Agent`` result copied into it):
+    the reads stop at a depth bound, and each call counts once (by its span), so the root still costs its trace."""
+    home, log = _claude_copy(tmp_path)
+    (parent,) = (home / "projects").glob("*/*.jsonl")
+    result = next(line for line in parent.read_bytes().splitlines(keepends=True) if b'"agentId"' in line)
+    assert log.name[len("agent-") : -len(".jsonl")].encode() in result
+    with log.open("ab") as out:
+        out.write(result)
+    assert replay_into(receiver, home / "projects") == 0
+    roots, chats = _roots_and_chats(receiver.spans())
+    (root,) = roots
+    assert UNREAD not in root["attributes"]
+    assert root["attributes"][COST] == pytest.approx(_trace_cost(root, chats))
+    assert 0 < root["attributes"][SUBAGENT_COST] < root["attributes"][COST]
+
+
+def test_a_sub_agents_log_is_found_only_where_its_agent_writes_it(tmp_path: Path) -> None:
+    """The id that names a sub-agent's log is the log's data: one that is no agent's or thread's id is no path
+    (``..``, separators, glob patterns), and a link out of the parent's folder is not followed."""
+    home, log = _claude_copy(tmp_path)
+    (parent,) = (home / "projects").glob("*/*.jsonl")
+    agent = log.name[len("agent-") : -len(".jsonl")]
+    assert subagent_log(parent, agent) == log
+    assert subagent_log(log, agent) == log  # a sub-agent's own sub-agents are beside it
+    for bad in ("../../x", "a/b", "a\\b", "", "*"):
+        assert subagent_log(parent, bad) is None, bad
+    outside = tmp_path / "elsewhere.jsonl"
+    outside.write_bytes(log.read_bytes())
+    log.unlink()
+    log.symlink_to(outside)
+    assert subagent_log(parent, agent) is None
+    (rollout, child) = sorted(
+        (FIXTURES / "other-agents" / "codex" / "subagent" / "sessions").rglob("*.jsonl")
+    )
+    thread = child.name[-len("01a23469-9aa1-7871-a529-508358d53bcb.jsonl") : -len(".jsonl")]
+    assert thread_log(rollout, thread) == child
+    for bad in ("*", "../" + thread, thread + "/..", ""):
+        assert thread_log(rollout, bad) is None, bad
