@@ -10,6 +10,7 @@ agent.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
@@ -140,4 +141,10 @@ def vocabulary(agent: str | None) -> Vocabulary:
     if agent is None:
         return COPILOT
     known = _BY_AGENT.get(agent)
-    return known if known is not None else _neutral(agent)
+    return known if known is not None else _other(agent)
+
+
+@functools.cache
+def _other(agent: str) -> Vocabulary:
+    """An agent without names of its own (Gemini CLI): the neutral ones, made once (every log's projector asks)."""
+    return _neutral(agent)
