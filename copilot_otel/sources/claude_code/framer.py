@@ -97,8 +97,7 @@ from ...loop.neutral import (
     end_held_at,
     prompt_end,
 )
-from ...model import inputs as ev
-from ...model.inputs import Event
+from ...model.inputs import Context, Event, Usage
 from .. import LoopSource, Source, ToolOutcome
 from .forks import ForkCopy, fork_seed
 from .reader import (
@@ -347,7 +346,7 @@ class ClaudeCodeFramer:
     # ------------------------------------------------------------------ records
     def _session(self, view: Record, out: list[Event]) -> None:
         self.started = True
-        context = ev.Context(view.cwd, None, None, view.git_branch, None)
+        context = Context(view.cwd, None, None, view.git_branch, None)
         out.append(
             SessionBegan("claude-code.session", f"session/{view.id}", view.time_ns, NO_DATA, None,
                          view.offset, view.end_offset, view.dropped,
@@ -453,7 +452,7 @@ class ClaudeCodeFramer:
                 out.append(
                     CallUsage("claude-code.usage", f"usage/{message_id}", t, NO_DATA, None, view.offset,
                               view.end_offset, view.dropped,
-                              ev.Usage(usage.input_tokens + cache_read + cache_write, usage.output_tokens,
+                              Usage(usage.input_tokens + cache_read + cache_write, usage.output_tokens,
                                        cache_read, cache_write, None, 0.0, model, request,
                                        _FINISH.get(stop, stop) if stop else None, None, None, None, PROVIDER))
                 )  # fmt: skip
