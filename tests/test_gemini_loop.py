@@ -50,7 +50,7 @@ def _pipeline(path: Path, settings: FoldSettings | None = None) -> Pipeline:
     first = seed(path)
     return Pipeline(
         path.stem, settings or FoldSettings(), project=False, source=GEMINI,
-        first_frame={"seed": first} if first else None,
+        first_frame={"seed": first} if first else None, path=path,
     )  # fmt: skip
 
 
