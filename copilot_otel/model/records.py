@@ -14,9 +14,15 @@ from __future__ import annotations
 
 import enum
 import inspect
+import sys
 from collections.abc import Mapping
 from dataclasses import MISSING, Field, dataclass, field
-from typing import Any, TypeVar, dataclass_transform
+from typing import Any, TypeVar
+
+if sys.version_info >= (3, 11):
+    from typing import dataclass_transform
+else:  # Python 3.10 (Ubuntu 22.04's): the same decorator, from the backport (pyproject installs it there)
+    from typing_extensions import dataclass_transform
 
 
 class RecordBase:

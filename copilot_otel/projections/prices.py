@@ -197,7 +197,7 @@ class PriceTable:
             return _apply(given.at(usage.input), usage, OVERRIDE_SOURCE)
         try:
             found = self._model(provider, model)
-        except ImportError:  # Python 3.10: genai-prices needs 3.11 (pyproject's marker leaves it out)
+        except ImportError:  # an install without it (pyproject installs it on every Python it supports)
             return Unpriced(model, "no price table: genai-prices is not installed")
         if isinstance(found, str):
             return Unpriced(model, found)
