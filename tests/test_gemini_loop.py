@@ -26,6 +26,7 @@ from copilot_otel.model.activity import AgentRun, ModelCall, PromptRun, Record, 
 from copilot_otel.model.inputs import Event
 from copilot_otel.model.records import BadLine
 from copilot_otel.pipeline import FRAME_KEY, FoldSettings, Pipeline
+from copilot_otel.pipeline.subagents import SubagentLogs
 from copilot_otel.settings.content import ContentKind, ContentPolicy
 from copilot_otel.sources import LogKind, Source, SourceLog, read_blob, sniff
 from copilot_otel.sources.gemini import reader as gm
@@ -50,7 +51,7 @@ def _pipeline(path: Path, settings: FoldSettings | None = None) -> Pipeline:
     first = seed(path)
     return Pipeline(
         path.stem, settings or FoldSettings(), project=False, source=GEMINI,
-        first_frame={"seed": first} if first else None, path=path,
+        first_frame={"seed": first} if first else None, subagents=SubagentLogs(path, 0, None),
     )  # fmt: skip
 
 

@@ -1,11 +1,13 @@
 """A prompt's cost on its root is its whole trace's, the calls its sub-agents made in logs of their own included.
 
 Claude Code, Codex and Gemini CLI write a sub-agent's work to a log of its own, which is folded apart (its spans
-hang in the parent's trace). When the parent's log says the sub-agent ended, the parent's pipeline reads that log
-for its calls, and the root adds their cost (``copilot_otel.prompt.subagent_cost_usd`` says that part). Every
+hang in the parent's trace). When the parent's prompt ends, its pipeline reads the logs of the sub-agents it ran
+for their calls, and the root adds their cost (``copilot_otel.prompt.subagent_cost_usd`` says that part). Every
 scenario of the three agents is replayed whole into a real OTLP receiver and each root held to the chat spans of
 its trace. What cannot be read is said on the root (``copilot_otel.prompt.subagents_unread``), never guessed: a
-missing log, a FIFO in its place, an id that would lead out of the folder, a log that names itself.
+missing log (also one a sub-agent of a sub-agent ran), a FIFO in its place, an id that would lead out of the
+folder; a log that names itself is read once; a last line without its newline counts as replay counts it. The
+daemon's side (a log the CLI deletes once the sub-agent ended) is in tests/test_vanishing_subagents.py.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import pytest
 
 from copilot_otel.sources.claude_code.subagents import subagent_log
 from copilot_otel.sources.codex.reader import thread_log
+from copilot_otel.sources.gemini.reader import subagent_log as gemini_subagent_log
 from tests.conftest import FIXTURES, replay_into
 from tests.otlp_receiver import OtlpReceiver
 from tests.test_golden import SOURCES
@@ -129,23 +132,60 @@ def test_a_fifo_in_a_sub_agents_place_is_not_waited_for(tmp_path: Path, receiver
     assert root["attributes"][UNREAD] == 1
 
 
-def test_a_sub_agents_log_that_names_itself_is_read_to_a_bound_and_counted_once(
-    tmp_path: Path, receiver: OtlpReceiver
-) -> None:
-    """A sub-agent's log that says it ran itself as a sub-agent (its parent's ``Agent`` result copied into it):
-    the reads stop at a depth bound, and each call counts once (by its span), so the root still costs its trace."""
+def _agent_result(parent: Path) -> bytes:
+    """The parent's ``Agent`` result line (it names the sub-agent that ran)."""
+    return next(line for line in parent.read_bytes().splitlines(keepends=True) if b'"agentId"' in line)
+
+
+def test_a_sub_agents_log_that_names_itself_is_read_once(tmp_path: Path, receiver: OtlpReceiver) -> None:
+    """A sub-agent's log that says 25 times that it ran itself as a sub-agent (its parent's ``Agent`` result copied
+    into it: a hostile or corrupt log): it is read once for the prompt, not 25 ** depth times, each call counts once
+    (by its span), and nothing is unread: the root still costs its trace."""
     home, log = _claude_copy(tmp_path)
     (parent,) = (home / "projects").glob("*/*.jsonl")
-    result = next(line for line in parent.read_bytes().splitlines(keepends=True) if b'"agentId"' in line)
+    result = _agent_result(parent)
     assert log.name[len("agent-") : -len(".jsonl")].encode() in result
     with log.open("ab") as out:
-        out.write(result)
+        for n in range(25):
+            out.write(result.replace(b'"uuid":"', f'"uuid":"copy{n}-'.encode(), 1))
     assert replay_into(receiver, home / "projects") == 0
     roots, chats = _roots_and_chats(receiver.spans())
     (root,) = roots
     assert UNREAD not in root["attributes"]
     assert root["attributes"][COST] == pytest.approx(_trace_cost(root, chats))
     assert 0 < root["attributes"][SUBAGENT_COST] < root["attributes"][COST]
+
+
+def test_a_sub_agent_of_a_sub_agent_that_cannot_be_read_is_said(
+    tmp_path: Path, receiver: OtlpReceiver
+) -> None:
+    """The sub-agent's log says it ran a sub-agent of its own whose log is not there: the root counts the first
+    sub-agent's calls and says one sub-agent unread (the depth it was found at does not hide it)."""
+    home, log = _claude_copy(tmp_path)
+    (parent,) = (home / "projects").glob("*/*.jsonl")
+    agent = log.name[len("agent-") : -len(".jsonl")]
+    with log.open("ab") as out:
+        out.write(_agent_result(parent).replace(agent.encode(), b"a000000000000missing"))
+    assert replay_into(receiver, home / "projects") == 0
+    roots, chats = _roots_and_chats(receiver.spans())
+    (root,) = roots
+    assert root["attributes"][UNREAD] == 1
+    assert root["attributes"][COST] == pytest.approx(_trace_cost(root, chats))
+    assert root["attributes"][SUBAGENT_COST] > 0
+
+
+def test_a_sub_agents_last_line_without_its_newline_counts(tmp_path: Path, receiver: OtlpReceiver) -> None:
+    """A sub-agent's log cut before its last newline (a CLI killed while writing): replay folds that line into the
+    sub-agent's spans, and the root counts it too."""
+    home, log = _claude_copy(tmp_path)
+    data = log.read_bytes()
+    assert data.endswith(b"\n")
+    log.write_bytes(data[:-1])
+    assert replay_into(receiver, home / "projects") == 0
+    roots, chats = _roots_and_chats(receiver.spans())
+    (root,) = roots
+    assert UNREAD not in root["attributes"]
+    assert root["attributes"][COST] == pytest.approx(_trace_cost(root, chats))
 
 
 def test_a_sub_agents_log_is_found_only_where_its_agent_writes_it(tmp_path: Path) -> None:
@@ -170,3 +210,9 @@ def test_a_sub_agents_log_is_found_only_where_its_agent_writes_it(tmp_path: Path
     assert thread_log(rollout, thread) == child
     for bad in ("*", "../" + thread, thread + "/..", ""):
         assert thread_log(rollout, bad) is None, bad
+    gemini = FIXTURES / "other-agents" / "gemini" / "subagent" / "tmp"
+    (session,) = gemini.glob("*/chats/session-*.jsonl")
+    (sub,) = gemini.glob("*/chats/*/*.jsonl")
+    assert gemini_subagent_log(session, sub.stem) == sub
+    for bad in ("../" + sub.stem, "*", sub.stem + "/x", ""):
+        assert gemini_subagent_log(session, bad) is None, bad

@@ -31,7 +31,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 from .._platform import current
@@ -43,6 +43,7 @@ from ..loop.agentloop import FoldSettings
 from ..model.activity import CloseReason, Detection, PromptRun, Record
 from ..model.records import BadLine, DropReason, LogRecord, SpanRecord
 from ..pipeline import Pipeline, Step, closed_for
+from ..pipeline.subagents import SeenCalls
 from ..pipeline.window import PromptWindow
 from ..settings.config import Backfill
 from ..sources import sidefiles
@@ -99,7 +100,8 @@ class Listener(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Shared:
-    """What every followed file of one daemon shares: settings, and where its records and drops go."""
+    """What every followed file of one daemon shares: settings, and where its records and drops go; and the calls
+    of the sub-agents' logs it followed, which a parent's prompt costs when the CLI has deleted a log since."""
 
     settings: FoldSettings
     backfill: Backfill
@@ -107,6 +109,7 @@ class Shared:
     outbox: Outbox
     listener: Listener
     log: RateLimitedLog
+    seen_calls: SeenCalls = field(default_factory=SeenCalls)
 
 
 class Read(enum.Enum):
@@ -184,6 +187,7 @@ class FollowedFile:
         self.deleted = False
         self.tail_bytes = False  # bytes after the last newline at the last read (a line not yet terminated)
         self._log = shared.log
+        self._held = False  # a sub-agent's log whose descriptor its parent's prompt may read (SeenCalls.hold)
 
     def _restore_unterminated(self, context: dict[str, Any]) -> dict[str, Any]:
         """Take the folded unterminated line out of a checkpointed context: when the context holds it, it is not
@@ -260,6 +264,9 @@ class FollowedFile:
         fold = self._fold() if batch.lines or batch.end else None
         if fold is not None:
             spans += self._feed(fold, batch.lines, out)
+            if fold.subagents.rooted and not self._held:  # a sub-agent's log: its parent's prompt may read it
+                self.shared.seen_calls.hold(self.session.path, self.tailer.read_held)
+                self._held = True
             if batch.end is not None:
                 spans += self._end(fold, batch, out)
         self._checkpoint(batch, out)
@@ -424,7 +431,11 @@ class FollowedFile:
             # --backfill DATE: the prompts that started since then, by the events' time (not the file's).
             window = PromptWindow(backfill.since_ns) if backfill.mode == "since" else None
             self.fold = Pipeline.for_session(
-                self.session, self.shared.settings, context=self.context, window=window
+                self.session,
+                self.shared.settings,
+                context=self.context,
+                window=window,
+                seen=self.shared.seen_calls,
             )
             self.context = None
         return self.fold

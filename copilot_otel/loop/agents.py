@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from ..model import ids
-from ..model.activity import AgentRun, IncompleteReason, Outcome, SubagentCall
+from ..model.activity import AgentRun, IncompleteReason, Outcome
 from ..model.inputs import AgentSelectedInput, Envelope, SubagentEndInput, SubagentStartInput
 from ..settings.content import ContentKind
 from .core import OWN_API, LoopState
@@ -26,12 +26,10 @@ from .foldstate import Agent, Prompt
 __all__ = [
     "SpawnEndInput",
     "SpawnInput",
-    "SubagentDoneInput",
     "close_agent",
     "on_agent_selected",
     "on_spawn_ended",
     "on_spawned",
-    "on_subagent_done",
     "on_subagent_end",
     "on_subagent_started",
     "route",
@@ -60,14 +58,6 @@ class SpawnEndInput(Envelope, Protocol):
     def agent_key(self) -> str: ...
     @property
     def error_type(self) -> str | None: ...
-
-
-class SubagentDoneInput(Envelope, Protocol):
-    """A sub-agent whose work is in a log of its own is done: the model calls that log holds (``None``: it could not
-    be read). The pipeline reads them (the fold reads no file)."""
-
-    @property
-    def calls(self) -> tuple[SubagentCall, ...] | None: ...
 
 
 def route(loop: LoopState, event: Envelope) -> tuple[Prompt, Agent]:
@@ -295,21 +285,3 @@ def on_spawn_ended(loop: LoopState, event: SpawnEndInput) -> None:
         agent.last_ns = max(agent.last_ns, event.time_ns)
         close_agent(loop, prompt, agent, event.time_ns, None, incomplete=False)
         return
-
-
-def on_subagent_done(loop: LoopState, event: SubagentDoneInput) -> None:
-    """A sub-agent's own log, read when it ended: each of its calls counts for the open prompt of the call's trace
-    (its root's cost is the trace's), once (a sub-agent that ends again, continued, is read again); a log that
-    could not be read is counted for the prompt running now, whose cost then leaves it out."""
-    calls = event.calls
-    if calls is None:
-        if loop.current is not None:
-            loop.current.subagents_unread += 1
-        return
-    if not calls:
-        return
-    prompts = {prompt.trace_id: prompt for prompt in loop.prompts.values()}
-    for call in calls:
-        prompt = prompts.get(call.trace_id)
-        if prompt is not None:
-            prompt.subagent_calls[call.span_id] = call

@@ -18,16 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import field
 from typing import Any
 
-from ..model.activity import (
-    IncompleteReason,
-    InputMessage,
-    Note,
-    Outcome,
-    PromptOutcome,
-    RunawayRule,
-    SubagentCall,
-    Usage,
-)
+from ..model.activity import IncompleteReason, InputMessage, Note, Outcome, PromptOutcome, RunawayRule, Usage
 from ..model.inputs import ToolRequest
 from ..model.records import RecordBase, field_names, record
 
@@ -195,10 +186,6 @@ class Prompt(RecordBase):
     # of that history its log held again (skipped).
     continues: tuple[int, int] | None = None
     copied_records: int = 0
-    # The calls its sub-agents made in logs of their own, by span id (a sub-agent read twice counts once), and the
-    # ended sub-agents whose logs could not be read (:func:`.agents.on_subagent_done`).
-    subagent_calls: dict[int, SubagentCall] = field(default_factory=dict)
-    subagents_unread: int = 0
 
     def add_note(self, note: Note) -> None:
         """Note what happened during the prompt (its root span's events), counting those past :data:`MAX_SPAN_EVENTS`."""

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..model.activity import SubagentCall
 from ..model.inputs import CompactionCall, Context, Envelope, Event, ToolRequest, Usage
 from ..model.records import record
 from . import agents, notes, prompts, session, tools, turns
@@ -251,16 +250,14 @@ class SpawnEnded(Event):
 @record
 class SubagentDone(Event):
     """A sub-agent whose work is in a log of its own is done (Claude Code: its ``Agent`` call's result, or its
-    background task's report; Codex: its thread's final state; Gemini CLI: its ``invoke_agent`` call's end): its
-    calls count for the prompt's cost (:func:`.agents.on_subagent_done`).
+    background task's report; Codex: its thread's final state; Gemini CLI: its ``invoke_agent`` call's end).
 
-    The framer names the log (``log``: what its source's ``subagent_log`` finds it by, beside the parent's log);
-    the pipeline reads it and gives the calls it holds (``calls``); ``None`` until then, and when it could not be
-    read. The fold itself reads no file.
+    Not the loop's: the pipeline takes it (:mod:`copilot_otel.pipeline.subagents`) and, when the prompt it ran in
+    ends, reads the log it names (``log``: what its source's ``subagent_log`` finds it by, beside the parent's log)
+    for the calls its root's cost adds. The fold reads no file, and has nothing to do with it.
     """
 
     log: str = ""
-    calls: tuple[SubagentCall, ...] | None = None
 
 
 def end_held_at(event: Event, time_ns: int | None = None) -> dict[str, Any]:
@@ -307,7 +304,6 @@ NEUTRAL = Translator(
         PromptEnded: on_prompt_end,
         Spawned: agents.on_spawned,
         SpawnEnded: agents.on_spawn_ended,
-        SubagentDone: agents.on_subagent_done,
     },
     keeps_unanswered=frozenset({Failed, Aborted, Compacted}),
 )
@@ -331,7 +327,6 @@ if TYPE_CHECKING:  # each neutral event is the input its handler reads: mypy che
         root_ended: RootEnded,
         spawned: Spawned,
         spawn_ended: SpawnEnded,
-        subagent_done: SubagentDone,
         attempt: AttemptFailed,
         continued: Continued,
         reported: SelfReported,
@@ -339,11 +334,10 @@ if TYPE_CHECKING:  # each neutral event is the input its handler reads: mypy che
         __: tuple[
             agents.SpawnInput,
             agents.SpawnEndInput,
-            agents.SubagentDoneInput,
             inputs.AttemptInput,
             inputs.ContinuedInput,
             inputs.SelfReportInput,
-        ] = (spawned, spawn_ended, subagent_done, attempt, continued, reported)
+        ] = (spawned, spawn_ended, attempt, continued, reported)
         _: tuple[
             inputs.SessionStartInput,
             inputs.PromptInput,

@@ -214,8 +214,6 @@ def _emit_prompt(loop: LoopState, prompt: Prompt, time_ns: int) -> None:
             reasoning_effort=ctx.reasoning_effort,
             continues=prompt.continues,
             copied_records=prompt.copied_records,
-            subagent_calls=tuple(prompt.subagent_calls.values()),
-            subagents_unread=prompt.subagents_unread,
         )
     )
 

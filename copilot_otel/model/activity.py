@@ -690,8 +690,9 @@ class PromptRun(RecordBase):
     # span id); ``copied_records``: the records of that history the log held again, skipped.
     continues: tuple[int, int] | None = None
     copied_records: int = 0
-    # The model calls its sub-agents made in logs of their own (read when each ended: ``SubagentCall``), and how
-    # many ended sub-agents' logs could not be read (missing, refused): the root's cost leaves those out, and says so.
+    # The model calls its sub-agents made in logs of their own (``SubagentCall``), and how many of those sub-agents'
+    # logs could not be read (gone, refused): the root's cost leaves those out, and says so. Not the fold's: the
+    # pipeline reads those logs when the prompt ends (copilot_otel.pipeline.subagents) and fills these in.
     subagent_calls: tuple[SubagentCall, ...] = ()
     subagents_unread: int = 0
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 import orjson
@@ -33,8 +32,8 @@ from .._platform import current
 from ..common.errors import SourceError
 from ..loop.agentloop import AgentLoop, FoldSettings, LiveStats, RunawayThresholds, SessionContext
 from ..loop.core import COPILOT_AGENT
-from ..loop.neutral import SubagentDone
-from ..model.activity import CloseReason, Record, SubagentCall
+from ..loop.neutral import Rooted, SubagentDone
+from ..model.activity import CloseReason, Record
 from ..model.inputs import Event
 from ..model.records import BadLine, DropReason, Emission, NotRead
 from ..projections import Projector
@@ -54,7 +53,7 @@ from ..sources.tail import (
     TailItem,
     TooLong,
 )
-from .subagents import read_calls
+from .subagents import SeenCalls, SubagentLogs, complete
 from .window import PromptWindow
 
 __all__ = [
@@ -240,9 +239,8 @@ class Pipeline:
             the loop still sees every event, so the prompts kept are the same as in a full read.
         source: Another agent's reader, framer and translator (:func:`source_for`); ``None``: Copilot CLI's.
         first_frame: That framer's state at the log's start (what its ``seed`` read beside the log).
-        path: The log's file, where its source finds its sub-agents' own logs (``None``: a log given as bytes,
-            whose sub-agents are said unread).
-        depth: How many sub-agents' logs this one is read under (0: a log read for itself).
+        subagents: Where its sub-agents' own logs are read from (:class:`~.subagents.SubagentLogs`: beside its
+            file); ``None``: a log given as bytes, whose sub-agents are counted unread.
     """
 
     def __init__(
@@ -256,15 +254,10 @@ class Pipeline:
         window: PromptWindow | None = None,
         source: LoopSource | None = None,
         first_frame: Mapping[str, Any] | None = None,
-        path: Path | None = None,
-        depth: int = 0,
+        subagents: SubagentLogs | None = None,
     ) -> None:
         self.source = source
-        self.path = path
-        self.depth = depth
-        # The calls of the sub-agents' logs this fold read (theirs read under them too): what a parent's fold
-        # reading this log as a sub-agent's counts besides its model calls.
-        self.subagent_calls: list[SubagentCall] = []
+        self.subagents = subagents if subagents is not None else SubagentLogs(None, 0, None)
         self._framer: Framer | None = None
         if source is None:
             self.loop = AgentLoop(session_id, COPILOT, settings, context)
@@ -311,12 +304,14 @@ class Pipeline:
         project: bool = True,
         window: PromptWindow | None = None,
         depth: int = 0,
+        seen: SeenCalls | None = None,
     ) -> Pipeline:
         """The pipeline of one session log: the one way replay, the daemon, ``show`` and the library build it.
 
         The title from its ``workspace.yaml`` summarises the conversation, so it is content: read only when
         prompts may be exported and emissions are built (a backfill of thousands of small sessions saves an open
-        per session).
+        per session). ``depth`` and ``seen``: its :class:`~.subagents.SubagentLogs`' (a sub-agent's log read under
+        its parent's, the daemon's :class:`~.subagents.SeenCalls`).
         """
         title = None
         if project and settings.content.allows(ContentKind.PROMPTS):
@@ -332,8 +327,7 @@ class Pipeline:
             window=window,
             source=source,
             first_frame={"seed": seed} if seed is not None else None,
-            path=session.path,
-            depth=depth,
+            subagents=SubagentLogs(session.path, depth, seen),
         )
 
     def feed(self, item: TailItem, line_number: int | None = None) -> Step:
@@ -514,8 +508,11 @@ class Pipeline:
             else None
         )
         for event in framer.frame(view):  # type: ignore[arg-type]  # an Event
-            if event.__class__ is SubagentDone:
-                event = read_calls(self, event)  # the one file a fold reads besides its log
+            cls = event.__class__
+            if cls is SubagentDone:  # the pipeline's, not the loop's (pipeline/subagents.py)
+                self.subagents.ended(loop.current, event)  # type: ignore[arg-type]  # checked by class
+                continue
+            self.subagents.rooted = self.subagents.rooted or cls is Rooted
             records.extend(loop.feed(event, end))
         if (loop.current is not current or loop.pending_at is not None) and not _frame_at_open(
             loop, before, framer
@@ -551,8 +548,11 @@ class Pipeline:
     def _finish(self, records: list[Record], offset: int, end_offset: int, line_number: int) -> Step:
         """The step of what the loop completed: the window's prompts only, projected, with the values the event
         lost (rare: a value out of range, a clamped end)."""
+        ran = self.subagents.take(records) if records else None
         if records and self._window is not None:
             records = self._window.keep(records)
+        if ran and self._project is not None:
+            complete(self, records, ran)  # the root's cost, before it is projected
         step = (
             _new(Step, (records, self._project(records) if self._project is not None else (), None, ()))
             if records

@@ -1,73 +1,258 @@
-"""A sub-agent's own log, read for its model calls when its parent's log says it ended (loop rule A's cost).
+"""The calls a prompt's sub-agents made in logs of their own, for its root's cost (loop rule A's other half).
 
 Claude Code, Codex and Gemini CLI write a sub-agent's work to a log of its own, folded apart, its spans in its
-parent's trace. The parent's prompt costs its whole trace all the same: when the parent's framer says a sub-agent
-is done (:class:`~copilot_otel.loop.neutral.SubagentDone`, naming its log), the parent's pipeline reads that log
-here, through a pipeline of its own that builds records only (the same reader, framer and fold as the log's own
-reading, so the same calls as its chat spans), and hands the fold the calls it holds. The fold reads no file.
+parent's trace. The parent's prompt costs its whole trace all the same: its framer says where each sub-agent ended
+(:class:`~copilot_otel.loop.neutral.SubagentDone`, naming its log), the pipeline notes the name for the prompt
+running then (:class:`SubagentLogs`), and when that prompt's :class:`~copilot_otel.model.activity.PromptRun` comes out of
+the fold, :func:`complete` reads each named log and fills in the run's ``subagent_calls`` and
+``subagents_unread`` before it is projected. The fold itself reads no file and knows nothing of this.
 
-A log that is missing, not a regular file (a FIFO would wait for a writer) or larger than
-:data:`SUBAGENT_LOG_MAX_BYTES` is not read (:mod:`copilot_otel.sources.sidefiles` says it once); its calls stay
-unknown, and the prompt says so. Sub-agents of sub-agents are read under them, at most :data:`SUBAGENT_DEPTH_MAX`
-deep (a log that names itself ends there; each call counts once by its span).
+Why at the prompt's end, not at the sub-agent's: by then the CLI has written the sub-agent's log to its end (Codex
+writes a thread's rollout on its own schedule), and a sub-agent continued later in the same prompt is read whole.
+
+A log is read through a pipeline of its own that builds records only (the same reader, framer and fold as the
+log's own reading, so the same calls, with the same ids, as its chat spans), sub-agents of it too: each log once
+per prompt (a log that names itself, or two that name each other, end there), at most :data:`SUBAGENT_DEPTH_MAX`
+deep. A call counts once by its span, and only for the prompt of its trace.
+
+Interactive Claude Code deletes a sub-agent's log seconds after it ended. The daemon has read it meanwhile, as it
+was written: its own fold of that log left the calls in :class:`SeenCalls`, which the parent's pipeline asks
+first; the file, if still there, adds what the daemon may not have read yet. A log neither there nor seen is
+``subagents_unread`` (a daemon restarted after the deletion has not seen it either: said, not guessed).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from ..loop.neutral import SubagentDone
-from ..model.activity import ModelCall, Record, SubagentCall
+from ..model.activity import ModelCall, PromptRun, Record, SubagentCall
 from ..sources.sessions import SessionFile
 from ..sources.sidefiles import read_lines
 from ..sources.tail import DEFAULT_MAX_LINE_BYTES, Line
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..loop.foldstate import Prompt
+    from ..loop.neutral import SubagentDone
     from . import Pipeline
 
-__all__ = ["SUBAGENT_DEPTH_MAX", "SUBAGENT_LOG_MAX_BYTES", "read_calls"]
+__all__ = [
+    "SUBAGENT_DEPTH_MAX",
+    "SUBAGENT_LOG_MAX_BYTES",
+    "SeenCalls",
+    "SubagentLogs",
+    "complete",
+    "seen_call",
+]
 
-# The most of a sub-agent's log read for its calls (a larger one is said, and left out of its prompt's cost).
+# The most of a sub-agent's log read for its calls (a larger one is said once, and counted unread).
 SUBAGENT_LOG_MAX_BYTES = 1 << 30
-# How deep sub-agents of sub-agents are read (Codex's go 2 deep).
+# How deep sub-agents of sub-agents are read (Codex's go 2 deep); a deeper one is counted unread.
 SUBAGENT_DEPTH_MAX = 4
+# The open prompts whose sub-agents a pipeline remembers (a prompt left out of a time window never ends in a
+# PromptRun that takes its names: the oldest are forgotten).
+_PROMPTS_MAX = 256
 
 
-def read_calls(parent: Pipeline, event: SubagentDone) -> SubagentDone:
-    """``event`` with the calls of the log it names (found by the parent's source beside the parent's log); its
-    ``calls`` stay ``None`` when that log is not found or not read, or lies deeper than :data:`SUBAGENT_DEPTH_MAX`.
-    The calls are the event's own (the framer made it just now); the parent keeps them too, for its own parent."""
-    find = parent.source.subagent_log if parent.source is not None else None
-    if find is None or parent.path is None or parent.depth >= SUBAGENT_DEPTH_MAX:
-        return event
-    log = find(parent.path, event.log)
-    if log is None:
-        return event
-    child = type(parent).for_session(
-        SessionFile(log.stem, log, None, parent.agent), parent.settings, project=False, depth=parent.depth + 1
+def seen_call(rec: ModelCall) -> SubagentCall:
+    """What a prompt counts of a sub-agent's model call."""
+    return SubagentCall(
+        rec.trace_id, rec.span_id, rec.provider, rec.model, rec.start_ns, rec.usage, rec.calls
     )
-    calls: list[SubagentCall] = []
+
+
+class SeenCalls:
+    """The daemon's sub-agents' calls, by their log's real path, as its own folds of those logs read them: what a
+    parent's prompt counts when the CLI has deleted the log since. The most recent :data:`LOGS_MAX` logs, each up
+    to :data:`CALLS_MAX` calls (a longer one is read from its file, while it is there). Shared by the daemon's
+    threads."""
+
+    LOGS_MAX = 1024
+    CALLS_MAX = 100_000
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._logs: OrderedDict[str, list[SubagentCall]] = OrderedDict()
+        # The daemon's open descriptor of each, as a reader of the whole file (FileTailer.read_held).
+        self._held: OrderedDict[str, Callable[[int], bytes | None]] = OrderedDict()
+
+    def hold(self, path: Path, read: Callable[[int], bytes | None]) -> None:
+        """``read(limit)`` reads the sub-agent's log at ``path`` whole through the descriptor the daemon holds:
+        a parent's prompt that ends before the daemon has read the log's last lines, which the CLI has just
+        deleted, still reads them."""
+        with self._lock:
+            self._held[os.path.realpath(path)] = read
+            while len(self._held) > self.LOGS_MAX:
+                self._held.popitem(last=False)
+
+    def held(self, path: Path, limit: int) -> bytes | None:
+        """The log at ``path`` read whole through the daemon's descriptor; ``None`` when none is held (any more)."""
+        with self._lock:
+            read = self._held.get(os.path.realpath(path))
+        return read(limit) if read is not None else None
+
+    def add(self, path: Path, records: Iterable[Record]) -> None:
+        """The model calls among a sub-agent log's ``records``, as its fold completed them."""
+        calls = [seen_call(r) for r in records if r.__class__ is ModelCall]
+        if not calls:
+            return
+        key = os.path.realpath(path)
+        with self._lock:
+            kept = self._logs.pop(key, None) or []
+            if len(kept) < self.CALLS_MAX:
+                kept.extend(calls[: self.CALLS_MAX - len(kept)])
+            self._logs[key] = kept
+            while len(self._logs) > self.LOGS_MAX:
+                self._logs.popitem(last=False)
+
+    def get(self, path: Path) -> Sequence[SubagentCall] | None:
+        """The calls seen of the log at ``path``; ``None`` when its fold gave none here."""
+        with self._lock:
+            kept = self._logs.get(os.path.realpath(path))
+            return tuple(kept) if kept is not None else None
+
+
+class SubagentLogs:
+    """A pipeline's part in this: which sub-agent logs each open prompt of its log ran (by the prompt's trace id,
+    from the framer's :class:`~copilot_otel.loop.neutral.SubagentDone` events), and, when its log is itself a
+    sub-agent's (its fold rooted in another's trace), its calls for :class:`SeenCalls`.
+
+    Args:
+        path: The log's file (``None``: given as bytes; its sub-agents are counted unread).
+        depth: How many sub-agents' logs it is read under (0: read for itself).
+        seen: The daemon's :class:`SeenCalls`.
+    """
+
+    __slots__ = ("_by_trace", "depth", "path", "rooted", "seen")
+
+    def __init__(self, path: Path | None, depth: int, seen: SeenCalls | None) -> None:
+        self.path, self.depth, self.seen = path, depth, seen
+        self.rooted = False
+        self._by_trace: OrderedDict[int, list[str]] = OrderedDict()
+
+    def ended(self, prompt: Prompt | None, event: SubagentDone) -> None:
+        """A sub-agent ended: noted for the prompt running now, whose end reads it. A sub-agent's log read for
+        itself notes nothing: its prompt is its parent's, whose pipeline reads it, sub-agents and all; read under
+        its parent, everything it names is that prompt's, whatever its own fold has open."""
+        if self.depth:
+            trace = prompt.trace_id if prompt is not None else 0
+        elif prompt is None or self.rooted:
+            return
+        else:
+            trace = prompt.trace_id
+        names = self._by_trace.get(trace)
+        if names is None:
+            names = self._by_trace[trace] = []
+            if len(self._by_trace) > _PROMPTS_MAX:
+                self._by_trace.popitem(last=False)
+        if event.log not in names:
+            names.append(event.log)
+
+    def take(self, records: Sequence[Record]) -> dict[int, list[str]] | None:
+        """What the fold just completed means here: a sub-agent's own calls go to :class:`SeenCalls`; the runs of
+        prompts that ran sub-agents are returned with their names (forgotten here), for :func:`complete`."""
+        if self.depth:
+            return None  # read under a parent, whose reading takes everything at the end (take_all)
+        if self.rooted and self.seen is not None and self.path is not None:
+            self.seen.add(self.path, records)
+        if not self._by_trace:
+            return None
+        taken: dict[int, list[str]] = {}
+        for rec in records:
+            if rec.__class__ is PromptRun:
+                names = self._by_trace.pop(rec.trace_id, None)
+                if names:
+                    taken[rec.trace_id] = names
+        return taken
+
+    def take_all(self) -> list[str]:
+        """Every name noted (a sub-agent's log read under its parent: all of it is the parent's prompt's)."""
+        names = list(dict.fromkeys(n for names in self._by_trace.values() for n in names))
+        self._by_trace.clear()
+        return names
+
+
+def complete(parent: Pipeline, records: Iterable[Record], ran: dict[int, list[str]]) -> None:
+    """Fill in each of ``records``' prompt runs that ran sub-agents (``ran``: their names by trace id) with the calls
+    of its trace those sub-agents' logs hold, and how many of the logs could not be read. The runs are the fold's,
+    just made: nothing else holds them yet."""
+    for rec in records:
+        if rec.__class__ is not PromptRun:
+            continue
+        run: PromptRun = rec
+        names = ran.get(run.trace_id)
+        if not names:
+            continue
+        calls: dict[int, SubagentCall] = {}
+        own = parent.subagents.path
+        unread = _read_all(parent, names, {os.path.realpath(own)} if own is not None else set(), calls)
+        run.subagent_calls = tuple(c for c in calls.values() if c.trace_id == run.trace_id)
+        run.subagents_unread = unread
+
+
+def _read_all(
+    parent: Pipeline, names: Iterable[str], visited: set[str], calls: dict[int, SubagentCall]
+) -> int:
+    """The calls of the logs ``names`` (found beside ``parent``'s log) into ``calls`` by span; returns how many of
+    them could not be read. ``visited``: the logs read for this prompt already (each is read once)."""
+    source, logs = parent.source, parent.subagents
+    find = source.subagent_log if source is not None else None
+    unread = 0
+    for name in names:
+        log = find(logs.path, name) if find is not None and logs.path is not None else None
+        if log is None:
+            unread += 1
+            continue
+        real = os.path.realpath(log)
+        if real in visited:
+            continue
+        visited.add(real)
+        seen = logs.seen.get(log) if logs.seen is not None else None
+        for call in seen or ():
+            calls[call.span_id] = call
+        read = _read_one(parent, log, visited, calls)
+        if read is None:
+            unread += seen is None
+        else:
+            unread += read
+    return unread
+
+
+def _read_one(parent: Pipeline, log: Path, visited: set[str], calls: dict[int, SubagentCall]) -> int | None:
+    """One sub-agent's log, folded alone, its calls into ``calls``, its own sub-agents' after them; returns how many
+    of those could not be read, or ``None`` when this log could not be (missing, empty, refused, too deep)."""
+    depth, seen = parent.subagents.depth, parent.subagents.seen
+    if depth >= SUBAGENT_DEPTH_MAX:
+        return None
+    child = type(parent).for_session(
+        SessionFile(log.stem, log, None, parent.agent),
+        parent.settings,
+        project=False,
+        depth=depth + 1,
+        seen=seen,
+    )
+    lines = read_lines(log, "a sub-agent's log", SUBAGENT_LOG_MAX_BYTES, DEFAULT_MAX_LINE_BYTES, final=True)
     read = False
-    for number, (data, start, end) in enumerate(
-        read_lines(log, "a sub-agent's log", SUBAGENT_LOG_MAX_BYTES, DEFAULT_MAX_LINE_BYTES), 1
-    ):
+    for number, (data, start, end) in enumerate(lines, 1):
         read = True
-        _calls_of(child.feed(Line(start, end, data), number).records, calls)
-    if not read:
-        return event  # missing, empty or refused: nothing is known of it
-    _calls_of(child.close("file_ended").records, calls)
-    calls += child.subagent_calls
-    parent.subagent_calls += calls
-    event.calls = tuple(calls)
-    return event
+        _add(child.feed(Line(start, end, data), number).records, calls)
+    if not read:  # gone (deleted by its CLI): as the daemon's descriptor still reads it, if it holds one
+        blob = seen.held(log, SUBAGENT_LOG_MAX_BYTES) if seen is not None else None
+        if not blob:
+            return None
+        for step in child.feed_blob(blob):
+            _add(step.records, calls)
+    _add(child.close("file_ended").records, calls)
+    return _read_all(child, child.subagents.take_all(), visited, calls)
 
 
-def _calls_of(records: Iterable[Record], into: list[SubagentCall]) -> None:
-    """The model calls among ``records``, as the prompt that ran their sub-agent counts them."""
+def _add(records: Iterable[Record], calls: dict[int, SubagentCall]) -> None:
     for rec in records:
         if rec.__class__ is ModelCall:
-            into.append(
-                SubagentCall(rec.trace_id, rec.span_id, rec.provider, rec.model, rec.start_ns, rec.usage,
-                             rec.calls)
-            )  # fmt: skip
+            call = seen_call(rec)
+            calls[call.span_id] = call

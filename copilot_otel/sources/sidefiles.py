@@ -145,7 +145,7 @@ def read_head(path: str | os.PathLike[str], what: str, length: int) -> bytes | N
 
 
 def read_lines(
-    path: str | os.PathLike[str], what: str, limit: int, max_line: int
+    path: str | os.PathLike[str], what: str, limit: int, max_line: int, *, final: bool = False
 ) -> Generator[tuple[bytes, int, int], None, None]:
     """Each complete line of the regular file ``path`` with its start and end offsets (the line without its
     newline, a ``\r`` dropped, blank ones skipped), read a chunk at a time: memory stays within a chunk and
@@ -153,7 +153,8 @@ def read_lines(
 
     Nothing when it is missing or refused (larger than ``limit``, not a regular file, unreadable: said once,
     counted); a read that fails midway ends the lines there. The last line counts only with its newline, as the
-    tailer reads a file still being written.
+    tailer reads a file still being written; ``final``: without one too, as replay reads a whole log (a
+    sub-agent's log read for its calls once its parent says it ended).
     """
     fd = _open(path, what)
     if fd is None:
@@ -172,7 +173,7 @@ def read_lines(
                 _SAID.refuse(path, what, Refusal.UNREADABLE, f"cannot read it: {exc.strerror or exc}")
                 return
             if not chunk:
-                return
+                break
             start = 0
             while (end := chunk.find(b"\n", start)) >= 0:
                 if not skipping and len(pending) + end - start <= max_line:
@@ -190,6 +191,9 @@ def read_lines(
                     pending.clear()
                     skipping = True
             read += len(chunk)
+        last = bytes(pending).rstrip(b"\r")
+        if final and last and not skipping:
+            yield last, line_start, read
     finally:
         os.close(fd)
 

@@ -286,6 +286,22 @@ class _LongScan:
     scanned_to: int
 
 
+def _read_whole(fd: int, limit: int) -> bytes | None:
+    """All of ``fd``'s file by position (its offset untouched on POSIX); ``None`` past ``limit`` or unreadable."""
+    parts: list[bytes] = []
+    try:
+        size = os.fstat(fd).st_size
+        if size > limit:
+            return None
+        done = 0
+        while done < size and (part := current.pread(fd, size - done, done)):
+            parts.append(part)
+            done += len(part)
+    except OSError:
+        return None
+    return b"".join(parts)
+
+
 class FileTailer:
     """Follow one file and return its complete lines as bytes.
 
@@ -452,6 +468,12 @@ class FileTailer:
         except (FileNotFoundError, NotADirectoryError):
             return True
         return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != self._last_seen
+
+    def read_held(self, limit: int) -> bytes | None:
+        """The whole file, through the descriptor held open (a file deleted since is still there), read past what
+        this tailer has read: for a reader that must see the file as written by now (a sub-agent's log its
+        parent's prompt costs). ``None``: no descriptor held, larger than ``limit``, or unreadable."""
+        return None if self._fd is None else _read_whole(self._fd, limit)
 
     def close(self) -> None:
         """Release the fd (idempotent); the next read reopens the path and re-validates the identity."""

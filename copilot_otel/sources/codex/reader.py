@@ -33,6 +33,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -111,19 +112,34 @@ _THREAD = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 
 def thread_log(parent: Path, thread: str) -> Path | None:
     """The rollout of the thread ``thread`` (a sub-agent the rollout ``parent`` spawned): in the parent's date
-    folder, else in any date folder of the same ``sessions`` folder (a thread spawned before midnight and begun
-    after). ``None`` when there is none, or ``thread`` is no thread id (it is the log's data: never a pattern or a
-    way into another folder); a link out of ``sessions`` is not followed."""
+    folder, else in one of the next two days' (a thread spawned before midnight and begun after), looked up by
+    name, never by listing every day. ``None`` when there is none, or ``thread`` is no thread id (it is the log's
+    data: never a pattern or a way into another folder); a link out of ``sessions`` is not followed."""
     if _THREAD.fullmatch(thread) is None:
         return None
     name = f"rollout-*-{thread}.jsonl"
-    found = sorted(parent.parent.glob(name))
+    folders = [parent.parent]
     bound = parent.parent
-    if not found and len(parent.parents) > 3 and parent.parents[3].name == SESSIONS:
+    if len(parent.parents) > 3 and parent.parents[3].name == SESSIONS:
         bound = parent.parents[3]
-        found = sorted(bound.glob(f"*/*/*/{name}"))
+        try:
+            day = date(int(parent.parents[2].name), int(parent.parents[1].name), int(parent.parent.name))
+        except ValueError:  # not a YYYY/MM/DD folder
+            day = None
+        if day is not None:
+            folders += [
+                bound / f"{d.year:04d}" / f"{d.month:02d}" / f"{d.day:02d}"
+                for d in (day + timedelta(days=1), day + timedelta(days=2))
+            ]
     real = os.path.realpath(bound)
-    return next((path for path in found if stays_inside(path, real)), None)
+    for folder in folders:
+        try:
+            found = sorted(p for p in folder.glob(name) if stays_inside(p, real))
+        except OSError:  # a day's folder that cannot be listed: not there, as far as this can tell
+            continue
+        if found:
+            return found[0]
+    return None
 
 
 def _log_of(folder: Path, name: str) -> SourceLog | None:
