@@ -216,3 +216,19 @@ def test_a_sub_agents_log_is_found_only_where_its_agent_writes_it(tmp_path: Path
     assert gemini_subagent_log(session, sub.stem) == sub
     for bad in ("../" + sub.stem, "*", sub.stem + "/x", ""):
         assert gemini_subagent_log(session, bad) is None, bad
+
+
+def test_a_rollout_in_the_last_days_folder_is_no_crash(tmp_path: Path, receiver: OtlpReceiver) -> None:
+    """A Codex rollout filed under ``sessions/9999/12/31`` (a clock set wrong, a copied folder): the next days'
+    folders, where a sub-agent's rollout may be, do not exist in any calendar; the replay goes on, and the root still
+    costs its sub-agent's calls (its rollout is beside it)."""
+    source = FIXTURES / "other-agents" / "codex" / "subagent" / "sessions"
+    day = tmp_path / "codex" / "sessions" / "9999" / "12" / "31"
+    day.mkdir(parents=True)
+    for rollout in source.rglob("rollout-*.jsonl"):
+        shutil.copy(rollout, day / rollout.name)
+    assert replay_into(receiver, tmp_path / "codex") == 0
+    roots, chats = _roots_and_chats(receiver.spans())
+    assert roots and any(SUBAGENT_COST in r["attributes"] for r in roots)
+    for root in roots:
+        assert root["attributes"].get(COST, 0.0) == pytest.approx(_trace_cost(root, chats))

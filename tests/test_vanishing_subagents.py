@@ -75,6 +75,8 @@ def test_a_subagent_file_deleted_by_its_cli_keeps_what_was_read_and_says_so_once
         b"".join(sub.lines[: half if written == "half-only" else None])
     )
     want = _replayed([written_copy], tmp_path)
+    # the parent's root costs the sub-agent's calls (as far as its file got): live must too, from what it read
+    assert any("copilot_otel.prompt.subagent_cost_usd" in s["attributes"] for s in want.values())
 
     daemon = _daemon(tmp_path, receiver).start()
     try:

@@ -289,6 +289,9 @@ class FollowedFile:
         if self.fold is not None:
             spans += self._collect(self.fold.close(closed_for(reset)), out, force=True)
         logger.info("%s was %s; reading it from the start", self.key, reset.value)
+        self.shared.seen_calls.forget(
+            self.session.path
+        )  # a sub-agent's old content's calls are not the new one's
         self.fold = None
         self.context = None
         self.suppress_until = 0

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from ..model.activity import ModelCall, PromptRun, Record, SubagentCall
@@ -68,29 +68,30 @@ def seen_call(rec: ModelCall) -> SubagentCall:
 
 class SeenCalls:
     """The daemon's sub-agents' calls, by their log's real path, as its own folds of those logs read them: what a
-    parent's prompt counts when the CLI has deleted the log since. The most recent :data:`LOGS_MAX` logs, each up
-    to :data:`CALLS_MAX` calls (a longer one is read from its file, while it is there). Shared by the daemon's
-    threads."""
+    parent's prompt counts when the CLI has deleted the log since; and, while the daemon holds a log's descriptor,
+    a reader of the whole file through it. At most :data:`CALLS_MAX` calls in all (the oldest logs' go first: a
+    log still there is read from its file) and :data:`LOGS_MAX` descriptors' readers. Used from the daemon's loop
+    (the lock keeps it whole for any other reader)."""
 
+    CALLS_MAX = 200_000
     LOGS_MAX = 1024
-    CALLS_MAX = 100_000
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._logs: OrderedDict[str, list[SubagentCall]] = OrderedDict()
-        # The daemon's open descriptor of each, as a reader of the whole file (FileTailer.read_held).
-        self._held: OrderedDict[str, Callable[[int], bytes | None]] = OrderedDict()
+        self._count = 0
+        self._held: OrderedDict[str, Callable[[int], Iterator[bytes] | None]] = OrderedDict()
 
-    def hold(self, path: Path, read: Callable[[int], bytes | None]) -> None:
-        """``read(limit)`` reads the sub-agent's log at ``path`` whole through the descriptor the daemon holds:
-        a parent's prompt that ends before the daemon has read the log's last lines, which the CLI has just
-        deleted, still reads them."""
+    def hold(self, path: Path, read: Callable[[int], Iterator[bytes] | None]) -> None:
+        """``read(limit)`` reads the sub-agent's log at ``path`` whole, in chunks, through the descriptor the
+        daemon holds (:meth:`~copilot_otel.sources.tail.FileTailer.read_held`): a parent's prompt that ends before
+        the daemon has read the log's last lines, which the CLI has just deleted, still reads them."""
         with self._lock:
             self._held[os.path.realpath(path)] = read
             while len(self._held) > self.LOGS_MAX:
                 self._held.popitem(last=False)
 
-    def held(self, path: Path, limit: int) -> bytes | None:
+    def held(self, path: Path, limit: int) -> Iterator[bytes] | None:
         """The log at ``path`` read whole through the daemon's descriptor; ``None`` when none is held (any more)."""
         with self._lock:
             read = self._held.get(os.path.realpath(path))
@@ -104,11 +105,17 @@ class SeenCalls:
         key = os.path.realpath(path)
         with self._lock:
             kept = self._logs.pop(key, None) or []
-            if len(kept) < self.CALLS_MAX:
-                kept.extend(calls[: self.CALLS_MAX - len(kept)])
+            kept.extend(calls)
             self._logs[key] = kept
-            while len(self._logs) > self.LOGS_MAX:
-                self._logs.popitem(last=False)
+            self._count += len(calls)
+            while self._count > self.CALLS_MAX and len(self._logs) > 1:
+                self._count -= len(self._logs.popitem(last=False)[1])
+
+    def forget(self, path: Path) -> None:
+        """The log at ``path`` is new content (replaced, truncated): what was seen of the old one is not its."""
+        with self._lock:
+            dropped = self._logs.pop(os.path.realpath(path), None)
+            self._count -= len(dropped or ())
 
     def get(self, path: Path) -> Sequence[SubagentCall] | None:
         """The calls seen of the log at ``path``; ``None`` when its fold gave none here."""
@@ -133,7 +140,7 @@ class SubagentLogs:
     def __init__(self, path: Path | None, depth: int, seen: SeenCalls | None) -> None:
         self.path, self.depth, self.seen = path, depth, seen
         self.rooted = False
-        self._by_trace: OrderedDict[int, list[str]] = OrderedDict()
+        self._by_trace: OrderedDict[int, dict[str, None]] = OrderedDict()
 
     def ended(self, prompt: Prompt | None, event: SubagentDone) -> None:
         """A sub-agent ended: noted for the prompt running now, whose end reads it. A sub-agent's log read for
@@ -147,11 +154,10 @@ class SubagentLogs:
             trace = prompt.trace_id
         names = self._by_trace.get(trace)
         if names is None:
-            names = self._by_trace[trace] = []
+            names = self._by_trace[trace] = {}
             if len(self._by_trace) > _PROMPTS_MAX:
                 self._by_trace.popitem(last=False)
-        if event.log not in names:
-            names.append(event.log)
+        names[event.log] = None  # a set in the order the ends were read
 
     def take(self, records: Sequence[Record]) -> dict[int, list[str]] | None:
         """What the fold just completed means here: a sub-agent's own calls go to :class:`SeenCalls`; the runs of
@@ -167,7 +173,7 @@ class SubagentLogs:
             if rec.__class__ is PromptRun:
                 names = self._by_trace.pop(rec.trace_id, None)
                 if names:
-                    taken[rec.trace_id] = names
+                    taken[rec.trace_id] = list(names)
         return taken
 
     def take_all(self) -> list[str]:
@@ -191,7 +197,11 @@ def complete(parent: Pipeline, records: Iterable[Record], ran: dict[int, list[st
         calls: dict[int, SubagentCall] = {}
         own = parent.subagents.path
         unread = _read_all(parent, names, {os.path.realpath(own)} if own is not None else set(), calls)
-        run.subagent_calls = tuple(c for c in calls.values() if c.trace_id == run.trace_id)
+        # in the calls' order, whichever way they were found (the daemon's, the file's): the same sum as replay's
+        mine = sorted(
+            (c for c in calls.values() if c.trace_id == run.trace_id), key=lambda c: (c.start_ns, c.span_id)
+        )
+        run.subagent_calls = tuple(mine)
         run.subagents_unread = unread
 
 
@@ -242,11 +252,13 @@ def _read_one(parent: Pipeline, log: Path, visited: set[str], calls: dict[int, S
         read = True
         _add(child.feed(Line(start, end, data), number).records, calls)
     if not read:  # gone (deleted by its CLI): as the daemon's descriptor still reads it, if it holds one
-        blob = seen.held(log, SUBAGENT_LOG_MAX_BYTES) if seen is not None else None
-        if not blob:
+        chunks = seen.held(log, SUBAGENT_LOG_MAX_BYTES) if seen is not None else None
+        if chunks is None:
             return None
-        for step in child.feed_blob(blob):
+        for step in child.feed_chunks(chunks):
             _add(step.records, calls)
+        if not child.lines:
+            return None
     _add(child.close("file_ended").records, calls)
     return _read_all(child, child.subagents.take_all(), visited, calls)
 

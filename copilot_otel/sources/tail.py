@@ -55,6 +55,7 @@ import enum
 import hashlib
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -286,20 +287,28 @@ class _LongScan:
     scanned_to: int
 
 
-def _read_whole(fd: int, limit: int) -> bytes | None:
-    """All of ``fd``'s file by position (its offset untouched on POSIX); ``None`` past ``limit`` or unreadable."""
-    parts: list[bytes] = []
+def _chunks(fd: int, limit: int) -> Iterator[bytes] | None:
+    """All of ``fd``'s file by position, :data:`DEFAULT_READ_CHUNK_BYTES` at a time (its offset untouched on POSIX);
+    ``None`` past ``limit`` or when its size cannot be read. A read that fails midway ends the chunks there."""
     try:
         size = os.fstat(fd).st_size
-        if size > limit:
-            return None
-        done = 0
-        while done < size and (part := current.pread(fd, size - done, done)):
-            parts.append(part)
-            done += len(part)
     except OSError:
         return None
-    return b"".join(parts)
+    if size > limit:
+        return None
+
+    def chunks() -> Iterator[bytes]:
+        done = 0
+        try:
+            while done < size and (
+                part := current.pread(fd, min(DEFAULT_READ_CHUNK_BYTES, size - done), done)
+            ):
+                yield part
+                done += len(part)
+        except OSError:
+            return
+
+    return chunks()
 
 
 class FileTailer:
@@ -469,11 +478,12 @@ class FileTailer:
             return True
         return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != self._last_seen
 
-    def read_held(self, limit: int) -> bytes | None:
-        """The whole file, through the descriptor held open (a file deleted since is still there), read past what
-        this tailer has read: for a reader that must see the file as written by now (a sub-agent's log its
-        parent's prompt costs). ``None``: no descriptor held, larger than ``limit``, or unreadable."""
-        return None if self._fd is None else _read_whole(self._fd, limit)
+    def read_held(self, limit: int) -> Iterator[bytes] | None:
+        """The whole file in chunks, through the descriptor held open (a file deleted since is still there), past
+        what this tailer has read: for a reader that must see the file as written by now (a sub-agent's log its
+        parent's prompt costs), read at once, on this tailer's thread. ``None``: no descriptor held, larger than
+        ``limit``, or unreadable."""
+        return None if self._fd is None else _chunks(self._fd, limit)
 
     def close(self) -> None:
         """Release the fd (idempotent); the next read reopens the path and re-validates the identity."""

@@ -124,13 +124,12 @@ def thread_log(parent: Path, thread: str) -> Path | None:
         bound = parent.parents[3]
         try:
             day = date(int(parent.parents[2].name), int(parent.parents[1].name), int(parent.parent.name))
-        except ValueError:  # not a YYYY/MM/DD folder
-            day = None
-        if day is not None:
             folders += [
                 bound / f"{d.year:04d}" / f"{d.month:02d}" / f"{d.day:02d}"
                 for d in (day + timedelta(days=1), day + timedelta(days=2))
             ]
+        except (ValueError, OverflowError):  # not a YYYY/MM/DD folder, or its last days (9999-12-31)
+            pass
     real = os.path.realpath(bound)
     for folder in folders:
         try:
