@@ -373,6 +373,12 @@ CLAUDE_CODE_STATES: list[tuple[str, int, dict[str, Any]]] = [
 ]
 
 
+# Keys of the Claude Code framer's state added after those checkpoints were written: ``running``, the background
+# sub-agents not reported yet by id (a checkpoint without it resumes with none: a prompt the user leaves before one
+# reports says nothing of it on its root, as before the key).
+ADDED_SINCE_THE_SPLIT = frozenset({"running"})
+
+
 def _framed(framer: ClaudeCodeFramer, log: Path, after: int) -> list[Event]:
     """The events ``framer`` gives for the lines of ``log`` after line ``after``, and at its end."""
     out: list[Event] = []
@@ -400,6 +406,7 @@ def test_claude_code_framer_resumes_from_a_checkpoint_written_before_its_split(
             break
         if isinstance(item, Line) and item.data.strip():
             whole.frame(cc.read_line(item.data, item.start, item.end, number))  # type: ignore[arg-type]
-    assert whole.snapshot() == state  # the fixture gives this state at that line
+    # the fixture gives this state at that line, but for keys added since (which such a checkpoint lacks)
+    assert {k: v for k, v in whole.snapshot().items() if k not in ADDED_SINCE_THE_SPLIT} == state
     rest = _framed(whole, path, line)
     assert rest and _framed(resumed, path, line) == rest

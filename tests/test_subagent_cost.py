@@ -12,6 +12,7 @@ daemon's side (a log the CLI deletes once the sub-agent ended) is in tests/test_
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -30,6 +31,7 @@ from tests.test_golden import SOURCES
 
 SUBAGENT_COST = "copilot_otel.prompt.subagent_cost_usd"
 UNREAD = "copilot_otel.prompt.subagents_unread"
+RUNNING = "copilot_otel.prompt.subagents_running"
 COST = "copilot_otel.prompt.cost_usd"
 CLAUDE_SUBAGENT = FIXTURES / "other-agents" / "claude-code" / "subagent"
 
@@ -232,3 +234,35 @@ def test_a_rollout_in_the_last_days_folder_is_no_crash(tmp_path: Path, receiver:
     assert roots and any(SUBAGENT_COST in r["attributes"] for r in roots)
     for root in roots:
         assert root["attributes"].get(COST, 0.0) == pytest.approx(_trace_cost(root, chats))
+
+
+def test_a_background_sub_agent_the_user_did_not_wait_for_is_counted_so_far_and_said(
+    tmp_path: Path, receiver: OtlpReceiver
+) -> None:
+    """Claude Code 2.1.332 [background-subagent] with a human prompt typed before the background sub-agent reported
+    (the log as the CLI writes it then: a new ``promptId`` opens before the ``<task-notification>``). The first
+    prompt ends there: its root costs the sub-agent's calls so far (here all of them: its log was complete) and says
+    one sub-agent still running; the second, which the report reaches, adds nothing of another trace's."""
+    source = FIXTURES / "other-agents" / "claude-code-2.1.332" / "background-subagent" / "projects"
+    home = tmp_path / "claude"
+    shutil.copytree(source, home / "projects")
+    (log,) = (home / "projects").glob("*/*.jsonl")
+    lines = log.read_bytes().splitlines(keepends=True)
+    prompt = json.loads(lines[2])
+    assert prompt["type"] == "user" and isinstance(prompt["message"]["content"], str)
+    companion = next(i for i, line in enumerate(lines) if b'"turnCompanion":true' in line)
+    typed = {**prompt, "promptId": "00000000-0000-4000-8000-000000000002", "uuid": "00000000-0000-4000-8000-0000000000aa",
+             "message": {"role": "user", "content": "While that runs: what time is it?"},
+             "timestamp": json.loads(lines[companion])["timestamp"]}  # fmt: skip
+    lines.insert(companion, (json.dumps(typed) + "\n").encode())
+    log.write_bytes(b"".join(lines))
+    assert replay_into(receiver, home / "projects") == 0
+    roots, chats = _roots_and_chats(receiver.spans())
+    assert len(roots) == 2
+    first = min(roots, key=lambda r: r["start_ns"])
+    second = max(roots, key=lambda r: r["start_ns"])
+    assert first["attributes"][RUNNING] == 1
+    assert first["attributes"][SUBAGENT_COST] > 0
+    for root in roots:
+        assert root["attributes"].get(COST, 0.0) == pytest.approx(_trace_cost(root, chats))
+    assert RUNNING not in second["attributes"] and SUBAGENT_COST not in second["attributes"]

@@ -254,10 +254,13 @@ class SubagentDone(Event):
 
     Not the loop's: the pipeline takes it (:mod:`copilot_otel.pipeline.subagents`) and, when the prompt it ran in
     ends, reads the log it names (``log``: what its source's ``subagent_log`` finds it by, beside the parent's log)
-    for the calls its root's cost adds. The fold reads no file, and has nothing to do with it.
+    for the calls its root's cost adds. The fold reads no file, and has nothing to do with it. ``running``: the
+    sub-agent still ran when its prompt ended (the user went on before a background sub-agent reported): its log is
+    read as far as it got, and the root says so.
     """
 
     log: str = ""
+    running: bool = False
 
 
 def end_held_at(event: Event, time_ns: int | None = None) -> dict[str, Any]:

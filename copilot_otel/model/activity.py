@@ -695,6 +695,9 @@ class PromptRun(RecordBase):
     # pipeline reads those logs when the prompt ends (copilot_otel.pipeline.subagents) and fills these in.
     subagent_calls: tuple[SubagentCall, ...] = ()
     subagents_unread: int = 0
+    # Its sub-agents still running when it ended (a background one that had not reported when the user went on):
+    # their calls are counted as far as their logs got then.
+    subagents_running: int = 0
 
 
 # ---------------------------------------------------------------------------------------------- session events

@@ -140,7 +140,7 @@ class SubagentLogs:
     def __init__(self, path: Path | None, depth: int, seen: SeenCalls | None) -> None:
         self.path, self.depth, self.seen = path, depth, seen
         self.rooted = False
-        self._by_trace: OrderedDict[int, dict[str, None]] = OrderedDict()
+        self._by_trace: OrderedDict[int, dict[str, bool]] = OrderedDict()
 
     def ended(self, prompt: Prompt | None, event: SubagentDone) -> None:
         """A sub-agent ended: noted for the prompt running now, whose end reads it. A sub-agent's log read for
@@ -157,9 +157,9 @@ class SubagentLogs:
             names = self._by_trace[trace] = {}
             if len(self._by_trace) > _PROMPTS_MAX:
                 self._by_trace.popitem(last=False)
-        names[event.log] = None  # a set in the order the ends were read
+        names[event.log] = event.running  # in the order the ends were read; whether it still ran then
 
-    def take(self, records: Sequence[Record]) -> dict[int, list[str]] | None:
+    def take(self, records: Sequence[Record]) -> dict[int, dict[str, bool]] | None:
         """What the fold just completed means here: a sub-agent's own calls go to :class:`SeenCalls`; the runs of
         prompts that ran sub-agents are returned with their names (forgotten here), for :func:`complete`."""
         if self.depth:
@@ -168,12 +168,12 @@ class SubagentLogs:
             self.seen.add(self.path, records)
         if not self._by_trace:
             return None
-        taken: dict[int, list[str]] = {}
+        taken: dict[int, dict[str, bool]] = {}
         for rec in records:
             if rec.__class__ is PromptRun:
                 names = self._by_trace.pop(rec.trace_id, None)
                 if names:
-                    taken[rec.trace_id] = list(names)
+                    taken[rec.trace_id] = names
         return taken
 
     def take_all(self) -> list[str]:
@@ -183,7 +183,7 @@ class SubagentLogs:
         return names
 
 
-def complete(parent: Pipeline, records: Iterable[Record], ran: dict[int, list[str]]) -> None:
+def complete(parent: Pipeline, records: Iterable[Record], ran: dict[int, dict[str, bool]]) -> None:
     """Fill in each of ``records``' prompt runs that ran sub-agents (``ran``: their names by trace id) with the calls
     of its trace those sub-agents' logs hold, and how many of the logs could not be read. The runs are the fold's,
     just made: nothing else holds them yet."""
@@ -203,6 +203,7 @@ def complete(parent: Pipeline, records: Iterable[Record], ran: dict[int, list[st
         )
         run.subagent_calls = tuple(mine)
         run.subagents_unread = unread
+        run.subagents_running = sum(names.values())
 
 
 def _read_all(

@@ -40,6 +40,9 @@ PROMPT_OUTCOME: Final = "copilot_otel.prompt.outcome"
 PROMPT_COST: Final = "copilot_otel.prompt.cost_usd"
 PROMPT_SUBAGENT_COST: Final = "copilot_otel.prompt.subagent_cost_usd"
 PROMPT_SUBAGENTS_UNREAD: Final = "copilot_otel.prompt.subagents_unread"
+# Its sub-agents that still ran when it ended (a Claude Code background sub-agent the user did not wait for): their
+# calls until then are in the cost, what they did after is not.
+PROMPT_SUBAGENTS_RUNNING: Final = "copilot_otel.prompt.subagents_running"
 PROMPT_UNPRICED_CALLS: Final = "copilot_otel.prompt.unpriced_calls"
 CLI_VERSION: Final = "copilot_otel.cli.version"
 RUNAWAY_EVENT: Final = "copilot_otel.runaway.detected"

@@ -135,6 +135,8 @@ class Projector:
                 attrs[ours.PROMPT_UNPRICED_CALLS] = int(costs[1])
         if rec.subagents_unread:
             root.attributes[ours.PROMPT_SUBAGENTS_UNREAD] = rec.subagents_unread  # type: ignore[index]
+        if rec.subagents_running:
+            root.attributes[ours.PROMPT_SUBAGENTS_RUNNING] = rec.subagents_running  # type: ignore[index]
         out.append(root)
         metrics.prompt_run(out, rec, self._agent)
         out.append(logs.prompt_ended(rec, self._vocab))

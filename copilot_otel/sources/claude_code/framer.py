@@ -385,7 +385,7 @@ class ClaudeCodeFramer:
 
     def _open_prompt(self, view: UserRecord, prompt_id: str, kind: UserKind, out: list[Event]) -> None:
         """A new ``promptId``: a human prompt (rule C: keyed by that id), whatever record of it comes first."""
-        self.background.reset()
+        self.background.reset(view, out)  # before the prompt opens: what still ran is the last prompt's
         self._end_turn(view, self.last_ns or view.time_ns, out)
         text: Any = self.queue.take()
         if text is None and kind in (UserKind.PROMPT, UserKind.COMMAND):

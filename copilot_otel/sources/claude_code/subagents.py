@@ -33,32 +33,45 @@ _AGENT_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 
 class Background:
-    """The open prompt's background sub-agents not reported back yet, its other ``promptId`` s (its tasks'
-    reports), and a companion record's ``promptId`` waiting for the record it goes with (keys ``background``,
-    ``aliases``, ``companion`` of the framer's snapshot)."""
+    """The open prompt's background sub-agents not reported back yet (how many, and the ids of those whose launch
+    named them), its other ``promptId`` s (its tasks' reports), and a companion record's ``promptId`` waiting for
+    the record it goes with (keys ``background``, ``running``, ``aliases``, ``companion`` of the framer's
+    snapshot)."""
 
-    __slots__ = ("aliases", "background", "companion")
+    __slots__ = ("aliases", "background", "companion", "running")
 
     def __init__(self, state: Mapping[str, Any]) -> None:
         self.background: int = int(state.get("background", 0))
+        self.running: list[str] = [a for a in state.get("running", ()) if isinstance(a, str)]
         self.aliases: list[str] = list(state.get("aliases", ()))
         self.companion: str | None = state.get("companion")
 
     def snapshot(self, into: dict[str, Any]) -> None:
         into["background"] = self.background
+        if (
+            self.running
+        ):  # written only when there is one: a checkpoint of before it had the key reads back the same
+            into["running"] = list(self.running)
         into["aliases"] = list(self.aliases)
         into["companion"] = self.companion
 
-    def reset(self) -> None:
-        """A new prompt opens: nothing of it runs in the background yet."""
-        self.aliases, self.companion, self.background = [], None, 0
+    def reset(self, view: UserRecord, out: list[Event]) -> None:
+        """A new prompt opens: nothing of it runs in the background yet. A sub-agent of the prompt before that has
+        not reported (the user went on before it finished) is done as far as that prompt can tell: its log is read
+        for that prompt's cost now, as far as it got, and said still running."""
+        for agent in self.running:
+            out.append(_done(view, agent, running=True))
+        self.aliases, self.companion, self.background, self.running = [], None, 0, []
 
     def launched(self, view: UserRecord, out: list[Event]) -> None:
         """An ``Agent`` call's result: when it says its sub-agent runs on in the background, the prompt waits for
         that sub-agent's report; otherwise the sub-agent it names is done (its log is read for its calls)."""
+        agent = view.subagent_id
         if view.subagent_launched:
             self.background += 1
-        elif (agent := view.subagent_id) is not None:
+            if agent is not None and agent not in self.running:
+                self.running.append(agent)
+        elif agent is not None:
             out.append(_done(view, agent))
 
     def still_running(self, view: SystemRecord) -> None:
@@ -81,13 +94,16 @@ class Background:
         )  # fmt: skip
         agent = view.notified_task_id
         if agent is not None:
+            if agent in self.running:
+                self.running.remove(agent)
             out.append(_done(view, agent))
 
 
-def _done(view: UserRecord, agent: str) -> SubagentDone:
-    """The sub-agent ``agent`` is done: its own log holds its calls (:func:`subagent_log` finds it)."""
+def _done(view: UserRecord, agent: str, running: bool = False) -> SubagentDone:
+    """The sub-agent ``agent`` is done (or still ``running`` when its prompt ended): its own log holds its calls
+    (:func:`subagent_log` finds it)."""
     return SubagentDone("claude-code.subagent_done", f"subagent-done/{view.id}/{agent}", view.time_ns, NO_DATA,
-                        None, view.offset, view.end_offset, view.dropped, log=agent)  # fmt: skip
+                        None, view.offset, view.end_offset, view.dropped, log=agent, running=running)  # fmt: skip
 
 
 def subagent_log(parent: Path, agent_id: str) -> Path | None:
