@@ -287,7 +287,7 @@ class _LongScan:
     scanned_to: int
 
 
-def _chunks(fd: int, limit: int) -> Iterator[bytes] | None:
+def _held_chunks(fd: int, limit: int) -> Iterator[bytes] | None:
     """All of ``fd``'s file by position, :data:`DEFAULT_READ_CHUNK_BYTES` at a time (its offset untouched on POSIX);
     ``None`` past ``limit`` or when its size cannot be read. A read that fails midway ends the chunks there."""
     try:
@@ -483,7 +483,7 @@ class FileTailer:
         what this tailer has read: for a reader that must see the file as written by now (a sub-agent's log its
         parent's prompt costs), read at once, on this tailer's thread. ``None``: no descriptor held, larger than
         ``limit``, or unreadable."""
-        return None if self._fd is None else _chunks(self._fd, limit)
+        return None if self._fd is None else _held_chunks(self._fd, limit)
 
     def close(self) -> None:
         """Release the fd (idempotent); the next read reopens the path and re-validates the identity."""
