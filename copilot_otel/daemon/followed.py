@@ -289,9 +289,8 @@ class FollowedFile:
         if self.fold is not None:
             spans += self._collect(self.fold.close(closed_for(reset)), out, force=True)
         logger.info("%s was %s; reading it from the start", self.key, reset.value)
-        self.shared.seen_calls.forget(
-            self.session.path
-        )  # a sub-agent's old content's calls are not the new one's
+        # a sub-agent's log: its old content's calls are not the new one's
+        self.shared.seen_calls.forget(self.session.path)
         self.fold = None
         self.context = None
         self.suppress_until = 0

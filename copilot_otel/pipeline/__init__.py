@@ -512,7 +512,8 @@ class Pipeline:
             if cls is SubagentDone:  # the pipeline's, not the loop's (pipeline/subagents.py)
                 self.subagents.ended(loop.current, event)  # type: ignore[arg-type]  # checked by class
                 continue
-            self.subagents.rooted = self.subagents.rooted or cls is Rooted
+            if cls is Rooted:
+                self.subagents.rooted = True
             records.extend(loop.feed(event, end))
         if (loop.current is not current or loop.pending_at is not None) and not _frame_at_open(
             loop, before, framer

@@ -31,8 +31,7 @@ from typing import TYPE_CHECKING
 
 from ..model.activity import ModelCall, PromptRun, Record, SubagentCall
 from ..sources.sessions import SessionFile
-from ..sources.sidefiles import read_lines
-from ..sources.tail import DEFAULT_MAX_LINE_BYTES, Line
+from ..sources.sidefiles import read_chunks
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -247,16 +246,15 @@ def _read_one(parent: Pipeline, log: Path, visited: set[str], calls: dict[int, S
         depth=depth + 1,
         seen=seen,
     )
-    lines = read_lines(log, "a sub-agent's log", SUBAGENT_LOG_MAX_BYTES, DEFAULT_MAX_LINE_BYTES, final=True)
-    read = False
-    for number, (data, start, end) in enumerate(lines, 1):
-        read = True
-        _add(child.feed(Line(start, end, data), number).records, calls)
-    if not read:  # gone (deleted by its CLI): as the daemon's descriptor still reads it, if it holds one
-        chunks = seen.held(log, SUBAGENT_LOG_MAX_BYTES) if seen is not None else None
-        if chunks is None:
-            return None
+    # Framed as replay frames the log's own reading (a last line without its newline too). Gone (deleted by its
+    # CLI): as the daemon's descriptor still reads it, if it holds one.
+    chunks = read_chunks(log, "a sub-agent's log", SUBAGENT_LOG_MAX_BYTES)
+    if chunks is not None:
         for step in child.feed_chunks(chunks):
+            _add(step.records, calls)
+    if not child.lines:
+        chunks = seen.held(log, SUBAGENT_LOG_MAX_BYTES) if seen is not None else None
+        for step in child.feed_chunks(chunks or ()):
             _add(step.records, calls)
         if not child.lines:
             return None

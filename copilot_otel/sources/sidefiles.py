@@ -23,12 +23,12 @@ import enum
 import logging
 import os
 import threading
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 from .._platform import NotARegularFile, current
 
-__all__ = ["Refusal", "read_head", "read_lines", "read_text", "read_whole", "refusals"]
+__all__ = ["Refusal", "read_chunks", "read_head", "read_lines", "read_text", "read_whole", "refusals"]
 
 logger = logging.getLogger(__name__)
 
@@ -144,8 +144,37 @@ def read_head(path: str | os.PathLike[str], what: str, length: int) -> bytes | N
         os.close(fd)
 
 
+def read_chunks(path: str | os.PathLike[str], what: str, limit: int) -> Iterator[bytes] | None:
+    """The regular file ``path`` from start to end, a chunk at a time (for a reader that frames its lines as replay
+    does: :meth:`copilot_otel.pipeline.Pipeline.feed_chunks`); ``None`` when it is missing or refused (larger than
+    ``limit``, not a regular file, unreadable: said once, counted). A read that fails midway ends the chunks there
+    (said)."""
+    fd = _open(path, what)
+    if fd is None:
+        return None
+    try:
+        if _too_large(fd, path, what, limit):
+            os.close(fd)
+            return None
+    except OSError as exc:
+        os.close(fd)
+        _SAID.refuse(path, what, Refusal.UNREADABLE, f"cannot read it: {exc.strerror or exc}")
+        return None
+
+    def chunks() -> Iterator[bytes]:
+        try:
+            while chunk := os.read(fd, _CHUNK_BYTES):
+                yield chunk
+        except OSError as exc:
+            _SAID.refuse(path, what, Refusal.UNREADABLE, f"cannot read it: {exc.strerror or exc}")
+        finally:
+            os.close(fd)
+
+    return chunks()
+
+
 def read_lines(
-    path: str | os.PathLike[str], what: str, limit: int, max_line: int, *, final: bool = False
+    path: str | os.PathLike[str], what: str, limit: int, max_line: int
 ) -> Generator[tuple[bytes, int, int], None, None]:
     """Each complete line of the regular file ``path`` with its start and end offsets (the line without its
     newline, a ``\r`` dropped, blank ones skipped), read a chunk at a time: memory stays within a chunk and
@@ -153,8 +182,7 @@ def read_lines(
 
     Nothing when it is missing or refused (larger than ``limit``, not a regular file, unreadable: said once,
     counted); a read that fails midway ends the lines there. The last line counts only with its newline, as the
-    tailer reads a file still being written; ``final``: without one too, as replay reads a whole log (a
-    sub-agent's log read for its calls once its parent says it ended).
+    tailer reads a file still being written.
     """
     fd = _open(path, what)
     if fd is None:
@@ -173,7 +201,7 @@ def read_lines(
                 _SAID.refuse(path, what, Refusal.UNREADABLE, f"cannot read it: {exc.strerror or exc}")
                 return
             if not chunk:
-                break
+                return
             start = 0
             while (end := chunk.find(b"\n", start)) >= 0:
                 if not skipping and len(pending) + end - start <= max_line:
@@ -191,9 +219,6 @@ def read_lines(
                     pending.clear()
                     skipping = True
             read += len(chunk)
-        last = bytes(pending).rstrip(b"\r")
-        if final and last and not skipping:
-            yield last, line_start, read
     finally:
         os.close(fd)
 
