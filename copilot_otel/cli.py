@@ -59,7 +59,7 @@ _RUN = [
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="copilot-otel",
-        description="Turn coding agents' session logs (GitHub Copilot CLI, Claude Code, Codex CLI) into "
+        description="Turn coding agents' session logs (GitHub Copilot CLI, Claude Code, Codex CLI, Gemini CLI) into "
         "OpenTelemetry traces, metrics and log events.",
     )
     parser.add_argument("--version", action="version", version=f"copilot-otel {__version__}")

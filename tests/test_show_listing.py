@@ -184,3 +184,31 @@ def test_a_negative_limit_is_refused(root: Path, capsys: pytest.CaptureFixture[s
         main(["show", "--session-state", str(root), "--limit", "-1"])
     assert exit_.value.code == 2  # on main: taken silently as "all"
     assert "--limit: expected 0 or more, got -1" in capsys.readouterr().err
+
+
+def test_a_session_its_log_gives_no_title_is_named_by_its_first_prompt(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Codex logs give a session no title (Copilot CLI's have its summary): the listing names each by its first
+    human prompt, in quotes, as ``codex resume`` lists them (on main every row read "(untitled)"); a secret in it is
+    scrubbed, as in the tree."""
+    monkeypatch.setenv("COLUMNS", "200")
+    codex = _codex_home(tmp_path)
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0" * 2
+    (rollout,) = (codex / "sessions").rglob("*01a233e6-c8*.jsonl")  # plain-question's
+    rollout.write_text(rollout.read_text().replace("What is the capital of France?", f"Is {secret} valid?"))
+    agents = ["--session-state", str(root), "--codex-home", str(codex), "--agents", "copilot,codex"]
+    assert main(["show", *agents, "--json", "--limit", "0"]) == 0
+    listed = json.loads(capsys.readouterr().out)["sessions"]
+    codex_rows = [row for row in listed if row["agent"] == "codex"]
+    scenarios = json.loads((FIXTURES / "other-agents" / "codex" / "checks.json").read_text())["scenarios"]
+    expected = {facts["human_prompts"][0] for name, facts in scenarios.items() if name != "plain-question"}
+    assert len(codex_rows) == 9 and all(row["title"] == "" for row in codex_rows)
+    firsts = {row["first_prompt"] for row in codex_rows}
+    assert expected <= firsts and secret not in str(firsts)
+    (scrubbed,) = firsts - expected
+    assert scrubbed.startswith("Is ") and scrubbed.endswith(" valid?")
+    assert main(["show", *agents, "--agent", "codex"]) == 0
+    out = capsys.readouterr().out
+    assert "(untitled)" not in out and secret not in out
+    assert all(f"“{prompt[:20]}" in out for prompt in expected)

@@ -380,7 +380,7 @@ def _switched_off(config: Config, agent: str) -> Check:
 
 
 def _other_agents(config: Config) -> Iterator[Check]:
-    """One line per other coding agent (Claude Code, Codex CLI): its folder, there or not or switched off by the
+    """One line per other coding agent (Claude Code, Codex CLI, Gemini CLI): its folder, there or not or switched off by the
     ``agents`` setting, and how many session logs it holds. A missing folder is an agent not installed: fine."""
     for root in agent_roots(config):
         if root.source is None:

@@ -18,8 +18,10 @@ which a copied or restored history sets to the copy's. A session a Copilot CLI r
 (:func:`~copilot_otel.sources.sessions.running_pid`). ``--limit N`` says how many more there are; ``--limit 0`` lists them
 all. Piped, the listing is as wide as its longest row (no padding to 80 columns, no trailing spaces).
 
-The tree view shows the prompt text (scrubbed of secrets, cut to :data:`PROMPT_PREVIEW_CHARS`): it never
-leaves the terminal. ``--json`` applies the configured capture policy, so it prints what would be exported.
+The tree view shows the prompt text (scrubbed of secrets, cut to :data:`PROMPT_PREVIEW_CHARS`), and the listing
+names a session its log gives no title by its first prompt (so cut and scrubbed, ``first_prompt`` in its JSON): it
+never leaves the machine. A session's ``--json`` applies the configured capture policy, so it prints what would be
+exported.
 """
 
 from __future__ import annotations
@@ -143,9 +145,9 @@ def show(
     if as_json:
         # "session_state": the folder listed as before the other agents (the Copilot root, or the path given)
         state = config.session_state if session is None else Path(session)
-        _print_listing_json(listing, fold_settings(config), folders, state)
+        _print_listing_json(listing, _tree_settings(fold_settings(config)), folders, state)
     else:
-        _print_listing(console, listing, fold_settings(config), folders)
+        _print_listing(console, listing, _tree_settings(fold_settings(config)), folders)
     return 0
 
 
@@ -221,6 +223,7 @@ def _print_listing_json(
                 "running": row.running_pid is not None,
                 "running_pid": row.running_pid,
                 "title": row.title,
+                "first_prompt": row.first_prompt or None,
                 "cwd": row.cwd,
                 "prompts": row.prompts,
                 "turns": row.turns,
@@ -255,6 +258,9 @@ class SessionSummary:
     errors: int
     problem: str = ""
     running_pid: int | None = None
+    first_prompt: str = ""
+    """The first human prompt's text, on one line: what the listing names a session by when its log gives it no
+    title (Codex, Gemini and most Claude Code sessions), as each CLI's own resume picker does."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -402,6 +408,7 @@ def summarize(session: SessionFile, settings: FoldSettings, last_ns: int | None 
             session, last_active, title, workspace.get("cwd", ""), 0, 0, 0, 0, str(exc), running
         )
     facts = read.prompts[-1].facts if read.prompts else None
+    first = next((p.input_text for p in read.prompts if p.input_text and p.input_text.strip()), "")
     return SessionSummary(
         session=session,
         last_active_s=last_active,
@@ -412,6 +419,7 @@ def summarize(session: SessionFile, settings: FoldSettings, last_ns: int | None 
         turns=len(read.turns),
         tool_calls=len(read.tool_calls),
         errors=sum(1 for r in read.records if _failed(r)),
+        first_prompt=_one_line(first, PROMPT_PREVIEW_CHARS),
     )
 
 
@@ -495,7 +503,12 @@ def _print_listing(
             when,
             short[row.session.path],
             *([agent_of(row.session)] if with_agent else []),
-            row.title or Text("(untitled)", style="dim"),
+            row.title
+            or (
+                Text(f"“{row.first_prompt}”", style="italic")
+                if row.first_prompt
+                else Text("(untitled)", style="dim")
+            ),
             *(
                 [home_relative(row.cwd) if cwd_width is None else _tail(home_relative(row.cwd), cwd_width)]
                 if with_cwd
