@@ -297,3 +297,34 @@ def test_a_reply_with_text_that_then_asks_for_tools_ends_nothing(tmp_path: Path)
     assert not [r for r in read if isinstance(r, PromptRun)], "no prompt ended before the log did"
     (run,) = [r for r in fold.close("file_ended").records if isinstance(r, PromptRun)]
     assert (run.outcome, run.incomplete_reason, run.turns_total, run.tool_calls) == ("completed", None, 4, 3)
+
+
+@pytest.mark.parametrize(
+    ("written", "read"),
+    [
+        (b"/home/dev/gemini/project", "/home/dev/gemini/project"),  # as the CLI writes it, no newline
+        (b"/srv/app\n", "/srv/app"),
+        (b"c:/users/dev/app", "c:/users/dev/app"),  # Windows, as the CLI normalises it
+        (b"project", None),  # not absolute: no folder of any machine
+        (b"/a\n/b", None),  # two lines: not a marker the CLI wrote
+        (b"/" + b"x" * gm.PROJECT_ROOT_MAX_BYTES, None),  # over its cap
+        (b"", None),
+    ],
+)
+def test_a_sessions_folder_is_its_projects_marker_and_only_an_absolute_path(
+    tmp_path: Path, written: bytes, read: str | None
+) -> None:
+    """Where a Gemini session ran: its project folder's ``.project_root`` (the log names no folder), on the
+    session's first span; a sub-agent's log takes none (its session's root has it)."""
+    chats = tmp_path / "tmp" / "project" / "chats"
+    chats.mkdir(parents=True)
+    (chats.parent / ".project_root").write_bytes(written)
+    (main,) = _logs("plain-question", LogKind.SESSION)
+    log = chats / main.path.name
+    log.write_bytes(main.path.read_bytes())
+    assert gm.project_root(log) == read
+    prompts = [r for r in _fold(log) if isinstance(r, PromptRun)]
+    assert [p.facts.cwd for p in prompts] == [read]
+    sub = chats / "6b4f93a2-dc6b-407d-ba74-03d8f2e5f5ab" / "f418ac7a.jsonl"
+    sub.parent.mkdir()
+    assert gm.project_root(sub) is None

@@ -111,3 +111,42 @@ def test_show_repo_lists_only_that_repositorys_sessions_and_each_prefix_resolves
     for row in rows:
         assert main(["show", *home, row.split()[2]]) == 0
         assert "failing-tool" in capsys.readouterr().out
+
+
+def test_a_gemini_session_is_of_the_project_its_cli_marked(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """No Gemini CLI log line names the folder a session ran in; the CLI marks each project's folder under
+    ``tmp/`` with ``.project_root`` (recorded with ``plain-question``; the other scenarios were recorded without
+    it). That session is the project's, in ``report`` and ``show``; the others say nothing of where they ran."""
+    gemini = tmp_path / "gemini"
+    for scenario in sorted((OTHERS / "gemini").glob("*/tmp")):
+        shutil.copytree(scenario, gemini / "tmp", dirs_exist_ok=True)
+    # every scenario's logs are in one project folder now: the marker's project is each one's
+    home = ["--gemini-home", str(gemini), "--agents", "gemini"]
+    every = _report(capsys, "session", *home)["rows"]
+    assert len(every) == 10 and {row.get("cwd") for row in every} == {"/home/dev/gemini/project"}
+
+    marked = tmp_path / "marked"
+    shutil.copytree(OTHERS / "gemini" / "plain-question" / "tmp", marked / "tmp")
+    unmarked = OTHERS / "gemini" / "multi-tool" / "tmp" / "project" / "chats"
+    shutil.copytree(unmarked, marked / "tmp" / "elsewhere" / "chats")  # a project folder with no marker
+    home = ["--gemini-home", str(marked), "--agents", "gemini"]
+    rows = _report(capsys, "session", *home)["rows"]
+    assert sorted(str(row.get("cwd")) for row in rows) == [
+        "/home/dev/gemini/project",
+        "None",
+    ]  # on main: both None
+    for given in ("project", "/home/dev/gemini", "/home/dev/gemini/project"):
+        doc = _report(capsys, "session", *home, "--repo", given)
+        assert [row["cwd"] for row in doc["rows"]] == ["/home/dev/gemini/project"], given
+    assert main(["show", *home, "--json", "--limit", "0", "--repo", "project"]) == 0
+    (listed,) = json.loads(capsys.readouterr().out)["sessions"]
+    assert listed["cwd"] == "/home/dev/gemini/project"
+    assert listed["first_prompt"] == _checks_prompt("plain-question")
+
+
+def _checks_prompt(scenario: str) -> str:
+    checks = json.loads((OTHERS / "gemini" / scenario / "checks.json").read_text(encoding="utf-8"))
+    prompt: str = checks["runs"][0]["prompt"]
+    return prompt

@@ -28,7 +28,7 @@ from copilot_otel.daemon.followed import _first_line, _last_line_boundary
 from copilot_otel.sources import read_blob, sidefiles, sniff
 from copilot_otel.sources.claude_code.reader import read_meta
 from copilot_otel.sources.codex.reader import root_session
-from copilot_otel.sources.gemini.reader import read_line, spawn_of
+from copilot_otel.sources.gemini.reader import project_root, read_line, spawn_of
 from copilot_otel.sources.sessions import read_workspace
 from tests.conftest import FIXTURES, SERIAL
 from tests.daemon_process import DaemonProcess
@@ -258,9 +258,10 @@ def test_every_side_read_refuses_a_fifo_or_device_at_once_and_says_it_once(
     chats = tmp_path / "gemini" / "chats"
     parent = chats / "session-2026-12-02T07-35-6b4f93a2.jsonl"
     sub = chats / "6b4f93a2-dc6b-407d-ba74-03d8f2e5f5ab" / "f418ac7a.jsonl"
+    marker = chats.parent / ".project_root"
     for path in (meta, workspace, rollout, parent, sub):
         path.parent.mkdir(parents=True, exist_ok=True)
-    for path in (meta, workspace, rollout, parent):
+    for path in (meta, workspace, rollout, parent, marker):
         _replace(path, kind)
     sub.write_bytes(b"")
     for _ in range(2):
@@ -270,11 +271,12 @@ def test_every_side_read_refuses_a_fifo_or_device_at_once_and_says_it_once(
         assert sniff(rollout) is None
         found = spawn_of(sub)
         assert found is not None and found.call_id is None and found.prompt_id is None
+        assert project_root(parent) is None
     lines = [r.getMessage() for r in said.records]
-    for path in (meta, workspace, rollout, parent):
+    for path in (meta, workspace, rollout, parent, marker):
         assert sum(str(path) in line and KINDS[kind] in line for line in lines) == 1, lines
     # The rollout is read twice over (root_session and sniff), each its own purpose: said once, for the first.
-    assert sidefiles.refusals()["not_regular_file"] - before == 4
+    assert sidefiles.refusals()["not_regular_file"] - before == 5
 
 
 def test_a_side_file_over_its_cap_is_not_read_and_said_once(

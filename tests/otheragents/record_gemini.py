@@ -11,7 +11,7 @@ sub-agent's requests included. The API key is a dummy; the CLI never opens a soc
 A :class:`Reply` is one model call: its thoughts, text, function calls and usage (``usageMetadata``, the Gemini
 API's meaning: ``promptTokenCount`` includes ``cachedContentTokenCount``; ``candidatesTokenCount`` excludes
 ``thoughtsTokenCount``). Each scenario's folder gets the CLI's files as written, their path below the CLI's home
-kept (``tmp/<project>/chats/…``), ``_capture/`` (each run's fake replies, stdout, stderr) and ``checks.json``:
+kept (``tmp/<project>/chats/…``, and ``tmp/<project>/.project_root``), ``_capture/`` (each run's fake replies, stdout, stderr) and ``checks.json``:
 what the scripts told the model to do and how the runs ended, facts known without reading the CLI's files.
 Usage::
 
@@ -322,7 +322,9 @@ def _run(cli: Path, scenario: Scenario, out: Path) -> dict[str, Any]:
         fake.write_bytes(fake.read_bytes().replace(str(work).encode(), FIXED_WORK.encode()))
     files = []
     tmp = home / ".gemini" / "tmp"
-    for log in sorted(tmp.rglob("*.jsonl")):
+    # The logs and each project folder's .project_root (the CLI's marker of the folder's project: where the
+    # session ran, which the logs never name).
+    for log in sorted([*tmp.rglob("*.jsonl"), *tmp.glob("*/.project_root")]):
         rel = log.relative_to(home / ".gemini")
         target = out / rel
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -69,7 +69,7 @@ from ...loop.neutral import (
     prompt_end,
 )
 from ...model import ids
-from ...model.inputs import Event, ToolRequest, Usage
+from ...model.inputs import Context, Event, ToolRequest, Usage
 from .. import LoopSource, ToolOutcome
 from .reader import (
     COMPLETE_TASK_TOOL,
@@ -80,6 +80,7 @@ from .reader import (
     ToolCallRecord,
     UserKind,
     UserMessage,
+    project_root,
     read_line,
     spawn_of,
     subagent_log,
@@ -115,6 +116,7 @@ class GeminiFramer:
 
     __slots__ = (
         "began",
+        "cwd",
         "done",
         "ended",
         "ending",
@@ -130,8 +132,12 @@ class GeminiFramer:
 
     def __init__(self, state: Mapping[str, Any] | None = None) -> None:
         s = state or {}
-        seed_ = s.get("seed")
-        self.seed: dict[str, Any] | None = dict(seed_) if isinstance(seed_, Mapping) else None
+        seed_ = dict(s["seed"]) if isinstance(s.get("seed"), Mapping) else {}
+        # The project folder read beside a session's log (its ``.project_root``): where the session ran.
+        cwd = seed_.pop("project_root", None) or s.get("cwd")
+        self.cwd: str | None = cwd if isinstance(cwd, str) else None
+        # A sub-agent's spawn, read from its parent's log (rule A); ``None``: a session's own log.
+        self.seed: dict[str, Any] | None = seed_ or None
         self.started: bool = bool(s.get("started", False))
         self.prompt_id: str | None = s.get("prompt_id")
         self.prompt_ns: int = int(s.get("prompt_ns", 0))
@@ -168,6 +174,7 @@ class GeminiFramer:
             "done": list(self.done),
             "last_ns": self.last_ns,
             "ending": dict(self.ending) if self.ending is not None else None,
+            **({"cwd": self.cwd} if self.cwd else {}),
         }
 
     def frame(self, view: Event) -> list[Event]:
@@ -194,7 +201,7 @@ class GeminiFramer:
         out.append(
             SessionBegan("gemini.session", f"session/{view.session_id}", view.time_ns, NO_DATA, None, view.offset,
                          view.end_offset, view.dropped, session_id=view.session_id, producer=PRODUCER,
-                         start_time=None)
+                         start_time=None, context=Context(self.cwd, None, None, None, None) if self.cwd else None)
         )  # fmt: skip
 
     def _user(self, view: UserMessage, out: list[Event]) -> None:
@@ -385,11 +392,13 @@ def _spawn_parent(parent: str | None, call: str | None, prompt_id: str | None) -
 
 
 def seed(path: Path) -> dict[str, Any] | None:
-    """What a sub-agent's log needs to be rooted (rule A): the spawn its parent's log names; ``None`` for a
-    session's own log."""
+    """What a log needs from beside it: a session's own log, the project folder it ran in (``project_root``, from
+    its ``.project_root``; ``None`` when unknown); a sub-agent's log, the spawn its parent's log names, to be rooted
+    (rule A)."""
     spawn = spawn_of(path)
     if spawn is None:
-        return None
+        root = project_root(path)
+        return {"project_root": root} if root else None
     return {
         "parent_session_id": spawn.parent_session_id,
         "agent_id": spawn.agent_id,

@@ -45,7 +45,7 @@ from ...model.records import BadLine, DropReason, RecordBase, record
 from .. import LogKind, Source, SourceLog, ToolOutcome, source_root, time_of, undecodable, walk_logs
 from ..fields import _dict, _int, _str, note_not_read, raw, text
 from ..sessions import stays_inside
-from ..sidefiles import read_lines
+from ..sidefiles import read_lines, read_text
 from ..tail import DEFAULT_MAX_LINE_BYTES
 
 __all__ = [
@@ -169,6 +169,29 @@ def parent_session_of(path: Path) -> str | None:
     """A sub-agent log's parent session id (its folder's name, ``chats/<id>/<agent>.jsonl``); ``None`` for a
     session's own log."""
     return path.parent.name if path.parent.parent.name == CHATS else None
+
+
+# The marker Gemini CLI writes in each project's folder under tmp/ (its ProjectRegistry's ownership marker): the
+# project's root, as the CLI normalises it (lower case on macOS and Windows, forward slashes).
+PROJECT_ROOT_FILE = ".project_root"
+PROJECT_ROOT_MAX_BYTES = 4096
+_ABSOLUTE = re.compile(r"^(?:/|[A-Za-z]:[/\\])[^\x00\n\r]*$")
+
+
+def project_root(path: Path) -> str | None:
+    """The project folder a session's log (``tmp/<project>/chats/session-….jsonl``) ran in: its project folder's
+    ``.project_root``, which the log itself never names (its header's ``projectHash`` is a hash of it). ``None``
+    for a sub-agent's log, or when the marker is missing, refused (not a regular file, too large: said once) or
+    holds no absolute path."""
+    if path.parent.name != CHATS:
+        return None
+    text = read_text(
+        path.parent.parent / PROJECT_ROOT_FILE, "Gemini CLI's .project_root", PROJECT_ROOT_MAX_BYTES
+    )
+    if text is None:
+        return None
+    root = text.strip()
+    return root if _ABSOLUTE.match(root) else None
 
 
 # ---------------------------------------------------------------------------------------------- nested values
