@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -344,14 +345,20 @@ def test_a_hook_while_a_refresh_runs_leaves_its_session_to_it(midday_home: Path,
     assert not list(state.glob("statusline.request.*.json")), "taken"
 
 
-@pytest.mark.parametrize("pid", [4294967296, 99999999999999999999, -3, "12", True])
+@pytest.mark.parametrize("pid", [4294967296, 99999999999999999999, -3, "ended, as text", True])
 def test_a_damaged_status_or_lock_is_no_running_process(
     midday_home: Path, tmp_path: Path, pid: object
 ) -> None:
     """A pid no OS gives (a damaged ``status.json`` or lock file) is no process: the line says the daemon is not
-    running and no refresh runs, never a traceback that blanks the line (``os.kill`` raises OverflowError)."""
+    running and no refresh runs, never a traceback that blanks the line (``os.kill`` raises OverflowError). A pid
+    written as text is that of a process that has ended (this test's own child, waited for): a small fixed one
+    such as 12 is a kernel thread on some machines (CI's, on 2026-12-07)."""
     from copilot_otel._platform import _quick
 
+    if pid == "ended, as text":
+        child = subprocess.Popen([sys.executable, "-c", ""])
+        child.wait()
+        pid = str(child.pid)
     (midday_home / ".claude" / "projects").mkdir(parents=True)
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
