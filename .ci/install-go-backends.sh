@@ -40,14 +40,14 @@ module_version() {
     awk -v m="$2" '$1 == m { print $2; exit } $1 == "require" && $2 == m { print $3; exit }' "$1/go.mod"
 }
 
-# build NAME VERSION DIR PACKAGE LDFLAGS: `go build` PACKAGE inside the module DIR into
+# build NAME VERSION DIR PACKAGE LDFLAGS [TAGS]: `go build` PACKAGE inside the module DIR into
 # $cache/go-backends/NAME-VERSION/NAME unless the stamp there matches DIR's files; prints the path.
 build() {
-    local name=$1 version=$2 dir=$3 pkg=$4 ldflags=$5
+    local name=$1 version=$2 dir=$3 pkg=$4 ldflags=$5 tags=${6:-}
     local out="$cache/go-backends/$name-$version"
     local key
     key="$( (cd "$dir" && find . -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) | LC_ALL=C sort \
-        | xargs sha256sum; go version; printf '%s\n' "$pkg" "$ldflags") | sha256sum | cut -d' ' -f1)"
+        | xargs sha256sum; go version; printf '%s\n' "$pkg" "$ldflags" "$tags") | sha256sum | cut -d' ' -f1)"
     if [[ -x "$out/$name" && "$(cat "$out/stamp" 2>/dev/null)" == "$key" ]]; then
         log "$name $version already built in $out"
     else
@@ -56,7 +56,7 @@ build() {
         log "building $name $version ($pkg)"
         mkdir -p "$out"
         rm -f "$out/stamp"
-        (cd "$dir" && nice -n 19 go build -trimpath -ldflags="$ldflags" -o "$out/$name.tmp" "$pkg") >&2
+        (cd "$dir" && nice -n 19 go build -trimpath -tags="$tags" -ldflags="$ldflags" -o "$out/$name.tmp" "$pkg") >&2
         mv "$out/$name.tmp" "$out/$name"
         echo "$key" >"$out/stamp"
         log "$name $version built in $(elapsed "$t0")"
@@ -77,11 +77,13 @@ jaeger="$(build jaeger "$jaeger_v2" "$here/jaeger" github.com/jaegertracing/jaeg
     "-s -w -X github.com/jaegertracing/jaeger/internal/version.latestVersion=$jaeger_v2")"
 "$jaeger" version >&2; echo >&2
 
-# Prometheus: module v0.316.0 is Prometheus 3.16.0 (v0.3MM.P = 3.MM.P).
+# Prometheus: module v0.316.0 is Prometheus 3.16.0 (v0.3MM.P = 3.MM.P). Built with the tag `remove_all_sd` (its
+# README's way to leave out the optional service discoveries; file, HTTP and static targets stay): the tests scrape
+# static targets only. Measured cold (empty build cache) on 2 cores: 334 s and 105 MB without it, 124 s and 52 MB.
 prom_module="$(module_version "$here/prometheus" github.com/prometheus/prometheus)"
 prom_version="3.$(( $(cut -d. -f2 <<<"$prom_module") - 300 )).$(cut -d. -f3 <<<"$prom_module")"
 prometheus="$(build prometheus "$prom_version" "$here/prometheus" github.com/prometheus/prometheus/cmd/prometheus \
-    "-s -w -X github.com/prometheus/common/version.Version=$prom_version")"
+    "-s -w -X github.com/prometheus/common/version.Version=$prom_version" remove_all_sd)"
 "$prometheus" --version >&2
 
 printf 'OTELCOL_BIN=%s\n' "$otelcol"
