@@ -47,7 +47,7 @@ build() {
     local out="$cache/go-backends/$name-$version"
     local key
     key="$( (cd "$dir" && find . -type f \( -name '*.go' -o -name go.mod -o -name go.sum \) | LC_ALL=C sort \
-        | xargs sha256sum; go version; printf '%s\n' "$pkg" "$ldflags" "$tags") | sha256sum | cut -d' ' -f1)"
+        | xargs sha256sum; go version; printf '%s\n' "$pkg" "$ldflags"; [[ -z "$tags" ]] || printf '%s\n' "$tags") | sha256sum | cut -d' ' -f1)"
     if [[ -x "$out/$name" && "$(cat "$out/stamp" 2>/dev/null)" == "$key" ]]; then
         log "$name $version already built in $out"
     else

@@ -93,23 +93,29 @@ log "prometheus: $(elapsed "$t0")"
 t0=$(now)
 deb13="$cache/deb13"
 deb13_root="$deb13/root"
-if [[ -x "$deb13_root/usr/bin/victoria-metrics" && -x "$deb13_root/usr/bin/docker-compose" ]]; then
+# What the unpacked tree was made from: a new pin unpacks anew, and an unpack cut short (no stamp) is redone.
+deb13_stamp="$VM_VERSION $VM_SHA256 $COMPOSE_VERSION $COMPOSE_SHA256"
+if [[ "$(cat "$deb13/stamp" 2>/dev/null)" == "$deb13_stamp" && -x "$deb13_root/usr/bin/victoria-metrics" \
+    && -x "$deb13_root/usr/bin/docker-compose" ]]; then
     log "victoria-metrics/docker-compose already unpacked in $deb13_root"
 else
     log "fetching victoria-metrics=$VM_VERSION docker-compose=$COMPOSE_VERSION (Debian 13 .debs)"
-    uri="$(sed -n 's/^URIs: //p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n 1 || true)"
-    uri="${uri:-http://deb.debian.org/debian}"
+    # The system's mirror when it is a plain http(s) one (apt's mirror+, tor+ and lists of several are apt's own).
+    uri="$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)"
+    [[ "$uri" =~ ^https?:// ]] || uri=http://deb.debian.org/debian
     mkdir -p "$deb13"
-    rm -f "$deb13"/*.deb
+    rm -rf "$deb13"/*.deb "$deb13/stamp" "$deb13_root" "$deb13_root.tmp"
     while read -r pool sha; do
         f="$deb13/${pool##*/}"
-        curl -fsSL --retry 3 -o "$f" "$uri/$pool"
+        curl -fsSL --retry 3 --connect-timeout 20 --max-time 900 -o "$f" "$uri/$pool"
         echo "$sha  $f" | sha256sum -c --quiet - >&2
-        dpkg -x "$f" "$deb13_root"
+        dpkg -x "$f" "$deb13_root.tmp"
     done <<DEBS
 pool/main/v/victoriametrics/victoria-metrics_${VM_VERSION/+/%2b}_amd64.deb $VM_SHA256
 pool/main/d/docker-compose/docker-compose_${COMPOSE_VERSION}_amd64.deb $COMPOSE_SHA256
 DEBS
+    mv "$deb13_root.tmp" "$deb13_root"
+    echo "$deb13_stamp" >"$deb13/stamp"
 fi
 "$deb13_root/usr/bin/victoria-metrics" -version >/dev/null
 "$deb13_root/usr/bin/docker-compose" version >/dev/null
