@@ -245,7 +245,8 @@ class LoopSource:
         framer: A new framer, from a :meth:`Framer.snapshot` when resuming (``None``: the log's start).
         translator: Which loop handler folds each event the framer gives.
         seed: What a log needs from beside it, read once when its fold starts (a Claude Code sub-agent's
-            ``.meta.json``): the framer's first state under ``seed``; ``None``: nothing.
+            ``.meta.json``, a Gemini CLI project's ``.project_root``): the framer's first state under ``seed``;
+            ``None``: nothing. A log resumed from a checkpoint takes its framer's snapshot instead.
         subagent_log: Where a sub-agent's own log is, from its parent's log and the name the framer gives it in
             :class:`~copilot_otel.loop.neutral.SubagentDone` (``None``: no such file could be its); the pipeline
             reads it for the sub-agent's calls. ``None``: the source's sub-agents write into their parent's log.
