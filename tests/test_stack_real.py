@@ -69,6 +69,7 @@ from tests.stack_data import (
 )
 from tests.test_golden import FIXTURE_LOGS, _fixture_name
 from tests.test_stack_backends import LIVE_ALERTS, NO_DATA, WITNESSES, _alert_states, _env
+from tests.waiting import until
 
 pytestmark = [pytest.mark.stack, pytest.mark.xdist_group("stack-real")]
 
@@ -119,6 +120,22 @@ FIRING = ("CopilotPromptTooManyTurns", "CopilotRunawayDetected")
 
 
 # --- binaries ----------------------------------------------------------------------------------------------
+
+
+def _await_ci_build() -> None:
+    """Under ``.ci/run`` the suite starts while ``.ci/install-go-backends.sh`` may still build, in the background
+    (``GO_BACKENDS_JOB``: that job's files, ``.rc`` and then ``.seconds`` written when it ends): wait for its end,
+    and fail with the end of its log if it failed. Elsewhere, nothing to wait for."""
+    job = os.environ.get("GO_BACKENDS_JOB")
+    if not job:
+        return
+    done = Path(f"{job}.seconds")
+    # A cold build of the three takes about 10 minutes on 2 busy cores; CI's own limit is 90.
+    until(done.exists, 45 * 60, "the Go backends' build in .ci/run's background", poll_s=2.0)
+    rc = Path(f"{job}.rc").read_text().strip()
+    if rc != "0":
+        log = Path(f"{job}.log").read_text(errors="replace")
+        pytest.fail(f".ci/install-go-backends.sh failed (exit {rc}):\n{log[-4000:]}")
 
 
 def _go_backend(name: str, env_var: str) -> str:
@@ -333,6 +350,7 @@ def _alerts_when(url: str, live: bool) -> dict[str, str] | None:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StackRun]:
+    _await_ci_build()
     otelcol = _go_backend("otelcol", "OTELCOL_BIN")
     jaeger = _go_backend("jaeger", "JAEGER_BIN")
     prometheus = _go_backend("prometheus", "PROMETHEUS3_BIN")
