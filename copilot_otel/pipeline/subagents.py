@@ -65,6 +65,11 @@ def seen_call(rec: ModelCall) -> SubagentCall:
     )
 
 
+def _calls_of(records: Iterable[Record]) -> Iterator[SubagentCall]:
+    """What a prompt counts of the model calls among a sub-agent log's ``records``."""
+    return (seen_call(r) for r in records if r.__class__ is ModelCall)
+
+
 class SeenCalls:
     """The daemon's sub-agents' calls, by their log's real path, as its own folds of those logs read them: what a
     parent's prompt counts when the CLI has deleted the log since; and, while the daemon holds a log's descriptor,
@@ -98,7 +103,7 @@ class SeenCalls:
 
     def add(self, path: Path, records: Iterable[Record]) -> None:
         """The model calls among a sub-agent log's ``records``, as its fold completed them."""
-        calls = [seen_call(r) for r in records if r.__class__ is ModelCall]
+        calls = list(_calls_of(records))
         if not calls:
             return
         key = os.path.realpath(path)
@@ -248,22 +253,21 @@ def _read_one(parent: Pipeline, log: Path, visited: set[str], calls: dict[int, S
     )
     # Framed as replay frames the log's own reading (a last line without its newline too). Gone (deleted by its
     # CLI): as the daemon's descriptor still reads it, if it holds one.
-    chunks = read_chunks(log, "a sub-agent's log", SUBAGENT_LOG_MAX_BYTES)
-    if chunks is not None:
-        for step in child.feed_chunks(chunks):
-            _add(step.records, calls)
+    _feed(child, read_chunks(log, "a sub-agent's log", SUBAGENT_LOG_MAX_BYTES), calls)
+    if not child.lines and seen is not None:
+        _feed(child, seen.held(log, SUBAGENT_LOG_MAX_BYTES), calls)
     if not child.lines:
-        chunks = seen.held(log, SUBAGENT_LOG_MAX_BYTES) if seen is not None else None
-        for step in child.feed_chunks(chunks or ()):
-            _add(step.records, calls)
-        if not child.lines:
-            return None
+        return None
     _add(child.close("file_ended").records, calls)
     return _read_all(child, child.subagents.take_all(), visited, calls)
 
 
+def _feed(child: Pipeline, chunks: Iterable[bytes] | None, calls: dict[int, SubagentCall]) -> None:
+    """``chunks`` of a sub-agent's log (``None``: none to read) through its pipeline, its calls into ``calls``."""
+    for step in child.feed_chunks(chunks or ()):
+        _add(step.records, calls)
+
+
 def _add(records: Iterable[Record], calls: dict[int, SubagentCall]) -> None:
-    for rec in records:
-        if rec.__class__ is ModelCall:
-            call = seen_call(rec)
-            calls[call.span_id] = call
+    for call in _calls_of(records):
+        calls[call.span_id] = call

@@ -48,9 +48,8 @@ class Background:
 
     def snapshot(self, into: dict[str, Any]) -> None:
         into["background"] = self.background
-        if (
-            self.running
-        ):  # written only when there is one: a checkpoint of before it had the key reads back the same
+        # written only when there is one: a checkpoint of before it had the key reads back the same
+        if self.running:
             into["running"] = list(self.running)
         into["aliases"] = list(self.aliases)
         into["companion"] = self.companion
